@@ -1,0 +1,154 @@
+"""BMIA and MR-BMIA (Bayesian membership inference; BMIA paper, Algorithms 1 and 2).
+
+Each reference model becomes a family of models through its last-layer
+Laplace posterior (``miaudit.posterior``). For every query, M posterior draws
+give score samples s_1..s_M; the target's score s_0 is tested against them
+with a one-sided Student-t test of H0 "non-member". MR-BMIA pools K reference
+posteriors with the intra/inter variance decomposition of appendix C.
+
+The statistics (``bmia_test``, ``mr_bmia_test``) are plain array functions;
+the attacks wire them to the posteriors and, when a validation split is
+present, add conformal p-values (paper F.1).
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from pydantic import Field
+from scipy import stats
+
+from .. import posterior
+from .base import AttackInputs, AttackParams, AttackRequirementError, AttackResult, ModelAccess
+from .marginal import _signed, empirical_log_pvalues
+from .registry import register
+
+Stats = tuple[np.ndarray, np.ndarray, np.ndarray]  # (t, df, log_p), each (N,)
+
+
+def bmia_test(s0: np.ndarray, sample_mean: np.ndarray, sample_var: np.ndarray, n_samples: int) -> Stats:
+    """Algorithm 1: t = (s0 - mean) / (sd * sqrt(1 + 1/M)), M - 1 degrees of freedom.
+
+    ``sample_var`` has ddof=1. sqrt(1 + 1/M) because Var(s0 - mean) =
+    (1 + 1/M) sigma^2 under H0 (eq. 10). log p = log P(T >= t), via logsf."""
+    t = (s0 - sample_mean) / (np.sqrt(sample_var) * np.sqrt(1.0 + 1.0 / n_samples))
+    df = np.full(t.shape, n_samples - 1.0)
+    return t, df, stats.t.logsf(t, df)
+
+
+def mr_bmia_test(s0: np.ndarray, means: np.ndarray, within_var: np.ndarray, n_samples: int) -> Stats:
+    """Algorithm 2 / appendix C: pooled test over K references of M draws each.
+
+    ``means`` and ``within_var`` (ddof=1) are (K, N): each reference's sample
+    mean and variance of the score for every query."""
+    k, m = means.shape[0], n_samples
+    intra = within_var.mean(axis=0)  # eq. 39: sum_k sum_m (s_km - mean_k)^2 / (K (M - 1))
+    # eq. 40; a negative estimate of a variance is sampling noise (the spread of
+    # the K means is below what the intra variance alone predicts): clip at 0.
+    inter = np.maximum(means.var(axis=0, ddof=1) - intra / m, 0.0)
+    u_inter = (1.0 + 1.0 / k) * inter
+    u_intra = (1.0 + 1.0 / (k * m)) * intra
+    t = (s0 - means.mean(axis=0)) / np.sqrt(u_inter + u_intra)  # eq. 38
+    # eq. 41 (Welch-Satterthwaite); with u_inter = 0 it reduces to K (M - 1)
+    denom = u_inter**2 / (k - 1) + u_intra**2 / (k * (m - 1))
+    df = np.full(t.shape, k * (m - 1.0))
+    np.divide((u_inter + u_intra) ** 2, denom, out=df, where=denom > 0)
+    return t, df, stats.t.logsf(t, df)
+
+
+class BMIAParams(AttackParams):
+    samples: int = Field(default=1000, ge=2, description="posterior draws M per reference model")
+    hessian: posterior.Hessian = "kron"
+    prior: posterior.Prior = "marglik"
+    predictive: posterior.Predictive = "weights"
+    signal: posterior.Signal = "hinge"
+    calibrate: bool | None = Field(default=None, description="conformal p-values on validation; default: when present")
+    chunk_size: int | None = Field(default=None, ge=1, description="records scored at once; default bounds memory")
+    seed: int = Field(default=0, description="offset added to the run seed for posterior sampling")
+
+
+def _fitted_posterior(models: ModelAccess, k: int, params: BMIAParams, inputs: AttackInputs) -> object:
+    """Reference k's Laplace posterior, fitted once per run and options (memo)."""
+    key = ("bmia-posterior", k, params.hessian, params.prior)
+    if key not in models.memo:
+        x, y = models.reference_train[k]
+        la = posterior.fit_last_layer(models.references[k].head, _features(models, k, "train", x), y, params.hessian)
+        val = None
+        if params.prior == "validation":
+            v = inputs.validation
+            if v is None or v.x is None:
+                raise AttackRequirementError("bmia: prior=validation needs validation records with inputs x")
+            val = (_features(models, k, "validation", v.x), v.labels)
+        posterior.tune_prior(la, params.prior, val)
+        models.memo[key] = la
+    return models.memo[key]
+
+
+def _features(models: ModelAccess, k: int, which: str, x: np.ndarray) -> torch.Tensor:
+    """Reference k's penultimate features of one record set (memo): one backbone pass each."""
+    key = ("penultimate", k, which)
+    if key not in models.memo:
+        models.memo[key] = posterior.penultimate(models.references[k], x, models.device)
+    return models.memo[key]
+
+
+def _seed(inputs: AttackInputs, params: BMIAParams, k: int) -> int:
+    """An independent, reproducible stream per (run seed, attack seed, reference)."""
+    return int(np.random.SeedSequence([inputs.seed, params.seed, k]).generate_state(1)[0])
+
+
+def _moments(inputs: AttackInputs, params: BMIAParams, which: str) -> tuple[np.ndarray, np.ndarray]:
+    """(K, n) sample means and variances of the score on queries or validation records."""
+    models = inputs.models
+    records = inputs.queries if which == "queries" else inputs.validation
+    x = models.query_x if which == "queries" else records.x
+    means, variances = [], []
+    for k in range(len(models.references)):
+        la = _fitted_posterior(models, k, params, inputs)
+        mean, var = posterior.score_moments(
+            la, _features(models, k, which, x), records.labels, n_samples=params.samples, signal=params.signal,
+            predictive=params.predictive, chunk_size=params.chunk_size, seed=_seed(inputs, params, k))
+        means.append(mean)
+        variances.append(var)
+    return np.stack(means), np.stack(variances)
+
+
+def _statistics(inputs: AttackInputs, params: BMIAParams, which: str) -> Stats:
+    records = inputs.queries if which == "queries" else inputs.validation
+    s0 = _signed(params.signal, records.target_logits, records.labels)
+    means, variances = _moments(inputs, params, which)
+    if means.shape[0] == 1:
+        return bmia_test(s0, means[0], variances[0], params.samples)
+    return mr_bmia_test(s0, means, variances, params.samples)
+
+
+def _calibrates(inputs: AttackInputs, params: BMIAParams) -> bool:
+    available = inputs.validation is not None and inputs.validation.x is not None
+    if params.calibrate and not available:
+        raise AttackRequirementError("bmia: calibrate=true needs validation records with inputs x")
+    return available if params.calibrate is None else params.calibrate
+
+
+def _attack(inputs: AttackInputs, params: BMIAParams) -> AttackResult:
+    t, df, log_p = _statistics(inputs, params, "queries")
+    extra = {"t": t, "df": df}
+    if _calibrates(inputs, params):
+        # Paper F.1: the validation records never trained the target, so their t
+        # values sample the statistic under H0; rank each query's t among them.
+        t_null, _, _ = _statistics(inputs, params, "validation")
+        extra["log_p_calibrated"] = empirical_log_pvalues(t, t_null)
+    return AttackResult(scores=-log_p, log_pvalues=log_p, extra=extra)
+
+
+_NEEDS = frozenset({"models"})
+
+
+@register("bmia", params=BMIAParams, min_references=1, max_references=1, modes=("offline",), needs=_NEEDS,
+          pvalues=True, summary="BMIA: t-test of the target score against last-layer Laplace samples of one reference")
+def bmia(inputs: AttackInputs, params: BMIAParams) -> AttackResult:
+    return _attack(inputs, params)
+
+
+@register("mr-bmia", params=BMIAParams, min_references=2, modes=("offline",), needs=_NEEDS, pvalues=True,
+          summary="MR-BMIA: t-test against Laplace samples of K references, intra/inter variance pooled")
+def mr_bmia(inputs: AttackInputs, params: BMIAParams) -> AttackResult:
+    return _attack(inputs, params)

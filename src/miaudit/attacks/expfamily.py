@@ -1,0 +1,199 @@
+"""The exponential-family hierarchy BASE1-4 and BaVarIA-n/-t (BaVarIA paper, arXiv 2603.11799).
+
+Every attack scores a scalar statistic z (oriented so higher means member) of
+the target, z_0, against the K references' z_k on the same record, split into
+the IN class (references that trained on it) and the OUT class.
+
+- BASE1 (section 3.2, Corollary 2): z_0 - pooled centre of all z_k. On the loss
+  with log-sum-exp centring it is log p_0 - log mean_k p_k, RMIA's ratio at
+  a = 1 (ROC-equivalent to RMIA at gamma = 1, appendix E.1).
+- BASE2: (mu_1 - mu_0)(z_0 - (mu_1 + mu_0)/2), one variance for all records.
+- BASE3: the same divided by the record's pooled within-class variance.
+- BASE4: the full Gaussian LLR with per-class MLE moments (= LiRA, Corollary 1).
+- BaVarIA (section 4, appendix D): NIG(mu_0m, kappa_0, alpha_0, beta_0m) prior
+  per class, conjugate update (eq. 14), Student-t predictive (eq. 15) for
+  BaVarIA-t; BaVarIA-n plugs the MLE mean and the posterior mean variance
+  beta'/(alpha'-1) into the Gaussian LLR. Empirical Bayes (D.2): mu_0m and
+  beta_0m = (alpha_0 - 1) * var_m are the global mean and variance of the
+  class-m observations, kappa_0 = 1, alpha_0 = 2. As K grows both tend to
+  LiRA with per-record variances (D.3).
+
+Offline, no reference trained on a query, so the IN class has n_in = 0. As
+the paper does for offline BaVarIA, the prior then supplies the IN class: its
+mean and variance are the global IN moments, measured on the population
+records that references did train on (``population.ref_in``). BASE2-4 use the
+same rule for any class without observations (offline IN, or an online record
+that no reference happened to include/exclude): the class parameters fall back
+to the global class moments. Offline, BaVarIA also returns the one-sided
+p-value of z_0 under the OUT predictive.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from pydantic import Field
+from scipy import stats
+
+from ._refstats import (VAR_FLOOR, Moments, Signal, center, gaussian_llr, gaussian_log_sf, global_moments,
+                        log_mean_exp, membership_masks, moments, observations)
+from .base import AttackInputs, AttackParams, AttackRequirementError, AttackResult
+from .registry import register
+
+
+class Base1Params(AttackParams):
+    signal: Signal = "loss"
+    centering: Literal["logsumexp", "mean", "median"] = "logsumexp"
+
+
+class GaussianParams(AttackParams):
+    signal: Signal = "rescaled_logit"
+
+
+class BavariaParams(GaussianParams):
+    kappa0: float = Field(default=1.0, gt=0, description="prior strength of the mean (D.2: 1)")
+    alpha0: float = Field(default=2.0, gt=1, description="prior shape of the variance (D.2: 2, so E[sigma^2] is finite)")
+
+
+@register("base1", params=Base1Params, min_references=1,
+          summary="BASE1: target statistic minus the pooled reference centre (= RMIA at gamma=1 on loss/log-sum-exp)")
+def base1(inputs: AttackInputs, params: Base1Params) -> AttackResult:
+    z0, z = observations(inputs.queries, params.signal)
+    member, out = membership_masks(inputs, "base1")
+    pooled = member | out  # online: every reference; offline: the OUT ones
+    if params.centering == "logsumexp":
+        # z = -loss gives log(mean_k p_k): the confidence-domain average (Corollary 2)
+        return AttackResult(scores=z0 - log_mean_exp(z, pooled))
+    return AttackResult(scores=z0 - center(z, pooled, params.centering))
+
+
+@dataclass(frozen=True)
+class ClassStats:
+    """The target statistic, per-record IN/OUT moments and the global (prior) class moments."""
+
+    z0: np.ndarray
+    inside: Moments
+    outside: Moments
+    global_in: tuple[float, float]  # (mean, variance) of all IN observations
+    global_out: tuple[float, float]
+
+
+def _global_class_moments(inputs: AttackInputs, z: np.ndarray, mask: np.ndarray, member: bool,
+                          signal: Signal, attack: str) -> tuple[float, float]:
+    """Global class moments from the queries, else (offline IN class) from the population."""
+    found = global_moments(z, mask)
+    pop = inputs.population
+    if not np.isfinite(found[0]) and pop is not None and pop.ref_in is not None:
+        pop_in = np.asarray(pop.ref_in, dtype=bool)
+        found = global_moments(observations(pop, signal)[1], pop_in if member else ~pop_in)
+    if not np.isfinite(found[0]):
+        raise AttackRequirementError(
+            f"{attack}: no {'IN' if member else 'OUT'} reference observations; offline it needs "
+            "population records with known reference membership (population.ref_in)")
+    return found
+
+
+def class_stats(inputs: AttackInputs, signal: Signal, attack: str) -> ClassStats:
+    z0, z = observations(inputs.queries, signal)
+    member, out = membership_masks(inputs, attack)
+    return ClassStats(z0=z0, inside=moments(z, member), outside=moments(z, out),
+                      global_in=_global_class_moments(inputs, z, member, True, signal, attack),
+                      global_out=_global_class_moments(inputs, z, out, False, signal, attack))
+
+
+def _mle_or_global(m: Moments, global_moments_: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
+    """Per-record (mean, MLE variance), the global class moments where a record has no observation."""
+    has = m.n > 0
+    return np.where(has, m.mean, global_moments_[0]), np.where(has, m.var, global_moments_[1])
+
+
+def _mean_gap(cs: ClassStats) -> tuple[np.ndarray, np.ndarray]:
+    """(mu_1 - mu_0, z_0 - (mu_1 + mu_0)/2): the factors shared by BASE2 and BASE3."""
+    mu_in, _ = _mle_or_global(cs.inside, cs.global_in)
+    mu_out, _ = _mle_or_global(cs.outside, cs.global_out)
+    return mu_in - mu_out, cs.z0 - (mu_in + mu_out) / 2
+
+
+@register("base2", params=GaussianParams, min_references=1,
+          summary="BASE2: Gaussian LLR with per-record IN/OUT means and one constant variance")
+def base2(inputs: AttackInputs, params: GaussianParams) -> AttackResult:
+    gap, centred = _mean_gap(class_stats(inputs, params.signal, "base2"))
+    return AttackResult(scores=gap * centred)
+
+
+@register("base3", params=GaussianParams, min_references=2,
+          summary="BASE3: Gaussian LLR with per-record IN/OUT means and a pooled per-record variance")
+def base3(inputs: AttackInputs, params: GaussianParams) -> AttackResult:
+    cs = class_stats(inputs, params.signal, "base3")
+    gap, centred = _mean_gap(cs)
+    pooled_var = (cs.inside.sum_sq + cs.outside.sum_sq) / (cs.inside.n + cs.outside.n)
+    return AttackResult(scores=gap / np.maximum(pooled_var, VAR_FLOOR) * centred)
+
+
+@register("base4", params=GaussianParams, min_references=2,
+          summary="BASE4: Gaussian LLR with per-record IN/OUT means and variances (= LiRA, per-record variance)")
+def base4(inputs: AttackInputs, params: GaussianParams) -> AttackResult:
+    cs = class_stats(inputs, params.signal, "base4")
+    return AttackResult(scores=gaussian_llr(cs.z0, *_mle_or_global(cs.inside, cs.global_in),
+                                            *_mle_or_global(cs.outside, cs.global_out)))
+
+
+@dataclass(frozen=True)
+class NIGPosterior:
+    """NIG(mu, kappa, alpha, beta) posterior of one class per record (eq. 14)."""
+
+    mu: np.ndarray
+    kappa: np.ndarray
+    alpha: np.ndarray
+    beta: np.ndarray
+
+    def predictive(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Student-t predictive (eq. 15): (nu = 2 alpha', location mu', scale sigma~)."""
+        scale2 = self.beta * (self.kappa + 1) / (self.alpha * self.kappa)
+        return 2 * self.alpha, self.mu, np.sqrt(scale2)
+
+    def mean_variance(self) -> np.ndarray:
+        """E[sigma^2 | data] = beta' / (alpha' - 1): BaVarIA-n's variance."""
+        return self.beta / (self.alpha - 1)
+
+
+def nig_posterior(m: Moments, prior: tuple[float, float], kappa0: float, alpha0: float) -> NIGPosterior:
+    """Conjugate update of the empirical-Bayes NIG prior (D.2) with n observations (eq. 14)."""
+    mu0, var0 = prior
+    beta0 = var0 * (alpha0 - 1)  # so that the prior E[sigma^2] is the global class variance
+    n = m.n
+    zbar = np.where(n > 0, m.mean, 0.0)
+    kappa = kappa0 + n
+    return NIGPosterior(mu=(kappa0 * mu0 + n * zbar) / kappa, kappa=kappa, alpha=alpha0 + n / 2,
+                        beta=beta0 + m.sum_sq / 2 + kappa0 * n * (zbar - mu0) ** 2 / (2 * kappa))
+
+
+def _posteriors(inputs: AttackInputs, params: BavariaParams, attack: str) -> tuple[ClassStats, NIGPosterior, NIGPosterior]:
+    cs = class_stats(inputs, params.signal, attack)
+    return (cs, nig_posterior(cs.inside, cs.global_in, params.kappa0, params.alpha0),
+            nig_posterior(cs.outside, cs.global_out, params.kappa0, params.alpha0))
+
+
+@register("bavaria-t", params=BavariaParams, min_references=1, pvalues=True,
+          summary="BaVarIA-t: Student-t predictive LLR under empirical-Bayes NIG priors")
+def bavaria_t(inputs: AttackInputs, params: BavariaParams) -> AttackResult:
+    cs, post_in, post_out = _posteriors(inputs, params, "bavaria-t")
+    nu_in, loc_in, scale_in = post_in.predictive()
+    nu_out, loc_out, scale_out = post_out.predictive()
+    llr = stats.t.logpdf(cs.z0, nu_in, loc_in, scale_in) - stats.t.logpdf(cs.z0, nu_out, loc_out, scale_out)
+    offline = inputs.mode == "offline"
+    log_p = stats.t.logsf(cs.z0, nu_out, loc_out, scale_out) if offline else None
+    return AttackResult(scores=llr, log_pvalues=log_p)
+
+
+@register("bavaria-n", params=BavariaParams, min_references=1, pvalues=True,
+          summary="BaVarIA-n: Gaussian LLR with MLE means and NIG posterior-mean variances")
+def bavaria_n(inputs: AttackInputs, params: BavariaParams) -> AttackResult:
+    cs, post_in, post_out = _posteriors(inputs, params, "bavaria-n")
+    # MLE means as in LiRA; at n = 0 the posterior mean is the prior (global) mean
+    mu_in = np.where(cs.inside.n > 0, cs.inside.mean, post_in.mu)
+    mu_out = np.where(cs.outside.n > 0, cs.outside.mean, post_out.mu)
+    var_in, var_out = post_in.mean_variance(), post_out.mean_variance()
+    log_p = gaussian_log_sf(cs.z0, mu_out, var_out) if inputs.mode == "offline" else None
+    return AttackResult(scores=gaussian_llr(cs.z0, mu_in, var_in, mu_out, var_out), log_pvalues=log_p)

@@ -1,0 +1,79 @@
+"""GLS: the last-layer Generalized Leverage Score as a per-record vulnerability score.
+
+GLS paper, appendix C.2 with the trace summary (Remark B.1), in the probability
+space of section 4.4 by default: score_i = trace(d p_i / d y_i), the
+self-influence of a record on its own predicted probabilities. Higher = more
+self-influence = more exposed (the paper ranks records by it and finds LiRA
+succeeds most on the top ones). It reads only the target model: penultimate
+features (one backbone pass, eval mode, no grad) and the head; no reference
+model is used, so ``references`` is ignored. The math is ``miaudit.leverage``.
+
+Whose Hessian (``hessian_data``). The paper builds H from the target's training
+set, which an auditor has but our attacker does not (SPEC threat model). The
+attacker substitutes records it holds, with the target's own probabilities on
+them:
+* ``queries`` (default): the queried records themselves. Each query's own term
+  is in H, as in the paper's in-sample definition, and about half the queries
+  are members, so H mixes training and unseen records.
+* ``population``: the population records, which the target never saw. H does
+  not depend on which other records were queried; by Sherman-Morrison a
+  record's in-sample leverage is h/(1 + h) of its out-of-sample one h for the
+  quadratic loss, so leaving the query out of H keeps the ranking there.
+Either way n in eq. C.31 is the number of those records; it rescales all
+scores alike, so rankings are unaffected.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from pydantic import Field
+from scipy.special import softmax
+
+from .. import leverage, posterior
+from .base import AttackInputs, AttackParams, AttackRequirementError, AttackResult, ModelAccess
+from .registry import register
+
+
+class GLSParams(AttackParams):
+    damping: float = Field(default=1e-3, gt=0, description="lambda added to the averaged-loss Hessian (Algorithm 1)")
+    structure: leverage.Structure = Field(default="full", description="exact Hessian, or its K-FAC approximation")
+    space: leverage.Space = Field(default="probability", description="trace of d p/dy (section 4.4) or of d f/dy (C.30)")
+    hessian_data: Literal["queries", "population"] = "queries"
+
+
+def _target_features(models: ModelAccess, which: str, x: np.ndarray) -> np.ndarray:
+    """The target's penultimate features of one record set, float64 (memo: one backbone pass each)."""
+    key = ("features", "target", which)
+    if key not in models.memo:
+        models.memo[key] = posterior.penultimate(models.target, x, models.device).cpu().numpy()
+    return models.memo[key]
+
+
+def _target_probs(models: ModelAccess, features: np.ndarray) -> np.ndarray:
+    """Softmax of the head applied to the cached features, in float64, so p matches g exactly."""
+    weight = models.target.head.weight.detach().cpu().numpy().astype(np.float64)
+    bias = models.target.head.bias.detach().cpu().numpy().astype(np.float64)
+    return softmax(features @ weight.T + bias, axis=1)
+
+
+def _hessian_records(inputs: AttackInputs, params: GLSParams) -> np.ndarray:
+    models = inputs.models
+    if params.hessian_data == "queries":
+        return _target_features(models, "queries", models.query_x)
+    pop = inputs.population
+    if pop is None or pop.x is None:
+        raise AttackRequirementError("gls: hessian_data=population needs population records with inputs x")
+    return _target_features(models, "population", pop.x)
+
+
+@register("gls", params=GLSParams, min_references=0, max_references=None, needs=frozenset({"models"}),
+          pvalues=False, summary="GLS: last-layer generalized leverage score of the target model, no references")
+def gls(inputs: AttackInputs, params: GLSParams) -> AttackResult:
+    models = inputs.models
+    query_features = _target_features(models, "queries", models.query_x)
+    train_features = _hessian_records(inputs, params)
+    scores = leverage.cross_entropy_gls(
+        train_features, _target_probs(models, train_features), query_features, _target_probs(models, query_features),
+        damping=params.damping, structure=params.structure, space=params.space)
+    return AttackResult(scores=scores)

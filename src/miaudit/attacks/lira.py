@@ -1,0 +1,73 @@
+"""LiRA (Carlini et al. 2022): per-record Gaussians on the references' rescaled logits.
+
+Inputs: the target's and the K references' logits on the queries; online mode
+also needs ``queries.ref_in`` (which references trained on each query).
+
+- Offline (no reference trained on a query): a one-sided test against the OUT
+  Gaussian, log p = log P(Z >= phi_0), Z ~ N(mu_out, sd_out^2), score = -log p.
+  A record far *below* its OUT mean gets p near 1 and a low score; the released
+  code's two-sided ``logpdf`` would flag it, which is the slip this avoids.
+- Online: the IN vs OUT Gaussian log-likelihood ratio (BaVarIA paper eq. 2;
+  it equals BASE4, Corollary 1). Needs an IN and an OUT reference per query.
+
+Variances are MLE (ddof=0), as in the released code and the BaVarIA paper's
+BASE4 = LiRA equivalence (appendix E.1). With fewer than 64 references the
+released code replaces per-record variances by one global variance
+(``fix_variance``; BaVarIA paper section 4.1); ``variance="auto"`` does the
+same, and ``global``/``per_record`` force either. The global variance is the
+total variance of the IN observations online (the released code uses
+``np.std(dat_in)`` for both classes) and of the OUT observations offline.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+
+from ._refstats import (Center, Signal, center, gaussian_llr, gaussian_log_sf, global_moments,
+                        membership_masks, moments, require_each, observations)
+from .base import AttackInputs, AttackParams, AttackResult
+from .registry import register
+
+# Carlini et al. 2022 switch to per-record variances once there are ~32
+# observations per class, i.e. at 64 references in total.
+PER_RECORD_VARIANCE_MIN_REFERENCES = 64
+
+
+class LiraParams(AttackParams):
+    signal: Signal = "rescaled_logit"
+    variance: Literal["auto", "global", "per_record"] = "auto"
+    center: Center = "mean"
+
+
+def uses_per_record_variance(variance: str, n_references: int) -> bool:
+    """Whether LiRA estimates one variance per record (True) or one global variance."""
+    if variance == "auto":
+        return n_references >= PER_RECORD_VARIANCE_MIN_REFERENCES
+    return variance == "per_record"
+
+
+def _class_gaussian(z: np.ndarray, mask: np.ndarray, params: LiraParams, per_record: bool,
+                    global_var: float) -> tuple[np.ndarray, np.ndarray]:
+    """(per-record centre, variance) of one class: per-record MLE variance or the global one."""
+    var = moments(z, mask).var if per_record else np.full(z.shape[1], global_var)
+    return center(z, mask, params.center), var
+
+
+@register("lira", params=LiraParams, min_references=1, pvalues=True,
+          summary="LiRA: per-record Gaussian on rescaled logits (offline one-sided test, online IN/OUT ratio)")
+def lira(inputs: AttackInputs, params: LiraParams) -> AttackResult:
+    z0, z = observations(inputs.queries, params.signal)
+    member, out = membership_masks(inputs, "lira")
+    per_record = uses_per_record_variance(params.variance, inputs.n_references)
+    require_each(out, "lira", "OUT")
+    if inputs.mode == "offline":
+        mu_out, var_out = _class_gaussian(z, out, params, per_record, global_moments(z, out)[1])
+        log_p = gaussian_log_sf(z0, mu_out, var_out)
+        return AttackResult(scores=-log_p, log_pvalues=log_p, extra={"mu_out": mu_out, "sd_out": np.sqrt(var_out)})
+    require_each(member, "lira", "IN")
+    global_var = global_moments(z, member)[1]  # released code: np.std(dat_in) for both classes
+    mu_in, var_in = _class_gaussian(z, member, params, per_record, global_var)
+    mu_out, var_out = _class_gaussian(z, out, params, per_record, global_var)
+    return AttackResult(scores=gaussian_llr(z0, mu_in, var_in, mu_out, var_out),
+                        extra={"mu_in": mu_in, "mu_out": mu_out})

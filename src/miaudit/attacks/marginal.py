@@ -1,0 +1,42 @@
+"""Attack-P (Ye et al. 2022): one global threshold on the target model's score.
+
+The population records were never in the target's training set, so the target's
+scores on them sample the non-member score distribution. The p-value of a query
+is its score's upper-tail rank among those scores (with the +1 correction that
+makes it a valid conformal p-value). No reference model is needed.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+
+from .. import signals
+from .base import AttackInputs, AttackParams, AttackResult
+from .registry import register
+
+
+class AttackPParams(AttackParams):
+    signal: Literal["hinge", "rescaled_logit", "loss", "confidence"] = "hinge"
+
+
+def _signed(name: str, logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """The signal oriented so that higher means member (loss is negated)."""
+    s = signals.compute(name, logits, labels)
+    return -s if name == "loss" else s
+
+
+def empirical_log_pvalues(scores: np.ndarray, null_scores: np.ndarray) -> np.ndarray:
+    """log((1 + #{null >= s}) / (1 + n_null)) for each s: a valid one-sided p-value."""
+    null_sorted = np.sort(np.asarray(null_scores, dtype=np.float64))
+    n_ge = null_sorted.size - np.searchsorted(null_sorted, scores, side="left")
+    return np.log1p(n_ge) - np.log1p(null_sorted.size)
+
+
+@register("attack-p", params=AttackPParams, needs=frozenset({"population"}), pvalues=True,
+          summary="Attack-P: global threshold on the target score, calibrated on population (non-member) records")
+def attack_p(inputs: AttackInputs, params: AttackPParams) -> AttackResult:
+    q, pop = inputs.queries, inputs.population
+    scores = _signed(params.signal, q.target_logits, q.labels)
+    null = _signed(params.signal, pop.target_logits, pop.labels)
+    return AttackResult(scores=scores, log_pvalues=empirical_log_pvalues(scores, null))

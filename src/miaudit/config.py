@@ -1,0 +1,187 @@
+"""The one configuration model: YAML in, validated once at the edge, immutable after.
+
+Every error is one line naming the offending key (``attacks.1.samples: ...``);
+the CLI turns ``ConfigError`` into exit code 2 before anything is written.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .attacks import AttackParams, registry
+
+
+class ConfigError(ValueError):
+    """A configuration problem, with a one-line message naming the key."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DataConfig(_Strict):
+    """A built-in data set (``name``) or a user file (``path``: .npz with x, y or .csv)."""
+
+    name: str | None = None
+    path: Path | None = None
+    label_column: str = "y"
+    subset: int | None = Field(default=None, ge=20, description="random subset of this many records (seeded)")
+    data_dir: Path | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "DataConfig":
+        if (self.name is None) == (self.path is None):
+            raise ValueError("give exactly one of name (a built-in data set) or path (a .npz/.csv file)")
+        return self
+
+    @property
+    def label(self) -> str:
+        return self.name if self.name is not None else Path(self.path).stem
+
+
+class TrainConfig(_Strict):
+    """SGD with momentum and weight decay: the papers' recipe."""
+
+    epochs: int = Field(default=30, ge=1)
+    batch_size: int = Field(default=64, ge=1)
+    lr: float = Field(default=0.1, gt=0)
+    momentum: float = Field(default=0.9, ge=0, lt=1)
+    weight_decay: float = Field(default=5e-4, ge=0)
+    schedule: Literal["cosine", "constant"] = "cosine"
+
+
+class SplitConfig(_Strict):
+    """Fractions of the data set (BMIA paper 4.1: 20/20/40/20)."""
+
+    target_train: float = Field(default=0.2, gt=0, lt=1)
+    target_test: float = Field(default=0.2, gt=0, lt=1)
+    population: float = Field(default=0.4, ge=0, lt=1)
+    validation: float = Field(default=0.2, ge=0, lt=1)
+
+    @model_validator(mode="after")
+    def _sums_to_one(self) -> "SplitConfig":
+        if self.as_tuple() and sum(self.as_tuple()) > 1 + 1e-9:
+            raise ValueError(f"fractions sum to {sum(self.as_tuple()):.3f}, must be at most 1")
+        return self
+
+    def as_tuple(self) -> tuple[float, float, float, float]:
+        return (self.target_train, self.target_test, self.population, self.validation)
+
+
+class AttackSpec(_Strict):
+    """One attack row: its registered name and validated parameters."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+    name: str
+    params: AttackParams
+
+    @model_validator(mode="before")
+    @classmethod
+    def _parse(cls, raw: Any) -> Any:
+        if isinstance(raw, str):
+            raw = {"name": raw}
+        if not isinstance(raw, dict) or "name" not in raw:
+            raise ValueError("each attack is a mapping with a name, e.g. {name: lira, references: 8}")
+        if "params" in raw and isinstance(raw["params"], AttackParams):
+            return raw
+        rest = {k: v for k, v in raw.items() if k != "name"}
+        name = str(raw["name"]).lower()
+        if name not in registry.names():
+            raise ValueError(f"unknown attack {raw['name']!r}; expected one of {registry.names()}")
+        return {"name": name, "params": registry.get(name).params(**rest)}
+
+    @property
+    def label(self) -> str:
+        if self.params.label:
+            return self.params.label
+        k = self.params.references
+        return self.name if k is None else f"{self.name} (n={k})"
+
+
+class RunConfig(_Strict):
+    dataset: DataConfig = DataConfig(name="digits")
+    model: str = "mlp"
+    reference_model: str | None = Field(default=None, description="architecture of the reference models (default: model)")
+    seed: int = 0
+    train: TrainConfig = TrainConfig()
+    references: int = Field(default=4, ge=0, le=1024)
+    mode: Literal["offline", "online"] = "offline"
+    split: SplitConfig = SplitConfig()
+    attacks: list[AttackSpec] = Field(default_factory=lambda: [AttackSpec(name="attack-p", params=registry.get("attack-p").params())], min_length=1)
+    cache_dir: Path | None = None
+    device: str = "cpu"
+
+    @field_validator("dataset", mode="before")
+    @classmethod
+    def _dataset_shorthand(cls, v: Any) -> Any:
+        return {"name": v} if isinstance(v, str) else v
+
+    @field_validator("model", "reference_model")
+    @classmethod
+    def _known_architecture(cls, v: str | None) -> str | None:
+        from .models import ARCHITECTURES
+
+        if v is not None and v not in ARCHITECTURES:
+            raise ValueError(f"unknown architecture {v!r}; expected one of {sorted(ARCHITECTURES)}")
+        return v
+
+    @model_validator(mode="after")
+    def _references_fit(self) -> "RunConfig":
+        for i, spec in enumerate(self.attacks):
+            k = spec.params.references
+            if k is not None and k > self.references:
+                raise ValueError(f"attacks.{i}.references: {k} exceeds the run's references: {self.references}")
+        if self.mode == "online" and self.references % 2:
+            raise ValueError(f"references: online mode needs an even number (each query IN for half), got {self.references}")
+        return self
+
+
+def _one_line(e: ValidationError) -> str:
+    err = e.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"] if p != "params")
+    msg = err["msg"].removeprefix("Value error, ")
+    more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
+    return f"{loc}: {msg}{more}" if loc else f"{msg}{more}"
+
+
+def from_dict(raw: Any) -> RunConfig:
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"config: expected a mapping of keys, got {type(raw).__name__}")
+    try:
+        return RunConfig(**raw)
+    except ValidationError as e:
+        raise ConfigError(_one_line(e)) from None
+
+
+def load(path: str | Path) -> RunConfig:
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config: file {path} not found")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        raise ConfigError(f"config: {path.name} is not valid YAML ({str(e).splitlines()[0]})") from None
+    return from_dict(raw)
+
+
+# The built-in default audit: scikit-learn's digits (ships with a dependency, so it
+# runs on a fresh machine with no data directory) in well under 3 minutes on 2 cores.
+DEFAULT_RUN: dict[str, Any] = {
+    "dataset": "digits",
+    "model": "mlp",
+    "seed": 0,
+    "train": {"epochs": 40, "batch_size": 32, "lr": 0.05},
+    "references": 4,
+    "attacks": [
+        {"name": "attack-p"},
+    ],
+}
+
+
+def default() -> RunConfig:
+    return from_dict(DEFAULT_RUN)

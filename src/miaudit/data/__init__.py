@@ -1,0 +1,37 @@
+"""Data: built-in loaders, user files, and the membership split."""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from pathlib import Path
+
+import numpy as np
+
+from .base import LOADERS, DataError, Dataset, LoadContext, default_cache_dir, default_data_dir, validate_arrays
+from .files import load_file
+from .split import Split, reference_subsets, split_indices
+
+for _mod in pkgutil.iter_modules(__path__):
+    if _mod.name not in ("base", "files", "split"):
+        importlib.import_module(f"{__name__}.{_mod.name}")
+
+
+def load(name: str | None = None, path: str | Path | None = None, *, data_dir: str | Path | None = None,
+         cache_dir: str | Path | None = None, label_column: str = "y", subset: int | None = None, seed: int = 0) -> Dataset:
+    """A built-in data set by name, or a user file by path; optionally a seeded random subset."""
+    ctx = LoadContext(data_dir=Path(data_dir).expanduser() if data_dir else default_data_dir(),
+                      cache_dir=Path(cache_dir).expanduser() if cache_dir else default_cache_dir())
+    if path is not None:
+        ds = load_file(Path(path), label_column)
+    elif name in LOADERS:
+        ds = LOADERS[name](ctx)
+    else:
+        raise DataError(f"dataset: unknown data set {name!r}; expected one of {sorted(LOADERS)} or {{path: file.npz}}")
+    if subset is not None and subset < len(ds):
+        keep = np.sort(np.random.default_rng(np.random.SeedSequence([seed, 0x5B5])).permutation(len(ds))[:subset])
+        ds = Dataset(name=ds.name, x=ds.x[keep], y=ds.y[keep], n_classes=ds.n_classes)
+    return ds
+
+
+__all__ = ["load", "Dataset", "DataError", "LOADERS", "LoadContext", "Split", "split_indices", "reference_subsets",
+           "validate_arrays", "default_data_dir", "default_cache_dir"]

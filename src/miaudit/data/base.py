@@ -1,0 +1,143 @@
+"""The Dataset value, where data files live, and the checksum and cache helpers
+every loader shares."""
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+
+class DataError(ValueError):
+    """Bad or missing data (one-line message naming the field or file)."""
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Records as plain arrays: x float32 (n, ...), y int64 (n,) in [0, n_classes)."""
+
+    name: str
+    x: np.ndarray
+    y: np.ndarray
+    n_classes: int
+
+    @property
+    def input_shape(self) -> tuple[int, ...]:
+        return tuple(self.x.shape[1:])
+
+    def __len__(self) -> int:
+        return int(self.y.shape[0])
+
+    def fingerprint(self) -> str:
+        """Content hash, part of every cache key, so a changed file never reuses stale models."""
+        h = hashlib.sha256()
+        h.update(str((self.x.shape, str(self.x.dtype), self.n_classes)).encode())
+        h.update(np.ascontiguousarray(self.x).tobytes())
+        h.update(np.ascontiguousarray(self.y).tobytes())
+        return h.hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class LoadContext:
+    data_dir: Path | None  # where the original files are (None: not configured / not found)
+    cache_dir: Path  # where decoded arrays are kept, outside the repository
+
+
+Loader = Callable[[LoadContext], Dataset]
+LOADERS: dict[str, Loader] = {}
+
+
+def loader(name: str) -> Callable[[Loader], Loader]:
+    """Register a built-in data set loader under ``name``."""
+
+    def wrap(fn: Loader) -> Loader:
+        LOADERS[name] = fn
+        return fn
+
+    return wrap
+
+
+def default_data_dir() -> Path | None:
+    """$MIAUDIT_DATA_DIR, else ../shared/data next to the working directory if it exists."""
+    env = os.environ.get("MIAUDIT_DATA_DIR")
+    if env:
+        return Path(env).expanduser()
+    guess = Path.cwd().parent / "shared" / "data"
+    return guess if guess.is_dir() else None
+
+
+def default_cache_dir() -> Path:
+    env = os.environ.get("MIAUDIT_CACHE_DIR")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "miaudit"
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def require_file(ctx: LoadContext, relpath: str, sha256: str | None, dataset: str) -> Path:
+    """The verified path of a data file, or a DataError saying where it was looked for."""
+    if ctx.data_dir is None:
+        raise DataError(f"dataset {dataset}: no data directory; set MIAUDIT_DATA_DIR or data_dir in the config to a folder holding {relpath}")
+    path = ctx.data_dir / relpath
+    if not path.is_file():
+        raise DataError(f"dataset {dataset}: file {path} not found (expected {relpath} under the data directory)")
+    if sha256 is not None and sha256_file(path) != sha256:
+        raise DataError(f"dataset {dataset}: checksum mismatch for {path} (expected sha256 {sha256[:12]}...)")
+    return path
+
+
+def file_key(path: Path, sha256: str | None) -> str:
+    """Cache-key part naming a file's content: its verified checksum, or a fresh hash where none is pinned."""
+    return (sha256 or sha256_file(path))[:16]
+
+
+def cached_arrays(ctx: LoadContext, key: str, build: Callable[[], dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """Decode once: arrays are kept as ``<cache>/data/<key>.npz`` (no pickle) and reused."""
+    path = ctx.cache_dir / "data" / f"{key}.npz"
+    if path.is_file():
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    arrays = build()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}.npz")
+    np.savez(tmp, **arrays)
+    os.replace(tmp, path)
+    return arrays
+
+
+def validate_arrays(name: str, x: np.ndarray, y: np.ndarray, n_classes: int | None = None) -> Dataset:
+    """Check shapes, finiteness and labels at the boundary; return a clean Dataset."""
+    x = np.asarray(x)
+    y = np.asarray(y)
+    if x.ndim < 2:
+        raise DataError(f"dataset {name}: x must have shape (n, features...), got {x.shape}")
+    if y.ndim != 1 or y.shape[0] != x.shape[0]:
+        raise DataError(f"dataset {name}: y must have shape ({x.shape[0]},), got {y.shape}")
+    if not np.issubdtype(x.dtype, np.number) or np.issubdtype(x.dtype, np.complexfloating):
+        raise DataError(f"dataset {name}: x must be real numbers, got dtype {x.dtype}")
+    x = x.astype(np.float32, copy=False)  # no second copy of large image sets already in float32
+    if not np.isfinite(x).all():
+        bad = int((~np.isfinite(x)).any(axis=tuple(range(1, x.ndim))).sum())
+        raise DataError(f"dataset {name}: x contains NaN or inf in {bad} record(s); clean or drop them first")
+    if np.issubdtype(y.dtype, np.floating):
+        if not np.isfinite(y).all() or not np.all(y == np.round(y)):
+            raise DataError(f"dataset {name}: y must hold integer class labels")
+    elif not np.issubdtype(y.dtype, np.integer):
+        raise DataError(f"dataset {name}: y must hold integer class labels, got dtype {y.dtype}")
+    y = y.astype(np.int64)
+    if y.size and y.min() < 0:
+        raise DataError(f"dataset {name}: labels must be in [0, n_classes), found {int(y.min())}")
+    k = int(y.max()) + 1 if n_classes is None else n_classes
+    if y.size and y.max() >= k:
+        raise DataError(f"dataset {name}: labels must be in [0, {k}), found {int(y.max())}")
+    if k < 2:
+        raise DataError(f"dataset {name}: needs at least 2 classes, found {k}")
+    return Dataset(name=name, x=x, y=y, n_classes=k)

@@ -1,0 +1,52 @@
+"""The paper's disjoint split (BMIA paper, section 4.1) and reference-model subsets.
+
+Indices only: the split decides who is a member; the attacker-facing code gets
+the queries (members and non-members, shuffled together) without that column.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Split:
+    members: np.ndarray  # target's training set
+    nonmembers: np.ndarray  # target's test set
+    population: np.ndarray  # reference models' data pool
+    validation: np.ndarray  # QMIA training / conformal calibration
+
+    def parts(self) -> dict[str, np.ndarray]:
+        return {"members": self.members, "nonmembers": self.nonmembers,
+                "population": self.population, "validation": self.validation}
+
+
+def split_indices(n: int, seed: int, fractions: tuple[float, float, float, float] = (0.2, 0.2, 0.4, 0.2)) -> Split:
+    """Random disjoint parts with the given fractions of n records."""
+    if len(fractions) != 4 or any(f < 0 for f in fractions) or sum(fractions) > 1 + 1e-9:
+        raise ValueError(f"split: expected four non-negative fractions summing to at most 1, got {fractions}")
+    perm = np.random.default_rng(np.random.SeedSequence([seed, 0x5917])).permutation(n)
+    sizes = [int(np.floor(f * n)) for f in fractions]
+    cuts = np.cumsum(sizes)
+    parts = np.split(perm[: cuts[-1]], cuts[:-1])
+    return Split(*(np.sort(p) for p in parts))
+
+
+def reference_subsets(pool_size: int, k: int, seed: int, balanced: bool = False) -> np.ndarray:
+    """(k, pool_size) boolean mask: row j selects reference j's training records.
+
+    Each row is a random half of the pool. With ``balanced`` (online LiRA's
+    design) every record is IN for exactly half the references (k even), so each
+    point has as many IN as OUT observations.
+    """
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 0x4EF]))
+    mask = np.zeros((k, pool_size), dtype=bool)
+    if balanced:
+        order = np.argsort(rng.random((k, pool_size)), axis=0)  # a random permutation of models per record
+        mask[order[: k // 2], np.arange(pool_size)] = True
+        return mask
+    half = pool_size // 2
+    for j in range(k):
+        mask[j, rng.permutation(pool_size)[:half]] = True
+    return mask

@@ -1,0 +1,134 @@
+"""The output directory: results.json, report.md, roc.png, scores.csv.
+
+Everything is first written into a temporary sibling folder and moved into
+place at the end, so a failure never leaves a half-written output directory.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from . import __version__, metrics  # noqa: E402
+from .pipeline import AttackRun, RunResult  # noqa: E402
+
+OUTPUT_FILES = ("results.json", "report.md", "roc.png", "scores.csv")
+
+
+def slug(run: AttackRun) -> str:
+    """Column-safe name of an attack row, e.g. 'lira_n8'."""
+    base = run.spec.params.label or f"{run.spec.name}_n{run.references}"
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", base)
+
+
+def results_json(res: RunResult) -> dict:
+    exp, cfg = res.experiment, res.experiment.cfg
+    return {
+        "miaudit_version": __version__,
+        "dataset": cfg.dataset.label,
+        "n_records": len(exp.dataset),
+        "n_members": int(exp.is_member.sum()),
+        "n_nonmembers": int((~exp.is_member).sum()),
+        "n_population": len(exp.split.population),
+        "n_validation": len(exp.split.validation),
+        "model": cfg.model,
+        "reference_model": cfg.reference_model or cfg.model,
+        "mode": cfg.mode,
+        "seed": cfg.seed,
+        "references": len(exp.references),
+        "target": {**exp.target_accuracy(), "training_seconds": exp.target.seconds},
+        "reference_models": [{"train_accuracy": r.train_accuracy, "seconds": r.seconds, "cached": r.cached}
+                             for r in exp.references],
+        "attacks": [{"name": r.spec.name, "label": r.spec.label, "references": r.references,
+                     **r.metrics.to_json(), "seconds": r.seconds} for r in res.attacks],
+        "config": json.loads(cfg.model_dump_json()),
+    }
+
+
+def scores_frame(res: RunResult) -> pd.DataFrame:
+    exp = res.experiment
+    cols = {"record": exp.query_idx, "member": exp.is_member.astype(int), "label": exp.dataset.y[exp.query_idx]}
+    for r in res.attacks:
+        s = slug(r)
+        cols[f"{s}.score"] = r.result.scores
+        if r.result.log_pvalues is not None:
+            cols[f"{s}.p_value"] = np.exp(r.result.log_pvalues)
+            cols[f"{s}.log_p"] = r.result.log_pvalues
+        if "log_p_calibrated" in r.result.extra:
+            cols[f"{s}.p_value_calibrated"] = np.exp(r.result.extra["log_p_calibrated"])
+    return pd.DataFrame(cols)
+
+
+def roc_plot(res: RunResult, path: Path) -> None:
+    fig, ax = plt.subplots(figsize=(5.5, 5))
+    n_non = int((~res.experiment.is_member).sum())
+    for r in res.attacks:
+        fpr, tpr = metrics.roc(r.result.scores, res.experiment.is_member)
+        ax.plot(np.maximum(fpr, 1e-5), np.maximum(tpr, 1e-5), lw=1.4,
+                label=f"{r.spec.label}  AUC {r.metrics.auc:.3f}, TPR@1% {100 * r.metrics.tpr_at_fpr['0.01']:.1f}%")
+    ax.plot([1e-5, 1], [1e-5, 1], "k:", lw=0.8)
+    ax.axvline(1.0 / max(n_non, 1), color="grey", lw=0.6, ls="--")
+    ax.set(xscale="log", yscale="log", xlim=(max(1e-4, 0.5 / max(n_non, 1)), 1), ylim=(1e-3, 1),
+           xlabel="false positive rate", ylabel="true positive rate",
+           title=f"{res.experiment.cfg.dataset.label}: membership inference ROC")
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.2f}"
+
+
+def report_md(res: RunResult, results: dict) -> str:
+    t = results["target"]
+    lines = [f"# miaudit report: {results['dataset']}", "",
+             f"- records: {results['n_records']} ({results['n_members']} members, {results['n_nonmembers']} non-members, "
+             f"{results['n_population']} population, {results['n_validation']} validation)",
+             f"- target {results['model']}: train accuracy {t['train_accuracy']:.3f}, test accuracy {t['test_accuracy']:.3f}",
+             f"- reference models ({results['reference_model']}, {results['mode']}): {results['references']}",
+             f"- seed {results['seed']}, miaudit {results['miaudit_version']}", "",
+             "| attack | refs | AUC | TPR@0.1% | TPR@1% | TPR@5% | FPR at p<0.05 (raw / calibrated) | reference training s | attack s |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for a in results["attacks"]:
+        tpr = {k: _pct(v) + (" †" if k in a["unreliable_fpr_levels"] else "") for k, v in a["tpr_at_fpr"].items()}
+        fa = a.get("fpr_at_alpha", {})
+        fpr05 = " / ".join(_pct(fa[k]["0.05"]) for k in ("raw", "calibrated") if k in fa) or "-"
+        lines.append(f"| {a['label']} | {a['references']} | {a['auc']:.3f} | {tpr['0.001']} | {tpr['0.01']} | {tpr['0.05']} "
+                     f"| {fpr05} | {a['seconds']['reference_training']:.1f} | {a['seconds']['attack']:.2f} |")
+    unreliable = sorted({lv for a in results["attacks"] for lv in a["unreliable_fpr_levels"]})
+    if unreliable:
+        lines += ["", f"† unreliable: with {results['n_nonmembers']} non-members, FPR levels below "
+                      f"{10 / results['n_nonmembers']:.4f} (10/n) rest on fewer than 10 false positives ({', '.join(unreliable)})."]
+    lines += ["", "TPR and FPR in percent. Scores of every record: `scores.csv`; ROC: `roc.png`."]
+    return "\n".join(lines) + "\n"
+
+
+def write(res: RunResult, out_dir: Path) -> dict:
+    """Write every output file atomically; return the results dict."""
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    results = results_json(res)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        (tmp / "results.json").write_text(json.dumps(results, indent=1))
+        (tmp / "report.md").write_text(report_md(res, results))
+        roc_plot(res, tmp / "roc.png")
+        scores_frame(res).to_csv(tmp / "scores.csv", index=False, float_format="%.8g")
+        out_dir.mkdir(exist_ok=True)
+        for f in tmp.iterdir():
+            os.replace(f, out_dir / f.name)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return results

@@ -1,0 +1,65 @@
+"""Per-record membership signals computed from logits, in float64.
+
+Every function takes logits of shape (..., N, C) and labels of shape (N,) and
+returns an array of shape (..., N). Leading axes (e.g. K reference models) are
+broadcast, so the same code scores the target and a stack of references.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import logsumexp
+
+__all__ = ["hinge", "rescaled_logit", "loss", "confidence", "SIGNALS", "compute"]
+
+
+def _true_class(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    idx = np.broadcast_to(labels, logits.shape[:-1])[..., None]
+    return np.take_along_axis(logits, idx, axis=-1)[..., 0]
+
+
+def _others(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Logits with the true class replaced by -inf (so it drops out of max and logsumexp)."""
+    out = np.array(logits, dtype=np.float64, copy=True)
+    idx = np.broadcast_to(labels, out.shape[:-1])[..., None]
+    np.put_along_axis(out, idx, -np.inf, axis=-1)
+    return out
+
+
+def hinge(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """f_y(x) - max_{y' != y} f_{y'}(x): the default score (BMIA paper, section 3)."""
+    logits = np.asarray(logits, dtype=np.float64)
+    return _true_class(logits, labels) - _others(logits, labels).max(axis=-1)
+
+
+def rescaled_logit(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """LiRA's log(p_y / (1 - p_y)) = f_y - logsumexp_{y' != y} f_{y'}, stable for p_y near 1."""
+    logits = np.asarray(logits, dtype=np.float64)
+    return _true_class(logits, labels) - logsumexp(_others(logits, labels), axis=-1)
+
+
+def loss(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Cross-entropy -log p_y."""
+    logits = np.asarray(logits, dtype=np.float64)
+    return logsumexp(logits, axis=-1) - _true_class(logits, labels)
+
+
+def confidence(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """True-class softmax probability p_y."""
+    return np.exp(-loss(logits, labels))
+
+
+SIGNALS = {
+    "hinge": hinge,
+    "rescaled_logit": rescaled_logit,
+    "loss": loss,
+    "confidence": confidence,
+}
+
+
+def compute(name: str, logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Signal by name; raises ValueError naming the choices."""
+    try:
+        fn = SIGNALS[name]
+    except KeyError:
+        raise ValueError(f"unknown signal {name!r}; expected one of {sorted(SIGNALS)}") from None
+    return fn(logits, labels)
