@@ -46,6 +46,13 @@ def time_run(n: int, structure: str) -> dict:
             "score_median": float(np.median(scores))}
 
 
+def cpu_name() -> str:
+    cpuinfo = Path("/proc/cpuinfo")
+    names = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
+             if line.startswith("model name")] if cpuinfo.exists() else []
+    return names[0] if names else platform.processor() or platform.machine()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, nargs="+", default=[10_000, 50_000])
@@ -57,7 +64,7 @@ def main() -> None:
             for structure in ("kron", "full"):
                 runs.append(time_run(n, structure))
                 print(json.dumps(runs[-1]), flush=True)
-    result = {"hardware": {"cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
+    result = {"hardware": {"cpu": cpu_name(), "cpu_count": os.cpu_count(),
                            "blas_threads": args.threads, "load_average_after": os.getloadavg(),
                            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024},
               "damping": 1e-3, "runs": runs}

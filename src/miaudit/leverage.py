@@ -24,7 +24,7 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.linalg import LinAlgError, cholesky, eigh, lapack, solve_triangular
+from scipy.linalg import LinAlgError, cholesky, lapack, solve_triangular
 
 Structure = Literal["full", "kron"]
 Space = Literal["probability", "logit"]
@@ -190,8 +190,8 @@ def _kron_gls_matrices(g: np.ndarray, probs: np.ndarray, g_query: np.ndarray, da
     n = g.shape[0]
     class_factor = np.diag(probs.mean(axis=0)) - probs.T @ probs / n
     feature_factor = g.T @ g / n
-    s, u = eigh(class_factor)
-    e, v = eigh(feature_factor)
+    s, u = np.linalg.eigh(class_factor)
+    e, v = np.linalg.eigh(feature_factor)
     weights = (g_query @ v) ** 2 @ (1.0 / (np.outer(s, e) + damping)).T / n
     return np.einsum("ua,ma,va->muv", u, weights, u)
 
