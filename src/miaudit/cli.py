@@ -58,6 +58,23 @@ def run(config: Optional[Path] = typer.Argument(None, help="YAML config; omit fo
 
 
 @app.command()
+def bench(suite: str = typer.Argument(..., help="suite name: smoke, quick, paper, ablations"),
+          out: Path = typer.Option(Path("benchmarks/results"), "--out", "-o", help="folder for <suite>.json and .md"),
+          dataset: Optional[list[str]] = typer.Option(None, "--dataset", "-d", help="only these data sets of the suite"),
+          seed: Optional[list[int]] = typer.Option(None, "--seed", "-s", help="only these seeds")) -> None:
+    """Run a benchmark suite and write its aggregated results."""
+    from . import bench as bench_mod
+
+    if suite not in bench_mod.SUITES:
+        _fail(config_mod.ConfigError(f"suite: unknown suite {suite!r}; expected one of {sorted(bench_mod.SUITES)}"))
+    try:
+        res = bench_mod.run_suite(suite, out, datasets=dataset, seeds=seed, log=lambda m: err.print(m, highlight=False))
+    except USER_ERRORS as e:
+        _fail(e)
+    Console().print(f"wrote {out}/{suite}.json and {suite}.md in {res['wall_seconds'] / 60:.1f} min")
+
+
+@app.command()
 def attacks() -> None:
     """List the registered attacks."""
     for info in registry.all_attacks():

@@ -20,6 +20,8 @@ for both losses (Propositions 4.3, 4.4) and the Hessians do not involve y.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Literal
 
 import numpy as np
@@ -73,35 +75,25 @@ def cross_entropy_gls_matrices(train_features: ArrayLike, train_probs: ArrayLike
     (GLS_i)_uv = g~_i^T (A^{-1})_[u,v] g~_i with A = sum_j S_j (x) g~_j g~_j^T + n lambda I,
     S_j = diag(p_j) - p_j p_j^T (eq. C.31 times n; -d^2 l / dy df = I by eq. 17).
     ``train_*`` are the records the Hessian is built from (features (n, d),
-    softmax probabilities (n, C)); ``query_features`` (m, d) the records scored.
+    softmax probabilities (n, C)); ``query_features`` (m, d) the records scored,
+    ``batch_size`` of them (and of the training records) at a time.
     ``damping`` must be > 0: S_j 1 = 0, so every direction 1 (x) v is in the
     Hessian's null space.
 
     ``structure="full"``: the exact C(d+1) x C(d+1) Hessian. Built block by block
     (only the C(C-1)/2 off-diagonal blocks cost a pass over the records; the
-    diagonal blocks follow because the rows of S_j sum to zero), inverted by one
-    Cholesky factorisation; then the C(C+1)/2 distinct blocks of A^{-1} are
+    diagonal blocks follow because the rows of S_j sum to zero), inverted in
+    place by Cholesky; then the C(C+1)/2 distinct blocks of A^{-1} are
     contracted with the query features. Time O((n + m) C^2 d^2 + C^3 d^3),
-    memory O(C^2 d^2 + batch_size C d): for d=512, C=10 about 2.8e12 flops and
-    three 210 MB matrices at n = m = 50k.
+    memory one C(d+1) x C(d+1) matrix plus O(batch_size C d): for d=512, C=10,
+    n = m = 50k, about 2.8e12 flops and 210 MB (C=100, d=128: 1.3 GB).
 
     ``structure="kron"``: the K-FAC approximation H ~ mean(S_j) (x) mean(g~ g~^T)
     (exact when all S_j are equal), damped exactly through the eigenbases of
     the two factors. Time O(n (d^2 + C^2) + d^3 + C^3 + m (d^2 + C d + C^3)).
     """
-    g_train, probs = augment_bias(train_features), _probabilities(train_probs, "train_probs")
-    g_query = augment_bias(query_features)
-    _check_width(g_train, g_query)
-    if probs.shape[0] != g_train.shape[0]:
-        raise ValueError(f"train_probs: {probs.shape[0]} rows for {g_train.shape[0]} train_features")
-    if not damping > 0:
-        raise ValueError("damping: must be > 0 (the cross-entropy Hessian of a softmax layer is singular)")
-    if structure == "kron":
-        return _kron_gls_matrices(g_train, probs, g_query, damping)
-    if structure != "full":
-        raise ValueError(f"structure: expected 'full' or 'kron', got {structure!r}")
-    inverse = _spd_inverse(_full_hessian(g_train, probs, damping, batch_size))
-    return _contract_blocks(inverse, g_query, probs.shape[1], batch_size)
+    return np.concatenate(list(_logit_gls_batches(train_features, train_probs, query_features,
+                                                  damping, structure, batch_size)))
 
 
 def cross_entropy_gls(train_features: ArrayLike, train_probs: ArrayLike, query_features: ArrayLike,
@@ -113,20 +105,45 @@ def cross_entropy_gls(train_features: ArrayLike, train_probs: ArrayLike, query_f
     (the paper's primary metric, section 4.4): trace(S_i GLS_i), the sensitivity
     d p_i / d y_i of the predicted probabilities, with S_i = diag(p_i) - p_i p_i^T
     the softmax Jacobian at the query; computed as sum_u p_u M_uu - p^T M p.
-    See ``cross_entropy_gls_matrices`` for the other arguments and the cost.
+    Only ``batch_size`` matrices are held at once. See
+    ``cross_entropy_gls_matrices`` for the other arguments and the cost.
     """
-    matrices = cross_entropy_gls_matrices(train_features, train_probs, query_features,
-                                          damping=damping, structure=structure, batch_size=batch_size)
-    if space == "logit":
-        return np.trace(matrices, axis1=1, axis2=2)
-    if space != "probability":
+    if space not in ("probability", "logit"):
         raise ValueError(f"space: expected 'probability' or 'logit', got {space!r}")
     p = _probabilities(query_probs, "query_probs")
-    if p.shape != matrices.shape[:2]:
-        raise ValueError(f"query_probs: shape {p.shape}, expected {matrices.shape[:2]}")
-    diagonal = np.einsum("mu,muu->m", p, matrices)
-    quadratic = np.einsum("mu,muv,mv->m", p, matrices, p)
-    return diagonal - quadratic
+    if p.shape[0] != np.shape(query_features)[0]:
+        raise ValueError(f"query_probs: {p.shape[0]} rows for {np.shape(query_features)[0]} query_features")
+    traces, start = [], 0
+    for matrices in _logit_gls_batches(train_features, train_probs, query_features, damping, structure, batch_size):
+        p_batch, start = p[start:start + len(matrices)], start + len(matrices)
+        if space == "logit":
+            traces.append(np.trace(matrices, axis1=1, axis2=2))
+        else:
+            # trace(S_i M_i) with S_i = diag(p_i) - p_i p_i^T
+            traces.append(np.einsum("mu,muu->m", p_batch, matrices)
+                          - np.einsum("mu,muv,mv->m", p_batch, matrices, p_batch))
+    return np.concatenate(traces)
+
+
+def _logit_gls_batches(train_features: ArrayLike, train_probs: ArrayLike, query_features: ArrayLike,
+                       damping: float, structure: Structure, batch_size: int) -> Iterator[np.ndarray]:
+    """The (batch, C, C) GLS matrices of consecutive query batches; the Hessian is factorised once."""
+    g_train, probs = augment_bias(train_features), _probabilities(train_probs, "train_probs")
+    g_query = augment_bias(query_features)
+    _check_width(g_train, g_query)
+    if probs.shape[0] != g_train.shape[0]:
+        raise ValueError(f"train_probs: {probs.shape[0]} rows for {g_train.shape[0]} train_features")
+    if not damping > 0:
+        raise ValueError("damping: must be > 0 (the cross-entropy Hessian of a softmax layer is singular)")
+    if structure == "kron":
+        per_batch = _kron_gls(g_train, probs, damping)
+    elif structure == "full":
+        inverse = _spd_inverse(_full_hessian(g_train, probs, damping, batch_size))
+        per_batch = partial(_contract_blocks, inverse, n_classes=probs.shape[1])
+    else:
+        raise ValueError(f"structure: expected 'full' or 'kron', got {structure!r}")
+    for start in range(0, max(len(g_query), 1), batch_size):  # no queries: one empty batch keeps the shape
+        yield per_batch(g_query[start:start + batch_size])
 
 
 def _full_hessian(g: np.ndarray, probs: np.ndarray, damping: float, batch_size: int) -> np.ndarray:
@@ -152,48 +169,52 @@ def _full_hessian(g: np.ndarray, probs: np.ndarray, damping: float, batch_size: 
     return hessian
 
 
-def _spd_inverse(matrix: np.ndarray) -> np.ndarray:
-    """Inverse of a symmetric positive-definite matrix by Cholesky (LAPACK potrf/potri), in place."""
+def _spd_inverse(matrix: np.ndarray, block: int = 1024) -> np.ndarray:
+    """Inverse of a symmetric positive-definite matrix by Cholesky (LAPACK potrf/potri), overwriting it."""
     factor, info = lapack.dpotrf(matrix.T, lower=1, overwrite_a=1, clean=0)  # .T: Fortran order, same matrix
     if info != 0:
         raise ValueError("cross_entropy_gls: the damped Hessian is not positive definite; increase damping")
     inverse, info = lapack.dpotri(factor, lower=1, overwrite_c=1)
     if info != 0:
         raise ValueError("cross_entropy_gls: Hessian inversion failed; increase damping")
-    lower = np.tril(inverse)
-    lower += np.tril(inverse, -1).T
-    return lower
+    for start in range(0, len(inverse), block):  # potri fills the lower triangle: mirror it, a block at a time
+        stop = start + block
+        diagonal = inverse[start:stop, start:stop]
+        diagonal[...] = np.tril(diagonal) + np.tril(diagonal, -1).T
+        inverse[start:stop, stop:] = inverse[stop:, start:stop].T
+    return inverse
 
 
-def _contract_blocks(inverse: np.ndarray, g_query: np.ndarray, n_classes: int, batch_size: int) -> np.ndarray:
-    """M_i[u, v] = g~_i^T (A^{-1})_[u,v] g~_i for all queries, using M_i[v, u] = M_i[u, v] (A^{-1} symmetric)."""
-    m, width = g_query.shape
-    out = np.empty((m, n_classes, n_classes))
-    for start in range(0, m, batch_size):
-        q = g_query[start:start + batch_size]
-        for u in range(n_classes):
-            row_blocks = inverse[u * width:(u + 1) * width, u * width:]  # blocks (u, v) for v >= u
-            projected = (q @ row_blocks).reshape(len(q), n_classes - u, width)
-            values = np.matmul(projected, q[:, :, None])[..., 0]
-            out[start:start + len(q), u, u:] = values
-            out[start:start + len(q), u:, u] = values
+def _contract_blocks(inverse: np.ndarray, q: np.ndarray, n_classes: int) -> np.ndarray:
+    """M_i[u, v] = g~_i^T (A^{-1})_[u,v] g~_i, using M_i[v, u] = M_i[u, v] (A^{-1} symmetric)."""
+    width = q.shape[1]
+    out = np.empty((len(q), n_classes, n_classes))
+    for u in range(n_classes):
+        row_blocks = inverse[u * width:(u + 1) * width, u * width:]  # blocks (u, v) for v >= u
+        projected = (q @ row_blocks).reshape(len(q), n_classes - u, width)
+        values = np.matmul(projected, q[:, :, None])[..., 0]
+        out[:, u, u:] = values
+        out[:, u:, u] = values
     return out
 
 
-def _kron_gls_matrices(g: np.ndarray, probs: np.ndarray, g_query: np.ndarray, damping: float) -> np.ndarray:
-    """(1/n) J_i (S (x) G + lambda I)^{-1} J_i^T with S = mean S_j, G = mean g~ g~^T (K-FAC).
+def _kron_gls(g: np.ndarray, probs: np.ndarray, damping: float) -> Callable[[np.ndarray], np.ndarray]:
+    """q -> (1/n) J_i (S (x) G + lambda I)^{-1} J_i^T with S = mean S_j, G = mean g~ g~^T (K-FAC).
 
     With S = U diag(s) U^T and G = V diag(e) V^T the damped inverse is
     (U (x) V) diag(1 / (s_a e_b + lambda)) (U (x) V)^T, so
     M_i = U diag(w_i) U^T / n with w_ia = sum_b (V^T g~_i)_b^2 / (s_a e_b + lambda).
     """
     n = g.shape[0]
-    class_factor = np.diag(probs.mean(axis=0)) - probs.T @ probs / n
-    feature_factor = g.T @ g / n
-    s, u = np.linalg.eigh(class_factor)
-    e, v = np.linalg.eigh(feature_factor)
-    weights = (g_query @ v) ** 2 @ (1.0 / (np.outer(s, e) + damping)).T / n
-    return np.einsum("ua,ma,va->muv", u, weights, u)
+    s, u = np.linalg.eigh(np.diag(probs.mean(axis=0)) - probs.T @ probs / n)
+    e, v = np.linalg.eigh(g.T @ g / n)
+    inverse_eigenvalues = 1.0 / (np.outer(s, e) + damping)
+
+    def per_batch(q: np.ndarray) -> np.ndarray:
+        weights = (q @ v) ** 2 @ inverse_eigenvalues.T / n
+        return np.einsum("ua,ma,va->muv", u, weights, u)
+
+    return per_batch
 
 
 def _matrix(values: ArrayLike, name: str) -> np.ndarray:

@@ -53,7 +53,7 @@ class GaussianParams(AttackParams):
 
 class BavariaParams(GaussianParams):
     kappa0: float = Field(default=1.0, gt=0, description="prior strength of the mean (D.2: 1)")
-    alpha0: float = Field(default=2.0, gt=1, description="prior shape of the variance (D.2: 2, so E[sigma^2] is finite)")
+    alpha0: float = Field(default=2.0, gt=1, description="prior shape of the variance (D.2: 2; E[sigma^2] finite)")
 
 
 @register("base1", params=Base1Params, min_references=1,
@@ -102,10 +102,10 @@ def class_stats(inputs: AttackInputs, signal: Signal, attack: str) -> ClassStats
                       global_out=_global_class_moments(inputs, z, out, False, signal, attack))
 
 
-def _mle_or_global(m: Moments, global_moments_: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
+def _mle_or_global(m: Moments, fallback: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
     """Per-record (mean, MLE variance), the global class moments where a record has no observation."""
     has = m.n > 0
-    return np.where(has, m.mean, global_moments_[0]), np.where(has, m.var, global_moments_[1])
+    return np.where(has, m.mean, fallback[0]), np.where(has, m.var, fallback[1])
 
 
 def _mean_gap(cs: ClassStats) -> tuple[np.ndarray, np.ndarray]:
@@ -169,7 +169,8 @@ def nig_posterior(m: Moments, prior: tuple[float, float], kappa0: float, alpha0:
                         beta=beta0 + m.sum_sq / 2 + kappa0 * n * (zbar - mu0) ** 2 / (2 * kappa))
 
 
-def _posteriors(inputs: AttackInputs, params: BavariaParams, attack: str) -> tuple[ClassStats, NIGPosterior, NIGPosterior]:
+def _posteriors(inputs: AttackInputs, params: BavariaParams,
+                attack: str) -> tuple[ClassStats, NIGPosterior, NIGPosterior]:
     cs = class_stats(inputs, params.signal, attack)
     return (cs, nig_posterior(cs.inside, cs.global_in, params.kappa0, params.alpha0),
             nig_posterior(cs.outside, cs.global_out, params.kappa0, params.alpha0))

@@ -38,7 +38,7 @@ from .registry import register
 class GLSParams(AttackParams):
     damping: float = Field(default=1e-3, gt=0, description="lambda added to the averaged-loss Hessian (Algorithm 1)")
     structure: leverage.Structure = Field(default="full", description="exact Hessian, or its K-FAC approximation")
-    space: leverage.Space = Field(default="probability", description="trace of d p/dy (section 4.4) or of d f/dy (C.30)")
+    space: leverage.Space = Field(default="probability", description="trace of dp/dy (section 4.4) or df/dy (C.30)")
     hessian_data: Literal["queries", "population"] = "queries"
 
 

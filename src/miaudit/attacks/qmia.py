@@ -66,4 +66,5 @@ def qmia(inputs: AttackInputs, params: QmiaParams) -> AttackResult:
                                               categorical_features=categorical, random_state=inputs.seed)
     regressor.fit(f_val, _signed(params.signal, val.target_logits, val.labels))
     threshold = regressor.predict(f_query)
-    return AttackResult(scores=_signed(params.signal, q.target_logits, q.labels) - threshold, extra={"threshold": threshold})
+    scores = _signed(params.signal, q.target_logits, q.labels) - threshold
+    return AttackResult(scores=scores, extra={"threshold": threshold})
