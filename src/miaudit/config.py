@@ -179,6 +179,14 @@ DEFAULT_RUN: dict[str, Any] = {
     "references": 4,
     "attacks": [
         {"name": "attack-p"},
+        {"name": "gls"},
+        {"name": "qmia"},
+        {"name": "bmia", "references": 1},
+        {"name": "mr-bmia", "references": 4},
+        {"name": "lira", "references": 4},
+        {"name": "rmia", "references": 4},
+        {"name": "attack-r", "references": 4},
+        {"name": "bavaria-n", "references": 4},
     ],
 }
 

@@ -75,8 +75,8 @@ def cross_entropy_gls_matrices(train_features: ArrayLike, train_probs: ArrayLike
     (GLS_i)_uv = g~_i^T (A^{-1})_[u,v] g~_i with A = sum_j S_j (x) g~_j g~_j^T + n lambda I,
     S_j = diag(p_j) - p_j p_j^T (eq. C.31 times n; -d^2 l / dy df = I by eq. 17).
     ``train_*`` are the records the Hessian is built from (features (n, d),
-    softmax probabilities (n, C)); ``query_features`` (m, d) the records scored,
-    ``batch_size`` of them (and of the training records) at a time.
+    softmax probabilities (n, C)); ``query_features`` (m, d) the records scored.
+    ``batch_size`` records (and Hessian rows) are processed at a time.
     ``damping`` must be > 0: S_j 1 = 0, so every direction 1 (x) v is in the
     Hessian's null space.
 
@@ -138,7 +138,7 @@ def _logit_gls_batches(train_features: ArrayLike, train_probs: ArrayLike, query_
     if structure == "kron":
         per_batch = _kron_gls(g_train, probs, damping)
     elif structure == "full":
-        inverse = _spd_inverse(_full_hessian(g_train, probs, damping, batch_size))
+        inverse = _spd_inverse(_full_hessian(g_train, probs, damping, batch_size), batch_size)
         per_batch = partial(_contract_blocks, inverse, n_classes=probs.shape[1])
     else:
         raise ValueError(f"structure: expected 'full' or 'kron', got {structure!r}")
@@ -169,7 +169,7 @@ def _full_hessian(g: np.ndarray, probs: np.ndarray, damping: float, batch_size: 
     return hessian
 
 
-def _spd_inverse(matrix: np.ndarray, block: int = 1024) -> np.ndarray:
+def _spd_inverse(matrix: np.ndarray, block: int) -> np.ndarray:
     """Inverse of a symmetric positive-definite matrix by Cholesky (LAPACK potrf/potri), overwriting it."""
     factor, info = lapack.dpotrf(matrix.T, lower=1, overwrite_a=1, clean=0)  # .T: Fortran order, same matrix
     if info != 0:

@@ -154,7 +154,7 @@ def prepare(cfg: RunConfig) -> Experiment:
 
 def run_attack(exp: Experiment, spec: AttackSpec, inputs: AttackInputs | None = None) -> AttackRun:
     inputs = inputs or exp.attack_inputs()
-    k = inputs.n_references if spec.params.references is None else spec.params.references
+    k = registry.references_used(spec.name, spec.params, inputs.n_references)
     start = time.perf_counter()
     result = registry.run(spec.name, inputs, spec.params)
     seconds = {"reference_training": float(sum(r.seconds for r in exp.references[:k])),

@@ -55,9 +55,34 @@ def results_json(res: RunResult) -> dict:
     }
 
 
+# Which attack ranks the records by risk, in order of preference: the Bayesian tests
+# (per-record p-values from a model of each record's own score distribution), then
+# LiRA's, then the reference-free leverage score, then whatever ran first.
+RISK_PRIORITY = ("mr-bmia", "bmia", "lira", "bavaria-n", "gls")
+
+
+def risk_basis(res: RunResult) -> AttackRun:
+    """The attack row whose output orders the per-record risk table."""
+    for name in RISK_PRIORITY:
+        rows = [r for r in res.attacks if r.spec.name == name]
+        if rows:
+            return max(rows, key=lambda r: r.references)
+    return res.attacks[0]
+
+
+def risk_values(run: AttackRun) -> np.ndarray:
+    """Higher = more exposed: -log p where the attack is a test, else its score."""
+    lp = run.result.log_pvalues
+    return run.result.scores if lp is None else -lp
+
+
 def scores_frame(res: RunResult) -> pd.DataFrame:
+    """The per-record risk table: one row per query, most exposed first."""
     exp = res.experiment
-    cols = {"record": exp.query_idx, "member": exp.is_member.astype(int), "label": exp.dataset.y[exp.query_idx]}
+    rank = np.empty(len(exp.query_idx), dtype=np.int64)
+    rank[np.argsort(-risk_values(risk_basis(res)), kind="stable")] = np.arange(1, len(rank) + 1)
+    cols = {"risk_rank": rank, "record": exp.query_idx, "member": exp.is_member.astype(int),
+            "label": exp.dataset.y[exp.query_idx]}
     for r in res.attacks:
         s = slug(r)
         cols[f"{s}.score"] = r.result.scores
@@ -66,7 +91,23 @@ def scores_frame(res: RunResult) -> pd.DataFrame:
             cols[f"{s}.log_p"] = r.result.log_pvalues
         if "log_p_calibrated" in r.result.extra:
             cols[f"{s}.p_value_calibrated"] = np.exp(r.result.extra["log_p_calibrated"])
-    return pd.DataFrame(cols)
+    return pd.DataFrame(cols).sort_values("risk_rank", kind="stable").reset_index(drop=True)
+
+
+def exposed_records_md(res: RunResult, frame: pd.DataFrame, top: int = 10) -> list[str]:
+    """The report section listing the most exposed records."""
+    basis = risk_basis(res)
+    col = f"{slug(basis)}.p_value" if basis.result.log_pvalues is not None else f"{slug(basis)}.score"
+    extra = [c for c in frame.columns if c.startswith("gls") and c.endswith(".score") and c != col]
+    lines = ["", f"## Most exposed records (ranked by {basis.spec.label}: "
+                 f"{'smallest p-value' if col.endswith('p_value') else 'highest score'})", "",
+             "| rank | record | label | member | " + " | ".join([col, *extra]) + " |",
+             "|---|---|---|---|" + "---|" * (1 + len(extra))]
+    for row in frame.head(top).to_dict("records"):
+        vals = " | ".join(f"{row[c]:.3g}" for c in [col, *extra])
+        lines.append(f"| {row['risk_rank']} | {row['record']} | {row['label']} | {row['member']} | {vals} |")
+    lines.append(f"\nThe full ranking of all {len(frame)} records is `scores.csv` (column `risk_rank`).")
+    return lines
 
 
 def roc_plot(res: RunResult, path: Path) -> None:
@@ -91,7 +132,7 @@ def _pct(x: float) -> str:
     return f"{100 * x:.2f}"
 
 
-def report_md(res: RunResult, results: dict) -> str:
+def report_md(res: RunResult, results: dict, frame: pd.DataFrame) -> str:
     t = results["target"]
     lines = [f"# miaudit report: {results['dataset']}", "",
              f"- records: {results['n_records']} ({results['n_members']} members, {results['n_nonmembers']} non-members, "
@@ -112,6 +153,7 @@ def report_md(res: RunResult, results: dict) -> str:
         lines += ["", f"† unreliable: with {results['n_nonmembers']} non-members, FPR levels below "
                       f"{10 / results['n_nonmembers']:.4f} (10/n) rest on fewer than 10 false positives ({', '.join(unreliable)})."]
     lines += ["", "TPR and FPR in percent. Scores of every record: `scores.csv`; ROC: `roc.png`."]
+    lines += exposed_records_md(res, frame)
     return "\n".join(lines) + "\n"
 
 
@@ -123,9 +165,10 @@ def write(res: RunResult, out_dir: Path) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
         (tmp / "results.json").write_text(json.dumps(results, indent=1))
-        (tmp / "report.md").write_text(report_md(res, results))
+        frame = scores_frame(res)
+        (tmp / "report.md").write_text(report_md(res, results, frame))
         roc_plot(res, tmp / "roc.png")
-        scores_frame(res).to_csv(tmp / "scores.csv", index=False, float_format="%.8g")
+        frame.to_csv(tmp / "scores.csv", index=False, float_format="%.8g")
         out_dir.mkdir(exist_ok=True)
         for f in tmp.iterdir():
             os.replace(f, out_dir / f.name)

@@ -38,9 +38,12 @@ def rescaled_logit(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
 
 
 def loss(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """Cross-entropy -log p_y."""
-    logits = np.asarray(logits, dtype=np.float64)
-    return logsumexp(logits, axis=-1) - _true_class(logits, labels)
+    """Cross-entropy -log p_y = log(1 + exp(-rescaled logit)).
+
+    Through the rescaled logit, not logsumexp(f) - f_y: that difference rounds to
+    exactly 0 once p_y is within 1e-16 of 1, tying every confident record.
+    """
+    return np.logaddexp(0.0, -rescaled_logit(logits, labels))
 
 
 def confidence(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:

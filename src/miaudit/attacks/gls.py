@@ -67,7 +67,7 @@ def _hessian_records(inputs: AttackInputs, params: GLSParams) -> np.ndarray:
     return _target_features(models, "population", pop.x)
 
 
-@register("gls", params=GLSParams, min_references=0, max_references=None, needs=frozenset({"models"}),
+@register("gls", params=GLSParams, min_references=0, max_references=0, needs=frozenset({"models"}),
           pvalues=False, summary="GLS: last-layer generalized leverage score of the target model, no references")
 def gls(inputs: AttackInputs, params: GLSParams) -> AttackResult:
     models = inputs.models

@@ -33,7 +33,7 @@ def empirical_log_pvalues(scores: np.ndarray, null_scores: np.ndarray) -> np.nda
     return np.log1p(n_ge) - np.log1p(null_sorted.size)
 
 
-@register("attack-p", params=AttackPParams, needs=frozenset({"population"}), pvalues=True,
+@register("attack-p", params=AttackPParams, needs=frozenset({"population"}), pvalues=True, max_references=0,
           summary="Attack-P: global threshold on the target score, calibrated on population (non-member) records")
 def attack_p(inputs: AttackInputs, params: AttackPParams) -> AttackResult:
     q, pop = inputs.queries, inputs.population

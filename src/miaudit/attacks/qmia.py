@@ -49,7 +49,7 @@ def _features(x_val: np.ndarray, x_query: np.ndarray, params: QmiaParams, seed: 
     return pca.transform(x_val), pca.transform(x_query)
 
 
-@register("qmia", params=QmiaParams, min_references=0, needs=frozenset({"validation", "x"}),
+@register("qmia", params=QmiaParams, min_references=0, max_references=0, needs=frozenset({"validation", "x"}),
           summary="QMIA: quantile regression of the non-member score on the input (validation split)")
 def qmia(inputs: AttackInputs, params: QmiaParams) -> AttackResult:
     q, val = inputs.queries, inputs.validation

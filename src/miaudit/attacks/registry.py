@@ -82,11 +82,18 @@ def parse_params(name: str, raw: dict) -> AttackParams:
         raise ValueError(f"attacks[{name}].{loc}: {err['msg']}") from None
 
 
+def references_used(name: str, params: AttackParams, available: int) -> int:
+    """How many references a row uses: as asked, else all available up to the attack's maximum."""
+    if params.references is not None:
+        return params.references
+    info = get(name)
+    return available if info.max_references is None else min(available, info.max_references)
+
+
 def run(name: str, inputs: AttackInputs, params: AttackParams) -> AttackResult:
     """Check requirements on the sliced inputs and run the attack."""
     info = get(name)
-    k = inputs.n_references if params.references is None else params.references
-    sliced = inputs.first(k)
+    sliced = inputs.first(references_used(name, params, inputs.n_references))
     info.check(sliced, params)
     result = info.fn(sliced, params)
     n = sliced.queries.labels.shape[0]

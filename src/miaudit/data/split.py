@@ -38,15 +38,18 @@ def reference_subsets(pool_size: int, k: int, seed: int, balanced: bool = False)
 
     Each row is a random half of the pool. With ``balanced`` (online LiRA's
     design) every record is IN for exactly half the references (k even), so each
-    point has as many IN as OUT observations.
+    point has as many IN as OUT observations. Rows are drawn one after another,
+    so the first rows do not depend on k: a run with more references reuses the
+    cached models of a smaller one.
     """
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0x4EF]))
     mask = np.zeros((k, pool_size), dtype=bool)
-    if balanced:
-        order = np.argsort(rng.random((k, pool_size)), axis=0)  # a random permutation of models per record
-        mask[order[: k // 2], np.arange(pool_size)] = True
-        return mask
     half = pool_size // 2
     for j in range(k):
-        mask[j, rng.permutation(pool_size)[:half]] = True
+        if balanced and j % 2:
+            # Complementary pairs: every even prefix (an attack using the first
+            # references of the run) is balanced too.
+            mask[j] = ~mask[j - 1]
+        else:
+            mask[j, rng.permutation(pool_size)[:half]] = True
     return mask

@@ -1,0 +1,105 @@
+"""ROC metrics on cases small enough to compute by hand, and Attack-P's empirical p-value."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from _peer_data import records
+from miaudit import metrics
+from miaudit.attacks import AttackInputs, registry
+from miaudit.attacks.marginal import empirical_log_pvalues
+
+# Six records, scores descending: M N M M N N (3 members, 3 non-members).
+# Thresholds walk the list, giving the ROC points (FPR, TPR):
+#   (0, 0) -> (0, 1/3) -> (1/3, 1/3) -> (1/3, 2/3) -> (1/3, 1) -> (2/3, 1) -> (1, 1)
+# AUC = P(member score > non-member score) = (3 + 2 + 2) / 9 = 7/9.
+SCORES = np.array([0.9, 0.8, 0.7, 0.6, 0.5, 0.4])
+MEMBER = np.array([1, 0, 1, 1, 0, 0], dtype=bool)
+
+
+def test_hand_computed_roc_auc_and_tpr() -> None:
+    fpr, tpr = metrics.roc(SCORES, MEMBER)
+    points = set(zip(np.round(fpr, 12), np.round(tpr, 12)))
+    third = round(1 / 3, 12)
+    assert {(0.0, 0.0), (0.0, third), (third, third), (third, 1.0), (1.0, 1.0)} <= points
+    m = metrics.evaluate(SCORES, MEMBER)
+    assert m.auc == pytest.approx(7 / 9, abs=1e-12)
+    # Every SPEC level is below 1/3: only the member above all non-members is caught.
+    assert m.tpr_at_fpr == pytest.approx({"0.001": 1 / 3, "0.01": 1 / 3, "0.05": 1 / 3})
+    assert metrics.tpr_at_fpr(fpr, tpr, 0.33) == pytest.approx(1 / 3)
+    assert metrics.tpr_at_fpr(fpr, tpr, 1 / 3) == 1.0  # FPR exactly 1/3 is allowed
+    assert metrics.tpr_at_fpr(fpr, tpr, 0.0) == pytest.approx(1 / 3)
+
+
+def test_fpr_level_is_inclusive() -> None:
+    # 20 non-members score 0..19; members at 19.5 (above all) and 18.5 (above all but one).
+    # ROC: (0, 0) -> (0, 1/2) -> (1/20, 1/2) -> (1/20, 1) -> ... so at FPR <= 0.05 the TPR is 1.
+    scores = np.concatenate([np.arange(20.0), [19.5, 18.5]])
+    member = np.arange(22) >= 20
+    m = metrics.evaluate(scores, member)
+    assert m.tpr_at_fpr["0.05"] == 1.0
+    assert m.tpr_at_fpr["0.01"] == 0.5 and m.tpr_at_fpr["0.001"] == 0.5
+    assert m.auc == pytest.approx(1 - 1 / 40)  # 39 of the 40 pairs ranked right
+
+
+def test_a_tie_is_one_step_not_broken_in_the_attacks_favour() -> None:
+    # Member and non-member tied at the top: ROC (0, 0) -> (1/2, 1) -> (1, 1); AUC counts the tie as 1/2.
+    m = metrics.evaluate(np.array([1.0, 1.0, 0.0]), np.array([True, False, False]))
+    assert m.auc == pytest.approx(0.75)
+    assert m.tpr_at_fpr == {"0.001": 0.0, "0.01": 0.0, "0.05": 0.0}
+
+
+def test_infinite_scores_rank_and_nan_ranks_lowest() -> None:
+    # Ranking: inf (M) > 2 (M) > 1 (N) > nan (N): a perfect attack.
+    m = metrics.evaluate(np.array([np.inf, 2.0, np.nan, 1.0]), np.array([True, True, False, False]))
+    assert m.auc == 1.0 and m.tpr_at_fpr["0.001"] == 1.0
+
+
+@pytest.mark.parametrize(("n_nonmembers", "unreliable"), [
+    (100, [0.001, 0.01, 0.05]),  # 10/n = 0.1
+    (200, [0.001, 0.01]),  # 10/n = 0.05: the level 0.05 itself is fine
+    (1000, [0.001]),
+    (10_000, []),
+])
+def test_levels_below_ten_over_n_are_flagged(n_nonmembers: int, unreliable: list[float]) -> None:
+    assert metrics.unreliable_levels(n_nonmembers) == unreliable
+
+
+def test_evaluate_reports_unreliable_levels_as_strings() -> None:
+    assert metrics.evaluate(SCORES, MEMBER).unreliable == ["0.001", "0.01", "0.05"]
+
+
+def test_fpr_at_alpha_counts_non_members_with_small_p() -> None:
+    p_non = np.array([0.001, 0.02, 0.04, 0.06, 0.2, 0.5, 0.9, 1.0, 1.0, 0.0])  # 0.0: log p = -inf
+    p_mem = np.array([1e-9, 1e-9])  # members never count towards the FPR
+    member = np.concatenate([np.zeros(10, bool), np.ones(2, bool)])
+    with np.errstate(divide="ignore"):
+        log_p = np.log(np.concatenate([p_non, p_mem]))
+    # p < 0.01: {0.001, 0.0}; p < 0.05: {0.001, 0.02, 0.04, 0.0}.
+    assert metrics.fpr_at_alpha(log_p, member) == {"0.01": 0.2, "0.05": 0.4}
+    m = metrics.evaluate(-log_p, member, {"raw": log_p})
+    assert m.fpr_at_alpha == {"raw": {"0.01": 0.2, "0.05": 0.4}}
+    assert m.to_json()["fpr_at_alpha"] == m.fpr_at_alpha
+
+
+def test_evaluate_needs_both_classes() -> None:
+    with pytest.raises(ValueError, match="both members and non-members"):
+        metrics.evaluate(SCORES, np.ones(6, bool))
+
+
+def test_empirical_pvalue_by_hand() -> None:
+    # Null [1, 2, 3, 4]; p = (1 + #{null >= s}) / (1 + 4):
+    # s=0: 5/5, s=2.5: 3/5, s=3: 3/5 (the tie counts), s=5: 1/5.
+    log_p = empirical_log_pvalues(np.array([0.0, 2.5, 3.0, 5.0]), np.array([4.0, 2.0, 3.0, 1.0]))
+    np.testing.assert_allclose(np.exp(log_p), [1.0, 0.6, 0.6, 0.2], rtol=1e-14)
+
+
+@pytest.mark.parametrize("signal", ["hinge", "loss"])
+def test_attack_p_through_the_registry(signal: str) -> None:
+    # Two-class logits (phi, 0) with label 0: hinge = phi and loss falls as phi grows.
+    phi = np.array([0.0, 2.5, 3.0, 5.0])
+    inputs = AttackInputs(queries=records(phi, np.empty((0, 4))),
+                          population=records(np.array([1.0, 2.0, 3.0, 4.0]), np.empty((0, 4))))
+    res = registry.run("attack-p", inputs, registry.get("attack-p").params(signal=signal))
+    np.testing.assert_allclose(np.exp(res.log_pvalues), [1.0, 0.6, 0.6, 0.2], rtol=1e-12)
+    assert list(np.argsort(res.scores)) == [0, 1, 2, 3]  # higher score = more likely member
