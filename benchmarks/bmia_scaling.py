@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import resource
 import time
 from pathlib import Path
 
@@ -55,30 +56,41 @@ def time_case(n_queries: int, n_classes: int) -> dict:
     gen = torch.Generator().manual_seed(1)
     queries = torch.randn(n_queries, DIM, generator=gen, dtype=torch.float64)
     labels = torch.randint(0, n_classes, (n_queries,), generator=gen).numpy()
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     mean, var = posterior.score_moments(la, queries, labels, n_samples=SAMPLES, signal="hinge")
-    score_s = time.perf_counter() - start
+    score_s, cpu_s = time.perf_counter() - start, time.process_time() - cpu_start
     assert np.isfinite(mean).all() and (var > 0).all()
     return {"queries": n_queries, "classes": n_classes, "samples": SAMPLES, "dim": DIM,
-            "laplace_fit_seconds": round(fit_s, 3), "scoring_seconds": round(score_s, 3)}
+            "laplace_fit_seconds": round(fit_s, 3), "scoring_seconds": round(score_s, 3),
+            "scoring_cpu_seconds": round(cpu_s, 3), "peak_rss_mib": _peak_rss_mib()}
+
+
+def _peak_rss_mib() -> int:
+    """Peak resident memory of this process so far (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
 
 
 def main() -> None:
+    load_before = os.getloadavg()[0]  # other jobs on the machine while this one runs
     rows = [time_case(n, c) for n, c in CASES]
     ratio = rows[1]["scoring_seconds"] / rows[0]["scoring_seconds"]
     result = {
         "benchmark": "BMIA scoring step: M posterior draws x N queries (hinge, kron, weights predictive)",
         "hardware": {"cpu_cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
                      "machine": platform.machine(), "torch": torch.__version__,
-                     "note": "2-core machine shared with other jobs; timings are upper bounds"},
+                     "load_average_1min_before": round(load_before, 2),
+                     "note": "2-core machine shared with other jobs while measured: wall times are upper "
+                             "bounds; CPU seconds / threads estimates the wall time on an idle machine"},
         "rows": rows,
         "ratio_100k_over_10k_C10": round(ratio, 2),
     }
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(result, indent=2) + "\n")
-    print("| queries | classes | M | Laplace fit (s) | scoring (s) |\n|---|---|---|---|---|")
+    print("| queries | classes | M | Laplace fit (s) | scoring wall (s) | scoring CPU (s) | peak RSS (MiB) |")
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['queries']} | {r['classes']} | {r['samples']} | {r['laplace_fit_seconds']} | {r['scoring_seconds']} |")
+        print(f"| {r['queries']} | {r['classes']} | {r['samples']} | {r['laplace_fit_seconds']} | "
+              f"{r['scoring_seconds']} | {r['scoring_cpu_seconds']} | {r['peak_rss_mib']} |")
     print(f"\nratio 100k/10k (C=10): {ratio:.2f}; torch threads: {torch.get_num_threads()}; wrote {OUT}")
 
 

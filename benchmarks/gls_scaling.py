@@ -39,9 +39,11 @@ def synthetic(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 def time_run(n: int, structure: str) -> dict:
     features, probs = synthetic(n)
     start = time.perf_counter()
-    scores = leverage.cross_entropy_gls(features, probs, features, probs, damping=1e-3, structure=structure)
+    scores = leverage.cross_entropy_gls(features, probs, features, probs, damping=1e-3, structure=structure,
+                                        space="probability")
     seconds = time.perf_counter() - start
     return {"records": n, "queries": n, "dims": DIMS, "classes": CLASSES, "structure": structure,
+            "space": "probability",
             "seconds": round(seconds, 2), "finite": bool(np.isfinite(scores).all()),
             "score_median": float(np.median(scores))}
 

@@ -14,12 +14,12 @@ from miaudit import config
 torch.set_num_threads(1)
 
 # A run that trains three small models in about a second: 300 digits
-# (60 members, 60 non-members, 120 population, 60 validation), 2 epochs.
+# (60 members, 60 non-members, 120 population, 60 validation), 3 epochs of 4 steps.
 TINY_RUN: dict[str, Any] = {
     "dataset": {"name": "digits", "subset": 300},
     "model": "mlp",
     "seed": 0,
-    "train": {"epochs": 2, "batch_size": 64, "lr": 0.05},
+    "train": {"epochs": 3, "batch_size": 16, "lr": 0.05},
     "references": 2,
     "attacks": [{"name": "attack-p"}],
 }

@@ -119,7 +119,7 @@ def test_cross_entropy_gls_is_the_definition() -> None:
     matrices = leverage.cross_entropy_gls_matrices(features, probs, features, damping=damping)
     np.testing.assert_allclose(matrices, logit_gls, atol=1e-12)
     prob_gls = model.implicit_gls(theta, link=lambda f: torch.softmax(f, -1))  # section 4.4
-    scores = leverage.cross_entropy_gls(features, probs, features, probs, damping=damping)
+    scores = leverage.cross_entropy_gls(features, probs, features, probs, damping=damping, space="probability")
     np.testing.assert_allclose(scores, np.trace(prob_gls, axis1=1, axis2=2), atol=1e-12)
     logit_scores = leverage.cross_entropy_gls(features, probs, features, probs, damping=damping, space="logit")
     np.testing.assert_allclose(logit_scores, np.trace(logit_gls, axis1=1, axis2=2), atol=1e-12)
@@ -138,7 +138,7 @@ def test_full_structure_matches_a_dense_kronecker_hessian() -> None:
     got = leverage.cross_entropy_gls_matrices(g, p, q, damping=damping, batch_size=7)  # several batches
     np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-13)
     softmax_jac = np.stack([np.diag(pi) - np.outer(pi, pi) for pi in pq])
-    scores = leverage.cross_entropy_gls(g, p, q, pq, damping=damping, batch_size=4)
+    scores = leverage.cross_entropy_gls(g, p, q, pq, damping=damping, space="probability", batch_size=4)
     np.testing.assert_allclose(scores, np.trace(softmax_jac @ expected, axis1=1, axis2=2), rtol=1e-10, atol=1e-15)
 
 
@@ -155,9 +155,9 @@ def test_permuting_records_permutes_scores() -> None:
     rng = np.random.default_rng(5)
     g, p = rng.normal(size=(25, 4)), _random_probs(rng, 25, 3)
     perm = rng.permutation(25)
-    for structure in ("full", "kron"):
-        scores = leverage.cross_entropy_gls(g, p, g, p, structure=structure)
-        permuted = leverage.cross_entropy_gls(g[perm], p[perm], g[perm], p[perm], structure=structure)
+    for structure, space in (("full", "probability"), ("kron", "logit")):
+        scores = leverage.cross_entropy_gls(g, p, g, p, structure=structure, space=space)
+        permuted = leverage.cross_entropy_gls(g[perm], p[perm], g[perm], p[perm], structure=structure, space=space)
         np.testing.assert_allclose(permuted, scores[perm], rtol=1e-10)
     np.testing.assert_allclose(leverage.regression_leverage(g[perm]), leverage.regression_leverage(g)[perm], rtol=1e-10)
 

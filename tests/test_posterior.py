@@ -166,7 +166,7 @@ def test_bmia_end_to_end(digits: dict, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_bmia_requirements(digits: dict) -> None:
     inputs = _inputs(digits, validation=False)
-    result = registry.run("bmia", inputs, registry.parse_params("bmia", {"samples": 20, "references": 1}))
+    result = registry.run("bmia", inputs, registry.parse_params("bmia", {"samples": 20}))  # 2 trained, uses 1
     assert "log_p_calibrated" not in result.extra  # no validation split: no calibration
     with pytest.raises(AttackRequirementError, match="calibrate"):
         registry.run("bmia", inputs, registry.parse_params("bmia", {"references": 1, "calibrate": True}))

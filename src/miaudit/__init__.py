@@ -1,9 +1,15 @@
 """miaudit: membership inference auditing.
 
-The front door: ``miaudit.run(config)`` runs an audit from a config (dict, YAML
-path or RunConfig); ``miaudit.attacks.registry`` lists and runs attacks on plain
+The front doors: ``miaudit.audit(model, members=..., nonmembers=..., population=...)``
+audits a model you trained on records you hold; ``miaudit.run(config)`` runs an
+audit from a config (dict, YAML path or RunConfig). Both return an
+``AuditResult``. ``miaudit.attacks.registry`` lists and runs attacks on plain
 arrays.
 """
 from __future__ import annotations
 
 __version__ = "0.1.0"
+
+from .api import AuditResult, audit, run  # noqa: E402  (after __version__, which the report imports)
+
+__all__ = ["audit", "run", "AuditResult", "__version__"]

@@ -20,10 +20,11 @@ from rich.table import Table
 from . import config as config_mod
 from .attacks import AttackRequirementError, registry
 from .data import DataError
+from .models.io import ModelError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Membership inference auditing.")
 err = Console(stderr=True)
-USER_ERRORS = (config_mod.ConfigError, DataError, AttackRequirementError)
+USER_ERRORS = (config_mod.ConfigError, DataError, ModelError, AttackRequirementError)
 
 
 def _fail(e: Exception) -> None:
@@ -35,26 +36,41 @@ def _fail(e: Exception) -> None:
 def run(config: Optional[Path] = typer.Argument(None, help="YAML config; omit for the built-in default audit"),
         out: Optional[Path] = typer.Option(None, "--out", "-o", help="output directory (default ./miaudit-runs/<config name>)")) -> None:
     """Run one audit and write results.json, report.md, roc.png and scores.csv."""
-    from . import pipeline, report
+    from . import api
 
     try:
         cfg = config_mod.load(config) if config else config_mod.default()
         out = out or Path("miaudit-runs") / (config.stem if config else "default")
         start = time.perf_counter()
-        res = pipeline.run(cfg)
-        results = report.write(res, out)
+        results = api.run(cfg).report(out)
     except USER_ERRORS as e:
         _fail(e)
+    Console().print(_metrics_table(results) if results["membership"] == "known" else _ranking_table(results))
+    Console().print(f"wrote {out}/ in {time.perf_counter() - start:.0f} s")
+
+
+def _metrics_table(results: dict) -> Table:
+    t = results["target"]
     table = Table(title=f"{results['dataset']}: target train/test accuracy "
-                        f"{results['target']['train_accuracy']:.3f}/{results['target']['test_accuracy']:.3f}")
+                        f"{t['train_accuracy']:.3f}/{t['test_accuracy']:.3f}")
     for col in ("attack", "AUC", "TPR@0.1%", "TPR@1%", "TPR@5%", "attack s"):
         table.add_column(col, justify="right" if col != "attack" else "left")
     for a in results["attacks"]:
-        t = a["tpr_at_fpr"]
-        table.add_row(a["label"], f"{a['auc']:.3f}", *(f"{100 * t[k]:.2f}" for k in ("0.001", "0.01", "0.05")),
+        tpr = a["tpr_at_fpr"]
+        table.add_row(a["label"], f"{a['auc']:.3f}", *(f"{100 * tpr[k]:.2f}" for k in ("0.001", "0.01", "0.05")),
                       f"{a['seconds']['attack']:.2f}")
-    Console().print(table)
-    Console().print(f"wrote {out}/ in {time.perf_counter() - start:.0f} s")
+    return table
+
+
+def _ranking_table(results: dict) -> Table:
+    """Queries of unknown membership: no ROC, the records each attack puts most at risk."""
+    table = Table(title=f"{results['dataset']}: {results['n_queries']} queries, membership unknown (no ROC)")
+    for col in ("attack", "p < 0.01", "p < 0.05", "most exposed records", "attack s"):
+        table.add_column(col, justify="left" if col in ("attack", "most exposed records") else "right")
+    for a in results["attacks"]:
+        flagged = [str(a["n_p_below"][k]) if "n_p_below" in a else "-" for k in ("0.01", "0.05")]
+        table.add_row(a["label"], *flagged, ", ".join(map(str, a["most_exposed"][:5])), f"{a['seconds']['attack']:.2f}")
+    return table
 
 
 @app.command()

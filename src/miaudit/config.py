@@ -11,7 +11,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .attacks import AttackParams, registry
+from .attacks import AttackParams, AttackRequirementError, registry
 
 
 class ConfigError(ValueError):
@@ -71,6 +71,27 @@ class SplitConfig(_Strict):
         return (self.target_train, self.target_test, self.population, self.validation)
 
 
+def _architecture_name(v: str | None) -> str | None:
+    """A built-in architecture, or ``package.module:factory`` (imported now, so a typo fails before any work)."""
+    from .models import ARCHITECTURES, io
+
+    if v is not None and io.is_import_path(v):
+        io.import_factory(v)
+    elif v is not None and v not in ARCHITECTURES:
+        raise ValueError(f"unknown architecture {v!r}; expected one of {sorted(ARCHITECTURES)} or package.module:factory")
+    return v
+
+
+class TargetConfig(_Strict):
+    """A model the user trained outside miaudit: how to build it and where its weights are."""
+
+    architecture: str | None = Field(default=None, description="built-in name or package.module:factory "
+                                                               "(called as factory(input_shape, n_classes)); default: model")
+    checkpoint: Path = Field(description=".safetensors, or a weights-only .pt/.pth state_dict")
+
+    _known = field_validator("architecture")(_architecture_name)
+
+
 class AttackSpec(_Strict):
     """One attack row: its registered name and validated parameters."""
 
@@ -113,20 +134,19 @@ class RunConfig(_Strict):
     attacks: list[AttackSpec] = Field(default_factory=lambda: [AttackSpec(name="attack-p", params=registry.get("attack-p").params())], min_length=1)
     cache_dir: Path | None = None
     device: str = "cpu"
+    target: TargetConfig | None = Field(default=None, description="audit this model instead of training one")
+    members: Path | None = Field(default=None, description="record indices the target trained on (.npy or text)")
+    nonmembers: Path | None = Field(default=None, description="record indices the target did not train on")
+    queries: Path | None = Field(default=None, description="record indices to audit, membership unknown")
+    min_fpr: float | None = Field(default=None, gt=0, lt=1, description="smallest FPR the audit must resolve; "
+                                                                          "refused with fewer than 1/min_fpr non-members")
 
     @field_validator("dataset", mode="before")
     @classmethod
     def _dataset_shorthand(cls, v: Any) -> Any:
         return {"name": v} if isinstance(v, str) else v
 
-    @field_validator("model", "reference_model")
-    @classmethod
-    def _known_architecture(cls, v: str | None) -> str | None:
-        from .models import ARCHITECTURES
-
-        if v is not None and v not in ARCHITECTURES:
-            raise ValueError(f"unknown architecture {v!r}; expected one of {sorted(ARCHITECTURES)}")
-        return v
+    _known_architecture = field_validator("model", "reference_model")(_architecture_name)
 
     @model_validator(mode="after")
     def _references_fit(self) -> "RunConfig":
@@ -136,7 +156,34 @@ class RunConfig(_Strict):
                 raise ValueError(f"attacks.{i}.references: {k} exceeds the run's references: {self.references}")
         if self.mode == "online" and self.references % 2:
             raise ValueError(f"references: online mode needs an even number (each query IN for half), got {self.references}")
+        for i, spec in enumerate(self.attacks):  # e.g. mr-bmia with one reference: refuse before training anything
+            try:
+                registry.get(spec.name).check_plan(registry.references_used(spec.name, spec.params, self.references), self.mode)
+            except AttackRequirementError as e:
+                raise ValueError(f"attacks.{i}: {e}") from None
         return self
+
+    @model_validator(mode="after")
+    def _membership_files(self) -> "RunConfig":
+        if (self.members is None) != (self.nonmembers is None):
+            raise ValueError(f"{'nonmembers' if self.nonmembers is None else 'members'}: give both members and "
+                             "nonmembers index files, or neither")
+        if self.queries is not None and self.members is not None:
+            raise ValueError("queries: give either queries (membership unknown) or members and nonmembers, not both")
+        if self.target is None and (self.members or self.queries):
+            raise ValueError(f"{'members' if self.members else 'queries'}: index files select records to audit for a "
+                             "model you trained; add target: {checkpoint: ...}")
+        if self.min_fpr is not None and self.queries is not None:
+            raise ValueError("min_fpr: needs members and nonmembers; queries of unknown membership give no ROC")
+        return self
+
+    @property
+    def target_architecture(self) -> str:
+        return (self.target.architecture if self.target else None) or self.model
+
+    @property
+    def reference_architecture(self) -> str:
+        return self.reference_model or self.target_architecture
 
 
 def _one_line(e: ValidationError) -> str:

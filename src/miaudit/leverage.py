@@ -98,13 +98,14 @@ def cross_entropy_gls_matrices(train_features: ArrayLike, train_probs: ArrayLike
 
 def cross_entropy_gls(train_features: ArrayLike, train_probs: ArrayLike, query_features: ArrayLike,
                       query_probs: ArrayLike, *, damping: float = 1e-3, structure: Structure = "full",
-                      space: Space = "probability", batch_size: int = 2048) -> np.ndarray:
+                      space: Space = "logit", batch_size: int = 2048) -> np.ndarray:
     """Trace of the last-layer cross-entropy GLS for each query, (m,) (Remark B.1: trace summary).
 
-    ``space="logit"``: trace(GLS_i), the matrix of eq. C.30. ``space="probability"``
-    (the paper's primary metric, section 4.4): trace(S_i GLS_i), the sensitivity
-    d p_i / d y_i of the predicted probabilities, with S_i = diag(p_i) - p_i p_i^T
-    the softmax Jacobian at the query; computed as sum_u p_u M_uu - p^T M p.
+    ``space="logit"``: trace(GLS_i), the matrix M_i of eq. C.30 (``query_probs``
+    unused). ``space="probability"`` (the paper's metric in its experiments,
+    section 4.4): trace(S_i M_i), the sensitivity d p_i / d y_i of the predicted
+    probabilities, with S_i = diag(p_i) - p_i p_i^T the softmax Jacobian at the
+    query; computed as sum_u p_u M_uu - p^T M p.
     Only ``batch_size`` matrices are held at once. See
     ``cross_entropy_gls_matrices`` for the other arguments and the cost.
     """

@@ -52,8 +52,10 @@ class AttackMetrics:
         return out
 
 
-def evaluate(scores: np.ndarray, is_member: np.ndarray, pvalue_sets: dict[str, np.ndarray] | None = None) -> AttackMetrics:
-    """AUC, TPR at the SPEC's FPR levels, and FPR at alpha for every named set of log p-values."""
+def evaluate(scores: np.ndarray, is_member: np.ndarray, pvalue_sets: dict[str, np.ndarray] | None = None,
+             levels: tuple[float, ...] = FPR_LEVELS) -> AttackMetrics:
+    """AUC, TPR at the FPR levels (the SPEC's, plus any the user asked for), and FPR at alpha for every
+    named set of log p-values."""
     is_member = np.asarray(is_member, dtype=bool)
     if is_member.all() or not is_member.any():
         raise ValueError("metrics: need both members and non-members to compute a ROC")
@@ -63,7 +65,7 @@ def evaluate(scores: np.ndarray, is_member: np.ndarray, pvalue_sets: dict[str, n
     fpr, tpr = roc(scores, is_member)
     return AttackMetrics(
         auc=float(roc_auc_score(is_member.astype(int), scores)),
-        tpr_at_fpr={str(a): tpr_at_fpr(fpr, tpr, a) for a in FPR_LEVELS},
-        unreliable=[str(a) for a in unreliable_levels(int((~is_member).sum()))],
+        tpr_at_fpr={str(a): tpr_at_fpr(fpr, tpr, a) for a in levels},
+        unreliable=[str(a) for a in unreliable_levels(int((~is_member).sum()), levels)],
         fpr_at_alpha={name: fpr_at_alpha(lp, is_member) for name, lp in (pvalue_sets or {}).items()},
     )

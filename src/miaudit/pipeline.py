@@ -7,19 +7,20 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import torch
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from . import data, metrics
+from . import data, metrics, validate
 from .attacks import AttackInputs, AttackResult, ModelAccess, RecordSet, registry
 from .config import AttackSpec, RunConfig
 from .data import Dataset, Split
-from .models import build_model
+from .models import build_model, io
 from .store import Store, indices_digest
-from .training import TrainReport, accuracy, predict_logits, seeded_model, train
+from .training import ProgressFn, TrainReport, accuracy, predict_logits, seeded_model, train
 
 console = Console(stderr=True)
 
@@ -33,6 +34,22 @@ class TrainedModel:
     seconds: float  # wall-clock training time (from the cache when reused)
     train_accuracy: float
     cached: bool
+    architecture: str = ""
+    source: str = "trained"  # trained by miaudit, or where a user's model came from
+
+
+@dataclass(frozen=True)
+class ModelRecipe:
+    """How to obtain one trained model: a fresh module and the loop that trains it in place.
+
+    ``cache_spec`` holds what fixes the weights besides data, training indices and seed;
+    None when user code builds or trains the model, which miaudit cannot hash: never cached."""
+
+    architecture: str
+    build: Callable[[], torch.nn.Module]
+    fit: Callable[[torch.nn.Module, np.ndarray, np.ndarray, int, ProgressFn], TrainReport]
+    epochs: int | None = None  # progress-bar length (None: unknown)
+    cache_spec: dict | None = None
 
 
 @dataclass
@@ -43,17 +60,25 @@ class Experiment:
     dataset: Dataset
     split: Split
     query_idx: np.ndarray  # record indices of the queries (members and non-members, shuffled)
-    is_member: np.ndarray  # (N,) bool: evaluation only, never given to attacks
+    is_member: np.ndarray | None  # (N,) bool: evaluation only, never given to attacks; None: unknown
     pool_idx: np.ndarray  # record indices the reference models sample from
     ref_masks: np.ndarray  # (K, len(pool_idx)) bool
     target: TrainedModel
     references: list[TrainedModel]
     memo: dict = field(default_factory=dict)
+    query_info: dict[str, np.ndarray] = field(default_factory=dict)  # extra per-query columns for reports
+
+    @property
+    def membership_known(self) -> bool:
+        return self.is_member is not None
 
     def target_accuracy(self) -> dict[str, float]:
-        y = self.dataset.y
-        return {"train_accuracy": accuracy(self.target.logits[self.split.members], y[self.split.members]),
-                "test_accuracy": accuracy(self.target.logits[self.split.nonmembers], y[self.split.nonmembers])}
+        y, logits = self.dataset.y, self.target.logits
+        if not self.membership_known:  # population records are known non-members: the closest to a test accuracy
+            return {"query_accuracy": accuracy(logits[self.query_idx], y[self.query_idx]),
+                    "population_accuracy": accuracy(logits[self.split.population], y[self.split.population])}
+        return {"train_accuracy": accuracy(logits[self.split.members], y[self.split.members]),
+                "test_accuracy": accuracy(logits[self.split.nonmembers], y[self.split.nonmembers])}
 
     def _record_set(self, idx: np.ndarray) -> RecordSet:
         ds = self.dataset
@@ -90,7 +115,7 @@ class AttackRun:
     spec: AttackSpec
     references: int
     result: AttackResult
-    metrics: metrics.AttackMetrics
+    metrics: metrics.AttackMetrics | None  # None when the queries' membership is unknown
     seconds: dict[str, float]
 
 
@@ -109,47 +134,93 @@ def _progress() -> Progress:
                     console=console, transient=True)
 
 
-def _get_or_train(store: Store, cfg: RunConfig, ds: Dataset, arch: str, role: str, role_id: int,
-                  train_idx: np.ndarray, progress: Progress) -> TrainedModel:
-    seed = _model_seed(cfg.seed, role_id)
-    spec = {"data": ds.fingerprint(), "arch": arch, "input_shape": ds.input_shape, "n_classes": ds.n_classes,
-            "train": cfg.train.model_dump(), "train_idx": indices_digest(train_idx), "seed": seed}
-    entry = store.entry(spec)
-    module = build_model(arch, ds.input_shape, ds.n_classes)
-    if entry.complete():
-        meta = store.load_meta(entry)
-        store.load_weights(entry, module)
-        return TrainedModel(role, module, store.load_logits(entry).astype(np.float64), train_idx,
-                            meta["seconds"], meta["train_accuracy"], cached=True)
-    module = seeded_model(lambda: build_model(arch, ds.input_shape, ds.n_classes), seed)
-    task = progress.add_task(f"training {role}", total=cfg.train.epochs)
-    report: TrainReport = train(module, ds.x[train_idx], ds.y[train_idx], cfg.train, seed, cfg.device,
-                                progress=lambda done, _: progress.update(task, completed=done))
+def builtin_recipe(cfg: RunConfig, ds: Dataset, arch: str) -> ModelRecipe:
+    """An architecture by name trained by miaudit's loop with ``cfg.train``: fully described, so cached."""
+    spec = {"arch": arch, "input_shape": ds.input_shape, "n_classes": ds.n_classes, "train": cfg.train.model_dump()}
+    if io.is_import_path(arch):
+        spec["arch_source"] = io.source_digest(arch)
+    return ModelRecipe(arch, lambda: build_model(arch, ds.input_shape, ds.n_classes),
+                       lambda m, x, y, seed, progress: train(m, x, y, cfg.train, seed, cfg.device, progress),
+                       cfg.train.epochs, spec)
+
+
+def obtain(store: Store, recipe: ModelRecipe, ds: Dataset, role: str, seed: int, train_idx: np.ndarray,
+           progress: Progress, device: str = "cpu") -> TrainedModel:
+    """A model trained on ``train_idx``: loaded from the cache when finished before, else trained now."""
+    entry = None
+    if recipe.cache_spec is not None:
+        spec = {"data": ds.fingerprint(), **recipe.cache_spec, "train_idx": indices_digest(train_idx), "seed": seed}
+        entry = store.entry(spec)
+        if entry.complete():
+            meta = store.load_meta(entry)
+            module = store.load_weights(entry, recipe.build())
+            return TrainedModel(role, module, store.load_logits(entry).astype(np.float64), train_idx,
+                                meta["seconds"], meta["train_accuracy"], cached=True, architecture=recipe.architecture)
+    module = seeded_model(recipe.build, seed)
+    task = progress.add_task(f"training {role}", total=recipe.epochs)
+    report: TrainReport = recipe.fit(module, ds.x[train_idx], ds.y[train_idx], seed,
+                                     lambda done, _: progress.update(task, completed=done))
     progress.remove_task(task)
-    logits = predict_logits(module, ds.x, device=cfg.device)
-    store.save(entry, module, {"role": role, "spec": spec, "seconds": report.seconds,
-                               "train_accuracy": report.train_accuracy}, logits.astype(np.float32))
-    return TrainedModel(role, module.eval(), logits, train_idx, report.seconds, report.train_accuracy, cached=False)
+    logits = predict_logits(module, ds.x, device=device)
+    if entry is not None:
+        store.save(entry, module, {"role": role, "spec": spec, "seconds": report.seconds,
+                                   "train_accuracy": report.train_accuracy}, logits.astype(np.float32))
+    return TrainedModel(role, module.eval(), logits, train_idx, report.seconds, report.train_accuracy, cached=False,
+                        architecture=recipe.architecture)
 
 
-def prepare(cfg: RunConfig) -> Experiment:
-    """Load and split the data, then train (or load from the cache) the target and K references."""
-    ds = data.load(cfg.dataset.name, cfg.dataset.path, data_dir=cfg.dataset.data_dir, cache_dir=cfg.cache_dir,
-                   label_column=cfg.dataset.label_column, subset=cfg.dataset.subset, seed=cfg.seed)
-    split = data.split_indices(len(ds), cfg.seed, cfg.split.as_tuple())
-    rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, 0x9E]))
+def load_dataset(cfg: RunConfig) -> Dataset:
+    return data.load(cfg.dataset.name, cfg.dataset.path, data_dir=cfg.dataset.data_dir, cache_dir=cfg.cache_dir,
+                     label_column=cfg.dataset.label_column, subset=cfg.dataset.subset, seed=cfg.seed)
+
+
+def open_store(cfg: RunConfig) -> Store:
+    return Store(cfg.cache_dir or data.default_cache_dir())
+
+
+def shuffled_queries(split: Split, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Members and non-members in one random order, and which is which (kept from the attacks)."""
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 0x9E]))
     query_idx = rng.permutation(np.concatenate([split.members, split.nonmembers]))
-    is_member = np.isin(query_idx, split.members)
+    return query_idx, np.isin(query_idx, split.members)
+
+
+def provided_inputs(split: Split) -> set[str]:
+    """The optional attack inputs an experiment on ``split`` provides (models and inputs x always)."""
+    parts = {"population": len(split.population), "validation": len(split.validation)}
+    return {"models", "x"} | {name for name, n in parts.items() if n}
+
+
+def with_references(cfg: RunConfig, ds: Dataset, split: Split, query_idx: np.ndarray, is_member: np.ndarray | None,
+                    target: TrainedModel, recipe: ModelRecipe, store: Store, **extra) -> Experiment:
+    """Train (or load) the K reference models on random halves of the pool and assemble the experiment.
+    Offline, the pool is the population; online it also holds the queries (each IN for half the models)."""
     online = cfg.mode == "online"
     pool_idx = np.sort(np.concatenate([split.population, query_idx])) if online else split.population
     ref_masks = data.reference_subsets(len(pool_idx), cfg.references, cfg.seed, balanced=online)
-    store = Store(cfg.cache_dir or data.default_cache_dir())
-    ref_arch = cfg.reference_model or cfg.model
     with _progress() as progress:
-        target = _get_or_train(store, cfg, ds, cfg.model, "target", 0, split.members, progress)
-        refs = [_get_or_train(store, cfg, ds, ref_arch, f"reference {k + 1}/{cfg.references}", k + 1,
-                              pool_idx[ref_masks[k]], progress) for k in range(cfg.references)]
-    return Experiment(cfg, ds, split, query_idx, is_member, pool_idx, ref_masks, target, refs)
+        refs = [obtain(store, recipe, ds, f"reference {k + 1}/{cfg.references}", _model_seed(cfg.seed, k + 1),
+                       pool_idx[ref_masks[k]], progress, cfg.device) for k in range(cfg.references)]
+    return Experiment(cfg, ds, split, query_idx, is_member, pool_idx, ref_masks, target, refs, **extra)
+
+
+def prepare(cfg: RunConfig) -> Experiment:
+    """Load and split the data, then train (or load from the cache) the target and K references.
+    With ``cfg.target`` the user's model is audited instead (``own_model``)."""
+    if cfg.target is not None:
+        from .own_model import from_checkpoint  # own_model builds on this module
+
+        return from_checkpoint(cfg)
+    ds = load_dataset(cfg)
+    split = data.split_indices(len(ds), cfg.seed, cfg.split.as_tuple())
+    validate.check_attack_plan(cfg, provided_inputs(split))
+    query_idx, is_member = shuffled_queries(split, cfg.seed)
+    store = open_store(cfg)
+    with _progress() as progress:
+        target = obtain(store, builtin_recipe(cfg, ds, cfg.model), ds, "target", _model_seed(cfg.seed, 0),
+                        split.members, progress, cfg.device)
+    return with_references(cfg, ds, split, query_idx, is_member, target,
+                           builtin_recipe(cfg, ds, cfg.reference_architecture), store)
 
 
 def run_attack(exp: Experiment, spec: AttackSpec, inputs: AttackInputs | None = None) -> AttackRun:
@@ -159,15 +230,32 @@ def run_attack(exp: Experiment, spec: AttackSpec, inputs: AttackInputs | None = 
     result = registry.run(spec.name, inputs, spec.params)
     seconds = {"reference_training": float(sum(r.seconds for r in exp.references[:k])),
                "attack": time.perf_counter() - start}
+    return AttackRun(spec, k, result, evaluate(exp, result), seconds)
+
+
+def fpr_levels(cfg: RunConfig) -> tuple[float, ...]:
+    """The SPEC's FPR levels, plus the one the user asked for."""
+    return tuple(sorted(set(metrics.FPR_LEVELS) | ({cfg.min_fpr} if cfg.min_fpr else set())))
+
+
+def evaluate(exp: Experiment, result: AttackResult) -> metrics.AttackMetrics | None:
+    """ROC metrics against the true membership; none when it is unknown (a ranking is all there is)."""
+    if not exp.membership_known:
+        return None
     pvals = {} if result.log_pvalues is None else {"raw": result.log_pvalues}
     if "log_p_calibrated" in result.extra:
         pvals["calibrated"] = result.extra["log_p_calibrated"]
-    return AttackRun(spec, k, result, metrics.evaluate(result.scores, exp.is_member, pvals), seconds)
+    return metrics.evaluate(result.scores, exp.is_member, pvals, fpr_levels(exp.cfg))
 
 
 def run(cfg: RunConfig) -> RunResult:
     """The whole audit in memory; ``report.write`` puts it on disk."""
-    exp = prepare(cfg)
+    return run_experiment(prepare(cfg))
+
+
+def run_experiment(exp: Experiment) -> RunResult:
+    """Every configured attack on a prepared experiment."""
+    cfg = exp.cfg
     inputs = exp.attack_inputs()
     runs = []
     for spec in cfg.attacks:

@@ -200,8 +200,8 @@ def score_moments(la: Any, features: torch.Tensor, labels: np.ndarray, *, n_samp
     mean = np.empty(len(features))
     var = np.empty(len(features))
     for start, logits in logit_chunks(la, features, n_samples, predictive, chunk_size, seed):
-        scores = signed_signal(signal, logits, y[start:start + len(logits)]).double()
-        stop = start + len(logits)
-        mean[start:stop] = scores.mean(dim=1).cpu().numpy()
-        var[start:stop] = scores.var(dim=1, correction=1).cpu().numpy()  # two-pass in float64: no cancellation
+        scores = signed_signal(signal, logits, y[start:start + len(logits)]).double()  # moments in float64
+        chunk_var, chunk_mean = torch.var_mean(scores, dim=1, correction=1)
+        mean[start:start + len(logits)] = chunk_mean.cpu().numpy()
+        var[start:start + len(logits)] = chunk_var.cpu().numpy()
     return mean, var

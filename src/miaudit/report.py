@@ -31,28 +31,45 @@ def slug(run: AttackRun) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", base)
 
 
+UNKNOWN_MEMBERSHIP_NOTE = ("membership of the queries is unknown: no ROC metrics; each attack's p-values and "
+                           "the risk ranking (scores.csv, column risk_rank) are the result")
+
+
 def results_json(res: RunResult) -> dict:
     exp, cfg = res.experiment, res.experiment.cfg
-    return {
+    known = exp.membership_known
+    out = {
         "miaudit_version": __version__,
         "dataset": cfg.dataset.label,
         "n_records": len(exp.dataset),
-        "n_members": int(exp.is_member.sum()),
-        "n_nonmembers": int((~exp.is_member).sum()),
+        "membership": "known" if known else "unknown",
+        "n_queries": len(exp.query_idx),
+        "n_members": int(exp.is_member.sum()) if known else None,
+        "n_nonmembers": int((~exp.is_member).sum()) if known else None,
         "n_population": len(exp.split.population),
         "n_validation": len(exp.split.validation),
-        "model": cfg.model,
-        "reference_model": cfg.reference_model or cfg.model,
+        "model": exp.target.architecture or cfg.model,
+        "reference_model": (exp.references[0].architecture or cfg.reference_architecture) if exp.references else None,
         "mode": cfg.mode,
         "seed": cfg.seed,
         "references": len(exp.references),
-        "target": {**exp.target_accuracy(), "training_seconds": exp.target.seconds},
+        "target": {**exp.target_accuracy(), "training_seconds": exp.target.seconds, "source": exp.target.source},
         "reference_models": [{"train_accuracy": r.train_accuracy, "seconds": r.seconds, "cached": r.cached}
                              for r in exp.references],
         "attacks": [{"name": r.spec.name, "label": r.spec.label, "references": r.references,
-                     **r.metrics.to_json(), "seconds": r.seconds} for r in res.attacks],
+                     **(r.metrics.to_json() if known else ranking_json(r, exp.query_idx)), "seconds": r.seconds}
+                    for r in res.attacks],
         "config": json.loads(cfg.model_dump_json()),
     }
+    return out if known else {**out, "note": UNKNOWN_MEMBERSHIP_NOTE}
+
+
+def ranking_json(run: AttackRun, query_idx: np.ndarray, top: int = 10) -> dict:
+    """Without membership there is no ROC: the most exposed records and how many each test flags."""
+    out = {"most_exposed": [int(i) for i in query_idx[np.argsort(-risk_values(run), kind="stable")[:top]]]}
+    if run.result.log_pvalues is not None:
+        out["n_p_below"] = {str(a): int((run.result.log_pvalues < np.log(a)).sum()) for a in metrics.ALPHAS}
+    return out
 
 
 # Which attack ranks the records by risk, in order of preference: the Bayesian tests
@@ -81,8 +98,10 @@ def scores_frame(res: RunResult) -> pd.DataFrame:
     exp = res.experiment
     rank = np.empty(len(exp.query_idx), dtype=np.int64)
     rank[np.argsort(-risk_values(risk_basis(res)), kind="stable")] = np.arange(1, len(rank) + 1)
-    cols = {"risk_rank": rank, "record": exp.query_idx, "member": exp.is_member.astype(int),
-            "label": exp.dataset.y[exp.query_idx]}
+    cols = {"risk_rank": rank, "record": exp.query_idx, **exp.query_info}
+    if exp.membership_known:
+        cols["member"] = exp.is_member.astype(int)
+    cols["label"] = exp.dataset.y[exp.query_idx]
     for r in res.attacks:
         s = slug(r)
         cols[f"{s}.score"] = r.result.scores
@@ -99,13 +118,14 @@ def exposed_records_md(res: RunResult, frame: pd.DataFrame, top: int = 10) -> li
     basis = risk_basis(res)
     col = f"{slug(basis)}.p_value" if basis.result.log_pvalues is not None else f"{slug(basis)}.score"
     extra = [c for c in frame.columns if c.startswith("gls") and c.endswith(".score") and c != col]
+    known = [c for c in ("label", "member") if c in frame.columns]
     lines = ["", f"## Most exposed records (ranked by {basis.spec.label}: "
                  f"{'smallest p-value' if col.endswith('p_value') else 'highest score'})", "",
-             "| rank | record | label | member | " + " | ".join([col, *extra]) + " |",
-             "|---|---|---|---|" + "---|" * (1 + len(extra))]
+             "| rank | record | " + " | ".join([*known, col, *extra]) + " |",
+             "|---|---|" + "---|" * (len(known) + 1 + len(extra))]
     for row in frame.head(top).to_dict("records"):
-        vals = " | ".join(f"{row[c]:.3g}" for c in [col, *extra])
-        lines.append(f"| {row['risk_rank']} | {row['record']} | {row['label']} | {row['member']} | {vals} |")
+        vals = " | ".join([*(str(row[c]) for c in known), *(f"{row[c]:.3g}" for c in [col, *extra])])
+        lines.append(f"| {row['risk_rank']} | {row['record']} | {vals} |")
     lines.append(f"\nThe full ranking of all {len(frame)} records is `scores.csv` (column `risk_rank`).")
     return lines
 
@@ -132,16 +152,34 @@ def _pct(x: float) -> str:
     return f"{100 * x:.2f}"
 
 
+def _ranking_table_md(results: dict) -> list[str]:
+    lines = ["| attack | refs | records with p < 0.01 | p < 0.05 | most exposed records | reference training s | attack s |",
+             "|---|---|---|---|---|---|---|"]
+    for a in results["attacks"]:
+        flagged = [str(a["n_p_below"][k]) if "n_p_below" in a else "-" for k in ("0.01", "0.05")]
+        lines.append(f"| {a['label']} | {a['references']} | {' | '.join(flagged)} | "
+                     f"{', '.join(map(str, a['most_exposed'][:5]))} | {a['seconds']['reference_training']:.1f} | "
+                     f"{a['seconds']['attack']:.2f} |")
+    return ["", f"Note: {results['note']}.", "", *lines]
+
+
 def report_md(res: RunResult, results: dict, frame: pd.DataFrame) -> str:
     t = results["target"]
+    known = results["membership"] == "known"
+    audited = (f"{results['n_members']} members, {results['n_nonmembers']} non-members" if known
+               else f"{results['n_queries']} queries of unknown membership")
+    accuracies = ", ".join(f"{k.replace('_', ' ')} {v:.3f}" for k, v in t.items() if k.endswith("accuracy"))
     lines = [f"# miaudit report: {results['dataset']}", "",
-             f"- records: {results['n_records']} ({results['n_members']} members, {results['n_nonmembers']} non-members, "
+             f"- records: {results['n_records']} ({audited}, "
              f"{results['n_population']} population, {results['n_validation']} validation)",
-             f"- target {results['model']}: train accuracy {t['train_accuracy']:.3f}, test accuracy {t['test_accuracy']:.3f}",
-             f"- reference models ({results['reference_model']}, {results['mode']}): {results['references']}",
-             f"- seed {results['seed']}, miaudit {results['miaudit_version']}", "",
-             "| attack | refs | AUC | TPR@0.1% | TPR@1% | TPR@5% | FPR at p<0.05 (raw / calibrated) | reference training s | attack s |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             f"- target {results['model']} ({t['source']}): {accuracies}",
+             f"- reference models ({results['reference_model']}, {results['mode']}): {results['references']}"
+             if results["references"] else "- reference models: none",
+             f"- seed {results['seed']}, miaudit {results['miaudit_version']}"]
+    if not known:
+        return "\n".join([*lines, *_ranking_table_md(results), *exposed_records_md(res, frame)]) + "\n"
+    lines += ["", "| attack | refs | AUC | TPR@0.1% | TPR@1% | TPR@5% | FPR at p<0.05 (raw / calibrated) | reference training s | attack s |",
+              "|---|---|---|---|---|---|---|---|---|"]
     for a in results["attacks"]:
         tpr = {k: _pct(v) + (" †" if k in a["unreliable_fpr_levels"] else "") for k, v in a["tpr_at_fpr"].items()}
         fa = a.get("fpr_at_alpha", {})
@@ -167,7 +205,8 @@ def write(res: RunResult, out_dir: Path) -> dict:
         (tmp / "results.json").write_text(json.dumps(results, indent=1))
         frame = scores_frame(res)
         (tmp / "report.md").write_text(report_md(res, results, frame))
-        roc_plot(res, tmp / "roc.png")
+        if res.experiment.membership_known:  # no ROC without membership
+            roc_plot(res, tmp / "roc.png")
         frame.to_csv(tmp / "scores.csv", index=False, float_format="%.8g")
         out_dir.mkdir(exist_ok=True)
         for f in tmp.iterdir():

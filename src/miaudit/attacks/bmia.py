@@ -83,7 +83,7 @@ def mr_bmia_test(s0: np.ndarray, means: np.ndarray, within_var: np.ndarray, n_sa
     return t, df, t_logsf(t, df)
 
 
-class BMIAParams(AttackParams):
+class MRBMIAParams(AttackParams):
     samples: int = Field(default=1000, ge=2, description="posterior draws M per reference model")
     hessian: posterior.Hessian = "kron"
     prior: posterior.Prior = "marglik"
@@ -94,7 +94,11 @@ class BMIAParams(AttackParams):
     seed: int = Field(default=0, description="offset added to the run seed for posterior sampling")
 
 
-def _fitted_posterior(models: ModelAccess, k: int, params: BMIAParams, inputs: AttackInputs) -> object:
+class BMIAParams(MRBMIAParams):
+    references: int | None = Field(default=1, ge=1, description="BMIA uses one reference model")
+
+
+def _fitted_posterior(models: ModelAccess, k: int, params: MRBMIAParams, inputs: AttackInputs) -> object:
     """Reference k's Laplace posterior, fitted once per run and options (memo)."""
     key = ("bmia-posterior", k, params.hessian, params.prior)
     if key not in models.memo:
@@ -113,18 +117,18 @@ def _fitted_posterior(models: ModelAccess, k: int, params: BMIAParams, inputs: A
 
 def _features(models: ModelAccess, k: int, which: str, x: np.ndarray) -> torch.Tensor:
     """Reference k's penultimate features of one record set (memo): one backbone pass each."""
-    key = ("penultimate", k, which)
+    key = ("posterior.penultimate", k, which)  # float64 torch (n, d) on models.device
     if key not in models.memo:
         models.memo[key] = posterior.penultimate(models.references[k], x, models.device)
     return models.memo[key]
 
 
-def _seed(inputs: AttackInputs, params: BMIAParams, k: int) -> int:
+def _seed(inputs: AttackInputs, params: MRBMIAParams, k: int) -> int:
     """An independent, reproducible stream per (run seed, attack seed, reference)."""
     return int(np.random.SeedSequence([inputs.seed, params.seed, k]).generate_state(1)[0])
 
 
-def _moments(inputs: AttackInputs, params: BMIAParams, which: str) -> tuple[np.ndarray, np.ndarray]:
+def _moments(inputs: AttackInputs, params: MRBMIAParams, which: str) -> tuple[np.ndarray, np.ndarray]:
     """(K, n) sample means and variances of the score on queries or validation records."""
     models = inputs.models
     records = inputs.queries if which == "queries" else inputs.validation
@@ -140,7 +144,7 @@ def _moments(inputs: AttackInputs, params: BMIAParams, which: str) -> tuple[np.n
     return np.stack(means), np.stack(variances)
 
 
-def _statistics(inputs: AttackInputs, params: BMIAParams, which: str) -> Stats:
+def _statistics(inputs: AttackInputs, params: MRBMIAParams, which: str) -> Stats:
     records = inputs.queries if which == "queries" else inputs.validation
     s0 = _signed(params.signal, records.target_logits, records.labels)
     means, variances = _moments(inputs, params, which)
@@ -149,21 +153,24 @@ def _statistics(inputs: AttackInputs, params: BMIAParams, which: str) -> Stats:
     return mr_bmia_test(s0, means, variances, params.samples)
 
 
-def _calibrates(inputs: AttackInputs, params: BMIAParams) -> bool:
+def _calibrates(inputs: AttackInputs, params: MRBMIAParams) -> bool:
     available = inputs.validation is not None and inputs.validation.x is not None
     if params.calibrate and not available:
         raise AttackRequirementError("bmia: calibrate=true needs validation records with inputs x")
     return available if params.calibrate is None else params.calibrate
 
 
-def _attack(inputs: AttackInputs, params: BMIAParams) -> AttackResult:
+def _attack(inputs: AttackInputs, params: MRBMIAParams) -> AttackResult:
+    calibrate = _calibrates(inputs, params)
     t, df, log_p = _statistics(inputs, params, "queries")
     extra = {"t": t, "df": df}
-    if _calibrates(inputs, params):
-        # Paper F.1: the validation records never trained the target, so their t
-        # values sample the statistic under H0; rank each query's t among them.
-        t_null, _, _ = _statistics(inputs, params, "validation")
-        extra["log_p_calibrated"] = empirical_log_pvalues(t, t_null)
+    if calibrate:
+        # Paper F.1: the validation records never trained the target, so their
+        # statistics sample it under H0; rank each query among them. We rank the
+        # score -log p (for BMIA, one df, the same order as t) so the calibrated
+        # p-values order MR-BMIA's queries as its scores do.
+        _, _, log_p_null = _statistics(inputs, params, "validation")
+        extra["log_p_calibrated"] = empirical_log_pvalues(-log_p, -log_p_null)
     return AttackResult(scores=-log_p, log_pvalues=log_p, extra=extra)
 
 
@@ -176,7 +183,7 @@ def bmia(inputs: AttackInputs, params: BMIAParams) -> AttackResult:
     return _attack(inputs, params)
 
 
-@register("mr-bmia", params=BMIAParams, min_references=2, modes=("offline",), needs=_NEEDS, pvalues=True,
+@register("mr-bmia", params=MRBMIAParams, min_references=2, modes=("offline",), needs=_NEEDS, pvalues=True,
           summary="MR-BMIA: t-test against Laplace samples of K references, intra/inter variance pooled")
-def mr_bmia(inputs: AttackInputs, params: BMIAParams) -> AttackResult:
+def mr_bmia(inputs: AttackInputs, params: MRBMIAParams) -> AttackResult:
     return _attack(inputs, params)

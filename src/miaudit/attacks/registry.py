@@ -26,19 +26,23 @@ class AttackInfo:
 
     def check(self, inputs: AttackInputs, params: AttackParams) -> None:
         """Raise AttackRequirementError (one line) when run outside its assumptions."""
-        k = inputs.n_references
+        provided = {need for need in ("population", "validation", "models") if getattr(inputs, need) is not None}
+        self.check_plan(inputs.n_references, inputs.mode, provided | ({"x"} if inputs.queries.x is not None else set()))
+
+    def check_plan(self, k: int, mode: str, provided: set[str] | None = None) -> None:
+        """The same check before any input exists (a config, a plan): k references, the run's mode, and the
+        names of the inputs it will provide (None: not known yet, skip that part)."""
         if k < self.min_references:
             raise AttackRequirementError(
                 f"{self.name}: needs at least {self.min_references} reference model(s), got references={k}")
         if self.max_references is not None and k > self.max_references:
             raise AttackRequirementError(
                 f"{self.name}: uses at most {self.max_references} reference model(s), got references={k}")
-        if inputs.mode not in self.modes:
-            raise AttackRequirementError(f"{self.name}: runs in {'/'.join(self.modes)} mode only, the run is {inputs.mode}")
-        for need in sorted(self.needs):
-            part = inputs.models if need == "models" else getattr(inputs, need, None) if need != "x" else inputs.queries.x
-            if part is None:
-                raise AttackRequirementError(f"{self.name}: needs {need} inputs, which this run did not provide")
+        if mode not in self.modes:
+            raise AttackRequirementError(f"{self.name}: runs in {'/'.join(self.modes)} mode only, the run is {mode}")
+        missing = [] if provided is None else sorted(self.needs - set(provided))
+        if missing:
+            raise AttackRequirementError(f"{self.name}: needs {missing[0]} inputs, which this run did not provide")
 
 
 _REGISTRY: dict[str, AttackInfo] = {}

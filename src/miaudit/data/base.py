@@ -113,20 +113,26 @@ def cached_arrays(ctx: LoadContext, key: str, build: Callable[[], dict[str, np.n
     return arrays
 
 
-def validate_arrays(name: str, x: np.ndarray, y: np.ndarray, n_classes: int | None = None) -> Dataset:
-    """Check shapes, finiteness and labels at the boundary; return a clean Dataset."""
+def validate_features(name: str, x: np.ndarray) -> np.ndarray:
+    """x as float32 (n, features...), refusing other shapes, non-numbers, NaN and inf."""
     x = np.asarray(x)
-    y = np.asarray(y)
     if x.ndim < 2:
         raise DataError(f"dataset {name}: x must have shape (n, features...), got {x.shape}")
-    if y.ndim != 1 or y.shape[0] != x.shape[0]:
-        raise DataError(f"dataset {name}: y must have shape ({x.shape[0]},), got {y.shape}")
     if not np.issubdtype(x.dtype, np.number) or np.issubdtype(x.dtype, np.complexfloating):
         raise DataError(f"dataset {name}: x must be real numbers, got dtype {x.dtype}")
     x = x.astype(np.float32, copy=False)  # no second copy of large image sets already in float32
     if not np.isfinite(x).all():
         bad = int((~np.isfinite(x)).any(axis=tuple(range(1, x.ndim))).sum())
         raise DataError(f"dataset {name}: x contains NaN or inf in {bad} record(s); clean or drop them first")
+    return x
+
+
+def validate_arrays(name: str, x: np.ndarray, y: np.ndarray, n_classes: int | None = None) -> Dataset:
+    """Check shapes, finiteness and labels at the boundary; return a clean Dataset."""
+    x = validate_features(name, x)
+    y = np.asarray(y)
+    if y.ndim != 1 or y.shape[0] != x.shape[0]:
+        raise DataError(f"dataset {name}: y must have shape ({x.shape[0]},), got {y.shape}")
     if np.issubdtype(y.dtype, np.floating):
         if not np.isfinite(y).all() or not np.all(y == np.round(y)):
             raise DataError(f"dataset {name}: y must hold integer class labels")

@@ -1,6 +1,9 @@
-"""User data files: ``.npz`` with arrays x and y, or ``.csv`` with a header and a label column.
+"""User data files: ``.npz`` with arrays x and y, ``.csv`` with a header and a label
+column, or a folder of images with one subfolder per class; and index files
+(``.npy`` or text) naming records of those data.
 
-Neither format can execute code: npz is read with ``allow_pickle=False``.
+None of these formats can execute code: npz and npy are read with
+``allow_pickle=False``, images are decoded by Pillow.
 """
 from __future__ import annotations
 
@@ -8,12 +11,16 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from PIL import Image, UnidentifiedImageError
 
 from .base import DataError, Dataset, validate_arrays
 
 
 def load_file(path: Path, label_column: str = "y", n_classes: int | None = None) -> Dataset:
     path = Path(path).expanduser()
+    if path.is_dir():
+        x, y = _image_folder(path)
+        return validate_arrays(path.name, x, y, n_classes)
     if not path.is_file():
         raise DataError(f"dataset.path: file {path} not found")
     suffix = path.suffix.lower()
@@ -36,5 +43,67 @@ def load_file(path: Path, label_column: str = "y", n_classes: int | None = None)
             raise DataError(f"dataset.path: non-numeric feature column(s) {non_numeric[:5]} in {path.name}")
         x = frame.to_numpy(dtype=np.float64)
     else:
-        raise DataError(f"dataset.path: unsupported file type {suffix!r}; expected .npz (arrays x, y) or .csv")
+        raise DataError(f"dataset.path: unsupported file type {suffix!r}; expected .npz (arrays x, y), .csv "
+                        "or a folder of images with one subfolder per class")
     return validate_arrays(path.stem, x, y, n_classes)
+
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp")
+GREY_MODES = ("1", "L")
+
+
+def _open_image(path: Path) -> Image.Image:
+    try:
+        with Image.open(path) as im:
+            im.load()
+            return im
+    except (OSError, UnidentifiedImageError, Image.DecompressionBombError) as e:
+        raise DataError(f"dataset.path: cannot read image {path} ({e})") from None
+
+
+def _pixels(im: Image.Image, colour: bool) -> np.ndarray:
+    """(channels, height, width) float32 in [0, 1]."""
+    pixels = np.asarray(im.convert("RGB" if colour else "L"), dtype=np.float32) / 255.0
+    return pixels.transpose(2, 0, 1) if colour else pixels[None]
+
+
+def _image_folder(root: Path) -> tuple[np.ndarray, np.ndarray]:
+    """Images under ``root/<class>/``; labels number the class folders in sorted order (as torchvision's
+    ImageFolder does). Grey-scale unless some image has colour; every image must have one size."""
+    classes = sorted(d for d in root.iterdir() if d.is_dir() and not d.name.startswith("."))
+    files = [(f, label) for label, d in enumerate(classes) for f in sorted(d.iterdir())
+             if f.suffix.lower() in IMAGE_SUFFIXES]
+    if len(classes) < 2 or not files:
+        raise DataError(f"dataset.path: folder {root} needs one subfolder of images per class (found "
+                        f"{len(classes)} class folder(s), {len(files)} image(s))")
+    opened = [_open_image(f) for f, _ in files]
+    for (f, _), im in zip(files, opened):
+        if im.size != opened[0].size:
+            raise DataError(f"dataset.path: image {f} is {im.size[0]}x{im.size[1]}, {files[0][0]} is "
+                            f"{opened[0].size[0]}x{opened[0].size[1]}; resize all images to one size")
+    colour = any(im.mode not in GREY_MODES for im in opened)
+    return np.stack([_pixels(im, colour) for im in opened]), np.array([label for _, label in files], dtype=np.int64)
+
+
+def load_indices(path: str | Path, field: str, n_records: int) -> np.ndarray:
+    """Record indices (rows of the data set) from a ``.npy`` or text file (one integer per line)."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise DataError(f"{field}: file {path} not found")
+    try:
+        raw = np.load(path, allow_pickle=False) if path.suffix.lower() == ".npy" else np.loadtxt(path, ndmin=1)
+    except (ValueError, OSError, EOFError) as e:
+        raise DataError(f"{field}: {path.name} is not a list of record indices ({str(e).splitlines()[0][:100]})") from None
+    raw = np.asarray(raw)
+    if raw.ndim != 1 or raw.dtype.kind not in "iuf" or not np.all(np.isfinite(raw)) \
+            or not np.all(raw == np.round(raw)):
+        raise DataError(f"{field}: {path.name} must hold one integer record index per line, got shape {raw.shape}, "
+                        f"dtype {raw.dtype}")
+    idx = raw.astype(np.int64)
+    if idx.size and (idx.min() < 0 or idx.max() >= n_records):
+        bad = idx[(idx < 0) | (idx >= n_records)][0]
+        raise DataError(f"{field}: index {bad} is outside the data set's {n_records} records (0-based)")
+    unique, counts = np.unique(idx, return_counts=True)
+    if (counts > 1).any():
+        raise DataError(f"{field}: index {unique[counts > 1][0]} is listed {counts.max()} times")
+    return idx

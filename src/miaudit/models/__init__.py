@@ -9,6 +9,7 @@ from typing import Callable
 
 import torch.nn as nn
 
+from . import io
 from .cnn import SmallCNN
 from .mlp import MLP
 from .resnet import SmallResNet
@@ -20,13 +21,20 @@ ARCHITECTURES: dict[str, Callable[..., nn.Module]] = {
 }
 
 
-def build_model(name: str, input_shape: tuple[int, ...], n_classes: int, **kwargs) -> nn.Module:
-    """A fresh model of a built-in architecture for inputs of ``input_shape`` (no batch axis)."""
+def architecture(name: str) -> Callable[..., nn.Module]:
+    """The factory of a built-in architecture, or of a user's ``package.module:factory``."""
+    if io.is_import_path(name):
+        return io.import_factory(name)
     try:
-        factory = ARCHITECTURES[name]
+        return ARCHITECTURES[name]
     except KeyError:
-        raise ValueError(f"model: unknown architecture {name!r}; expected one of {sorted(ARCHITECTURES)}") from None
-    return factory(tuple(input_shape), n_classes, **kwargs)
+        raise ValueError(f"model: unknown architecture {name!r}; expected one of {sorted(ARCHITECTURES)} "
+                         "or package.module:factory") from None
 
 
-__all__ = ["ARCHITECTURES", "build_model", "MLP", "SmallCNN", "SmallResNet"]
+def build_model(name: str, input_shape: tuple[int, ...], n_classes: int, **kwargs) -> nn.Module:
+    """A fresh model of architecture ``name`` for inputs of ``input_shape`` (no batch axis)."""
+    return architecture(name)(tuple(input_shape), n_classes, **kwargs)
+
+
+__all__ = ["ARCHITECTURES", "architecture", "build_model", "io", "MLP", "SmallCNN", "SmallResNet"]
