@@ -120,6 +120,8 @@ def audit_given(cfg: RunConfig, ds: Dataset, split: Split, query_idx: np.ndarray
     validate.check_attack_plan(cfg, pipeline.provided_inputs(split))
     if is_member is not None:
         validate.check_min_fpr(cfg.min_fpr, int((~is_member).sum()))
+    elif cfg.min_fpr is not None:
+        raise ConfigError("min_fpr: needs members and nonmembers; queries of unknown membership give no ROC")
     _check_pool(cfg, split, query_idx)
     _check_models(cfg, ds, module, recipe, reference_field)
     logits = predict_logits(module, ds.x, device=cfg.device)

@@ -36,7 +36,6 @@ from typing import Any, Literal
 import numpy as np
 import torch
 import torch.nn as nn
-from laplace import Laplace
 from torch.utils.data import DataLoader, TensorDataset
 
 Hessian = Literal["diag", "kron", "full"]
@@ -72,6 +71,8 @@ def _loader(features: torch.Tensor, labels: np.ndarray, batch_size: int = 512) -
 def fit_last_layer(head: nn.Linear, features: torch.Tensor, labels: np.ndarray, hessian: Hessian) -> Any:
     """laplace-torch last-layer Laplace around ``head``, with the GGN of the
     training records' features (prior precision still 1: see ``tune_prior``)."""
+    from laplace import Laplace  # here, not at the top: it imports torchmetrics, seconds every CLI start pays
+
     la = Laplace(_head_only(head), "classification", subset_of_weights="last_layer",
                  hessian_structure=hessian, last_layer_name="head")
     la.fit(_loader(features, labels))
@@ -166,7 +167,8 @@ def _glm_logit_chunks(la: Any, features: torch.Tensor, n_samples: int, chunk_siz
                          f"(C={n_classes}, d={dim}), too large; use predictive=weights (same distribution)")
     z = torch.randn(n_samples, n_classes, dtype=torch.float64, device=features.device,
                     generator=_generator(seed, features.device))
-    step = min(_chunk_size(chunk_size, n_samples, n_classes), max(1, GLM_MAX_JACOBIAN * 4 // jacobian_size))
+    jacobian_budget = 4 * GLM_MAX_JACOBIAN  # Jacobian entries per chunk (128 MB in float64)
+    step = min(_chunk_size(chunk_size, n_samples, n_classes), max(1, jacobian_budget // jacobian_size))
     for start in range(0, len(features), step):
         f_mu, f_var = la._glm_predictive_distribution(features[start:start + step])
         scale = torch.linalg.cholesky(f_var)  # (n, C, C)

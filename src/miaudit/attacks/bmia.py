@@ -36,7 +36,7 @@ def t_logsf(t: np.ndarray, df: np.ndarray) -> np.ndarray:
     df = 999 already), which would tie the strongest members. There we use
     log sf(t) = log pdf(t) + log int_0^inf pdf(t + u) / pdf(t) du, the integral
     by 32-point Gauss-Laguerre after scaling u by the hazard rate at t
-    (agrees with mpmath to ~1e-14 relative for df from 30 to 1e7)."""
+    (against mpmath: ~1e-14 relative error for df from 10 to 1e7, 1e-6 at df = 2)."""
     t, df = np.broadcast_arrays(np.asarray(t, dtype=np.float64), np.asarray(df, dtype=np.float64))
     out = np.array(stats.t.logsf(t, df), dtype=np.float64)
     deep = (out < _SCIPY_TAIL_FLOOR) & np.isfinite(t)

@@ -39,8 +39,13 @@ def _convert_hint(path: Path) -> str:
 def _torch_state(path: Path) -> object:
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as e:
-        if "global" in str(e).lower():  # the weights-only unpickler met a class or function: refuse
+    except pickle.UnpicklingError:
+        # The weights-only unpickler stopped at something that is not a tensor or a plain container
+        # (a class, a function, an opcode it does not allow). torch.save writes a zip, a bare pickle
+        # starts with the PROTO opcode: either way the file needs the full unpickler, which can run code.
+        with open(path, "rb") as f:
+            head = f.read(2)
+        if head == b"PK" or head[:1] == b"\x80":
             raise ModelError(f"target.checkpoint: {path.name} needs pickle to load, which miaudit refuses; "
                              f"convert it with: {_convert_hint(path)}") from None
         raise ModelError(f"target.checkpoint: {path.name} is not a torch checkpoint miaudit can read") from None
