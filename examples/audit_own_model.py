@@ -99,7 +99,7 @@ target: {architecture: "audit_own_model:make_net", checkpoint: model.safetensors
 members: members.npy
 nonmembers: nonmembers.npy
 references: 2
-train: {epochs: 40, batch_size: 64, lr: 0.05}
+train: {epochs: 15, batch_size: 64, lr: 0.1}
 attacks:
   - attack-p
   - gls

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from miaudit.attacks.bmia import bmia_test, mr_bmia_test, t_logsf
+from miaudit.attacks.bmia import bmia_test, mr_bmia_test
+from miaudit.tails import t_logsf
 
 
 def test_bmia_statistic_by_hand() -> None:

@@ -16,7 +16,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from miaudit import posterior
 from miaudit.attacks import AttackInputs, AttackRequirementError, ModelAccess, RecordSet, registry
-from miaudit.attacks.marginal import _signed
+from miaudit.signals import oriented as _signed
 from miaudit.models import MLP
 
 

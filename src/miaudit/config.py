@@ -126,7 +126,7 @@ class RunConfig(_Strict):
     dataset: DataConfig = DataConfig(name="digits")
     model: str = "mlp"
     reference_model: str | None = Field(default=None, description="architecture of the reference models (default: model)")
-    seed: int = 0
+    seed: int = Field(default=0, ge=0)  # numpy's SeedSequence takes non-negative integers only
     train: TrainConfig = TrainConfig()
     references: int = Field(default=4, ge=0, le=1024)
     mode: Literal["offline", "online"] = "offline"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-__all__ = ["hinge", "rescaled_logit", "loss", "confidence", "SIGNALS", "compute"]
+__all__ = ["hinge", "rescaled_logit", "loss", "confidence", "SIGNALS", "compute", "oriented"]
 
 
 def _true_class(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -66,3 +66,9 @@ def compute(name: str, logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
     except KeyError:
         raise ValueError(f"unknown signal {name!r}; expected one of {sorted(SIGNALS)}") from None
     return fn(logits, labels)
+
+
+def oriented(name: str, logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """The signal with higher = more likely member (the loss is negated)."""
+    s = compute(name, logits, labels)
+    return -s if name == "loss" else s

@@ -14,8 +14,8 @@ import numpy as np
 from scipy import stats
 from scipy.special import logsumexp
 
+from .. import signals
 from .base import AttackInputs, AttackRequirementError, RecordSet
-from .marginal import _signed
 
 Signal = Literal["hinge", "rescaled_logit", "loss", "confidence"]
 Center = Literal["mean", "median"]
@@ -27,8 +27,8 @@ VAR_FLOOR = 1e-30
 
 def observations(records: RecordSet, signal: Signal) -> tuple[np.ndarray, np.ndarray]:
     """(target signal (n,), reference signals (K, n)), oriented so higher means member."""
-    return (_signed(signal, records.target_logits, records.labels),
-            _signed(signal, records.ref_logits, records.labels))
+    return (signals.oriented(signal, records.target_logits, records.labels),
+            signals.oriented(signal, records.ref_logits, records.labels))
 
 
 def membership_masks(inputs: AttackInputs, attack: str) -> tuple[np.ndarray, np.ndarray]:

@@ -39,6 +39,7 @@ from scipy import stats
 from ._refstats import (VAR_FLOOR, Moments, Signal, center, gaussian_llr, gaussian_log_sf, global_moments,
                         log_mean_exp, membership_masks, moments, observations)
 from .base import AttackInputs, AttackParams, AttackRequirementError, AttackResult
+from ..tails import t_logsf
 from .registry import register
 
 
@@ -184,7 +185,7 @@ def bavaria_t(inputs: AttackInputs, params: BavariaParams) -> AttackResult:
     nu_out, loc_out, scale_out = post_out.predictive()
     llr = stats.t.logpdf(cs.z0, nu_in, loc_in, scale_in) - stats.t.logpdf(cs.z0, nu_out, loc_out, scale_out)
     offline = inputs.mode == "offline"
-    log_p = stats.t.logsf(cs.z0, nu_out, loc_out, scale_out) if offline else None
+    log_p = t_logsf((cs.z0 - loc_out) / scale_out, nu_out) if offline else None
     return AttackResult(scores=llr, log_pvalues=log_p)
 
 

@@ -20,12 +20,6 @@ class AttackPParams(AttackParams):
     signal: Literal["hinge", "rescaled_logit", "loss", "confidence"] = "hinge"
 
 
-def _signed(name: str, logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """The signal oriented so that higher means member (loss is negated)."""
-    s = signals.compute(name, logits, labels)
-    return -s if name == "loss" else s
-
-
 def empirical_log_pvalues(scores: np.ndarray, null_scores: np.ndarray) -> np.ndarray:
     """log((1 + #{null >= s}) / (1 + n_null)) for each s: a valid one-sided p-value."""
     null_sorted = np.sort(np.asarray(null_scores, dtype=np.float64))
@@ -37,6 +31,6 @@ def empirical_log_pvalues(scores: np.ndarray, null_scores: np.ndarray) -> np.nda
           summary="Attack-P: global threshold on the target score, calibrated on population (non-member) records")
 def attack_p(inputs: AttackInputs, params: AttackPParams) -> AttackResult:
     q, pop = inputs.queries, inputs.population
-    scores = _signed(params.signal, q.target_logits, q.labels)
-    null = _signed(params.signal, pop.target_logits, pop.labels)
+    scores = signals.oriented(params.signal, q.target_logits, q.labels)
+    null = signals.oriented(params.signal, pop.target_logits, pop.labels)
     return AttackResult(scores=scores, log_pvalues=empirical_log_pvalues(scores, null))

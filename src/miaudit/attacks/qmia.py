@@ -23,8 +23,8 @@ from sklearn.decomposition import PCA
 from sklearn.ensemble import HistGradientBoostingRegressor
 
 from ._refstats import Signal
+from .. import signals
 from .base import AttackInputs, AttackParams, AttackRequirementError, AttackResult
-from .marginal import _signed
 from .registry import register
 
 MAX_CATEGORIES = 255  # HistGradientBoosting's limit on a categorical feature's cardinality
@@ -64,7 +64,7 @@ def qmia(inputs: AttackInputs, params: QmiaParams) -> AttackResult:
         categorical = [f_val.shape[1] - 1]
     regressor = HistGradientBoostingRegressor(loss="quantile", quantile=1 - params.alpha, max_iter=params.max_iter,
                                               categorical_features=categorical, random_state=inputs.seed)
-    regressor.fit(f_val, _signed(params.signal, val.target_logits, val.labels))
+    regressor.fit(f_val, signals.oriented(params.signal, val.target_logits, val.labels))
     threshold = regressor.predict(f_query)
-    scores = _signed(params.signal, q.target_logits, q.labels) - threshold
+    scores = signals.oriented(params.signal, q.target_logits, q.labels) - threshold
     return AttackResult(scores=scores, extra={"threshold": threshold})

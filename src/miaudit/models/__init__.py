@@ -28,13 +28,19 @@ def architecture(name: str) -> Callable[..., nn.Module]:
     try:
         return ARCHITECTURES[name]
     except KeyError:
-        raise ValueError(f"model: unknown architecture {name!r}; expected one of {sorted(ARCHITECTURES)} "
-                         "or package.module:factory") from None
+        raise io.ModelError(f"model: unknown architecture {name!r}; expected one of {sorted(ARCHITECTURES)} "
+                            "or package.module:factory") from None
 
 
 def build_model(name: str, input_shape: tuple[int, ...], n_classes: int, **kwargs) -> nn.Module:
-    """A fresh model of architecture ``name`` for inputs of ``input_shape`` (no batch axis)."""
-    return architecture(name)(tuple(input_shape), n_classes, **kwargs)
+    """A fresh model of architecture ``name`` for inputs of ``input_shape`` (no batch axis); an
+    architecture that does not fit them (a CNN on tabular rows) is a one-line ModelError."""
+    try:
+        return architecture(name)(tuple(input_shape), n_classes, **kwargs)
+    except io.ModelError:
+        raise
+    except ValueError as e:
+        raise io.ModelError(str(e).splitlines()[0]) from None
 
 
 __all__ = ["ARCHITECTURES", "architecture", "build_model", "io", "MLP", "SmallCNN", "SmallResNet"]
