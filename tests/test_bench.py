@@ -1,0 +1,31 @@
+"""The benchmark suite cannot rot: the smoke suite runs every Table 1 row end to end."""
+from __future__ import annotations
+
+import json
+
+from miaudit import bench
+
+
+def test_smoke_suite_runs_and_aggregates(tmp_path):
+    res = bench.run_suite("smoke", out_dir=tmp_path, log=lambda _: None)
+    saved = json.loads((tmp_path / "smoke.json").read_text())
+    assert saved["datasets"].keys() == {"digits"}
+    d = saved["datasets"]["digits"]
+    assert d["seeds"] == [0, 1]
+    names = {r["name"] for r in d["rows"]}
+    assert {"attack-p", "bmia", "mr-bmia", "lira", "rmia", "attack-r", "qmia", "gls", "bavaria-n", "base4"} <= names
+    for row in d["rows"]:
+        assert 0.0 <= row["auc"]["mean"] <= 1.0 and row["auc"]["sd"] >= 0.0
+        assert set(row) >= {"tpr@0.001", "tpr@0.01", "tpr@0.05", "reference_training_s", "attack_s"}
+    bmia = next(r for r in d["rows"] if r["name"] == "bmia")
+    assert "fpr_calibrated@0.05" in bmia and bmia["attack_over_one_reference"]["mean"] > 0
+    md = (tmp_path / "smoke.md").read_text()
+    assert "| bmia (n=1) | 1 |" in md and "± " in md
+    assert res["wall_seconds"] > 0
+
+
+def test_table1_rows_respect_budget():
+    rows = bench.table1_rows(4)
+    assert max(r.get("references", 0) for r in rows) == 4
+    assert {"name": "lira", "references": 8} not in rows
+    assert {"name": "bmia", "references": 1} in rows
