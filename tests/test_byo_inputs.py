@@ -2,6 +2,7 @@
 exit code 2 on the command line, and no output directory left behind."""
 from __future__ import annotations
 
+import json
 import os
 import pickle
 from pathlib import Path
@@ -49,6 +50,18 @@ def test_valid_own_model_config_runs(tmp_path: Path, files: dict[str, Path]) -> 
     code, output = run_cli(tmp_path, audit_config(tmp_path), tmp_path / "out")
     assert code == 0, output
     assert (tmp_path / "out" / "results.json").is_file()
+
+
+def test_queries_config_ranks_records_without_roc(tmp_path: Path, files: dict[str, Path]) -> None:
+    np.save(tmp_path / "queries.npy", np.arange(10, 30))
+    raw = {k: v for k, v in audit_config(tmp_path, queries=str(tmp_path / "queries.npy")).items()
+           if k not in ("members", "nonmembers")}
+    code, output = run_cli(tmp_path, raw, tmp_path / "out")
+    assert code == 0 and "membership unknown (no ROC)" in output, output
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert results["membership"] == "unknown" and results["n_queries"] == 20 and results["n_population"] == 94  # 140 records left: 2/3 population
+    assert set(results["attacks"][0]["most_exposed"]) <= set(range(10, 30))
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["report.md", "results.json", "scores.csv"]
 
 
 # --- checkpoints: nothing in a model file runs ---------------------------------------------------
@@ -155,7 +168,6 @@ def test_too_few_nonmembers_for_requested_fpr(tmp_path: Path, files: dict[str, P
 def test_requested_fpr_is_reported(tmp_path: Path, files: dict[str, Path]) -> None:
     code, output = run_cli(tmp_path, audit_config(tmp_path, min_fpr=0.025), tmp_path / "out")
     assert code == 0, output
-    import json
     attack = json.loads((tmp_path / "out" / "results.json").read_text())["attacks"][0]
     assert set(attack["tpr_at_fpr"]) == {"0.001", "0.01", "0.025", "0.05"}
     assert "0.025" in attack["unreliable_fpr_levels"]  # 0.025 < 10/40: measurable, flagged

@@ -13,11 +13,12 @@ def _as_image(input_shape: tuple[int, ...]) -> tuple[int, int, int]:
 
 
 class SmallCNN(nn.Module):
-    """Three conv blocks (32-64-128 channels, BatchNorm, ReLU, max-pool), global
-    average pooling, a 128-wide hidden layer, then the linear head. Sized for CPU;
-    any image size works thanks to the adaptive pooling."""
+    """Three conv blocks (16-32-64 channels, BatchNorm, ReLU, max-pool), global
+    average pooling, a 128-wide hidden layer, then the linear head. Sized for CPU
+    (about 100 s for 1,000 CIFAR-10 images x 35 epochs on 2 cores); any image
+    size works thanks to the adaptive pooling."""
 
-    def __init__(self, input_shape: tuple[int, ...], n_classes: int, channels: tuple[int, ...] = (32, 64, 128), width: int = 128):
+    def __init__(self, input_shape: tuple[int, ...], n_classes: int, channels: tuple[int, ...] = (16, 32, 64), width: int = 128):
         super().__init__()
         c_in = _as_image(input_shape)[0]
         self.image_shape = _as_image(input_shape)
