@@ -200,10 +200,12 @@ def spearman_interval(predicted: np.ndarray, truth: np.ndarray, rng: np.random.G
     return [float(q) for q in np.quantile(rhos, [0.025, 0.975])]
 
 
-def evaluate(predicted: np.ndarray, truths: dict[str, np.ndarray], subset: np.ndarray,
+def evaluate(predicted: np.ndarray, truths: dict[str, np.ndarray], loss: np.ndarray, subset: np.ndarray,
              rng: np.random.Generator) -> dict:
+    """Spearman with every ground truth, and with the loss (how much of the ranking the loss alone gives)."""
     p, t = predicted[subset], {k: v[subset] for k, v in truths.items()}
     return {"spearman": {k: float(stats.spearmanr(p, v).statistic) for k, v in t.items()},
+            "spearman_with_loss": float(stats.spearmanr(p, loss[subset]).statistic),
             "spearman_ci95": spearman_interval(p, t[PRIMARY], rng),
             "precision_at_top5": precision_at_top(p, t[PRIMARY])}
 
@@ -230,16 +232,19 @@ def markdown(result: dict) -> str:
         lines.append(f"| {name} | {_cell(tr)} | {_cell(al)} | {tr['precision_at_top5']:.2f} "
                      f"| {al['precision_at_top5']:.2f} | {r['seconds']:.2f} |")
     truths = list(next(iter(rows.values()))["train_records"]["spearman"])
-    lines += ["", "Spearman over model 0's training records against every ground truth:", "",
-              "| predictor | " + " | ".join(truths) + " |", "|---" * (len(truths) + 1) + "|"]
+    lines += ["", "Spearman over model 0's training records against every ground truth, and with model 0's loss:",
+              "", "| predictor | " + " | ".join(truths) + " | loss |", "|---" * (len(truths) + 2) + "|"]
     for name, r in rows.items():
-        lines.append(f"| {name} | " + " | ".join(f"{r['train_records']['spearman'][k]:+.3f}" for k in truths) + " |")
+        tr = r["train_records"]
+        lines.append(f"| {name} | " + " | ".join(f"{tr['spearman'][k]:+.3f}" for k in truths)
+                     + f" | {tr['spearman_with_loss']:+.3f} |")
     rel, t = result["ground_truth_reliability"], result["timing_s"]
     lines += ["", f"Ground-truth split-half Spearman (models 0-{s['models'] // 2 - 1} vs the rest): "
                   f"{rel['split_half_spearman']:.3f}; Spearman-Brown for all models: {rel['spearman_brown']:.3f}.",
               f"Model 0: train accuracy {result['model0']['train_accuracy']:.3f}, "
               f"pool non-member accuracy {result['model0']['nonmember_accuracy']:.3f}.",
-              f"Time: training {t['training_total']:.0f} s (sum over models, from the cache when reused), "
+              f"Time: training {t['training_total']:.0f} s (sum over the {s['models'] + 1} models as first trained; "
+              f"{t['models_from_cache']} loaded from the cache this run), "
               f"LiRA ground truth {t['lira_ground_truth']:.1f} s, wall {t['wall']:.0f} s "
               f"on {result['hardware']['cores']} CPU cores, torch {result['hardware']['torch']}.", ""]
     return "\n".join(lines)
@@ -260,13 +265,14 @@ def run(args: argparse.Namespace) -> dict:
     truths = vulnerability(scores, masks, logits, ds.y[pool])
     lira_seconds = time.perf_counter() - tick
     rng = np.random.default_rng(np.random.SeedSequence([args.seed, 0xB007]))
+    loss = signals.loss(logits[0], ds.y[pool])
     rows = {}
     for name, compute in predictors(shadows[0], reference, pool, ds, args.seed).items():
         tick = time.perf_counter()
         predicted = compute()
         rows[name] = {"seconds": time.perf_counter() - tick,
-                      "train_records": evaluate(predicted, truths, masks[0], rng),
-                      "all_records": evaluate(predicted, truths, np.ones(len(pool), bool), rng)}
+                      "train_records": evaluate(predicted, truths, loss, masks[0], rng),
+                      "all_records": evaluate(predicted, truths, loss, np.ones(len(pool), bool), rng)}
         print(f"{name}: {rows[name]['train_records']['spearman'][PRIMARY]:+.3f}", file=sys.stderr, flush=True)
     target_correct = logits[0].argmax(axis=1) == ds.y[pool]
     return {"command": "python " + " ".join(sys.argv), "seed": args.seed, "hardware": bench.hardware(),

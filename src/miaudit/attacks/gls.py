@@ -1,19 +1,21 @@
 """GLS: the last-layer Generalized Leverage Score as a per-record vulnerability score.
 
-GLS paper, appendix C.2 with the trace summary (Remark B.1): by default
-score_i = trace(d f(x_i) / d y_i) (eq. C.30), the self-influence of a record on
-its own logits; higher = more self-influence = more exposed, and, as a
-membership score, more likely a member. It reads only the target model:
-penultimate features (one backbone pass, eval mode, no grad) and the head; no
-reference model is used, so ``references`` is ignored. The math is
-``miaudit.leverage``.
+GLS paper, appendix C.2 with the trace summary (Remark B.1), by default in the
+probability space of section 4.4: score_i = trace(d p_i / d y_i) =
+trace(S_i GLS_i), S_i = diag(p_i) - p_i p_i^T, the self-influence of a record on
+its own predicted probabilities. This is the paper's measure for ranking
+records by exposure, and ours: on location it has Spearman +0.42 with per-record
+online-LiRA vulnerability over the target's training records, ahead of the loss
+(+0.36) and the gradient norm (+0.34) (benchmarks/results/gls_validation.md).
+It reads only the target model: penultimate features (one backbone pass, eval
+mode, no grad) and the head; no reference model is used.
 
-``space="probability"`` is the paper's section 4.4 metric, trace(d p_i / d y_i)
-= trace(S_i GLS_i), which it uses to rank *training* records by exposure. It is
-not a membership score: S_i = diag(p_i) - p_i p_i^T vanishes on records the
-target fits confidently, which are mostly members, so members rank low (AUC
-0.44 on digits, 0.14 on location with the default MLP, against 0.56 and 0.64
-for the logit-space default).
+GLS ranks records by exposure; it is NOT a membership test, and its ROC in a
+run's results says so by being poor: S_i vanishes on records the target fits
+confidently, most of them members, so over members and non-members together
+members rank low (membership AUC 0.14 on location). ``space="logit"``
+(trace(d f_i / d y_i), eq. C.30) separates members better (AUC 0.64) but is
+anti-correlated with vulnerability (Spearman -0.22), so it is only an option.
 
 Whose Hessian (``hessian_data``). The paper builds H from the target's training
 set, which an auditor has but our attacker does not (SPEC threat model). The
@@ -21,8 +23,7 @@ attacker substitutes records it holds, with the target's own probabilities on
 them:
 * ``queries`` (default): the queried records themselves. Each query's own term
   is in H, as in the paper's in-sample definition, and about half the queries
-  are members, so H mixes training and unseen records. (AUC 0.64 on location
-  against 0.61 with ``population``.)
+  are members, so H mixes training and unseen records.
 * ``population``: the population records, which the target never saw. H does
   not depend on which other records were queried; by Sherman-Morrison a
   record's in-sample leverage is h/(1 + h) of its out-of-sample one h for the
@@ -46,7 +47,7 @@ from .registry import register
 class GLSParams(AttackParams):
     damping: float = Field(default=1e-3, gt=0, description="lambda added to the averaged-loss Hessian (Algorithm 1)")
     structure: leverage.Structure = Field(default="full", description="exact Hessian, or its K-FAC approximation")
-    space: leverage.Space = Field(default="logit", description="trace of df/dy (eq. C.30) or dp/dy (section 4.4)")
+    space: leverage.Space = Field(default="probability", description="trace of dp/dy (section 4.4) or df/dy (eq. C.30)")
     hessian_data: Literal["queries", "population"] = "queries"
 
 
@@ -76,7 +77,8 @@ def _hessian_records(inputs: AttackInputs, params: GLSParams) -> np.ndarray:
 
 
 @register("gls", params=GLSParams, min_references=0, max_references=0, needs=frozenset({"models"}),
-          pvalues=False, summary="GLS: last-layer generalized leverage score of the target model, no references")
+          pvalues=False, summary="GLS: per-record exposure (last-layer generalized leverage score) from the "
+                                 "target alone; a risk ranking, not a membership test")
 def gls(inputs: AttackInputs, params: GLSParams) -> AttackResult:
     models = inputs.models
     query_features = _target_features(models, "queries", models.query_x)
