@@ -98,6 +98,7 @@ def _summary(values: list[float]) -> dict[str, float]:
 
 
 def _row_metrics(entry: dict[str, Any], refs: list[dict[str, Any]]) -> dict[str, float]:
+    """One row's numbers; the overhead ratio divides by the mean training time of one of the run's references."""
     m = {"auc": entry["auc"], **{f"tpr@{k}": v for k, v in entry["tpr_at_fpr"].items()},
          "reference_training_s": entry["seconds"]["reference_training"], "attack_s": entry["seconds"]["attack"]}
     for kind, levels in entry.get("fpr_at_alpha", {}).items():
@@ -118,7 +119,7 @@ def aggregate(per_seed: list[dict[str, Any]]) -> dict[str, Any]:
     first = per_seed[0]
     rows = []
     for i, entry in enumerate(first["attacks"]):
-        metrics = [_row_metrics(r["attacks"][i], r["reference_models"][: entry["references"]]) for r in per_seed]
+        metrics = [_row_metrics(r["attacks"][i], r["reference_models"]) for r in per_seed]
         rows.append({"name": entry["name"], "label": entry["label"], "references": entry["references"],
                      "unreliable_fpr_levels": entry["unreliable_fpr_levels"],
                      **{k: _summary([m[k] for m in metrics]) for k in metrics[0]}})
@@ -167,14 +168,17 @@ def markdown(results: dict[str, Any]) -> str:
                   f"target {d['model']} (references {d['reference_model']}): train accuracy "
                   f"{_fmt(d['target_train_accuracy'], 1, 3)}, test accuracy {_fmt(d['target_test_accuracy'], 1, 3)}; "
                   f"one reference model trains in {d['reference_seconds_each']['mean']:.1f} s; seeds {d['seeds']}.", "",
-                  "| attack | n | TPR@0.1% | TPR@1% | TPR@5% | AUC | FPR p<0.05 raw / cal. | ref. training s | attack s |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+                  "| attack | n | TPR@0.1% | TPR@1% | TPR@5% | AUC | FPR at p<1%: raw / cal. | FPR at p<5%: raw / cal. "
+                  "| ref. training s | attack s | attack / one ref. |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in d["rows"]:
             dag = " †" if "0.001" in r["unreliable_fpr_levels"] else ""
-            fpr = " / ".join(_fmt(r[k], 100, 1) for k in ("fpr_raw@0.05", "fpr_calibrated@0.05") if k in r) or "-"
+            fpr = [" / ".join(_fmt(r[k], 100, 1) for k in (f"fpr_raw@{a}", f"fpr_calibrated@{a}") if k in r) or "-"
+                   for a in ("0.01", "0.05")]
             lines.append(f"| {r['label']} | {r['references']} | {_fmt(r['tpr@0.001'])}{dag} | {_fmt(r['tpr@0.01'])} | "
-                         f"{_fmt(r['tpr@0.05'])} | {_fmt(r['auc'], 1, 3)} | {fpr} | "
-                         f"{r['reference_training_s']['mean']:.1f} | {r['attack_s']['mean']:.2f} |")
+                         f"{_fmt(r['tpr@0.05'])} | {_fmt(r['auc'], 1, 3)} | {fpr[0]} | {fpr[1]} | "
+                         f"{r['reference_training_s']['mean']:.1f} | {r['attack_s']['mean']:.2f} | "
+                         f"{r['attack_over_one_reference']['mean']:.3f} |")
         lines.append("")
     lines.append("Mean ± standard deviation over seeds; TPR and FPR in percent. † TPR@0.1% rests on fewer than 10 "
                  "false positives (FPR below 10/n non-members): unreliable.")
