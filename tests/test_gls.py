@@ -197,12 +197,16 @@ def test_gls_attack_scores_the_target_last_layer() -> None:
     inputs, model, pop_x = _tiny_inputs(population=True)
     result = registry.run("gls", inputs, registry.parse_params("gls", {}))
     g, p = _features_and_probs(model, inputs.models.query_x)
-    np.testing.assert_allclose(result.scores, leverage.cross_entropy_gls(g, p, g, p), rtol=1e-6)
+    # the attack's default is the paper's probability-space exposure score (section 4.4)
+    np.testing.assert_allclose(result.scores, leverage.cross_entropy_gls(g, p, g, p, space="probability"), rtol=1e-6)
     assert result.log_pvalues is None
     np.testing.assert_allclose(inputs.models.memo[("features", "target", "queries")], g, rtol=1e-6)
     pop_result = registry.run("gls", inputs, registry.parse_params("gls", {"hessian_data": "population"}))
     pop_g, pop_p = _features_and_probs(model, pop_x)
-    np.testing.assert_allclose(pop_result.scores, leverage.cross_entropy_gls(pop_g, pop_p, g, p), rtol=1e-6)
+    np.testing.assert_allclose(pop_result.scores, leverage.cross_entropy_gls(pop_g, pop_p, g, p, space="probability"),
+                               rtol=1e-6)
+    logit_result = registry.run("gls", inputs, registry.parse_params("gls", {"space": "logit"}))
+    np.testing.assert_allclose(logit_result.scores, leverage.cross_entropy_gls(g, p, g, p, space="logit"), rtol=1e-6)
 
 
 def test_gls_attack_requirements() -> None:
