@@ -226,6 +226,9 @@ def prepare(cfg: RunConfig) -> Experiment:
 def run_attack(exp: Experiment, spec: AttackSpec, inputs: AttackInputs | None = None) -> AttackRun:
     inputs = inputs or exp.attack_inputs()
     k = registry.references_used(spec.name, spec.params, inputs.n_references)
+    info = registry.get(spec.name)
+    if info.warmup is not None:
+        info.warmup()
     start = time.perf_counter()
     result = registry.run(spec.name, inputs, spec.params)
     seconds = {"reference_training": float(sum(r.seconds for r in exp.references[:k])),

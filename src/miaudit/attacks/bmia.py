@@ -18,7 +18,7 @@ from pydantic import Field
 
 from .. import posterior, signals
 from ..tails import t_logsf
-from .base import AttackInputs, AttackParams, AttackRequirementError, AttackResult, ModelAccess
+from .base import AttackInputs, AttackParams, AttackRequirementError, AttackResult, ModelAccess, RecordSet
 from .marginal import empirical_log_pvalues
 from .registry import register
 
@@ -99,29 +99,45 @@ def _seed(inputs: AttackInputs, params: MRBMIAParams, k: int) -> int:
     return int(np.random.SeedSequence([inputs.seed, params.seed, k]).generate_state(1)[0])
 
 
-def _moments(inputs: AttackInputs, params: MRBMIAParams, which: str) -> tuple[np.ndarray, np.ndarray]:
-    """(K, n) sample means and variances of the score on queries or validation records."""
+def _moments(inputs: AttackInputs, params: MRBMIAParams, sets: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """(K, n) sample means and variances of the score on the named record sets, concatenated
+    in order: one pass of posterior draws per reference serves all of them."""
     models = inputs.models
-    records = inputs.queries if which == "queries" else inputs.validation
-    x = models.query_x if which == "queries" else records.x
+    labels = np.concatenate([_records(inputs, which).labels for which in sets])
     means, variances = [], []
     for k in range(len(models.references)):
         la = _fitted_posterior(models, k, params, inputs)
+        features = torch.cat([_features(models, k, which, _inputs_x(inputs, which)) for which in sets])
         mean, var = posterior.score_moments(
-            la, _features(models, k, which, x), records.labels, n_samples=params.samples, signal=params.signal,
+            la, features, labels, n_samples=params.samples, signal=params.signal,
             predictive=params.predictive, chunk_size=params.chunk_size, seed=_seed(inputs, params, k))
         means.append(mean)
         variances.append(var)
     return np.stack(means), np.stack(variances)
 
 
-def _statistics(inputs: AttackInputs, params: MRBMIAParams, which: str) -> Stats:
-    records = inputs.queries if which == "queries" else inputs.validation
-    s0 = signals.oriented(params.signal, records.target_logits, records.labels)
-    means, variances = _moments(inputs, params, which)
-    if means.shape[0] == 1:
-        return bmia_test(s0, means[0], variances[0], params.samples)
-    return mr_bmia_test(s0, means, variances, params.samples)
+def _records(inputs: AttackInputs, which: str) -> RecordSet:
+    return inputs.queries if which == "queries" else inputs.validation
+
+
+def _inputs_x(inputs: AttackInputs, which: str) -> np.ndarray:
+    return inputs.models.query_x if which == "queries" else inputs.validation.x
+
+
+def _statistics(inputs: AttackInputs, params: MRBMIAParams, sets: tuple[str, ...]) -> list[Stats]:
+    """The test statistics of each named record set (Algorithm 1 for one reference, 2 for several)."""
+    means, variances = _moments(inputs, params, sets)
+    out, start = [], 0
+    for which in sets:
+        records = _records(inputs, which)
+        part = slice(start, start + len(records.labels))
+        start = part.stop
+        s0 = signals.oriented(params.signal, records.target_logits, records.labels)
+        if means.shape[0] == 1:
+            out.append(bmia_test(s0, means[0, part], variances[0, part], params.samples))
+        else:
+            out.append(mr_bmia_test(s0, means[:, part], variances[:, part], params.samples))
+    return out
 
 
 def _calibrates(inputs: AttackInputs, params: MRBMIAParams) -> bool:
@@ -133,14 +149,15 @@ def _calibrates(inputs: AttackInputs, params: MRBMIAParams) -> bool:
 
 def _attack(inputs: AttackInputs, params: MRBMIAParams) -> AttackResult:
     calibrate = _calibrates(inputs, params)
-    t, df, log_p = _statistics(inputs, params, "queries")
+    stats = _statistics(inputs, params, ("queries", "validation") if calibrate else ("queries",))
+    t, df, log_p = stats[0]
     extra = {"t": t, "df": df}
     if calibrate:
         # Paper F.1: the validation records never trained the target, so their
         # statistics sample it under H0; rank each query among them. We rank the
         # score -log p (for BMIA, one df, the same order as t) so the calibrated
         # p-values order MR-BMIA's queries as its scores do.
-        _, _, log_p_null = _statistics(inputs, params, "validation")
+        _, _, log_p_null = stats[1]
         extra["log_p_calibrated"] = empirical_log_pvalues(-log_p, -log_p_null)
     return AttackResult(scores=-log_p, log_pvalues=log_p, extra=extra)
 
@@ -149,12 +166,14 @@ _NEEDS = frozenset({"models"})
 
 
 @register("bmia", params=BMIAParams, min_references=1, max_references=1, modes=("offline",), needs=_NEEDS,
+          warmup=posterior.import_laplace,
           pvalues=True, summary="BMIA: t-test of the target score against last-layer Laplace samples of one reference")
 def bmia(inputs: AttackInputs, params: BMIAParams) -> AttackResult:
     return _attack(inputs, params)
 
 
 @register("mr-bmia", params=MRBMIAParams, min_references=2, modes=("offline",), needs=_NEEDS, pvalues=True,
+          warmup=posterior.import_laplace,
           summary="MR-BMIA: t-test against Laplace samples of K references, intra/inter variance pooled")
 def mr_bmia(inputs: AttackInputs, params: MRBMIAParams) -> AttackResult:
     return _attack(inputs, params)

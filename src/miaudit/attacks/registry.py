@@ -23,6 +23,7 @@ class AttackInfo:
     modes: tuple[str, ...] = ("offline", "online")
     needs: frozenset[str] = frozenset()
     pvalues: bool = False  # returns one-sided p-values (a hypothesis test)
+    warmup: Callable[[], None] | None = None  # one-time setup (heavy imports) kept out of the attack's timing
 
     def check(self, inputs: AttackInputs, params: AttackParams) -> None:
         """Raise AttackRequirementError (one line) when run outside its assumptions."""
