@@ -1,0 +1,21 @@
+"""The example configs stay valid as the config model evolves."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from miaudit import config
+
+CONFIGS = sorted((Path(__file__).parents[1] / "examples" / "configs").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)
+def test_example_config_validates(path: Path) -> None:
+    cfg = config.load(path)
+    assert cfg.dataset.label == path.stem
+    assert all(spec.params.references is None or spec.params.references <= cfg.references for spec in cfg.attacks)
+
+
+def test_there_are_example_configs() -> None:
+    assert {p.stem for p in CONFIGS} >= {"location", "cifar10", "ag_news"}
