@@ -182,5 +182,7 @@ def markdown(results: dict[str, Any]) -> str:
                          f"{r['attack_over_one_reference']['mean']:.3f} |")
         lines.append("")
     lines.append("Mean ± standard deviation over seeds; TPR and FPR in percent. † TPR@0.1% rests on fewer than 10 "
-                 "false positives (FPR below 10/n non-members): unreliable.")
+                 "false positives (FPR below 10/n non-members): unreliable. 'attack s' excludes work that an earlier "
+                 "row of the same run cached (reference features, fitted Laplace posteriors), so BMIA's full cost is "
+                 "the first BMIA row's; 'attack / one ref.' divides it by one reference model's training time.")
     return "\n".join(lines) + "\n"
