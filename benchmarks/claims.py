@@ -6,7 +6,8 @@
 A claim is a comparison of two rows' means on one data set. Per data set the
 verdict is "yes" (holds by more than one standard deviation of the difference
 over seeds), "no" (reversed by more than that), or "tie"; over data sets,
-"reproduced" (all yes), "not reproduced" (no yes), else "mixed".
+"reproduced" (all yes), "within noise" (all ties), "not reproduced" (no yes,
+some no), else "mixed".
 """
 from __future__ import annotations
 
@@ -80,6 +81,8 @@ def verdict_on(rows: list[dict], claim: Claim) -> tuple[str, str] | None:
 def overall(words: list[str]) -> str:
     if words and all(w == "yes" for w in words):
         return "reproduced"
+    if words and all(w == "tie" for w in words):
+        return "within noise"
     if not any(w == "yes" for w in words):
         return "not reproduced"
     return "mixed"
