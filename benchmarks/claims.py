@@ -1,7 +1,7 @@
 """The BMIA paper's headline claims, checked against our committed suite results.
 
     python benchmarks/claims.py            # reads benchmarks/results/{paper,ablations}.json
-                                           # writes benchmarks/results/claims.md
+                                           # writes benchmarks/results/claims.md and table1.md
 
 A claim is a comparison of two rows' means on one data set. Per data set the
 verdict is "yes" (holds by more than one standard deviation of the difference
@@ -102,7 +102,38 @@ def claims_table() -> str:
     return "\n".join(lines) + "\n"
 
 
+TABLE1 = ["attack-p", "qmia", "bmia (n=1)", "attack-r (n=2)", "attack-r (n=4)", "attack-r (n=8)", "lira (n=2)",
+          "lira (n=4)", "lira (n=8)", "rmia (n=1)", "rmia (n=2)", "rmia (n=4)", "rmia (n=8)",
+          "@max:mr-bmia", "@max:lira", "@max:rmia", "@max:bavaria-n"]
+
+
+def table1() -> str:
+    """The BMIA paper's Table 1 layout: TPR@0.1%, TPR@1% (mean over seeds), reference-training seconds."""
+    paper = json.loads((RESULTS / "paper.json").read_text())["datasets"]
+    cols = list(paper)
+    head = "| attack | " + " | ".join(f"{d} TPR@0.1% | {d} TPR@1% | {d} ref. s" for d in cols) + " |"
+    lines = [head, "|---|" + "---|---|---|" * len(cols)]
+    seen = set()
+    for label in TABLE1:
+        cells, name = [], None
+        for d in cols:
+            r = _row(paper[d]["rows"], label)
+            if r is None:
+                cells += ["-", "-", "-"]
+                continue
+            name = name or r["label"]
+            cells += [f"{100 * r['tpr@0.001']['mean']:.2f}", f"{100 * r['tpr@0.01']['mean']:.2f}",
+                      f"{r['reference_training_s']['mean']:.0f}"]
+        shown = label.replace("@max:", "") + " (largest n)" if label.startswith("@max:") else label
+        if shown not in seen:
+            seen.add(shown)
+            lines.append(f"| {shown} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 if __name__ == "__main__":
     table = claims_table()
     (RESULTS / "claims.md").write_text("# The BMIA paper's claims on our data\n\n" + table)
+    (RESULTS / "table1.md").write_text("# Table 1 on our data (mean over 3 seeds)\n\n" + table1())
     print(table)
+    print(table1())
