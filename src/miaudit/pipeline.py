@@ -149,7 +149,7 @@ def obtain(store: Store, recipe: ModelRecipe, ds: Dataset, role: str, seed: int,
     """A model trained on ``train_idx``: loaded from the cache when finished before, else trained now."""
     entry = None
     if recipe.cache_spec is not None:
-        spec = {"data": ds.fingerprint(), **recipe.cache_spec, "train_idx": indices_digest(train_idx), "seed": seed}
+        spec = {"data": ds.fingerprint, **recipe.cache_spec, "train_idx": indices_digest(train_idx), "seed": seed}
         entry = store.entry(spec)
         if entry.complete():
             meta = store.load_meta(entry)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Callable
 
@@ -31,8 +32,10 @@ class Dataset:
     def __len__(self) -> int:
         return int(self.y.shape[0])
 
+    @cached_property
     def fingerprint(self) -> str:
-        """Content hash, part of every cache key, so a changed file never reuses stale models."""
+        """Content hash, part of every cache key, so a changed file never reuses stale models.
+        Computed once per Dataset (it reads every byte; a run asks for it once per model)."""
         h = hashlib.sha256()
         h.update(str((self.x.shape, str(self.x.dtype), self.n_classes)).encode())
         h.update(np.ascontiguousarray(self.x).tobytes())
