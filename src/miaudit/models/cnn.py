@@ -1,7 +1,8 @@
 from __future__ import annotations
 
-import torch
 import torch.nn as nn
+
+from .base import ImageModel
 
 
 def _as_image(input_shape: tuple[int, ...]) -> tuple[int, int, int]:
@@ -12,7 +13,7 @@ def _as_image(input_shape: tuple[int, ...]) -> tuple[int, int, int]:
     raise ValueError(f"model: a convolutional model needs image inputs (C, H, W) or (H, W), got shape {input_shape}")
 
 
-class SmallCNN(nn.Module):
+class SmallCNN(ImageModel):
     """Three conv blocks (16-32-64 channels, BatchNorm, ReLU, max-pool), global
     average pooling, a 128-wide hidden layer, then the linear head. Sized for CPU
     (about 100 s for 1,000 CIFAR-10 images x 35 epochs on 2 cores); any image
@@ -29,9 +30,3 @@ class SmallCNN(nn.Module):
             c_in = c
         self.body = nn.Sequential(*blocks, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(c_in, width), nn.ReLU(inplace=True))
         self.head = nn.Linear(width, n_classes)
-
-    def features(self, x: torch.Tensor) -> torch.Tensor:
-        return self.body(x.reshape(x.shape[0], *self.image_shape))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.features(x))

@@ -2,11 +2,12 @@ from __future__ import annotations
 
 import math
 
-import torch
 import torch.nn as nn
 
+from .base import FeatureHeadModel
 
-class MLP(nn.Module):
+
+class MLP(FeatureHeadModel):
     """The 4-layer tanh MLP used for tabular membership benchmarks (Nasr et al. 2018;
     BMIA paper section 4.1): hidden widths 1024-512-256-128, then the linear head.
     Any input shape is flattened."""
@@ -20,9 +21,3 @@ class MLP(nn.Module):
             width = h
         self.body = nn.Sequential(*layers)
         self.head = nn.Linear(width, n_classes)
-
-    def features(self, x: torch.Tensor) -> torch.Tensor:
-        return self.body(x)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.features(x))

@@ -4,6 +4,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .base import ImageModel
 from .cnn import _as_image
 
 
@@ -23,7 +24,7 @@ class _Block(nn.Module):
         return F.relu(self.bn2(self.conv2(out)) + self.skip(x))
 
 
-class SmallResNet(nn.Module):
+class SmallResNet(ImageModel):
     """A ResNet-8-style network (three stages of one basic block, 16-32-64
     channels), global average pooling, linear head: the CIFAR ResNet shape of He
     et al. 2016, narrowed for CPU."""
@@ -39,9 +40,3 @@ class SmallResNet(nn.Module):
             c = c_out
         self.body = nn.Sequential(*stem, *stages, nn.AdaptiveAvgPool2d(1), nn.Flatten())
         self.head = nn.Linear(c, n_classes)
-
-    def features(self, x: torch.Tensor) -> torch.Tensor:
-        return self.body(x.reshape(x.shape[0], *self.image_shape))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.features(x))
