@@ -9,6 +9,7 @@ is what grows with N; the Laplace fit is reported separately.
 
 Run: python benchmarks/bmia_scaling.py   (writes benchmarks/results/bmia_scaling.json)
 """
+
 from __future__ import annotations
 
 import json
@@ -60,9 +61,16 @@ def time_case(n_queries: int, n_classes: int) -> dict:
     mean, var = posterior.score_moments(la, queries, labels, n_samples=SAMPLES, signal="hinge")
     score_s, cpu_s = time.perf_counter() - start, time.process_time() - cpu_start
     assert np.isfinite(mean).all() and (var > 0).all()
-    return {"queries": n_queries, "classes": n_classes, "samples": SAMPLES, "dim": DIM,
-            "laplace_fit_seconds": round(fit_s, 3), "scoring_seconds": round(score_s, 3),
-            "scoring_cpu_seconds": round(cpu_s, 3), "peak_rss_mib": _peak_rss_mib()}
+    return {
+        "queries": n_queries,
+        "classes": n_classes,
+        "samples": SAMPLES,
+        "dim": DIM,
+        "laplace_fit_seconds": round(fit_s, 3),
+        "scoring_seconds": round(score_s, 3),
+        "scoring_cpu_seconds": round(cpu_s, 3),
+        "peak_rss_mib": _peak_rss_mib(),
+    }
 
 
 def _peak_rss_mib() -> int:
@@ -76,11 +84,15 @@ def main() -> None:
     ratio = rows[1]["scoring_seconds"] / rows[0]["scoring_seconds"]
     result = {
         "benchmark": "BMIA scoring step: M posterior draws x N queries (hinge, kron, weights predictive)",
-        "hardware": {"cpu_cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
-                     "machine": platform.machine(), "torch": torch.__version__,
-                     "load_average_1min_before": round(load_before, 2),
-                     "note": "2-core machine shared with other jobs while measured: wall times are upper "
-                             "bounds; CPU seconds / threads estimates the wall time on an idle machine"},
+        "hardware": {
+            "cpu_cores": os.cpu_count(),
+            "torch_threads": torch.get_num_threads(),
+            "machine": platform.machine(),
+            "torch": torch.__version__,
+            "load_average_1min_before": round(load_before, 2),
+            "note": "2-core machine shared with other jobs while measured: wall times are upper "
+            "bounds; CPU seconds / threads estimates the wall time on an idle machine",
+        },
         "rows": rows,
         "ratio_100k_over_10k_C10": round(ratio, 2),
     }
@@ -89,8 +101,10 @@ def main() -> None:
     print("| queries | classes | M | Laplace fit (s) | scoring wall (s) | scoring CPU (s) | peak RSS (MiB) |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['queries']} | {r['classes']} | {r['samples']} | {r['laplace_fit_seconds']} | "
-              f"{r['scoring_seconds']} | {r['scoring_cpu_seconds']} | {r['peak_rss_mib']} |")
+        print(
+            f"| {r['queries']} | {r['classes']} | {r['samples']} | {r['laplace_fit_seconds']} | "
+            f"{r['scoring_seconds']} | {r['scoring_cpu_seconds']} | {r['peak_rss_mib']} |"
+        )
     print(f"\nratio 100k/10k (C=10): {ratio:.2f}; torch threads: {torch.get_num_threads()}; wrote {OUT}")
 
 

@@ -10,6 +10,7 @@ seed-to-seed spread combined with the binomial error of each TPR), "no"
 "reproduced" (all yes), "within noise" (all ties), "not reproduced" (no yes,
 some no), else "mixed".
 """
+
 from __future__ import annotations
 
 import json
@@ -32,32 +33,105 @@ class Claim:
 
 
 CLAIMS = [
-    Claim("BMIA (n=1) beats LiRA (n=8) at TPR@1%", "paper", "bmia (n=1)", "lira (n=8)", "tpr@0.01",
-          "CIFAR-100 35.75 vs 23.20; Texas-100 11.81 vs 8.63; ImageNet 13.59 vs 11.90"),
-    Claim("BMIA (n=1) beats LiRA (n=8) at TPR@0.1%", "paper", "bmia (n=1)", "lira (n=8)", "tpr@0.001",
-          "CIFAR-10 2.84 vs 1.73"),
-    Claim("BMIA (n=1) beats RMIA (n=1) at TPR@1%", "paper", "bmia (n=1)", "rmia (n=1)", "tpr@0.01",
-          "CIFAR-100 35.75 vs 10.08"),
+    Claim(
+        "BMIA (n=1) beats LiRA (n=8) at TPR@1%",
+        "paper",
+        "bmia (n=1)",
+        "lira (n=8)",
+        "tpr@0.01",
+        "CIFAR-100 35.75 vs 23.20; Texas-100 11.81 vs 8.63; ImageNet 13.59 vs 11.90",
+    ),
+    Claim(
+        "BMIA (n=1) beats LiRA (n=8) at TPR@0.1%",
+        "paper",
+        "bmia (n=1)",
+        "lira (n=8)",
+        "tpr@0.001",
+        "CIFAR-10 2.84 vs 1.73",
+    ),
+    Claim(
+        "BMIA (n=1) beats RMIA (n=1) at TPR@1%",
+        "paper",
+        "bmia (n=1)",
+        "rmia (n=1)",
+        "tpr@0.01",
+        "CIFAR-100 35.75 vs 10.08",
+    ),
     Claim("BMIA (n=1) beats QMIA at TPR@1%", "paper", "bmia (n=1)", "qmia", "tpr@0.01", "CIFAR-100 35.75 vs 15.26"),
-    Claim("BMIA (n=1) beats LiRA (n=1) at TPR@1%", "paper", "bmia (n=1)", "lira (n=1)", "tpr@0.01",
-          "LiRA is BMIA with M = 1 (section 3.2)"),
-    Claim("MR-BMIA beats LiRA at equal n (largest n) at TPR@1%", "paper", "@max:mr-bmia", "@max:lira", "tpr@0.01",
-          "64 references, CIFAR-100: 45.57 vs 43.33"),
-    Claim("MR-BMIA beats RMIA at equal n (largest n) at TPR@1%", "paper", "@max:mr-bmia", "@max:rmia", "tpr@0.01",
-          "64 references, CIFAR-100: 45.57 vs 36.06"),
-    Claim("TPR@1% grows with M (M=1000 vs M=10)", "ablations", "bmia M=1000", "bmia M=10", "tpr@0.01",
-          "monotone in M (Theorem 3.2, figure 2)"),
-    Claim("diag Hessian ~ kron (kron not better by > 1 sd)", "ablations", "bmia hessian=diag", "bmia hessian=kron",
-          "tpr@0.01", "no significant difference (figure 8)"),
-    Claim("BMIA (n=1) beats LiRA (n=1) under architecture mismatch, TPR@1%", "ablations", "bmia M=1000",
-          "lira (n=1)", "tpr@0.01", "CIFAR-10, ResNet-50 target / ResNet-18 references", ("cifar10-mismatch",)),
-    Claim("BMIA (n=1) beats LiRA (largest n) under architecture mismatch, TPR@1%", "ablations", "bmia M=1000",
-          "@max:lira", "tpr@0.01", "CIFAR-10, ResNet-50 target / ResNet-18 references, LiRA n=8: 8.72 vs 8.16",
-          ("cifar10-mismatch",)),
-    Claim("BaVarIA paper: at n=1 the pooled RMIA beats per-record LiRA at TPR@1%", "paper", "rmia (n=1)",
-          "lira (n=1)", "tpr@0.01", "simpler attacks win at small K (BASE hierarchy, section 3.3)"),
-    Claim("BaVarIA paper: at the largest n BaVarIA-n beats RMIA at TPR@1%", "paper", "@max:bavaria-n", "@max:rmia",
-          "tpr@0.01", "richer attacks win at large K"),
+    Claim(
+        "BMIA (n=1) beats LiRA (n=1) at TPR@1%",
+        "paper",
+        "bmia (n=1)",
+        "lira (n=1)",
+        "tpr@0.01",
+        "LiRA is BMIA with M = 1 (section 3.2)",
+    ),
+    Claim(
+        "MR-BMIA beats LiRA at equal n (largest n) at TPR@1%",
+        "paper",
+        "@max:mr-bmia",
+        "@max:lira",
+        "tpr@0.01",
+        "64 references, CIFAR-100: 45.57 vs 43.33",
+    ),
+    Claim(
+        "MR-BMIA beats RMIA at equal n (largest n) at TPR@1%",
+        "paper",
+        "@max:mr-bmia",
+        "@max:rmia",
+        "tpr@0.01",
+        "64 references, CIFAR-100: 45.57 vs 36.06",
+    ),
+    Claim(
+        "TPR@1% grows with M (M=1000 vs M=10)",
+        "ablations",
+        "bmia M=1000",
+        "bmia M=10",
+        "tpr@0.01",
+        "monotone in M (Theorem 3.2, figure 2)",
+    ),
+    Claim(
+        "diag Hessian ~ kron (kron not better by > 1 sd)",
+        "ablations",
+        "bmia hessian=diag",
+        "bmia hessian=kron",
+        "tpr@0.01",
+        "no significant difference (figure 8)",
+    ),
+    Claim(
+        "BMIA (n=1) beats LiRA (n=1) under architecture mismatch, TPR@1%",
+        "ablations",
+        "bmia M=1000",
+        "lira (n=1)",
+        "tpr@0.01",
+        "CIFAR-10, ResNet-50 target / ResNet-18 references",
+        ("cifar10-mismatch",),
+    ),
+    Claim(
+        "BMIA (n=1) beats LiRA (largest n) under architecture mismatch, TPR@1%",
+        "ablations",
+        "bmia M=1000",
+        "@max:lira",
+        "tpr@0.01",
+        "CIFAR-10, ResNet-50 target / ResNet-18 references, LiRA n=8: 8.72 vs 8.16",
+        ("cifar10-mismatch",),
+    ),
+    Claim(
+        "BaVarIA paper: at n=1 the pooled RMIA beats per-record LiRA at TPR@1%",
+        "paper",
+        "rmia (n=1)",
+        "lira (n=1)",
+        "tpr@0.01",
+        "simpler attacks win at small K (BASE hierarchy, section 3.3)",
+    ),
+    Claim(
+        "BaVarIA paper: at the largest n BaVarIA-n beats RMIA at TPR@1%",
+        "paper",
+        "@max:bavaria-n",
+        "@max:rmia",
+        "tpr@0.01",
+        "richer attacks win at large K",
+    ),
 ]
 
 
@@ -103,23 +177,45 @@ def overall(words: list[str]) -> str:
 
 
 def claims_table() -> str:
-    suites = {s: json.loads((RESULTS / f"{s}.json").read_text()) for s in ("paper", "ablations")
-              if (RESULTS / f"{s}.json").exists()}
+    suites = {
+        s: json.loads((RESULTS / f"{s}.json").read_text())
+        for s in ("paper", "ablations")
+        if (RESULTS / f"{s}.json").exists()
+    }
     lines = ["| claim | paper | ours (mean over seeds; yes / no / tie at 1 sd) | verdict |", "|---|---|---|---|"]
     for claim in CLAIMS:
         if claim.suite not in suites:
             continue
-        found = {ds: verdict_on(d, claim) for ds, d in suites[claim.suite]["datasets"].items()
-                 if claim.datasets is None or ds in claim.datasets}
+        found = {
+            ds: verdict_on(d, claim)
+            for ds, d in suites[claim.suite]["datasets"].items()
+            if claim.datasets is None or ds in claim.datasets
+        }
         found = {ds: v for ds, v in found.items() if v is not None}
         ours = "; ".join(f"{ds}: {w}, {txt}" for ds, (w, txt) in found.items())
         lines.append(f"| {claim.text} | {claim.paper} | {ours} | {overall([w for w, _ in found.values()])} |")
     return "\n".join(lines) + "\n"
 
 
-TABLE1 = ["attack-p", "qmia", "bmia (n=1)", "attack-r (n=2)", "attack-r (n=4)", "attack-r (n=8)", "lira (n=2)",
-          "lira (n=4)", "lira (n=8)", "rmia (n=1)", "rmia (n=2)", "rmia (n=4)", "rmia (n=8)",
-          "@max:mr-bmia", "@max:lira", "@max:rmia", "@max:bavaria-n"]
+TABLE1 = [
+    "attack-p",
+    "qmia",
+    "bmia (n=1)",
+    "attack-r (n=2)",
+    "attack-r (n=4)",
+    "attack-r (n=8)",
+    "lira (n=2)",
+    "lira (n=4)",
+    "lira (n=8)",
+    "rmia (n=1)",
+    "rmia (n=2)",
+    "rmia (n=4)",
+    "rmia (n=8)",
+    "@max:mr-bmia",
+    "@max:lira",
+    "@max:rmia",
+    "@max:bavaria-n",
+]
 
 
 def table1() -> str:
@@ -137,8 +233,11 @@ def table1() -> str:
                 cells += ["-", "-", "-"]
                 continue
             name = name or r["label"]
-            cells += [f"{100 * r['tpr@0.001']['mean']:.2f}", f"{100 * r['tpr@0.01']['mean']:.2f}",
-                      f"{r['reference_training_s']['mean']:.0f}"]
+            cells += [
+                f"{100 * r['tpr@0.001']['mean']:.2f}",
+                f"{100 * r['tpr@0.01']['mean']:.2f}",
+                f"{r['reference_training_s']['mean']:.0f}",
+            ]
         shown = label.replace("@max:", "") + " (largest n)" if label.startswith("@max:") else label
         if shown not in seen:
             seen.add(shown)

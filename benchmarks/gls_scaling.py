@@ -8,6 +8,7 @@ benchmarks/results/gls_scaling.json.
 
     python benchmarks/gls_scaling.py [--records 10000 50000] [--threads 2]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,19 +40,30 @@ def synthetic(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 def time_run(n: int, structure: str) -> dict:
     features, probs = synthetic(n)
     start = time.perf_counter()
-    scores = leverage.cross_entropy_gls(features, probs, features, probs, damping=1e-3, structure=structure,
-                                        space="probability")
+    scores = leverage.cross_entropy_gls(
+        features, probs, features, probs, damping=1e-3, structure=structure, space="probability"
+    )
     seconds = time.perf_counter() - start
-    return {"records": n, "queries": n, "dims": DIMS, "classes": CLASSES, "structure": structure,
-            "space": "probability",
-            "seconds": round(seconds, 2), "finite": bool(np.isfinite(scores).all()),
-            "score_median": float(np.median(scores))}
+    return {
+        "records": n,
+        "queries": n,
+        "dims": DIMS,
+        "classes": CLASSES,
+        "structure": structure,
+        "space": "probability",
+        "seconds": round(seconds, 2),
+        "finite": bool(np.isfinite(scores).all()),
+        "score_median": float(np.median(scores)),
+    }
 
 
 def cpu_name() -> str:
     cpuinfo = Path("/proc/cpuinfo")
-    names = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
-             if line.startswith("model name")] if cpuinfo.exists() else []
+    names = (
+        [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines() if line.startswith("model name")]
+        if cpuinfo.exists()
+        else []
+    )
     return names[0] if names else platform.processor() or platform.machine()
 
 
@@ -66,10 +78,17 @@ def main() -> None:
             for structure in ("kron", "full"):
                 runs.append(time_run(n, structure))
                 print(json.dumps(runs[-1]), flush=True)
-    result = {"hardware": {"cpu": cpu_name(), "cpu_count": os.cpu_count(),
-                           "blas_threads": args.threads, "load_average_after": os.getloadavg(),
-                           "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024},
-              "damping": 1e-3, "runs": runs}
+    result = {
+        "hardware": {
+            "cpu": cpu_name(),
+            "cpu_count": os.cpu_count(),
+            "blas_threads": args.threads,
+            "load_average_after": os.getloadavg(),
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+        },
+        "damping": 1e-3,
+        "runs": runs,
+    }
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {OUT}")

@@ -30,14 +30,15 @@ precision at the top 5% most vulnerable records. Writes JSON and markdown.
 
     python benchmarks/gls_validation.py [--models 32] [--pool 2000] [--seed 0]
 """
+
 from __future__ import annotations
 
 import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
@@ -59,25 +60,37 @@ PRIMARY = "lira_score"
 
 # ---- models -------------------------------------------------------------------------------------------------
 
+
 def pools(n_records: int, pool_size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """The shadow pool and, disjoint from it, the BMIA reference's training records (pool_size / 2)."""
     perm = np.random.default_rng(np.random.SeedSequence([seed, 0x615])).permutation(n_records)
     if n_records < pool_size + pool_size // 2:
         raise SystemExit(f"--pool {pool_size}: needs {pool_size + pool_size // 2} records, data set has {n_records}")
-    return np.sort(perm[:pool_size]), np.sort(perm[pool_size:pool_size + pool_size // 2])
+    return np.sort(perm[:pool_size]), np.sort(perm[pool_size : pool_size + pool_size // 2])
 
 
-def train_models(cfg: config.RunConfig, ds: data.Dataset, train_sets: list[np.ndarray],
-                 roles: list[str]) -> list[pipeline.TrainedModel]:
+def train_models(
+    cfg: config.RunConfig, ds: data.Dataset, train_sets: list[np.ndarray], roles: list[str]
+) -> list[pipeline.TrainedModel]:
     """Each model trained on its records (or loaded from the MIAUDIT_CACHE_DIR store)."""
     store, recipe = pipeline.open_store(cfg), pipeline.builtin_recipe(cfg, ds, cfg.model)
     with Progress(transient=True) as progress:
-        return [pipeline.obtain(store, recipe, ds, role, int(np.random.SeedSequence([cfg.seed, 0x6C5, k])
-                                                             .generate_state(1)[0]), idx, progress)
-                for k, (idx, role) in enumerate(zip(train_sets, roles))]
+        return [
+            pipeline.obtain(
+                store,
+                recipe,
+                ds,
+                role,
+                int(np.random.SeedSequence([cfg.seed, 0x6C5, k]).generate_state(1)[0]),
+                idx,
+                progress,
+            )
+            for k, (idx, role) in enumerate(zip(train_sets, roles))
+        ]
 
 
 # ---- ground truth -------------------------------------------------------------------------------------------
+
 
 def leave_one_out_lira(logits: np.ndarray, masks: np.ndarray, labels: np.ndarray, seed: int) -> np.ndarray:
     """(M, n) online LiRA score of every record against every model, the other M - 1 models as references."""
@@ -85,8 +98,9 @@ def leave_one_out_lira(logits: np.ndarray, masks: np.ndarray, labels: np.ndarray
     for m in range(len(logits)):
         others = np.delete(np.arange(len(logits)), m)
         queries = RecordSet(labels=labels, target_logits=logits[m], ref_logits=logits[others], ref_in=masks[others])
-        scores.append(registry.run("lira", AttackInputs(queries=queries, mode="online", seed=seed),
-                                   LiraParams()).scores)
+        scores.append(
+            registry.run("lira", AttackInputs(queries=queries, mode="online", seed=seed), LiraParams()).scores
+        )
     return np.stack(scores)
 
 
@@ -97,8 +111,9 @@ def per_record_auc(scores: np.ndarray, masks: np.ndarray) -> np.ndarray:
     return ((ranks * masks).sum(axis=0) - n_in * (n_in + 1) / 2) / (n_in * n_out)
 
 
-def vulnerability(scores: np.ndarray, masks: np.ndarray, logits: np.ndarray,
-                  labels: np.ndarray) -> dict[str, np.ndarray]:
+def vulnerability(
+    scores: np.ndarray, masks: np.ndarray, logits: np.ndarray, labels: np.ndarray
+) -> dict[str, np.ndarray]:
     """Every per-record ground truth of the module docstring, (n,) each."""
     n_in = masks.sum(axis=0)
     mean_in = (scores * masks).sum(axis=0) / n_in
@@ -106,24 +121,30 @@ def vulnerability(scores: np.ndarray, masks: np.ndarray, logits: np.ndarray,
     out_max = np.where(masks, -np.inf, scores).max(axis=0)
     z = signals.rescaled_logit(logits, labels)  # (M, n)
     z_in, z_out = np.where(masks, z, np.nan), np.where(masks, np.nan, z)
-    return {"lira_score": mean_in, "lira_auc": per_record_auc(scores, masks), "lira_gap": mean_in - mean_out,
-            "tpr_low_fpr": ((scores > out_max) & masks).sum(axis=0) / n_in,
-            "mean_gap": np.abs(np.nanmean(z_in, axis=0) - np.nanmean(z_out, axis=0)),
-            "sd_ratio": np.nanstd(z_out, axis=0) / np.maximum(np.nanstd(z_in, axis=0), 1e-12),
-            "lira_score_model0": scores[0]}
+    return {
+        "lira_score": mean_in,
+        "lira_auc": per_record_auc(scores, masks),
+        "lira_gap": mean_in - mean_out,
+        "tpr_low_fpr": ((scores > out_max) & masks).sum(axis=0) / n_in,
+        "mean_gap": np.abs(np.nanmean(z_in, axis=0) - np.nanmean(z_out, axis=0)),
+        "sd_ratio": np.nanstd(z_out, axis=0) / np.maximum(np.nanstd(z_in, axis=0), 1e-12),
+        "lira_score_model0": scores[0],
+    }
 
 
 def split_half_reliability(scores: np.ndarray, masks: np.ndarray) -> dict[str, float]:
     """Spearman of the primary ground truth from models [0, M/2) with that from [M/2, M), and its
     Spearman-Brown projection to all M models: the most any predictor can reach."""
     half = len(scores) // 2
-    first, second = (((scores[s] * masks[s]).sum(axis=0) / masks[s].sum(axis=0)) for s in (slice(0, half),
-                                                                                          slice(half, None)))
+    first, second = (
+        ((scores[s] * masks[s]).sum(axis=0) / masks[s].sum(axis=0)) for s in (slice(0, half), slice(half, None))
+    )
     rho = float(stats.spearmanr(first, second).statistic)
     return {"split_half_spearman": rho, "spearman_brown": 2 * rho / (1 + rho)}
 
 
 # ---- predictors on model 0 ----------------------------------------------------------------------------------
+
 
 def head_arrays(model: torch.nn.Module, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(penultimate features, softmax probabilities) in float64, the probabilities from those features."""
@@ -133,8 +154,7 @@ def head_arrays(model: torch.nn.Module, x: np.ndarray) -> tuple[np.ndarray, np.n
     return features, softmax(features @ weight.T + bias, axis=1)
 
 
-def gls_auditor(model: torch.nn.Module, x_train: np.ndarray, x_pool: np.ndarray,
-                space: str) -> np.ndarray:
+def gls_auditor(model: torch.nn.Module, x_train: np.ndarray, x_pool: np.ndarray, space: str) -> np.ndarray:
     """trace GLS (eq. C.30) with the Hessian of the target's own training records (the auditor's view)."""
     g_train, p_train = head_arrays(model, x_train)
     g_pool, p_pool = head_arrays(model, x_pool)
@@ -144,8 +164,9 @@ def gls_auditor(model: torch.nn.Module, x_train: np.ndarray, x_pool: np.ndarray,
 def gls_attack(target: pipeline.TrainedModel, pool: np.ndarray, ds: data.Dataset, seed: int) -> np.ndarray:
     """The registered ``gls`` attack with its defaults: Hessian of the queried records (the whole pool)."""
     models = ModelAccess(target=target.module, references=[], reference_train=[], query_x=ds.x[pool])
-    queries = RecordSet(labels=ds.y[pool], target_logits=target.logits[pool],
-                        ref_logits=np.zeros((0, len(pool), ds.n_classes)))
+    queries = RecordSet(
+        labels=ds.y[pool], target_logits=target.logits[pool], ref_logits=np.zeros((0, len(pool), ds.n_classes))
+    )
     return registry.run("gls", AttackInputs(queries=queries, models=models, seed=seed), GLSParams()).scores
 
 
@@ -156,19 +177,23 @@ def gradient_norm(model: torch.nn.Module, x: np.ndarray, labels: np.ndarray) -> 
     return np.linalg.norm(residual, axis=1) * np.linalg.norm(leverage.augment_bias(features), axis=1)
 
 
-def bmia_t(target: pipeline.TrainedModel, reference: pipeline.TrainedModel, pool: np.ndarray,
-           ds: data.Dataset, seed: int) -> np.ndarray:
+def bmia_t(
+    target: pipeline.TrainedModel, reference: pipeline.TrainedModel, pool: np.ndarray, ds: data.Dataset, seed: int
+) -> np.ndarray:
     """BMIA's t (Algorithm 1, defaults) of model 0 against one reference that never saw the pool (offline)."""
-    models = ModelAccess(target=target.module, references=[reference.module],
-                         reference_train=[(ds.x[reference.train_idx], ds.y[reference.train_idx])],
-                         query_x=ds.x[pool])
-    queries = RecordSet(labels=ds.y[pool], target_logits=target.logits[pool],
-                        ref_logits=reference.logits[pool][None])
+    models = ModelAccess(
+        target=target.module,
+        references=[reference.module],
+        reference_train=[(ds.x[reference.train_idx], ds.y[reference.train_idx])],
+        query_x=ds.x[pool],
+    )
+    queries = RecordSet(labels=ds.y[pool], target_logits=target.logits[pool], ref_logits=reference.logits[pool][None])
     return registry.run("bmia", AttackInputs(queries=queries, models=models, seed=seed), BMIAParams()).extra["t"]
 
 
-def predictors(target: pipeline.TrainedModel, reference: pipeline.TrainedModel, pool: np.ndarray,
-               ds: data.Dataset, seed: int) -> dict[str, Callable[[], np.ndarray]]:
+def predictors(
+    target: pipeline.TrainedModel, reference: pipeline.TrainedModel, pool: np.ndarray, ds: data.Dataset, seed: int
+) -> dict[str, Callable[[], np.ndarray]]:
     """Name -> computation of one score per pool record; higher = predicted more vulnerable."""
     x_pool, y_pool, x_train = ds.x[pool], ds.y[pool], ds.x[target.train_idx]
     return {
@@ -182,6 +207,7 @@ def predictors(target: pipeline.TrainedModel, reference: pipeline.TrainedModel, 
 
 
 # ---- evaluation ---------------------------------------------------------------------------------------------
+
 
 def precision_at_top(predicted: np.ndarray, truth: np.ndarray, fraction: float = TOP_FRACTION) -> float:
     """|top-k by predictor and top-k by truth| / k, k = ceil(fraction * n); chance level is fraction."""
@@ -200,17 +226,21 @@ def spearman_interval(predicted: np.ndarray, truth: np.ndarray, rng: np.random.G
     return [float(q) for q in np.quantile(rhos, [0.025, 0.975])]
 
 
-def evaluate(predicted: np.ndarray, truths: dict[str, np.ndarray], loss: np.ndarray, subset: np.ndarray,
-             rng: np.random.Generator) -> dict:
+def evaluate(
+    predicted: np.ndarray, truths: dict[str, np.ndarray], loss: np.ndarray, subset: np.ndarray, rng: np.random.Generator
+) -> dict:
     """Spearman with every ground truth, and with the loss (how much of the ranking the loss alone gives)."""
     p, t = predicted[subset], {k: v[subset] for k, v in truths.items()}
-    return {"spearman": {k: float(stats.spearmanr(p, v).statistic) for k, v in t.items()},
-            "spearman_with_loss": float(stats.spearmanr(p, loss[subset]).statistic),
-            "spearman_ci95": spearman_interval(p, t[PRIMARY], rng),
-            "precision_at_top5": precision_at_top(p, t[PRIMARY])}
+    return {
+        "spearman": {k: float(stats.spearmanr(p, v).statistic) for k, v in t.items()},
+        "spearman_with_loss": float(stats.spearmanr(p, loss[subset]).statistic),
+        "spearman_ci95": spearman_interval(p, t[PRIMARY], rng),
+        "precision_at_top5": precision_at_top(p, t[PRIMARY]),
+    }
 
 
 # ---- report -------------------------------------------------------------------------------------------------
+
 
 def _cell(entry: dict) -> str:
     low, high = entry["spearman_ci95"]
@@ -220,33 +250,52 @@ def _cell(entry: dict) -> str:
 def markdown(result: dict) -> str:
     rows = result["predictors"]
     s = result["sizes"]
-    lines = [f"# GLS validation: location, {s['models']} shadow MLPs, pool {s['pool']}, seed {result['seed']}", "",
-             f"Ground truth: `{PRIMARY}`, the mean online LiRA score of a record over the models that trained on "
-             f"it (leave-one-out: the other {s['models'] - 1} models are the references). Predictors from model 0 "
-             f"only. Spearman correlation [95% bootstrap interval]; precision@5% = share of the top 5% "
-             f"by predictor that are in the top 5% by ground truth (chance: 0.05).", "",
-             "| predictor | Spearman, model-0 train records | Spearman, all pool records "
-             "| precision@5% train | precision@5% all | seconds |", "|---|---|---|---|---|---|"]
+    lines = [
+        f"# GLS validation: location, {s['models']} shadow MLPs, pool {s['pool']}, seed {result['seed']}",
+        "",
+        f"Ground truth: `{PRIMARY}`, the mean online LiRA score of a record over the models that trained on "
+        f"it (leave-one-out: the other {s['models'] - 1} models are the references). Predictors from model 0 "
+        f"only. Spearman correlation [95% bootstrap interval]; precision@5% = share of the top 5% "
+        f"by predictor that are in the top 5% by ground truth (chance: 0.05).",
+        "",
+        "| predictor | Spearman, model-0 train records | Spearman, all pool records "
+        "| precision@5% train | precision@5% all | seconds |",
+        "|---|---|---|---|---|---|",
+    ]
     for name, r in rows.items():
         tr, al = r["train_records"], r["all_records"]
-        lines.append(f"| {name} | {_cell(tr)} | {_cell(al)} | {tr['precision_at_top5']:.2f} "
-                     f"| {al['precision_at_top5']:.2f} | {r['seconds']:.2f} |")
+        lines.append(
+            f"| {name} | {_cell(tr)} | {_cell(al)} | {tr['precision_at_top5']:.2f} "
+            f"| {al['precision_at_top5']:.2f} | {r['seconds']:.2f} |"
+        )
     truths = list(next(iter(rows.values()))["train_records"]["spearman"])
-    lines += ["", "Spearman over model 0's training records against every ground truth, and with model 0's loss:",
-              "", "| predictor | " + " | ".join(truths) + " | loss |", "|---" * (len(truths) + 2) + "|"]
+    lines += [
+        "",
+        "Spearman over model 0's training records against every ground truth, and with model 0's loss:",
+        "",
+        "| predictor | " + " | ".join(truths) + " | loss |",
+        "|---" * (len(truths) + 2) + "|",
+    ]
     for name, r in rows.items():
         tr = r["train_records"]
-        lines.append(f"| {name} | " + " | ".join(f"{tr['spearman'][k]:+.3f}" for k in truths)
-                     + f" | {tr['spearman_with_loss']:+.3f} |")
+        lines.append(
+            f"| {name} | "
+            + " | ".join(f"{tr['spearman'][k]:+.3f}" for k in truths)
+            + f" | {tr['spearman_with_loss']:+.3f} |"
+        )
     rel, t = result["ground_truth_reliability"], result["timing_s"]
-    lines += ["", f"Ground-truth split-half Spearman (models 0-{s['models'] // 2 - 1} vs the rest): "
-                  f"{rel['split_half_spearman']:.3f}; Spearman-Brown for all models: {rel['spearman_brown']:.3f}.",
-              f"Model 0: train accuracy {result['model0']['train_accuracy']:.3f}, "
-              f"pool non-member accuracy {result['model0']['nonmember_accuracy']:.3f}.",
-              f"Time: training {t['training_total']:.0f} s (sum over the {s['models'] + 1} models as first trained; "
-              f"{t['models_from_cache']} loaded from the cache this run), "
-              f"LiRA ground truth {t['lira_ground_truth']:.1f} s, wall {t['wall']:.0f} s "
-              f"on {result['hardware']['cores']} CPU cores, torch {result['hardware']['torch']}.", ""]
+    lines += [
+        "",
+        f"Ground-truth split-half Spearman (models 0-{s['models'] // 2 - 1} vs the rest): "
+        f"{rel['split_half_spearman']:.3f}; Spearman-Brown for all models: {rel['spearman_brown']:.3f}.",
+        f"Model 0: train accuracy {result['model0']['train_accuracy']:.3f}, "
+        f"pool non-member accuracy {result['model0']['nonmember_accuracy']:.3f}.",
+        f"Time: training {t['training_total']:.0f} s (sum over the {s['models'] + 1} models as first trained; "
+        f"{t['models_from_cache']} loaded from the cache this run), "
+        f"LiRA ground truth {t['lira_ground_truth']:.1f} s, wall {t['wall']:.0f} s "
+        f"on {result['hardware']['cores']} CPU cores, torch {result['hardware']['torch']}.",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -256,8 +305,12 @@ def run(args: argparse.Namespace) -> dict:
     ds = pipeline.load_dataset(cfg)
     pool, ref_records = pools(len(ds), args.pool, args.seed)
     masks = data.reference_subsets(len(pool), args.models, args.seed, balanced=True)
-    models = train_models(cfg, ds, [pool[m] for m in masks] + [ref_records],
-                          [f"shadow {m + 1}/{args.models}" for m in range(args.models)] + ["BMIA reference"])
+    models = train_models(
+        cfg,
+        ds,
+        [pool[m] for m in masks] + [ref_records],
+        [f"shadow {m + 1}/{args.models}" for m in range(args.models)] + ["BMIA reference"],
+    )
     shadows, reference = models[:-1], models[-1]
     logits = np.stack([m.logits[pool] for m in shadows])
     tick = time.perf_counter()
@@ -270,25 +323,46 @@ def run(args: argparse.Namespace) -> dict:
     for name, compute in predictors(shadows[0], reference, pool, ds, args.seed).items():
         tick = time.perf_counter()
         predicted = compute()
-        rows[name] = {"seconds": time.perf_counter() - tick,
-                      "train_records": evaluate(predicted, truths, loss, masks[0], rng),
-                      "all_records": evaluate(predicted, truths, loss, np.ones(len(pool), bool), rng)}
+        rows[name] = {
+            "seconds": time.perf_counter() - tick,
+            "train_records": evaluate(predicted, truths, loss, masks[0], rng),
+            "all_records": evaluate(predicted, truths, loss, np.ones(len(pool), bool), rng),
+        }
         print(f"{name}: {rows[name]['train_records']['spearman'][PRIMARY]:+.3f}", file=sys.stderr, flush=True)
     target_correct = logits[0].argmax(axis=1) == ds.y[pool]
-    return {"command": "python " + " ".join(sys.argv), "seed": args.seed, "hardware": bench.hardware(),
-            "config": cfg.model_dump(mode="json", include={"dataset", "model", "train"}),
-            "sizes": {"models": args.models, "pool": len(pool), "train_per_model": int(masks[0].sum()),
-                      "bmia_reference_train": len(ref_records), "records_in_dataset": len(ds)},
-            "definitions": {"primary_ground_truth": PRIMARY, "lira": "online, rescaled logit, "
-                            f"variance 'auto' (global below 64 references), {args.models - 1} references",
-                            "top_fraction": TOP_FRACTION, "bootstrap": BOOTSTRAP, "doc": __doc__},
-            "model0": {"train_accuracy": float(target_correct[masks[0]].mean()),
-                       "nonmember_accuracy": float(target_correct[~masks[0]].mean())},
-            "ground_truth_reliability": split_half_reliability(scores, masks),
-            "predictors": rows,
-            "timing_s": {"training_total": float(sum(m.seconds for m in models)),
-                         "models_from_cache": int(sum(m.cached for m in models)),
-                         "lira_ground_truth": lira_seconds, "wall": time.perf_counter() - start}}
+    return {
+        "command": "python " + " ".join(sys.argv),
+        "seed": args.seed,
+        "hardware": bench.hardware(),
+        "config": cfg.model_dump(mode="json", include={"dataset", "model", "train"}),
+        "sizes": {
+            "models": args.models,
+            "pool": len(pool),
+            "train_per_model": int(masks[0].sum()),
+            "bmia_reference_train": len(ref_records),
+            "records_in_dataset": len(ds),
+        },
+        "definitions": {
+            "primary_ground_truth": PRIMARY,
+            "lira": "online, rescaled logit, "
+            f"variance 'auto' (global below 64 references), {args.models - 1} references",
+            "top_fraction": TOP_FRACTION,
+            "bootstrap": BOOTSTRAP,
+            "doc": __doc__,
+        },
+        "model0": {
+            "train_accuracy": float(target_correct[masks[0]].mean()),
+            "nonmember_accuracy": float(target_correct[~masks[0]].mean()),
+        },
+        "ground_truth_reliability": split_half_reliability(scores, masks),
+        "predictors": rows,
+        "timing_s": {
+            "training_total": float(sum(m.seconds for m in models)),
+            "models_from_cache": int(sum(m.cached for m in models)),
+            "lira_ground_truth": lira_seconds,
+            "wall": time.perf_counter() - start,
+        },
+    }
 
 
 def main() -> None:

@@ -16,6 +16,7 @@
 BMIA and GLS read the network's last layer, so ``Net`` exposes ``features(x)``
 and ``head`` with ``forward(x) == head(features(x))``.
 """
+
 from __future__ import annotations
 
 import os
@@ -71,8 +72,12 @@ def train_and_save(workdir: Path) -> tuple[Net, dict[str, tuple[np.ndarray, np.n
     digits = load_digits()
     keep = np.random.default_rng(0).permutation(len(digits.target))[:1000]  # a subset keeps the example quick
     x, y = (digits.data[keep] / 16.0).astype(np.float32), digits.target[keep].astype(np.int64)
-    parts = {"members": np.arange(250), "nonmembers": np.arange(250, 500), "population": np.arange(500, 850),
-             "validation": np.arange(850, 1000)}
+    parts = {
+        "members": np.arange(250),
+        "nonmembers": np.arange(250, 500),
+        "population": np.arange(500, 850),
+        "validation": np.arange(850, 1000),
+    }
     torch.manual_seed(0)
     model = make_net(x.shape[1:], 10)
     train(model, x[parts["members"]], y[parts["members"]])
@@ -87,8 +92,9 @@ def audit_in_python(model: Net, sets: dict, workdir: Path) -> dict:
     """Step 2: the Python API, with this script's factory and training loop for the reference models."""
     import miaudit
 
-    result = miaudit.audit(model, **sets, attacks=ATTACKS, references=2,
-                           model_factory=lambda: make_net((64,), 10), train_fn=train)
+    result = miaudit.audit(
+        model, **sets, attacks=ATTACKS, references=2, model_factory=lambda: make_net((64,), 10), train_fn=train
+    )
     print(result.scores.head(5).to_string(index=False))
     return result.report(workdir / "api-report")
 

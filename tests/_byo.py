@@ -1,4 +1,5 @@
 """Helpers for the bring-your-own-model tests: a tiny user network, its data, files, and the CLI in-process."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -65,10 +66,16 @@ def write_audit_files(folder: Path, x: np.ndarray, y: np.ndarray) -> dict[str, P
 def audit_config(folder: Path, **overrides) -> dict:
     """A valid own-model config for the files above; the built-in MLP with one hidden layer of 16
     is named through ``package.module:factory`` (this module)."""
-    return {"dataset": {"path": str(folder / "data.npz")},
-            "target": {"architecture": "_byo:small_mlp", "checkpoint": str(folder / "model.safetensors")},
-            "members": str(folder / "members.npy"), "nonmembers": str(folder / "nonmembers.txt"),
-            "references": 0, "train": {"epochs": 2, "batch_size": 16}, "attacks": ["attack-p"], **overrides}
+    return {
+        "dataset": {"path": str(folder / "data.npz")},
+        "target": {"architecture": "_byo:small_mlp", "checkpoint": str(folder / "model.safetensors")},
+        "members": str(folder / "members.npy"),
+        "nonmembers": str(folder / "nonmembers.txt"),
+        "references": 0,
+        "train": {"epochs": 2, "batch_size": 16},
+        "attacks": ["attack-p"],
+        **overrides,
+    }
 
 
 def small_mlp(input_shape: tuple[int, ...], n_classes: int) -> MLP:

@@ -4,6 +4,7 @@ With logits (phi, 0) and label 0, the hinge score and the rescaled logit both
 equal phi, the true-class confidence is sigmoid(phi) and the loss is
 log(1 + exp(-phi)); so a test chooses the signals directly.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -19,14 +20,19 @@ def binary_logits(phi: np.ndarray) -> np.ndarray:
 def records(phi0, phi_refs, ref_in=None, x=None) -> RecordSet:
     phi0 = np.asarray(phi0, dtype=np.float64)
     phi_refs = np.asarray(phi_refs, dtype=np.float64).reshape(-1, phi0.size)
-    return RecordSet(labels=np.zeros(phi0.size, dtype=np.int64), target_logits=binary_logits(phi0),
-                     ref_logits=binary_logits(phi_refs), ref_in=None if ref_in is None else np.asarray(ref_in, bool),
-                     x=x)
+    return RecordSet(
+        labels=np.zeros(phi0.size, dtype=np.int64),
+        target_logits=binary_logits(phi0),
+        ref_logits=binary_logits(phi_refs),
+        ref_in=None if ref_in is None else np.asarray(ref_in, bool),
+        x=x,
+    )
 
 
 def inputs(phi0, phi_refs, ref_in=None, mode="offline", population=None, validation=None) -> AttackInputs:
-    return AttackInputs(queries=records(phi0, phi_refs, ref_in), population=population, validation=validation,
-                        mode=mode)
+    return AttackInputs(
+        queries=records(phi0, phi_refs, ref_in), population=population, validation=validation, mode=mode
+    )
 
 
 def balanced_membership(rng: np.random.Generator, k: int, n: int) -> np.ndarray:
@@ -50,6 +56,7 @@ class GaussianWorld:
         """(phi of k references (k, n), their balanced IN mask (k, n))."""
         rng = np.random.default_rng(seed)
         ref_in = balanced_membership(rng, k, self.mu_out.size)
-        phi = np.where(ref_in, rng.normal(self.mu_in, self.sd_in, ref_in.shape),
-                       rng.normal(self.mu_out, self.sd_out, ref_in.shape))
+        phi = np.where(
+            ref_in, rng.normal(self.mu_in, self.sd_in, ref_in.shape), rng.normal(self.mu_out, self.sd_out, ref_in.shape)
+        )
         return phi, ref_in

@@ -1,9 +1,11 @@
 """Shared fixtures: one torch thread, a private model cache per test, a tiny audit config."""
+
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import torch

@@ -1,5 +1,6 @@
 """The Python API end to end: ``miaudit.audit`` on a user's model and arrays, ``miaudit.run`` on a config,
 the README example, and the example script."""
+
 from __future__ import annotations
 
 import json
@@ -43,7 +44,12 @@ def test_audit_with_members_gives_metrics_table_json_and_report(user, tmp_path: 
     assert as_json["target"]["train_accuracy"] == 1.0  # 150 full-batch steps memorise 40 records
     written = result.report(tmp_path / "audit")
     assert written == json.loads((tmp_path / "audit" / "results.json").read_text()) == json.loads(json.dumps(as_json))
-    assert sorted(p.name for p in (tmp_path / "audit").iterdir()) == ["report.md", "results.json", "roc.png", "scores.csv"]
+    assert sorted(p.name for p in (tmp_path / "audit").iterdir()) == [
+        "report.md",
+        "results.json",
+        "roc.png",
+        "scores.csv",
+    ]
 
 
 def test_members_are_more_exposed_than_nonmembers(user) -> None:
@@ -72,8 +78,12 @@ def test_tensors_and_torch_datasets_are_accepted(user) -> None:
     net, x, y = user
     as_arrays = miaudit.audit(net, **api_sets(x, y)).scores
     members = torch.utils.data.TensorDataset(torch.from_numpy(x[:40]), torch.from_numpy(y[:40]))
-    as_torch = miaudit.audit(net, members=members, nonmembers=(torch.from_numpy(x[40:80]), torch.from_numpy(y[40:80])),
-                             population=(x[80:], y[80:])).scores
+    as_torch = miaudit.audit(
+        net,
+        members=members,
+        nonmembers=(torch.from_numpy(x[40:80]), torch.from_numpy(y[40:80])),
+        population=(x[80:], y[80:]),
+    ).scores
     assert as_torch.equals(as_arrays)
 
 
@@ -84,8 +94,9 @@ def test_references_use_the_users_factory_and_training_function(user) -> None:
     def train_fn(model, xs, ys):
         calls.append((type(model).__name__, xs.shape, ys.dtype))
 
-    result = miaudit.audit(net, **api_sets(x, y), attacks=["lira"], references=2,
-                           model_factory=lambda: TinyNet(), train_fn=train_fn)
+    result = miaudit.audit(
+        net, **api_sets(x, y), attacks=["lira"], references=2, model_factory=lambda: TinyNet(), train_fn=train_fn
+    )
     assert calls == [("TinyNet", (40, 6), np.dtype("int64"))] * 2  # each reference: half of the 80 population records
     assert result.to_json()["references"] == 2
 
@@ -102,8 +113,12 @@ def test_default_reference_models_are_reinitialised_copies(user) -> None:
 
 def test_default_references_are_the_fewest_the_attacks_need(user) -> None:
     net, x, y = user
-    result = miaudit.audit(net, **api_sets(x, y), attacks=["attack-p", {"name": "lira", "references": 2}],
-                           train={"epochs": 2, "batch_size": 16})
+    result = miaudit.audit(
+        net,
+        **api_sets(x, y),
+        attacks=["attack-p", {"name": "lira", "references": 2}],
+        train={"epochs": 2, "batch_size": 16},
+    )
     assert [r["references"] for r in result.to_json()["attacks"]] == [0, 2]
 
 
@@ -133,9 +148,14 @@ def test_example_audits_a_saved_model_with_api_and_cli(tmp_path: Path, monkeypat
     api = json.loads((tmp_path / "api-report" / "results.json").read_text())
     cli = json.loads((tmp_path / "cli-report" / "results.json").read_text())
     assert api["model"] == "Net" and cli["model"] == "audit_own_model:make_net"
-    assert [a["name"] for a in api["attacks"]] == [a["name"] for a in cli["attacks"]] == ["attack-p", "gls", "bmia", "lira"]
+    assert (
+        [a["name"] for a in api["attacks"]]
+        == [a["name"] for a in cli["attacks"]]
+        == ["attack-p", "gls", "bmia", "lira"]
+    )
     # the same saved weights and the same members: identical accuracies, and GLS (which reads only
     # the target and the queries) gives the identical AUC both ways
-    assert {k: api["target"][k] for k in ("train_accuracy", "test_accuracy")} == \
-        {k: cli["target"][k] for k in ("train_accuracy", "test_accuracy")}
+    assert {k: api["target"][k] for k in ("train_accuracy", "test_accuracy")} == {
+        k: cli["target"][k] for k in ("train_accuracy", "test_accuracy")
+    }
     assert api["attacks"][1]["auc"] == pytest.approx(cli["attacks"][1]["auc"], abs=1e-12)

@@ -1,19 +1,20 @@
 """Attack-R, LiRA, RMIA and QMIA on generated logits: hand-computed cases, identities, requirements."""
+
 from __future__ import annotations
 
 import tracemalloc
 
 import numpy as np
 import pytest
+from _peer_data import GaussianWorld, balanced_membership, inputs, records
 from scipy.special import erfc, expit
 from sklearn.metrics import roc_auc_score
 from threadpoolctl import threadpool_limits
 
-from _peer_data import GaussianWorld, balanced_membership, inputs, records
 from miaudit.attacks import AttackInputs, AttackRequirementError, registry
-from miaudit.attacks.marginal import empirical_log_pvalues
-from miaudit.attacks.reference import per_record_log_pvalues, quantile_level
+from miaudit.attacks.attack_r import per_record_log_pvalues, quantile_level
 from miaudit.attacks.rmia import A_GRID
+from miaudit.pvalues import empirical_log_pvalues
 
 
 def run(name: str, attack_inputs: AttackInputs, **params):
@@ -64,7 +65,7 @@ def test_attack_r_pvalues_match_empirical_log_pvalues_per_record():
     rng = np.random.default_rng(1)
     z, z0 = rng.normal(size=(9, 50)), rng.normal(size=50)
     mask = rng.random((9, 50)) < 0.6
-    expected = [empirical_log_pvalues(z0[i:i + 1], z[mask[:, i], i])[0] for i in range(50)]
+    expected = [empirical_log_pvalues(z0[i : i + 1], z[mask[:, i], i])[0] for i in range(50)]
     np.testing.assert_allclose(per_record_log_pvalues(z0, z, mask), expected, atol=1e-12)
 
 
@@ -88,8 +89,9 @@ def test_lira_offline_hand_computed_per_record_and_global():
 
 def test_lira_offline_median_center():
     result = run("lira", inputs(L_OFF_TARGET, L_OFF_REFS), variance="per_record", center="median")
-    np.testing.assert_allclose(result.log_pvalues, log_normal_sf(L_OFF_TARGET, np.array([1.0, 0.0]),
-                                                                 np.array([2 / 3, 14 / 3])), rtol=1e-12)
+    np.testing.assert_allclose(
+        result.log_pvalues, log_normal_sf(L_OFF_TARGET, np.array([1.0, 0.0]), np.array([2 / 3, 14 / 3])), rtol=1e-12
+    )
 
 
 def test_lira_online_hand_computed():
@@ -123,8 +125,10 @@ def test_lira_variance_switch_at_64_references():
 
 
 def test_lira_online_requires_in_references():
-    with pytest.raises(AttackRequirementError,
-                       match=r"lira: online mode needs reference models that trained on the queries \(IN references\)"):
+    with pytest.raises(
+        AttackRequirementError,
+        match=r"lira: online mode needs reference models that trained on the queries \(IN references\)",
+    ):
         run("lira", inputs(L_ON_TARGET, L_ON_REFS, None, mode="online"))
     no_in_for_record_1 = L_ON_IN & np.array([True, False])
     with pytest.raises(AttackRequirementError, match="1 queries have no IN reference"):
@@ -160,8 +164,13 @@ def test_rmia_offline_hand_computed():
 
 
 def test_rmia_online_uses_mean_over_all_references():
-    online = inputs(Q_TARGET, Q_REFS, np.array([[True, False], [False, True]]), mode="online",
-                    population=records(P_TARGET, P_REFS, P_IN))
+    online = inputs(
+        Q_TARGET,
+        Q_REFS,
+        np.array([[True, False], [False, True]]),
+        mode="online",
+        population=records(P_TARGET, P_REFS, P_IN),
+    )
     result = run("rmia", online)
     ratio_x = expit(Q_TARGET) / expit(Q_REFS).mean(axis=0)
     ratio_z = expit(P_TARGET) / expit(P_REFS).mean(axis=0)
@@ -211,8 +220,9 @@ def test_rmia_a_grid_search_picks_best_auc_on_pseudo_target():
     out = ~ref_in[1:]
     mean_out = (expit(phi[1:]) * out).sum(axis=0) / out.sum(axis=0)
     known = out.any(axis=0)
-    aucs = [roc_auc_score(ref_in[0][known], (expit(phi[0]) / ((1 + a) / 2 * mean_out + (1 - a) / 2))[known])
-            for a in A_GRID]
+    aucs = [
+        roc_auc_score(ref_in[0][known], (expit(phi[0]) / ((1 + a) / 2 * mean_out + (1 - a) / 2))[known]) for a in A_GRID
+    ]
     assert run("rmia", data).extra["a"][0] == A_GRID[int(np.argmax(aucs))]
 
 
@@ -223,6 +233,7 @@ def test_rmia_single_reference_falls_back_to_default_a():
 
 
 # ---------------------------------------------------------------- QMIA
+
 
 def _qmia_records(rng: np.random.Generator, n: int, shift: np.ndarray, noise_dims: int = 0):
     """Non-member hinge 8 x_0 + N(0, 1) (+ shift for members); optional low-variance extra inputs."""
@@ -260,6 +271,7 @@ def test_qmia_learns_the_conditional_quantile(noise_dims, pca, one_openmp_thread
 
 # ---------------------------------------------------------------- requirements
 
+
 def test_requirement_errors():
     no_refs = inputs(L_OFF_TARGET, np.empty((0, 2)))
     with pytest.raises(AttackRequirementError, match="lira: needs at least 1 reference"):
@@ -270,8 +282,9 @@ def test_requirement_errors():
         run("rmia", inputs(L_OFF_TARGET, L_OFF_REFS))
     with pytest.raises(AttackRequirementError, match="qmia: needs validation"):
         run("qmia", AttackInputs(queries=records(L_OFF_TARGET, L_OFF_REFS, x=np.zeros((2, 3)))))
-    no_val_x = AttackInputs(queries=records(L_OFF_TARGET, L_OFF_REFS, x=np.zeros((2, 3))),
-                            validation=records(L_OFF_TARGET, L_OFF_REFS))
+    no_val_x = AttackInputs(
+        queries=records(L_OFF_TARGET, L_OFF_REFS, x=np.zeros((2, 3))), validation=records(L_OFF_TARGET, L_OFF_REFS)
+    )
     with pytest.raises(AttackRequirementError, match="qmia: needs the validation split's inputs x"):
         run("qmia", no_val_x)
     with pytest.raises(AttackRequirementError, match="references: 5 requested but only 3"):

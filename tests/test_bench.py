@@ -1,4 +1,5 @@
 """The benchmark suite cannot rot: the smoke suite runs every Table 1 row end to end."""
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """The command-line contract of SPEC.md: outputs of a run, and exit code 2 with nothing written on bad input."""
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """Config validation at the edge: every mistake is one line naming the key."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,20 +19,23 @@ def config_error(raw: Any) -> str:
     return message
 
 
-@pytest.mark.parametrize(("raw", "names"), [
-    ({"bogus_key": 1}, "bogus_key"),
-    ({"attacks": [{"name": "attack-p", "bogus": 1}]}, "attacks.0.bogus"),
-    ({"train": {"epochs": "many"}}, "train.epochs"),
-    ({"references": "eight"}, "references"),
-    ({"attacks": ["attack-p", {"name": "attack-p", "signal": "margin"}]}, "attacks.1.signal"),
-    ({"attacks": [{"name": "nope"}]}, "attacks.0: unknown attack 'nope'"),
-    ({"references": 2, "attacks": [{"name": "attack-p", "references": 3}]}, "attacks.0.references: 3 exceeds"),
-    ({"mode": "online", "references": 3}, "references: online mode needs an even number"),
-    ({"model": "vgg"}, "model: unknown architecture 'vgg'"),
-    ({"dataset": {"name": "digits", "path": "x.npz"}}, "dataset: give exactly one"),
-    ({"split": {"target_train": 0.5, "target_test": 0.5, "population": 0.5}}, "split: fractions sum to 1.700"),
-    ([1, 2], "config: expected a mapping"),
-])
+@pytest.mark.parametrize(
+    ("raw", "names"),
+    [
+        ({"bogus_key": 1}, "bogus_key"),
+        ({"attacks": [{"name": "attack-p", "bogus": 1}]}, "attacks.0.bogus"),
+        ({"train": {"epochs": "many"}}, "train.epochs"),
+        ({"references": "eight"}, "references"),
+        ({"attacks": ["attack-p", {"name": "attack-p", "signal": "margin"}]}, "attacks.1.signal"),
+        ({"attacks": [{"name": "nope"}]}, "attacks.0: unknown attack 'nope'"),
+        ({"references": 2, "attacks": [{"name": "attack-p", "references": 3}]}, "attacks.0.references: 3 exceeds"),
+        ({"mode": "online", "references": 3}, "references: online mode needs an even number"),
+        ({"model": "vgg"}, "model: unknown architecture 'vgg'"),
+        ({"dataset": {"name": "digits", "path": "x.npz"}}, "dataset: give exactly one"),
+        ({"split": {"target_train": 0.5, "target_test": 0.5, "population": 0.5}}, "split: fractions sum to 1.700"),
+        ([1, 2], "config: expected a mapping"),
+    ],
+)
 def test_mistakes_are_one_line_naming_the_key(raw: Any, names: str) -> None:
     assert config_error(raw).startswith(names)
 
@@ -51,10 +55,12 @@ def test_bad_yaml_is_one_line(tmp_path: Path) -> None:
 
 def test_spec_example_parses(tmp_path: Path) -> None:
     path = tmp_path / "spec.yaml"
-    path.write_text("dataset: location\nmodel: mlp\nseed: 0\n"
-                    "train: {epochs: 30, batch_size: 64, lr: 0.1, momentum: 0.9, weight_decay: 5.0e-4}\n"
-                    "references: 8\nattacks:\n  - {name: bmia, references: 1, samples: 1000, hessian: kron}\n"
-                    "  - {name: lira, references: 8}\n  - {name: rmia, references: 2}\n")
+    path.write_text(
+        "dataset: location\nmodel: mlp\nseed: 0\n"
+        "train: {epochs: 30, batch_size: 64, lr: 0.1, momentum: 0.9, weight_decay: 5.0e-4}\n"
+        "references: 8\nattacks:\n  - {name: bmia, references: 1, samples: 1000, hessian: kron}\n"
+        "  - {name: lira, references: 8}\n  - {name: rmia, references: 2}\n"
+    )
     cfg = config.load(path)
     assert cfg.dataset.name == "location" and cfg.references == 8
     assert [(a.name, a.params.references) for a in cfg.attacks] == [("bmia", 1), ("lira", 8), ("rmia", 2)]

@@ -1,5 +1,6 @@
 """Built-in data set loaders: the real files in ../shared/data where present, and
 small synthetic files in the same formats so every parser runs everywhere."""
+
 from __future__ import annotations
 
 import io
@@ -141,7 +142,9 @@ def test_location_fake_archive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     np.testing.assert_array_equal(ds.x, features.astype(np.float32))
     assert ds.y.tolist() == [0, 29, 1] and ds.n_classes == 30
     monkeypatch.setattr(location, "_parse", refuse)
-    np.testing.assert_array_equal(data.load("location", data_dir=tmp_path / "data", cache_dir=tmp_path / "cache").x, ds.x)
+    np.testing.assert_array_equal(
+        data.load("location", data_dir=tmp_path / "data", cache_dir=tmp_path / "cache").x, ds.x
+    )
 
 
 def write_jpeg(tar: tarfile.TarFile, name: str, rgb: tuple[int, int, int], side: int = 32) -> None:
@@ -151,9 +154,14 @@ def write_jpeg(tar: tarfile.TarFile, name: str, rgb: tuple[int, int, int], side:
 
 
 # added out of order on purpose: the loader sorts (train first, then paths); classes sorted by name
-FAKE_CIFAR = {"test/cat/0000.jpg": (250, 10, 10), "train/cat/0001.jpg": (200, 50, 100),
-              "train/airplane/0001.jpg": (10, 200, 30), "train/cat/0000.jpg": (180, 60, 90),
-              "test/airplane/0000.jpg": (20, 20, 240), "train/airplane/0000.jpg": (60, 120, 200)}
+FAKE_CIFAR = {
+    "test/cat/0000.jpg": (250, 10, 10),
+    "train/cat/0001.jpg": (200, 50, 100),
+    "train/airplane/0001.jpg": (10, 200, 30),
+    "train/cat/0000.jpg": (180, 60, 90),
+    "test/airplane/0000.jpg": (20, 20, 240),
+    "train/airplane/0000.jpg": (60, 120, 200),
+}
 
 
 def make_fake_cifar(root: Path, extra: dict[str, int | bytes] | None = None) -> Path:
@@ -185,13 +193,17 @@ def test_cifar10_fake_archive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     np.testing.assert_allclose(ds.x.mean(axis=(0, 2, 3)), 0, atol=1e-5)
     np.testing.assert_allclose(ds.x.std(axis=(0, 2, 3)), 1, atol=1e-5)
     monkeypatch.setattr(cifar, "_decode_jpeg_tar", refuse)
-    np.testing.assert_array_equal(data.load("cifar10", data_dir=tmp_path / "data", cache_dir=tmp_path / "cache").x, ds.x)
+    np.testing.assert_array_equal(
+        data.load("cifar10", data_dir=tmp_path / "data", cache_dir=tmp_path / "cache").x, ds.x
+    )
 
 
-@pytest.mark.parametrize("bad, message", [(16, r"train/cat/0002\.jpg is 16x16"),
-                                          (b"not a jpeg", r"cannot decode .*train/cat/0002\.jpg")])
-def test_cifar10_bad_image_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bad: int | bytes,
-                                    message: str) -> None:
+@pytest.mark.parametrize(
+    "bad, message", [(16, r"train/cat/0002\.jpg is 16x16"), (b"not a jpeg", r"cannot decode .*train/cat/0002\.jpg")]
+)
+def test_cifar10_bad_image_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bad: int | bytes, message: str
+) -> None:
     make_fake_cifar(tmp_path / "data", extra={"train/cat/0002.jpg": bad})
     monkeypatch.setattr(cifar, "CIFAR10_SHA256", None)
     with pytest.raises(DataError, match=message):
@@ -199,8 +211,9 @@ def test_cifar10_bad_image_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def write_cifar100(root: Path, fine: list[int], pixels: np.ndarray, first_train: int) -> None:
-    records = np.concatenate([np.full((len(fine), 1), 7, np.uint8), np.array(fine, np.uint8)[:, None],
-                              pixels.reshape(len(fine), -1)], axis=1)
+    records = np.concatenate(
+        [np.full((len(fine), 1), 7, np.uint8), np.array(fine, np.uint8)[:, None], pixels.reshape(len(fine), -1)], axis=1
+    )
     folder = root / "cifar-100-binary"
     folder.mkdir(parents=True)
     records[:first_train].tofile(folder / "train.bin")
@@ -242,11 +255,14 @@ def test_purchase100_format_and_fresh_cache_key(tmp_path: Path) -> None:
     assert len(cache_files(tmp_path / "cache", "purchase100")) == 2
 
 
-@pytest.mark.parametrize("labels, width, value, message", [
-    (["1"], 599, 1, "has 600 columns, expected 601"),
-    (["1"], 600, 2, "feature values up to 2, expected 0/1"),
-    (["101"], 600, 1, r"labels 101..101, expected 1..100"),
-])
+@pytest.mark.parametrize(
+    "labels, width, value, message",
+    [
+        (["1"], 599, 1, "has 600 columns, expected 601"),
+        (["1"], 600, 2, "feature values up to 2, expected 0/1"),
+        (["101"], 600, 1, r"labels 101..101, expected 1..100"),
+    ],
+)
 def test_purchase100_bad_rows(tmp_path: Path, labels: list[str], width: int, value: int, message: str) -> None:
     write_purchase(tmp_path, csv_rows(labels, np.full((1, width), value)))
     with pytest.raises(DataError, match=message):

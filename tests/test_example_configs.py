@@ -1,4 +1,5 @@
 """The example configs stay valid as the config model evolves."""
+
 from __future__ import annotations
 
 from pathlib import Path

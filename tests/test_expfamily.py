@@ -1,13 +1,14 @@
 """BASE1-4 and BaVarIA: hand-computed cases and the BaVarIA paper's identities and limits."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from _peer_data import GaussianWorld, inputs, records
 from scipy.special import expit, gammaln, stdtr
 from scipy.stats import spearmanr
 from sklearn.metrics import roc_curve
 
-from _peer_data import GaussianWorld, inputs, records
 from miaudit.attacks import AttackInputs, AttackRequirementError, registry
 
 
@@ -21,8 +22,13 @@ def log_normal_pdf(z, mu, var):
 
 def log_student_t_pdf(z, nu, loc, scale):
     u = (z - loc) / scale
-    return (gammaln((nu + 1) / 2) - gammaln(nu / 2) - 0.5 * np.log(nu * np.pi) - np.log(scale)
-            - (nu + 1) / 2 * np.log1p(u ** 2 / nu))
+    return (
+        gammaln((nu + 1) / 2)
+        - gammaln(nu / 2)
+        - 0.5 * np.log(nu * np.pi)
+        - np.log(scale)
+        - (nu + 1) / 2 * np.log1p(u**2 / nu)
+    )
 
 
 def nig_update(x, mu0, kappa0, alpha0, beta0):
@@ -49,16 +55,19 @@ def online() -> AttackInputs:
 
 # ---------------------------------------------------------------- BASE1
 
+
 def test_base1_hand_computed_centrings():
     phi0, refs = np.array([1.0, -0.5]), np.array([[0.0, 1.0], [2.0, 1.0], [-1.0, 3.0]])
     data = inputs(phi0, refs)
     p0, p = expit(phi0), expit(refs)
     np.testing.assert_allclose(run("base1", data).scores, np.log(p0) - np.log(p.mean(axis=0)), rtol=1e-12)
     # z = -loss = log p_y
-    np.testing.assert_allclose(run("base1", data, centering="mean").scores,
-                               np.log(p0) - np.log(p).mean(axis=0), rtol=1e-12)
-    np.testing.assert_allclose(run("base1", data, centering="median").scores,
-                               np.log(p0) - np.median(np.log(p), axis=0), rtol=1e-12)
+    np.testing.assert_allclose(
+        run("base1", data, centering="mean").scores, np.log(p0) - np.log(p).mean(axis=0), rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        run("base1", data, centering="median").scores, np.log(p0) - np.median(np.log(p), axis=0), rtol=1e-12
+    )
     pooled_online = inputs(phi0, refs, np.array([[True, False], [False, True], [True, True]]), mode="online")
     np.testing.assert_allclose(run("base1", pooled_online).scores, run("base1", data).scores)
 
@@ -88,6 +97,7 @@ def test_rmia_score_is_monotone_in_base1_on_any_population():
 
 
 # ---------------------------------------------------------------- BASE2-4
+
 
 def test_base2_base3_base4_hand_computed():
     mid = TARGET - (MU_IN + MU_OUT) / 2
@@ -125,13 +135,20 @@ def test_base2_offline_takes_the_in_mean_from_the_population():
 
 # ---------------------------------------------------------------- BaVarIA
 
+
 def _hand_posteriors(target, refs, member_masks, prior_in, prior_out):
     """Per record, the NIG posteriors (mu, kappa, alpha, beta) of the IN and OUT classes."""
     posts = []
     for i in range(len(target)):
         x_in, x_out = refs[member_masks[0][:, i], i], refs[member_masks[1][:, i], i]
-        posts.append((nig_update(x_in, prior_in[0], 1.0, 2.0, prior_in[1]),
-                      nig_update(x_out, prior_out[0], 1.0, 2.0, prior_out[1]), x_in, x_out))
+        posts.append(
+            (
+                nig_update(x_in, prior_in[0], 1.0, 2.0, prior_in[1]),
+                nig_update(x_out, prior_out[0], 1.0, 2.0, prior_out[1]),
+                x_in,
+                x_out,
+            )
+        )
     return posts
 
 
@@ -143,37 +160,47 @@ def _t_predictive(post):
 def test_bavaria_online_hand_computed():
     in_obs, out_obs = REFS[REF_IN], REFS[~REF_IN]
     # empirical Bayes (D.2): beta0 = global class variance * (alpha0 - 1) with alpha0 = 2
-    posts = _hand_posteriors(TARGET, REFS, (REF_IN, ~REF_IN), (in_obs.mean(), in_obs.var()),
-                             (out_obs.mean(), out_obs.var()))
-    t_expected = [log_student_t_pdf(z, *_t_predictive(p_in)) - log_student_t_pdf(z, *_t_predictive(p_out))
-                  for z, (p_in, p_out, _, _) in zip(TARGET, posts)]
+    posts = _hand_posteriors(
+        TARGET, REFS, (REF_IN, ~REF_IN), (in_obs.mean(), in_obs.var()), (out_obs.mean(), out_obs.var())
+    )
+    t_expected = [
+        log_student_t_pdf(z, *_t_predictive(p_in)) - log_student_t_pdf(z, *_t_predictive(p_out))
+        for z, (p_in, p_out, _, _) in zip(TARGET, posts)
+    ]
     result = run("bavaria-t", online())
     np.testing.assert_allclose(result.scores, t_expected, rtol=1e-12)
     assert result.log_pvalues is None
-    n_expected = [log_normal_pdf(z, x_in.mean(), p_in[3] / (p_in[2] - 1))
-                  - log_normal_pdf(z, x_out.mean(), p_out[3] / (p_out[2] - 1))
-                  for z, (p_in, p_out, x_in, x_out) in zip(TARGET, posts)]
+    n_expected = [
+        log_normal_pdf(z, x_in.mean(), p_in[3] / (p_in[2] - 1))
+        - log_normal_pdf(z, x_out.mean(), p_out[3] / (p_out[2] - 1))
+        for z, (p_in, p_out, x_in, x_out) in zip(TARGET, posts)
+    ]
     np.testing.assert_allclose(run("bavaria-n", online()).scores, n_expected, rtol=1e-12)
 
 
 def test_bavaria_offline_prior_supplies_the_in_class():
     in_values = np.array([3.0, 0.0, 5.0, 4.0])
     prior_in, prior_out = (in_values.mean(), in_values.var()), (OFF_REFS.mean(), OFF_REFS.var())
-    posts = _hand_posteriors(OFF_TARGET, OFF_REFS, (np.zeros_like(OFF_REFS, bool), np.ones_like(OFF_REFS, bool)),
-                             prior_in, prior_out)
+    posts = _hand_posteriors(
+        OFF_TARGET, OFF_REFS, (np.zeros_like(OFF_REFS, bool), np.ones_like(OFF_REFS, bool)), prior_in, prior_out
+    )
     # n_in = 0: nu = 2 alpha0 = 4, location mu0, scale^2 = beta0 (kappa0 + 1) / (alpha0 kappa0) = global IN variance
     assert _t_predictive(posts[0][0]) == (4.0, prior_in[0], np.sqrt(prior_in[1]))
     result = run("bavaria-t", offline())
-    t_expected = [log_student_t_pdf(z, *_t_predictive(p_in)) - log_student_t_pdf(z, *_t_predictive(p_out))
-                  for z, (p_in, p_out, _, _) in zip(OFF_TARGET, posts)]
+    t_expected = [
+        log_student_t_pdf(z, *_t_predictive(p_in)) - log_student_t_pdf(z, *_t_predictive(p_out))
+        for z, (p_in, p_out, _, _) in zip(OFF_TARGET, posts)
+    ]
     np.testing.assert_allclose(result.scores, t_expected, rtol=1e-12)
-    sf = [stdtr(nu, -(z - loc) / scale) for z, (nu, loc, scale) in
-          zip(OFF_TARGET, (_t_predictive(p[1]) for p in posts))]
+    sf = [
+        stdtr(nu, -(z - loc) / scale) for z, (nu, loc, scale) in zip(OFF_TARGET, (_t_predictive(p[1]) for p in posts))
+    ]
     np.testing.assert_allclose(result.log_pvalues, np.log(sf), rtol=1e-10)
     n_result = run("bavaria-n", offline())
-    n_expected = [log_normal_pdf(z, prior_in[0], prior_in[1])
-                  - log_normal_pdf(z, x_out.mean(), p_out[3] / (p_out[2] - 1))
-                  for z, (_, p_out, _, x_out) in zip(OFF_TARGET, posts)]
+    n_expected = [
+        log_normal_pdf(z, prior_in[0], prior_in[1]) - log_normal_pdf(z, x_out.mean(), p_out[3] / (p_out[2] - 1))
+        for z, (_, p_out, _, x_out) in zip(OFF_TARGET, posts)
+    ]
     np.testing.assert_allclose(n_result.scores, n_expected, rtol=1e-12)
     assert n_result.log_pvalues[0] < n_result.log_pvalues[1]
 
@@ -201,6 +228,7 @@ def test_bavaria_tends_to_lira_as_references_grow():
 
 
 # ---------------------------------------------------------------- requirements
+
 
 def test_expfamily_requirement_errors():
     with pytest.raises(AttackRequirementError, match=r"population\.ref_in"):

@@ -1,5 +1,6 @@
 """Property: whatever arrays and configs a user brings, miaudit gives a result or a clean one-line
 error (exit code 2 on the command line, no output left) -- never a traceback."""
+
 from __future__ import annotations
 
 import shutil
@@ -40,10 +41,13 @@ MALFORMATIONS = {
     "one_record": lambda x, y: (x[:1], y[:1]),
 }
 
-arbitrary_x = hnp.arrays(dtype=st.sampled_from([np.float32, np.float64, np.int8, np.bool_]),
-                         shape=hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=7))
-arbitrary_y = hnp.arrays(dtype=st.sampled_from([np.int64, np.float32]), shape=st.integers(0, 7),
-                         elements=st.integers(-2, 5))
+arbitrary_x = hnp.arrays(
+    dtype=st.sampled_from([np.float32, np.float64, np.int8, np.bool_]),
+    shape=hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=7),
+)
+arbitrary_y = hnp.arrays(
+    dtype=st.sampled_from([np.int64, np.float32]), shape=st.integers(0, 7), elements=st.integers(-2, 5)
+)
 
 
 @st.composite
@@ -59,26 +63,47 @@ def record_sets(draw: st.DrawFn) -> dict:
             broken = "none" if kind > 3 else draw(st.sampled_from(sorted(MALFORMATIONS)))
             sets[name] = MALFORMATIONS[broken](x[rows], y[rows])
     if draw(st.integers(0, 4)) == 0:  # a member copied into the non-members
-        sets["nonmembers"] = tuple(np.concatenate([a, b[:1]]) if a.ndim == b.ndim and a.shape[1:] == b.shape[1:] else a
-                                   for a, b in zip(sets["nonmembers"], sets["members"]))
+        sets["nonmembers"] = tuple(
+            np.concatenate([a, b[:1]]) if a.ndim == b.ndim and a.shape[1:] == b.shape[1:] else a
+            for a, b in zip(sets["nonmembers"], sets["members"])
+        )
     return sets
 
 
-ATTACKS = ["attack-p", "gls", "lira", {"name": "bmia", "samples": 20}, "mr-bmia", "qmia", "rmia", "bogus",
-           {"name": "lira", "references": 5}, {"name": "attack-p", "signal": "margin"}]
+ATTACKS = [
+    "attack-p",
+    "gls",
+    "lira",
+    {"name": "bmia", "samples": 20},
+    "mr-bmia",
+    "qmia",
+    "rmia",
+    "bogus",
+    {"name": "lira", "references": 5},
+    {"name": "attack-p", "signal": "margin"},
+]
+
+
 def mostly(valid: list, invalid: list) -> st.SearchStrategy:
     """Valid values four times as often as invalid ones, so the data checks behind them get reached."""
-    return st.one_of(st.sampled_from(valid), st.sampled_from(valid), st.sampled_from(valid), st.sampled_from(valid),
-                     st.sampled_from(invalid))
+    return st.one_of(
+        st.sampled_from(valid),
+        st.sampled_from(valid),
+        st.sampled_from(valid),
+        st.sampled_from(valid),
+        st.sampled_from(invalid),
+    )
 
 
-api_options = st.fixed_dictionaries({
-    "attacks": st.lists(mostly(ATTACKS[:7], ATTACKS[7:]), min_size=1, max_size=3),
-    "references": mostly([None, 0, 1, 2], [-1]),
-    "min_fpr": mostly([None, None, 0.5], [0.01, 0.0, 2.0]),
-    "mode": mostly(["offline"], ["online", "sideways"]),
-    "seed": mostly([0, 7], [-1]),
-})
+api_options = st.fixed_dictionaries(
+    {
+        "attacks": st.lists(mostly(ATTACKS[:7], ATTACKS[7:]), min_size=1, max_size=3),
+        "references": mostly([None, 0, 1, 2], [-1]),
+        "min_fpr": mostly([None, None, 0.5], [0.01, 0.0, 2.0]),
+        "mode": mostly(["offline"], ["online", "sideways"]),
+        "seed": mostly([0, 7], [-1]),
+    }
+)
 
 
 def assert_clean(error: BaseException) -> None:
@@ -92,7 +117,7 @@ def test_api_gives_a_result_or_a_clean_error(sets: dict, options: dict) -> None:
     torch.manual_seed(0)
     try:
         result = miaudit.audit(TinyNet(), **sets, **options, train={"epochs": 1, "batch_size": 8})
-    except Exception as e:  # noqa: BLE001 - the property: every failure is one of miaudit's own errors
+    except Exception as e:
         assert_clean(e)
         event(str(e)[:40])
         return
@@ -105,11 +130,23 @@ def test_api_gives_a_result_or_a_clean_error(sets: dict, options: dict) -> None:
 def cli_configs(draw: st.DrawFn) -> dict:
     """An own-model config with some keys replaced by wrong, missing or malicious values."""
     replacements = {
-        "dataset": [{"path": "data.npz"}, {"path": "nan.npz"}, {"path": "pickled.npz"}, {"path": "missing.npz"},
-                    {"path": "notes.txt"}, {"name": "no_such_set"}, "data.npz"],
-        "target": [{"checkpoint": "model.safetensors", "architecture": "_byo:small_mlp"},
-                   {"checkpoint": "evil.pt", "architecture": "mlp"}, {"checkpoint": "model.safetensors", "architecture": "mlp"},
-                   {"checkpoint": "model.safetensors", "architecture": "cnn"}, {"checkpoint": "missing.pt"}, None],
+        "dataset": [
+            {"path": "data.npz"},
+            {"path": "nan.npz"},
+            {"path": "pickled.npz"},
+            {"path": "missing.npz"},
+            {"path": "notes.txt"},
+            {"name": "no_such_set"},
+            "data.npz",
+        ],
+        "target": [
+            {"checkpoint": "model.safetensors", "architecture": "_byo:small_mlp"},
+            {"checkpoint": "evil.pt", "architecture": "mlp"},
+            {"checkpoint": "model.safetensors", "architecture": "mlp"},
+            {"checkpoint": "model.safetensors", "architecture": "cnn"},
+            {"checkpoint": "missing.pt"},
+            None,
+        ],
         "members": ["members.npy", "nonmembers.txt", "notes.txt", "pickled.npz", None],
         "nonmembers": ["nonmembers.txt", "members.npy", None],
         "queries": [None, None, "members.npy"],
@@ -145,8 +182,12 @@ def test_cli_gives_a_result_or_exit_2_with_nothing_written(changes: dict) -> Non
     try:
         write_fuzz_files(folder)
         raw = audit_config(folder, model="_byo:small_mlp")
-        raw.update({k: (str(folder / v) if isinstance(v, str) and "." in v and k != "target" else v)
-                    for k, v in changes.items()})
+        raw.update(
+            {
+                k: (str(folder / v) if isinstance(v, str) and "." in v and k != "target" else v)
+                for k, v in changes.items()
+            }
+        )
         if isinstance(raw.get("dataset"), dict) and "path" in raw["dataset"]:
             raw["dataset"] = {"path": str(folder / raw["dataset"]["path"])}
         if isinstance(raw.get("target"), dict):

@@ -5,9 +5,10 @@ matrix, a dense Kronecker-built Hessian, and the definition GLS_i = d f(x_i)/d y
 (eq. 12) evaluated with autograd by implicit differentiation (eq. B.25) and by
 refitting the model with a perturbed label.
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -178,8 +179,12 @@ def _tiny_inputs(population: bool) -> tuple[AttackInputs, torch.nn.Module, np.nd
     def records(inputs: np.ndarray) -> RecordSet:
         with torch.no_grad():
             logits = model(torch.as_tensor(inputs)).double().numpy()
-        return RecordSet(labels=rng.integers(0, 3, len(inputs)), target_logits=logits,
-                         ref_logits=np.zeros((0, len(inputs), 3)), x=inputs)
+        return RecordSet(
+            labels=rng.integers(0, 3, len(inputs)),
+            target_logits=logits,
+            ref_logits=np.zeros((0, len(inputs), 3)),
+            x=inputs,
+        )
 
     access = ModelAccess(target=model, references=[], reference_train=[], query_x=x)
     inputs = AttackInputs(queries=records(x), population=records(pop_x) if population else None, models=access)
@@ -203,8 +208,9 @@ def test_gls_attack_scores_the_target_last_layer() -> None:
     np.testing.assert_allclose(inputs.models.memo[("features", "target", "queries")], g, rtol=1e-6)
     pop_result = registry.run("gls", inputs, registry.parse_params("gls", {"hessian_data": "population"}))
     pop_g, pop_p = _features_and_probs(model, pop_x)
-    np.testing.assert_allclose(pop_result.scores, leverage.cross_entropy_gls(pop_g, pop_p, g, p, space="probability"),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        pop_result.scores, leverage.cross_entropy_gls(pop_g, pop_p, g, p, space="probability"), rtol=1e-6
+    )
     logit_result = registry.run("gls", inputs, registry.parse_params("gls", {"space": "logit"}))
     np.testing.assert_allclose(logit_result.scores, leverage.cross_entropy_gls(g, p, g, p, space="logit"), rtol=1e-6)
 

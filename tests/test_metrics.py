@@ -1,13 +1,14 @@
 """ROC metrics on cases small enough to compute by hand, and Attack-P's empirical p-value."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from _peer_data import records
+
 from miaudit import metrics
 from miaudit.attacks import AttackInputs, registry
-from miaudit.attacks.marginal import empirical_log_pvalues
+from miaudit.pvalues import empirical_log_pvalues
 
 # Six records, scores descending: M N M M N N (3 members, 3 non-members).
 # Thresholds walk the list, giving the ROC points (FPR, TPR):
@@ -54,12 +55,15 @@ def test_infinite_scores_rank_and_nan_ranks_lowest() -> None:
     assert m.auc == 1.0 and m.tpr_at_fpr["0.001"] == 1.0
 
 
-@pytest.mark.parametrize(("n_nonmembers", "unreliable"), [
-    (100, [0.001, 0.01, 0.05]),  # 10/n = 0.1
-    (200, [0.001, 0.01]),  # 10/n = 0.05: the level 0.05 itself is fine
-    (1000, [0.001]),
-    (10_000, []),
-])
+@pytest.mark.parametrize(
+    ("n_nonmembers", "unreliable"),
+    [
+        (100, [0.001, 0.01, 0.05]),  # 10/n = 0.1
+        (200, [0.001, 0.01]),  # 10/n = 0.05: the level 0.05 itself is fine
+        (1000, [0.001]),
+        (10_000, []),
+    ],
+)
 def test_levels_below_ten_over_n_are_flagged(n_nonmembers: int, unreliable: list[float]) -> None:
     assert metrics.unreliable_levels(n_nonmembers) == unreliable
 
@@ -97,8 +101,9 @@ def test_empirical_pvalue_by_hand() -> None:
 def test_attack_p_through_the_registry(signal: str) -> None:
     # Two-class logits (phi, 0) with label 0: hinge = phi and loss falls as phi grows.
     phi = np.array([0.0, 2.5, 3.0, 5.0])
-    inputs = AttackInputs(queries=records(phi, np.empty((0, 4))),
-                          population=records(np.array([1.0, 2.0, 3.0, 4.0]), np.empty((0, 4))))
+    inputs = AttackInputs(
+        queries=records(phi, np.empty((0, 4))), population=records(np.array([1.0, 2.0, 3.0, 4.0]), np.empty((0, 4)))
+    )
     res = registry.run("attack-p", inputs, registry.get("attack-p").params(signal=signal))
     np.testing.assert_allclose(np.exp(res.log_pvalues), [1.0, 0.6, 0.6, 0.2], rtol=1e-12)
     assert list(np.argsort(res.scores)) == [0, 1, 2, 3]  # higher score = more likely member

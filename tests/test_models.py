@@ -1,4 +1,5 @@
 """Every architecture splits into features + a linear head (the Laplace and leverage code rely on it)."""
+
 from __future__ import annotations
 
 import pytest

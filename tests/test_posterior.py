@@ -1,4 +1,5 @@
 """Last-layer Laplace posteriors (miaudit.posterior) and BMIA / MR-BMIA end to end on tiny models."""
+
 from __future__ import annotations
 
 import math
@@ -16,8 +17,8 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from miaudit import posterior
 from miaudit.attacks import AttackInputs, AttackRequirementError, ModelAccess, RecordSet, registry
-from miaudit.signals import oriented as _signed
 from miaudit.models import MLP
+from miaudit.signals import oriented as _signed
 
 
 def _train(x: np.ndarray, y: np.ndarray, seed: int) -> MLP:
@@ -46,23 +47,39 @@ def digits() -> dict:
     idx = np.random.default_rng(0).permutation(len(y))
     members, nonmembers, pool, val = idx[:200], idx[200:400], idx[400:800], idx[800:1000]
     ref_train = [pool[:200], pool[200:]]
-    return {"x": x, "y": y, "members": members, "nonmembers": nonmembers, "val": val,
-            "target": _train(x[members], y[members], 0),
-            "refs": [_train(x[r], y[r], k + 1) for k, r in enumerate(ref_train)], "ref_train": ref_train}
+    return {
+        "x": x,
+        "y": y,
+        "members": members,
+        "nonmembers": nonmembers,
+        "val": val,
+        "target": _train(x[members], y[members], 0),
+        "refs": [_train(x[r], y[r], k + 1) for k, r in enumerate(ref_train)],
+        "ref_train": ref_train,
+    }
 
 
 def _records(d: dict, idx: np.ndarray) -> RecordSet:
     x = d["x"][idx]
-    return RecordSet(labels=d["y"][idx], target_logits=_logits(d["target"], x),
-                     ref_logits=np.stack([_logits(r, x) for r in d["refs"]]), x=x)
+    return RecordSet(
+        labels=d["y"][idx],
+        target_logits=_logits(d["target"], x),
+        ref_logits=np.stack([_logits(r, x) for r in d["refs"]]),
+        x=x,
+    )
 
 
 def _inputs(d: dict, validation: bool = True) -> AttackInputs:
     queries = np.concatenate([d["members"], d["nonmembers"]])
-    access = ModelAccess(target=d["target"], references=d["refs"], query_x=d["x"][queries],
-                         reference_train=[(d["x"][r], d["y"][r]) for r in d["ref_train"]])
-    return AttackInputs(queries=_records(d, queries), validation=_records(d, d["val"]) if validation else None,
-                        models=access, seed=3)
+    access = ModelAccess(
+        target=d["target"],
+        references=d["refs"],
+        query_x=d["x"][queries],
+        reference_train=[(d["x"][r], d["y"][r]) for r in d["ref_train"]],
+    )
+    return AttackInputs(
+        queries=_records(d, queries), validation=_records(d, d["val"]) if validation else None, models=access, seed=3
+    )
 
 
 def _reference_posterior(d: dict, hessian: posterior.Hessian = "kron") -> tuple:
@@ -84,9 +101,11 @@ def test_signed_signal_matches_numpy_signals() -> None:
 def test_laplace_sample_order_matches_head(digits: dict) -> None:
     la, features, _ = _reference_posterior(digits)
     head = digits["refs"][0].head
-    np.testing.assert_array_equal(la.mean.numpy(), torch.cat([head.weight.flatten(), head.bias]).detach().double().numpy())
+    np.testing.assert_array_equal(
+        la.mean.numpy(), torch.cat([head.weight.flatten(), head.bias]).detach().double().numpy()
+    )
     draws = la.sample(3, generator=torch.Generator().manual_seed(11))  # what logit_chunks draws with seed 11
-    (_, logits), = posterior.logit_chunks(la, features, 3, "weights", None, seed=11)
+    ((_, logits),) = posterior.logit_chunks(la, features, 3, "weights", None, seed=11)
     probe = torch.nn.Linear(head.in_features, head.out_features).double()
     for m in range(3):
         vector_to_parameters(draws[m], probe.parameters())  # laplace-torch's own vector -> module mapping
@@ -99,10 +118,12 @@ def test_fit_on_features_equals_last_layer_laplace_of_model(digits: dict) -> Non
     x, y = torch.as_tensor(digits["x"][train]), torch.as_tensor(digits["y"][train])
     full = Laplace(model, "classification", subset_of_weights="last_layer", hessian_structure="full")
     full.fit(DataLoader(TensorDataset(x, y), batch_size=64))
-    ours = posterior.fit_last_layer(model.head, posterior.penultimate(model, digits["x"][train]), digits["y"][train],
-                                    "full")
-    np.testing.assert_allclose(ours.posterior_precision.numpy(), full.posterior_precision.double().numpy(),
-                               rtol=1e-4, atol=1e-4)
+    ours = posterior.fit_last_layer(
+        model.head, posterior.penultimate(model, digits["x"][train]), digits["y"][train], "full"
+    )
+    np.testing.assert_allclose(
+        ours.posterior_precision.numpy(), full.posterior_precision.double().numpy(), rtol=1e-4, atol=1e-4
+    )
 
 
 def test_chunking_does_not_change_moments(digits: dict) -> None:
@@ -119,8 +140,9 @@ def test_glm_and_weight_predictives_rank_alike(digits: dict) -> None:
     s0 = _signed("hinge", _logits(digits["target"], digits["x"][digits["val"]]), labels)
     t = {}
     for predictive in ("weights", "glm"):
-        mean, var = posterior.score_moments(la, features, labels, n_samples=1000, signal="hinge",
-                                            predictive=predictive, seed=1)
+        mean, var = posterior.score_moments(
+            la, features, labels, n_samples=1000, signal="hinge", predictive=predictive, seed=1
+        )
         t[predictive] = (s0 - mean) / np.sqrt(var)
     assert stats.spearmanr(t["weights"], t["glm"]).statistic > 0.95
 
@@ -147,7 +169,7 @@ def test_validation_prior_maximises_validation_loglik(digits: dict) -> None:
 
     def loglik(prec: torch.Tensor) -> float:
         la.prior_precision = prec
-        (_, logits), = posterior.logit_chunks(la, features, 100, "weights", None, seed=0)
+        ((_, logits),) = posterior.logit_chunks(la, features, 100, "weights", None, seed=0)
         return posterior._predictive_loglik(logits, torch.as_tensor(labels))
 
     best = loglik(chosen)

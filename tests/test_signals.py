@@ -1,4 +1,5 @@
 """Signals against their textbook formulas (SPEC: hinge, LiRA's rescaled logit, loss, confidence)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -6,9 +7,7 @@ import pytest
 
 from miaudit import signals
 
-LOGITS = np.array([[2.0, 5.0, 1.0],
-                   [0.0, -1.0, 1.5],
-                   [4.0, 4.0, 0.0]])
+LOGITS = np.array([[2.0, 5.0, 1.0], [0.0, -1.0, 1.5], [4.0, 4.0, 0.0]])
 LABELS = np.array([1, 2, 0])
 
 
@@ -29,7 +28,9 @@ def test_softmax_signals_match_naive_formulas(name: str) -> None:
     rng = np.random.default_rng(0)
     logits = np.vstack([LOGITS, rng.normal(scale=3.0, size=(20, 3))])
     labels = np.concatenate([LABELS, rng.integers(0, 3, 20)])
-    np.testing.assert_allclose(signals.compute(name, logits, labels), naive(logits, labels)[name], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(
+        signals.compute(name, logits, labels), naive(logits, labels)[name], rtol=1e-12, atol=1e-14
+    )
 
 
 def test_two_classes_rescaled_logit_equals_hinge() -> None:
@@ -43,8 +44,11 @@ def test_stable_where_the_naive_formula_overflows() -> None:
     # Logits 1000 apart: exp(1000) overflows, and 1 - p_y rounds to 0 already at a gap of 40.
     logits = np.array([[1000.0, 0.0, -5.0], [1000.0, 0.0, -5.0], [40.0, 0.0, 0.0]])
     labels = np.array([0, 1, 0])
-    np.testing.assert_allclose(signals.rescaled_logit(logits, labels),
-                               [1000.0 - np.log1p(np.exp(-5.0)), -1000.0, 40.0 - np.log(2.0)], rtol=1e-15)
+    np.testing.assert_allclose(
+        signals.rescaled_logit(logits, labels),
+        [1000.0 - np.log1p(np.exp(-5.0)), -1000.0, 40.0 - np.log(2.0)],
+        rtol=1e-15,
+    )
     np.testing.assert_allclose(signals.loss(logits, labels), [0.0, 1000.0, 2 * np.exp(-40.0)], rtol=1e-12, atol=1e-300)
     np.testing.assert_allclose(signals.confidence(logits, labels), [1.0, 0.0, 1.0], atol=1e-15)
     np.testing.assert_array_equal(signals.hinge(logits, labels), [1000.0, -1000.0, 40.0])

@@ -1,4 +1,5 @@
 """The BMIA paper's disjoint split (section 4.1) and the reference models' training subsets."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -57,8 +58,9 @@ def test_balanced_every_record_in_for_half_the_references(k: int) -> None:
 def test_first_rows_do_not_depend_on_k(balanced: bool) -> None:
     # Reference j trains on the same records whether the run has 4 or 8 references,
     # so growing a run reuses the cached models.
-    np.testing.assert_array_equal(reference_subsets(200, 4, seed=2, balanced=balanced),
-                                  reference_subsets(200, 8, seed=2, balanced=balanced)[:4])
+    np.testing.assert_array_equal(
+        reference_subsets(200, 4, seed=2, balanced=balanced), reference_subsets(200, 8, seed=2, balanced=balanced)[:4]
+    )
 
 
 def test_reference_subsets_follow_the_seed() -> None:

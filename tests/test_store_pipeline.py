@@ -1,11 +1,13 @@
 """The model cache (never retrain a finished model, resume an interrupted run), the
 threat-model split inside the pipeline, and run-to-run determinism."""
+
 from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -70,8 +72,9 @@ def test_second_run_trains_nothing(first_run: pipeline.RunResult, monkeypatch: p
     np.testing.assert_array_equal(again.attacks[0].result.scores, first_run.attacks[0].result.scores)
 
 
-def test_interrupted_run_retrains_only_the_unfinished_model(first_run: pipeline.RunResult, tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_interrupted_run_retrains_only_the_unfinished_model(
+    first_run: pipeline.RunResult, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cache = copy_cache(first_run, tmp_path / "cache")
     [unfinished] = [m for m in cache.glob("models/*/meta.json") if json.loads(m.read_text())["role"] == "reference 2/2"]
     unfinished.unlink()  # weights and logits on disk, meta.json (written last) missing: an interrupted save
@@ -84,8 +87,9 @@ def test_interrupted_run_retrains_only_the_unfinished_model(first_run: pipeline.
     assert unfinished.is_file()
 
 
-def test_more_references_reuse_the_cached_ones(first_run: pipeline.RunResult, tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_more_references_reuse_the_cached_ones(
+    first_run: pipeline.RunResult, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cache = copy_cache(first_run, tmp_path / "cache")
     calls = count_training(monkeypatch)
     exp = pipeline.prepare(first_run.experiment.cfg.model_copy(update={"cache_dir": cache, "references": 3}))

@@ -6,10 +6,11 @@ audit from a config (dict, YAML path or RunConfig). Both return an
 ``AuditResult``. ``miaudit.attacks.registry`` lists and runs attacks on plain
 arrays.
 """
+
 from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .api import AuditResult, audit, run  # noqa: E402  (after __version__, which the report imports)
+from .api import AuditResult, audit, run
 
 __all__ = ["audit", "run", "AuditResult", "__version__"]

@@ -13,13 +13,15 @@ fresh copies of the target (every layer re-initialised) unless ``model_factory``
 builds them, trained on random halves of ``population`` by miaudit's loop
 (``train`` settings) unless ``train_fn(model, x, y)`` trains them.
 """
+
 from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -89,8 +91,10 @@ def _records(value: Any, field: str) -> tuple[np.ndarray, np.ndarray]:
             return _numpy(value[0]), _numpy(value[1])
     except (TypeError, ValueError) as e:  # ragged rows, items that are not (x, y) pairs ...
         raise DataError(f"{field}: cannot read the records ({str(e).splitlines()[0][:120]})") from None
-    raise DataError(f"{field}: expected a pair (x, y) of arrays or tensors, or a torch Dataset of (x, y) items, "
-                    f"got {type(value).__name__}")
+    raise DataError(
+        f"{field}: expected a pair (x, y) of arrays or tensors, or a torch Dataset of (x, y) items, "
+        f"got {type(value).__name__}"
+    )
 
 
 def _checked_sets(target: nn.Module, given: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, Dataset]:
@@ -110,8 +114,10 @@ def _given_sets(membership: dict[str, Any], extra: dict[str, Any]) -> dict[str, 
     if queries is not None and (members is not None or nonmembers is not None):
         raise DataError("queries: give either queries (membership unknown) or members and nonmembers, not both")
     if queries is None and (members is None or nonmembers is None):
-        raise DataError(f"{'members' if members is None else 'nonmembers'}: give members and nonmembers "
-                        "(membership known), or queries (unknown)")
+        raise DataError(
+            f"{'members' if members is None else 'nonmembers'}: give members and nonmembers "
+            "(membership known), or queries (unknown)"
+        )
     given = {name: _records(v, name) for name, v in {**membership, **extra}.items() if v is not None}
     for name in ("members", "nonmembers", "queries"):
         if name in given and not len(given[name][1]):
@@ -126,8 +132,12 @@ def _assembled(sets: dict[str, Dataset], name: str) -> tuple[Dataset, dict[str, 
     sizes = [len(sets[s]) for s in order]
     starts = np.concatenate([[0], np.cumsum(sizes)])
     idx = {s: np.arange(starts[i], starts[i + 1]) for i, s in enumerate(order)}
-    ds = Dataset(name, np.concatenate([sets[s].x for s in order]), np.concatenate([sets[s].y for s in order]),
-                 sets[order[0]].n_classes)
+    ds = Dataset(
+        name,
+        np.concatenate([sets[s].x for s in order]),
+        np.concatenate([sets[s].y for s in order]),
+        sets[order[0]].n_classes,
+    )
     origin = np.repeat(np.array(order, dtype=object), sizes)
     position = np.concatenate([np.arange(n) for n in sizes])
     return ds, idx, origin, position
@@ -138,12 +148,16 @@ def reinitialised_copy(model: nn.Module) -> nn.Module:
     try:
         clone = copy.deepcopy(model)
     except Exception as e:  # a module holding something uncopyable (a file, a lock ...)
-        raise ModelError(f"model_factory: cannot copy the target ({type(e).__name__}: {e}); pass model_factory") from None
+        raise ModelError(
+            f"model_factory: cannot copy the target ({type(e).__name__}: {e}); pass model_factory"
+        ) from None
     for layer_name, layer in clone.named_modules():
         own = list(layer.parameters(recurse=False))
         if own and not hasattr(layer, "reset_parameters"):
-            raise ModelError(f"model_factory: cannot re-initialise {type(layer).__name__} {layer_name!r} of the target "
-                             "(no reset_parameters); pass model_factory to build fresh models")
+            raise ModelError(
+                f"model_factory: cannot re-initialise {type(layer).__name__} {layer_name!r} of the target "
+                "(no reset_parameters); pass model_factory to build fresh models"
+            )
         if hasattr(layer, "reset_parameters"):
             layer.reset_parameters()
     return clone
@@ -155,41 +169,68 @@ def _user_fit(train_fn: TrainFn) -> Callable[..., TrainReport]:
         train_fn(model, x, y)  # torch's RNG was seeded with ``seed`` just before the model was built
         seconds = time.perf_counter() - start
         return TrainReport(seconds, accuracy(predict_logits(model, x), y), float("nan"))
+
     return fit
 
 
-def _recipe(cfg: RunConfig, target: nn.Module, model_factory: Callable[[], nn.Module] | None,
-            train_fn: TrainFn | None) -> pipeline.ModelRecipe:
+def _recipe(
+    cfg: RunConfig, target: nn.Module, model_factory: Callable[[], nn.Module] | None, train_fn: TrainFn | None
+) -> pipeline.ModelRecipe:
     """User code builds or trains these models, so they are never cached."""
     build = model_factory or (lambda: reinitialised_copy(target))
-    fit = _user_fit(train_fn) if train_fn is not None else \
-        (lambda m, x, y, seed, progress: train(m, x, y, cfg.train, seed, cfg.device, progress))
+    fit = (
+        _user_fit(train_fn)
+        if train_fn is not None
+        else (lambda m, x, y, seed, progress: train(m, x, y, cfg.train, seed, cfg.device, progress))
+    )
     return pipeline.ModelRecipe(type(target).__name__, build, fit, None if train_fn else cfg.train.epochs)
 
 
 def _references_needed(attacks: list) -> int:
     """The fewest reference models every attack row can run with."""
     specs = config_mod.from_dict({"attacks": attacks, "references": 1024}).attacks
-    return max(s.params.references if s.params.references is not None else registry.get(s.name).min_references
-               for s in specs)
+    return max(
+        s.params.references if s.params.references is not None else registry.get(s.name).min_references for s in specs
+    )
 
 
-def _config(attacks: Sequence[str | dict] | str, references: int | None, train_settings: dict | TrainConfig | None,
-            train_fn: TrainFn | None, **keys: Any) -> RunConfig:
+def _config(
+    attacks: Sequence[str | dict] | str,
+    references: int | None,
+    train_settings: dict | TrainConfig | None,
+    train_fn: TrainFn | None,
+    **keys: Any,
+) -> RunConfig:
     attacks = [attacks] if isinstance(attacks, (str, dict)) else list(attacks)
     if train_fn is not None and train_settings is not None:
-        raise ConfigError("train: settings of miaudit's training loop; with train_fn your function trains the references")
+        raise ConfigError(
+            "train: settings of miaudit's training loop; with train_fn your function trains the references"
+        )
     if isinstance(train_settings, TrainConfig):
         train_settings = train_settings.model_dump()
     refs = _references_needed(attacks) if references is None else references
     return config_mod.from_dict({**keys, "attacks": attacks, "references": refs, "train": train_settings or {}})
 
 
-def audit(target: nn.Module, *, members: Any = None, nonmembers: Any = None, queries: Any = None,
-          population: Any = None, validation: Any = None, attacks: Sequence[str | dict] | str = ("attack-p",),
-          references: int | None = None, model_factory: Callable[[], nn.Module] | None = None,
-          train_fn: TrainFn | None = None, train: dict | TrainConfig | None = None, mode: str = "offline",
-          seed: int = 0, min_fpr: float | None = None, device: str = "cpu", name: str = "audit") -> AuditResult:
+def audit(
+    target: nn.Module,
+    *,
+    members: Any = None,
+    nonmembers: Any = None,
+    queries: Any = None,
+    population: Any = None,
+    validation: Any = None,
+    attacks: Sequence[str | dict] | str = ("attack-p",),
+    references: int | None = None,
+    model_factory: Callable[[], nn.Module] | None = None,
+    train_fn: TrainFn | None = None,
+    train: dict | TrainConfig | None = None,
+    mode: str = "offline",
+    seed: int = 0,
+    min_fpr: float | None = None,
+    device: str = "cpu",
+    name: str = "audit",
+) -> AuditResult:
     """Audit ``target`` (a trained torch module, put in eval mode) on the records given.
 
     ``members``/``nonmembers``: records it trained on / did not (ROC metrics), or ``queries`` of unknown
@@ -198,22 +239,46 @@ def audit(target: nn.Module, *, members: Any = None, nonmembers: Any = None, que
     how many reference models to train (default: the fewest the attacks need). Bad input raises a
     one-line ValueError subclass naming the argument, before anything is trained.
     """
-    cfg = _config(attacks, references, train, train_fn, dataset={"name": name}, mode=mode, seed=seed,
-                  min_fpr=min_fpr, device=device)
-    given = _given_sets({"members": members, "nonmembers": nonmembers, "queries": queries},
-                        {"population": population, "validation": validation})
+    cfg = _config(
+        attacks,
+        references,
+        train,
+        train_fn,
+        dataset={"name": name},
+        mode=mode,
+        seed=seed,
+        min_fpr=min_fpr,
+        device=device,
+    )
+    given = _given_sets(
+        {"members": members, "nonmembers": nonmembers, "queries": queries},
+        {"population": population, "validation": validation},
+    )
     sets = _checked_sets(target, given)
     if "members" in sets:
         m, n = sets["members"], sets["nonmembers"]
         validate.check_disjoint_rows((m.x, m.y, np.arange(len(m))), (n.x, n.y, np.arange(len(n))))
     ds, idx, origin, position = _assembled(sets, name)
     empty = np.zeros(0, dtype=np.int64)
-    split = Split(idx.get("members", empty), idx.get("nonmembers", empty), idx.get("population", empty),
-                  idx.get("validation", empty))
+    split = Split(
+        idx.get("members", empty),
+        idx.get("nonmembers", empty),
+        idx.get("population", empty),
+        idx.get("validation", empty),
+    )
     query_idx, is_member = (idx["queries"], None) if "queries" in idx else pipeline.shuffled_queries(split, seed)
     exp = own_model.audit_given(
-        cfg, ds, split, query_idx, is_member, target, _recipe(cfg, target, model_factory, train_fn),
-        source="given (Python API)", architecture=type(target).__name__, reference_field="model_factory",
+        cfg,
+        ds,
+        split,
+        query_idx,
+        is_member,
+        target,
+        _recipe(cfg, target, model_factory, train_fn),
+        source="given (Python API)",
+        architecture=type(target).__name__,
+        reference_field="model_factory",
         query_info={"set": origin[query_idx], "position": position[query_idx]},
-        record_name=lambda i: f"{origin[i]} row {position[i]}")
+        record_name=lambda i: f"{origin[i]} row {position[i]}",
+    )
     return AuditResult(pipeline.run_experiment(exp))

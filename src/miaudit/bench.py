@@ -7,15 +7,17 @@ row), so an interrupted suite resumes where it stopped. Results are aggregated
 over seeds (mean and standard deviation; each seed is a different split and
 different models) into ``<out>/<suite>.json`` and ``<out>/<suite>.md``.
 """
+
 from __future__ import annotations
 
 import json
 import os
 import platform
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -38,8 +40,12 @@ class Suite:
 def table1_rows(k_max: int, budgets: tuple[int, ...] = (1, 2, 4, 8, 16)) -> list[dict[str, Any]]:
     """Table 1 of the BMIA paper, extended to every reference budget up to k_max."""
     ks = [k for k in budgets if k <= k_max]
-    rows: list[dict[str, Any]] = [{"name": "attack-p"}, {"name": "qmia"}, {"name": "gls"},
-                                  {"name": "bmia", "references": 1}]
+    rows: list[dict[str, Any]] = [
+        {"name": "attack-p"},
+        {"name": "qmia"},
+        {"name": "gls"},
+        {"name": "bmia", "references": 1},
+    ]
     rows += [{"name": n, "references": k} for n in PEERS for k in ks]
     rows += [{"name": n, "references": k} for n in ("bavaria-n", "bavaria-t") for k in ks]
     rows += [{"name": n, "references": k_max} for n in ("base1", "base2", "base3", "base4")]
@@ -52,46 +58,98 @@ def ablation_rows(k_max: int) -> list[dict[str, Any]]:
     bmia = {"name": "bmia", "references": 1}
     rows = [{**bmia, "samples": m, "label": f"bmia M={m}"} for m in (10, 100, 1000)]
     rows += [{**bmia, "hessian": h, "label": f"bmia hessian={h}"} for h in ("diag", "kron", "full")]
-    rows += [{**bmia, "prior": "validation", "label": "bmia prior=validation"},
-             {**bmia, "predictive": "glm", "label": "bmia predictive=glm"},
-             {"name": "lira", "references": 1}, {"name": "lira", "references": k_max}]
+    rows += [
+        {**bmia, "prior": "validation", "label": "bmia prior=validation"},
+        {**bmia, "predictive": "glm", "label": "bmia predictive=glm"},
+        {"name": "lira", "references": 1},
+        {"name": "lira", "references": k_max},
+    ]
     return rows
 
 
 LOCATION = {"dataset": "location", "model": "mlp", "train": {"epochs": 30, "batch_size": 64, "lr": 0.1}}
 # 5,000 records: 1,000 members, 1,000 non-members, references on 1,000 each; sized so that
 # one model trains in one to two minutes on 2 cores and overfits as in the paper.
-CIFAR10 = {"dataset": {"name": "cifar10", "subset": 5000}, "model": "cnn",
-           "train": {"epochs": 35, "batch_size": 32, "lr": 0.1}}
+CIFAR10 = {
+    "dataset": {"name": "cifar10", "subset": 5000},
+    "model": "cnn",
+    "train": {"epochs": 35, "batch_size": 32, "lr": 0.1},
+}
 AG_NEWS = {"dataset": "ag_news", "model": "mlp", "train": {"epochs": 30, "batch_size": 64, "lr": 0.1}}
 DIGITS = {"dataset": "digits", "model": "mlp", "train": {"epochs": 40, "batch_size": 32, "lr": 0.05}}
 
-SUITES: dict[str, Suite] = {s.name: s for s in [
-    Suite("smoke", "a seconds-long run for CI: tiny digits subset, 2 references, every attack family",
-          {"digits": {"dataset": {"name": "digits", "subset": 400}, "model": "mlp", "references": 2,
-                      "train": {"epochs": 3, "batch_size": 32, "lr": 0.05}}},
-          lambda k: table1_rows(k), seeds=(0, 1)),
-    Suite("quick", "digits and location, 4 references, Table 1 rows, 3 seeds (minutes)",
-          {"digits": {**DIGITS, "references": 4}, "location": {**LOCATION, "references": 4}},
-          lambda k: table1_rows(k)),
-    Suite("paper", "Table 1 on every offline data set: location (16 refs), cifar10 subset, ag_news, digits (8 refs)",
-          {"location": {**LOCATION, "references": 16}, "cifar10": {**CIFAR10, "references": 8},
-           "ag_news": {**AG_NEWS, "references": 8}, "digits": {**DIGITS, "references": 8}},
-          lambda k: table1_rows(k)),
-    Suite("ablations", "BMIA: posterior samples M, Hessian structure, prior precision, predictive; "
-                       "architecture mismatch (target cnn, references resnet) as in the paper's Table 4",
-          {"location": {**LOCATION, "references": 8}, "cifar10": {**CIFAR10, "references": 8},
-           "cifar10-mismatch": {**CIFAR10, "reference_model": "resnet", "references": 4}},
-          # location on one seed: its full-Hessian row (3,870 last-layer parameters) costs minutes per seed here
-          lambda k: ablation_rows(k), seeds_for={"location": (0,), "cifar10-mismatch": (0,)}),
-]}
+SUITES: dict[str, Suite] = {
+    s.name: s
+    for s in [
+        Suite(
+            "smoke",
+            "a seconds-long run for CI: tiny digits subset, 2 references, every attack family",
+            {
+                "digits": {
+                    "dataset": {"name": "digits", "subset": 400},
+                    "model": "mlp",
+                    "references": 2,
+                    "train": {"epochs": 3, "batch_size": 32, "lr": 0.05},
+                }
+            },
+            lambda k: table1_rows(k),
+            seeds=(0, 1),
+        ),
+        Suite(
+            "quick",
+            "digits and location, 4 references, Table 1 rows, 3 seeds (minutes)",
+            {"digits": {**DIGITS, "references": 4}, "location": {**LOCATION, "references": 4}},
+            lambda k: table1_rows(k),
+        ),
+        Suite(
+            "paper",
+            "Table 1 on every offline data set: location (16 refs), cifar10 subset, ag_news, digits (8 refs)",
+            {
+                "location": {**LOCATION, "references": 16},
+                "cifar10": {**CIFAR10, "references": 8},
+                "ag_news": {**AG_NEWS, "references": 8},
+                "digits": {**DIGITS, "references": 8},
+            },
+            lambda k: table1_rows(k),
+        ),
+        Suite(
+            "ablations",
+            "BMIA: posterior samples M, Hessian structure, prior precision, predictive; "
+            "architecture mismatch (target cnn, references resnet) as in the paper's Table 4",
+            {
+                "location": {**LOCATION, "references": 8},
+                "cifar10": {**CIFAR10, "references": 8},
+                "cifar10-mismatch": {**CIFAR10, "reference_model": "resnet", "references": 4},
+            },
+            # location on one seed: its full-Hessian row (3,870 last-layer parameters) costs minutes per seed here
+            lambda k: ablation_rows(k),
+            seeds_for={"location": (0,), "cifar10-mismatch": (0,)},
+        ),
+    ]
+}
 
 
 def hardware() -> dict[str, Any]:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else platform.processor()
-    return {"cpu": cpu, "cores": os.cpu_count(), "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
-            "python": platform.python_version(), "gpu": None}
+    cpu = (
+        next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")
+            ),
+            platform.processor(),
+        )
+        if Path("/proc/cpuinfo").exists()
+        else platform.processor()
+    )
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+        "gpu": None,
+    }
 
 
 def _summary(values: list[float]) -> dict[str, float]:
@@ -101,8 +159,12 @@ def _summary(values: list[float]) -> dict[str, float]:
 
 def _row_metrics(entry: dict[str, Any], refs: list[dict[str, Any]]) -> dict[str, float]:
     """One row's numbers; the overhead ratio divides by the mean training time of one of the run's references."""
-    m = {"auc": entry["auc"], **{f"tpr@{k}": v for k, v in entry["tpr_at_fpr"].items()},
-         "reference_training_s": entry["seconds"]["reference_training"], "attack_s": entry["seconds"]["attack"]}
+    m = {
+        "auc": entry["auc"],
+        **{f"tpr@{k}": v for k, v in entry["tpr_at_fpr"].items()},
+        "reference_training_s": entry["seconds"]["reference_training"],
+        "attack_s": entry["seconds"]["attack"],
+    }
     for kind, levels in entry.get("fpr_at_alpha", {}).items():
         m.update({f"fpr_{kind}@{a}": v for a, v in levels.items()})
     one_ref = float(np.mean([r["seconds"] for r in refs])) if refs else float("nan")
@@ -113,7 +175,9 @@ def _row_metrics(entry: dict[str, Any], refs: list[dict[str, Any]]) -> dict[str,
 def run_dataset(suite: Suite, label: str, seed: int, cache_dir: Path | None) -> dict[str, Any]:
     base = dict(suite.datasets[label])
     rows = suite.rows(base.get("references", 0))
-    cfg = config.from_dict({**base, "seed": seed, "attacks": rows, **({"cache_dir": str(cache_dir)} if cache_dir else {})})
+    cfg = config.from_dict(
+        {**base, "seed": seed, "attacks": rows, **({"cache_dir": str(cache_dir)} if cache_dir else {})}
+    )
     return report.results_json(pipeline.run(cfg))
 
 
@@ -122,25 +186,48 @@ def aggregate(per_seed: list[dict[str, Any]]) -> dict[str, Any]:
     rows = []
     for i, entry in enumerate(first["attacks"]):
         metrics = [_row_metrics(r["attacks"][i], r["reference_models"]) for r in per_seed]
-        rows.append({"name": entry["name"], "label": entry["label"], "references": entry["references"],
-                     "unreliable_fpr_levels": entry["unreliable_fpr_levels"],
-                     **{k: _summary([m[k] for m in metrics]) for k in metrics[0]}})
-    return {"n_records": first["n_records"], "n_members": first["n_members"], "n_nonmembers": first["n_nonmembers"],
-            "model": first["model"], "reference_model": first["reference_model"], "config": first["config"],
-            "seeds": [r["seed"] for r in per_seed],
-            "target_train_accuracy": _summary([r["target"]["train_accuracy"] for r in per_seed]),
-            "target_test_accuracy": _summary([r["target"]["test_accuracy"] for r in per_seed]),
-            "reference_seconds_each": _summary([m["seconds"] for r in per_seed for m in r["reference_models"]]),
-            "rows": rows}
+        rows.append(
+            {
+                "name": entry["name"],
+                "label": entry["label"],
+                "references": entry["references"],
+                "unreliable_fpr_levels": entry["unreliable_fpr_levels"],
+                **{k: _summary([m[k] for m in metrics]) for k in metrics[0]},
+            }
+        )
+    return {
+        "n_records": first["n_records"],
+        "n_members": first["n_members"],
+        "n_nonmembers": first["n_nonmembers"],
+        "model": first["model"],
+        "reference_model": first["reference_model"],
+        "config": first["config"],
+        "seeds": [r["seed"] for r in per_seed],
+        "target_train_accuracy": _summary([r["target"]["train_accuracy"] for r in per_seed]),
+        "target_test_accuracy": _summary([r["target"]["test_accuracy"] for r in per_seed]),
+        "reference_seconds_each": _summary([m["seconds"] for r in per_seed for m in r["reference_models"]]),
+        "rows": rows,
+    }
 
 
-def run_suite(name: str, out_dir: Path = Path("benchmarks/results"), cache_dir: Path | None = None,
-              datasets: list[str] | None = None, seeds: list[int] | None = None,
-              log: Callable[[str], None] = print) -> dict[str, Any]:
+def run_suite(
+    name: str,
+    out_dir: Path = Path("benchmarks/results"),
+    cache_dir: Path | None = None,
+    datasets: list[str] | None = None,
+    seeds: list[int] | None = None,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
     suite = SUITES[name]
     start = time.perf_counter()
-    results: dict[str, Any] = {"suite": name, "description": suite.description, "miaudit_version": __version__,
-                               "command": f"miaudit bench {name}", "hardware": hardware(), "datasets": {}}
+    results: dict[str, Any] = {
+        "suite": name,
+        "description": suite.description,
+        "miaudit_version": __version__,
+        "command": f"miaudit bench {name}",
+        "hardware": hardware(),
+        "datasets": {},
+    }
     for label in datasets or list(suite.datasets):
         per_seed = []
         for seed in seeds or suite.seeds_for.get(label, suite.seeds):
@@ -160,30 +247,46 @@ def _fmt(stat: dict[str, float], scale: float = 100.0, digits: int = 2) -> str:
 
 def markdown(results: dict[str, Any]) -> str:
     hw = results["hardware"]
-    lines = [f"# Benchmark suite `{results['suite']}`", "", results["description"], "",
-             f"Command: `{results['command']}`. Hardware: {hw['cpu']}, {hw['cores']} cores, no GPU, torch {hw['torch']} "
-             f"({hw['torch_threads']} threads). Wall time {results['wall_seconds'] / 60:.1f} min "
-             "(trained models are cached: a rerun only recomputes attacks).", ""]
+    lines = [
+        f"# Benchmark suite `{results['suite']}`",
+        "",
+        results["description"],
+        "",
+        f"Command: `{results['command']}`. Hardware: {hw['cpu']}, {hw['cores']} cores, no GPU, torch {hw['torch']} "
+        f"({hw['torch_threads']} threads). Wall time {results['wall_seconds'] / 60:.1f} min "
+        "(trained models are cached: a rerun only recomputes attacks).",
+        "",
+    ]
     for label, d in results["datasets"].items():
-        lines += [f"## {label}", "",
-                  f"{d['n_records']} records, {d['n_members']} members / {d['n_nonmembers']} non-members; "
-                  f"target {d['model']} (references {d['reference_model']}): train accuracy "
-                  f"{_fmt(d['target_train_accuracy'], 1, 3)}, test accuracy {_fmt(d['target_test_accuracy'], 1, 3)}; "
-                  f"one reference model trains in {d['reference_seconds_each']['mean']:.1f} s; seeds {d['seeds']}.", "",
-                  "| attack | n | TPR@0.1% | TPR@1% | TPR@5% | AUC | FPR at p<1%: raw / cal. | FPR at p<5%: raw / cal. "
-                  "| ref. training s | attack s | attack / one ref. |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            f"## {label}",
+            "",
+            f"{d['n_records']} records, {d['n_members']} members / {d['n_nonmembers']} non-members; "
+            f"target {d['model']} (references {d['reference_model']}): train accuracy "
+            f"{_fmt(d['target_train_accuracy'], 1, 3)}, test accuracy {_fmt(d['target_test_accuracy'], 1, 3)}; "
+            f"one reference model trains in {d['reference_seconds_each']['mean']:.1f} s; seeds {d['seeds']}.",
+            "",
+            "| attack | n | TPR@0.1% | TPR@1% | TPR@5% | AUC | FPR at p<1%: raw / cal. | FPR at p<5%: raw / cal. "
+            "| ref. training s | attack s | attack / one ref. |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for r in d["rows"]:
             dag = " †" if "0.001" in r["unreliable_fpr_levels"] else ""
-            fpr = [" / ".join(_fmt(r[k], 100, 1) for k in (f"fpr_raw@{a}", f"fpr_calibrated@{a}") if k in r) or "-"
-                   for a in ("0.01", "0.05")]
-            lines.append(f"| {r['label']} | {r['references']} | {_fmt(r['tpr@0.001'])}{dag} | {_fmt(r['tpr@0.01'])} | "
-                         f"{_fmt(r['tpr@0.05'])} | {_fmt(r['auc'], 1, 3)} | {fpr[0]} | {fpr[1]} | "
-                         f"{r['reference_training_s']['mean']:.1f} | {r['attack_s']['mean']:.2f} | "
-                         f"{r['attack_over_one_reference']['mean']:.3f} |")
+            fpr = [
+                " / ".join(_fmt(r[k], 100, 1) for k in (f"fpr_raw@{a}", f"fpr_calibrated@{a}") if k in r) or "-"
+                for a in ("0.01", "0.05")
+            ]
+            lines.append(
+                f"| {r['label']} | {r['references']} | {_fmt(r['tpr@0.001'])}{dag} | {_fmt(r['tpr@0.01'])} | "
+                f"{_fmt(r['tpr@0.05'])} | {_fmt(r['auc'], 1, 3)} | {fpr[0]} | {fpr[1]} | "
+                f"{r['reference_training_s']['mean']:.1f} | {r['attack_s']['mean']:.2f} | "
+                f"{r['attack_over_one_reference']['mean']:.3f} |"
+            )
         lines.append("")
-    lines.append("Mean ± standard deviation over seeds; TPR and FPR in percent. † TPR@0.1% rests on fewer than 10 "
-                 "false positives (FPR below 10/n non-members): unreliable. 'attack s' excludes work that an earlier "
-                 "row of the same run cached (reference features, fitted Laplace posteriors), so BMIA's full cost is "
-                 "the first BMIA row's; 'attack / one ref.' divides it by one reference model's training time.")
+    lines.append(
+        "Mean ± standard deviation over seeds; TPR and FPR in percent. † TPR@0.1% rests on fewer than 10 "
+        "false positives (FPR below 10/n non-members): unreliable. 'attack s' excludes work that an earlier "
+        "row of the same run cached (reference features, fitted Laplace posteriors), so BMIA's full cost is "
+        "the first BMIA row's; 'attack / one ref.' divides it by one reference model's training time."
+    )
     return "\n".join(lines) + "\n"

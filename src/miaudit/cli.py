@@ -6,12 +6,12 @@
 Bad input (config, data, attack requirements) exits with code 2 and a one-line
 message naming the field; nothing is written.
 """
+
 from __future__ import annotations
 
 import sys
 import time
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -33,8 +33,12 @@ def _fail(e: Exception) -> None:
 
 
 @app.command()
-def run(config: Optional[Path] = typer.Argument(None, help="YAML config; omit for the built-in default audit"),
-        out: Optional[Path] = typer.Option(None, "--out", "-o", help="output directory (default ./miaudit-runs/<config name>)")) -> None:
+def run(
+    config: Path | None = typer.Argument(None, help="YAML config; omit for the built-in default audit"),
+    out: Path | None = typer.Option(
+        None, "--out", "-o", help="output directory (default ./miaudit-runs/<config name>)"
+    ),
+) -> None:
     """Run one audit and write results.json, report.md, roc.png and scores.csv."""
     from . import api
 
@@ -51,14 +55,19 @@ def run(config: Optional[Path] = typer.Argument(None, help="YAML config; omit fo
 
 def _metrics_table(results: dict) -> Table:
     t = results["target"]
-    table = Table(title=f"{results['dataset']}: target train/test accuracy "
-                        f"{t['train_accuracy']:.3f}/{t['test_accuracy']:.3f}")
+    table = Table(
+        title=f"{results['dataset']}: target train/test accuracy {t['train_accuracy']:.3f}/{t['test_accuracy']:.3f}"
+    )
     for col in ("attack", "AUC", "TPR@0.1%", "TPR@1%", "TPR@5%", "attack s"):
         table.add_column(col, justify="right" if col != "attack" else "left")
     for a in results["attacks"]:
         tpr = a["tpr_at_fpr"]
-        table.add_row(a["label"], f"{a['auc']:.3f}", *(f"{100 * tpr[k]:.2f}" for k in ("0.001", "0.01", "0.05")),
-                      f"{a['seconds']['attack']:.2f}")
+        table.add_row(
+            a["label"],
+            f"{a['auc']:.3f}",
+            *(f"{100 * tpr[k]:.2f}" for k in ("0.001", "0.01", "0.05")),
+            f"{a['seconds']['attack']:.2f}",
+        )
     return table
 
 
@@ -74,10 +83,12 @@ def _ranking_table(results: dict) -> Table:
 
 
 @app.command()
-def bench(suite: str = typer.Argument(..., help="suite name: smoke, quick, paper, ablations"),
-          out: Path = typer.Option(Path("benchmarks/results"), "--out", "-o", help="folder for <suite>.json and .md"),
-          dataset: Optional[list[str]] = typer.Option(None, "--dataset", "-d", help="only these data sets of the suite"),
-          seed: Optional[list[int]] = typer.Option(None, "--seed", "-s", help="only these seeds")) -> None:
+def bench(
+    suite: str = typer.Argument(..., help="suite name: smoke, quick, paper, ablations"),
+    out: Path = typer.Option(Path("benchmarks/results"), "--out", "-o", help="folder for <suite>.json and .md"),
+    dataset: list[str] | None = typer.Option(None, "--dataset", "-d", help="only these data sets of the suite"),
+    seed: list[int] | None = typer.Option(None, "--seed", "-s", help="only these seeds"),
+) -> None:
     """Run a benchmark suite and write its aggregated results."""
     from . import bench as bench_mod
 

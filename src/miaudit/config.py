@@ -3,6 +3,7 @@
 Every error is one line naming the offending key (``attacks.1.samples: ...``);
 the CLI turns ``ConfigError`` into exit code 2 before anything is written.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -32,7 +33,7 @@ class DataConfig(_Strict):
     data_dir: Path | None = None
 
     @model_validator(mode="after")
-    def _one_source(self) -> "DataConfig":
+    def _one_source(self) -> DataConfig:
         if (self.name is None) == (self.path is None):
             raise ValueError("give exactly one of name (a built-in data set) or path (a .npz/.csv file)")
         return self
@@ -62,7 +63,7 @@ class SplitConfig(_Strict):
     validation: float = Field(default=0.2, ge=0, lt=1)
 
     @model_validator(mode="after")
-    def _sums_to_one(self) -> "SplitConfig":
+    def _sums_to_one(self) -> SplitConfig:
         if self.as_tuple() and sum(self.as_tuple()) > 1 + 1e-9:
             raise ValueError(f"fractions sum to {sum(self.as_tuple()):.3f}, must be at most 1")
         return self
@@ -78,15 +79,20 @@ def _architecture_name(v: str | None) -> str | None:
     if v is not None and io.is_import_path(v):
         io.import_factory(v)
     elif v is not None and v not in ARCHITECTURES:
-        raise ValueError(f"unknown architecture {v!r}; expected one of {sorted(ARCHITECTURES)} or package.module:factory")
+        raise ValueError(
+            f"unknown architecture {v!r}; expected one of {sorted(ARCHITECTURES)} or package.module:factory"
+        )
     return v
 
 
 class TargetConfig(_Strict):
     """A model the user trained outside miaudit: how to build it and where its weights are."""
 
-    architecture: str | None = Field(default=None, description="built-in name or package.module:factory "
-                                                               "(called as factory(input_shape, n_classes)); default: model")
+    architecture: str | None = Field(
+        default=None,
+        description="built-in name or package.module:factory "
+        "(called as factory(input_shape, n_classes)); default: model",
+    )
     checkpoint: Path = Field(description=".safetensors, or a weights-only .pt/.pth state_dict")
 
     _known = field_validator("architecture")(_architecture_name)
@@ -125,21 +131,29 @@ class AttackSpec(_Strict):
 class RunConfig(_Strict):
     dataset: DataConfig = DataConfig(name="digits")
     model: str = "mlp"
-    reference_model: str | None = Field(default=None, description="architecture of the reference models (default: model)")
+    reference_model: str | None = Field(
+        default=None, description="architecture of the reference models (default: model)"
+    )
     seed: int = Field(default=0, ge=0)  # numpy's SeedSequence takes non-negative integers only
     train: TrainConfig = TrainConfig()
     references: int = Field(default=4, ge=0, le=1024)
     mode: Literal["offline", "online"] = "offline"
     split: SplitConfig = SplitConfig()
-    attacks: list[AttackSpec] = Field(default_factory=lambda: [AttackSpec(name="attack-p", params=registry.get("attack-p").params())], min_length=1)
+    attacks: list[AttackSpec] = Field(
+        default_factory=lambda: [AttackSpec(name="attack-p", params=registry.get("attack-p").params())], min_length=1
+    )
     cache_dir: Path | None = None
     device: str = "cpu"
     target: TargetConfig | None = Field(default=None, description="audit this model instead of training one")
     members: Path | None = Field(default=None, description="record indices the target trained on (.npy or text)")
     nonmembers: Path | None = Field(default=None, description="record indices the target did not train on")
     queries: Path | None = Field(default=None, description="record indices to audit, membership unknown")
-    min_fpr: float | None = Field(default=None, gt=0, lt=1, description="smallest FPR the audit must resolve; "
-                                                                          "refused with fewer than 1/min_fpr non-members")
+    min_fpr: float | None = Field(
+        default=None,
+        gt=0,
+        lt=1,
+        description="smallest FPR the audit must resolve; refused with fewer than 1/min_fpr non-members",
+    )
 
     @field_validator("dataset", mode="before")
     @classmethod
@@ -149,30 +163,38 @@ class RunConfig(_Strict):
     _known_architecture = field_validator("model", "reference_model")(_architecture_name)
 
     @model_validator(mode="after")
-    def _references_fit(self) -> "RunConfig":
+    def _references_fit(self) -> RunConfig:
         for i, spec in enumerate(self.attacks):
             k = spec.params.references
             if k is not None and k > self.references:
                 raise ValueError(f"attacks.{i}.references: {k} exceeds the run's references: {self.references}")
         if self.mode == "online" and self.references % 2:
-            raise ValueError(f"references: online mode needs an even number (each query IN for half), got {self.references}")
+            raise ValueError(
+                f"references: online mode needs an even number (each query IN for half), got {self.references}"
+            )
         for i, spec in enumerate(self.attacks):  # e.g. mr-bmia with one reference: refuse before training anything
             try:
-                registry.get(spec.name).check_plan(registry.references_used(spec.name, spec.params, self.references), self.mode)
+                registry.get(spec.name).check_plan(
+                    registry.references_used(spec.name, spec.params, self.references), self.mode
+                )
             except AttackRequirementError as e:
                 raise ValueError(f"attacks.{i}: {e}") from None
         return self
 
     @model_validator(mode="after")
-    def _membership_files(self) -> "RunConfig":
+    def _membership_files(self) -> RunConfig:
         if (self.members is None) != (self.nonmembers is None):
-            raise ValueError(f"{'nonmembers' if self.nonmembers is None else 'members'}: give both members and "
-                             "nonmembers index files, or neither")
+            raise ValueError(
+                f"{'nonmembers' if self.nonmembers is None else 'members'}: give both members and "
+                "nonmembers index files, or neither"
+            )
         if self.queries is not None and self.members is not None:
             raise ValueError("queries: give either queries (membership unknown) or members and nonmembers, not both")
         if self.target is None and (self.members or self.queries):
-            raise ValueError(f"{'members' if self.members else 'queries'}: index files select records to audit for a "
-                             "model you trained; add target: {checkpoint: ...}")
+            raise ValueError(
+                f"{'members' if self.members else 'queries'}: index files select records to audit for a "
+                "model you trained; add target: {checkpoint: ...}"
+            )
         if self.min_fpr is not None and self.queries is not None:
             raise ValueError("min_fpr: needs members and nonmembers; queries of unknown membership give no ROC")
         return self

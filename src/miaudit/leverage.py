@@ -18,6 +18,7 @@ multiplied through by n: A = n (H + lambda I), so the 1/n of eq. 14 cancels.
 Every array is float64. Labels never enter: d^2 l / dy df is a constant matrix
 for both losses (Propositions 4.3, 4.4) and the Hessians do not involve y.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
@@ -40,8 +41,9 @@ def augment_bias(features: ArrayLike) -> np.ndarray:
     return np.hstack([g, np.ones((g.shape[0], 1))])
 
 
-def regression_leverage(train_features: ArrayLike, query_features: ArrayLike | None = None, *,
-                        damping: float = 0.0, bias: bool = True) -> np.ndarray:
+def regression_leverage(
+    train_features: ArrayLike, query_features: ArrayLike | None = None, *, damping: float = 0.0, bias: bool = True
+) -> np.ndarray:
     """Last-layer GLS for the quadratic loss, one scalar per query (Proposition C.1, eq. C.26).
 
     GLS_i = I_m * h_i with h_i = g~_i^T (G^T G + (n lambda / 2) I)^{-1} g~_i: the
@@ -67,9 +69,15 @@ def regression_leverage(train_features: ArrayLike, query_features: ArrayLike | N
     return np.einsum("dm,dm->m", whitened, whitened)
 
 
-def cross_entropy_gls_matrices(train_features: ArrayLike, train_probs: ArrayLike, query_features: ArrayLike, *,
-                               damping: float = 1e-3, structure: Structure = "full",
-                               batch_size: int = 2048) -> np.ndarray:
+def cross_entropy_gls_matrices(
+    train_features: ArrayLike,
+    train_probs: ArrayLike,
+    query_features: ArrayLike,
+    *,
+    damping: float = 1e-3,
+    structure: Structure = "full",
+    batch_size: int = 2048,
+) -> np.ndarray:
     """Logit-space last-layer GLS for cross-entropy, (m, C, C) (Proposition C.2, eq. C.30).
 
     (GLS_i)_uv = g~_i^T (A^{-1})_[u,v] g~_i with A = sum_j S_j (x) g~_j g~_j^T + n lambda I,
@@ -92,13 +100,22 @@ def cross_entropy_gls_matrices(train_features: ArrayLike, train_probs: ArrayLike
     (exact when all S_j are equal), damped exactly through the eigenbases of
     the two factors. Time O(n (d^2 + C^2) + d^3 + C^3 + m (d^2 + C d + C^3)).
     """
-    return np.concatenate(list(_logit_gls_batches(train_features, train_probs, query_features,
-                                                  damping, structure, batch_size)))
+    return np.concatenate(
+        list(_logit_gls_batches(train_features, train_probs, query_features, damping, structure, batch_size))
+    )
 
 
-def cross_entropy_gls(train_features: ArrayLike, train_probs: ArrayLike, query_features: ArrayLike,
-                      query_probs: ArrayLike, *, damping: float = 1e-3, structure: Structure = "full",
-                      space: Space = "logit", batch_size: int = 2048) -> np.ndarray:
+def cross_entropy_gls(
+    train_features: ArrayLike,
+    train_probs: ArrayLike,
+    query_features: ArrayLike,
+    query_probs: ArrayLike,
+    *,
+    damping: float = 1e-3,
+    structure: Structure = "full",
+    space: Space = "logit",
+    batch_size: int = 2048,
+) -> np.ndarray:
     """Trace of the last-layer cross-entropy GLS for each query, (m,) (Remark B.1: trace summary).
 
     ``space="logit"``: trace(GLS_i), the matrix M_i of eq. C.30 (``query_probs``
@@ -116,18 +133,25 @@ def cross_entropy_gls(train_features: ArrayLike, train_probs: ArrayLike, query_f
         raise ValueError(f"query_probs: {p.shape[0]} rows for {np.shape(query_features)[0]} query_features")
     traces, start = [], 0
     for matrices in _logit_gls_batches(train_features, train_probs, query_features, damping, structure, batch_size):
-        p_batch, start = p[start:start + len(matrices)], start + len(matrices)
+        p_batch, start = p[start : start + len(matrices)], start + len(matrices)
         if space == "logit":
             traces.append(np.trace(matrices, axis1=1, axis2=2))
         else:
             # trace(S_i M_i) with S_i = diag(p_i) - p_i p_i^T
-            traces.append(np.einsum("mu,muu->m", p_batch, matrices)
-                          - np.einsum("mu,muv,mv->m", p_batch, matrices, p_batch))
+            traces.append(
+                np.einsum("mu,muu->m", p_batch, matrices) - np.einsum("mu,muv,mv->m", p_batch, matrices, p_batch)
+            )
     return np.concatenate(traces)
 
 
-def _logit_gls_batches(train_features: ArrayLike, train_probs: ArrayLike, query_features: ArrayLike,
-                       damping: float, structure: Structure, batch_size: int) -> Iterator[np.ndarray]:
+def _logit_gls_batches(
+    train_features: ArrayLike,
+    train_probs: ArrayLike,
+    query_features: ArrayLike,
+    damping: float,
+    structure: Structure,
+    batch_size: int,
+) -> Iterator[np.ndarray]:
     """The (batch, C, C) GLS matrices of consecutive query batches; the Hessian is factorised once."""
     g_train, probs = augment_bias(train_features), _probabilities(train_probs, "train_probs")
     g_query = augment_bias(query_features)
@@ -144,7 +168,7 @@ def _logit_gls_batches(train_features: ArrayLike, train_probs: ArrayLike, query_
     else:
         raise ValueError(f"structure: expected 'full' or 'kron', got {structure!r}")
     for start in range(0, max(len(g_query), 1), batch_size):  # no queries: one empty batch keeps the shape
-        yield per_batch(g_query[start:start + batch_size])
+        yield per_batch(g_query[start : start + batch_size])
 
 
 def _full_hessian(g: np.ndarray, probs: np.ndarray, damping: float, batch_size: int) -> np.ndarray:
@@ -154,15 +178,15 @@ def _full_hessian(g: np.ndarray, probs: np.ndarray, damping: float, batch_size: 
     hessian = np.zeros((n_classes * width, n_classes * width))
     blocks = hessian.reshape(n_classes, width, n_classes, width)  # a view: blocks[k, :, l, :] = block (k, l)
     for start in range(0, n, batch_size):
-        g_batch, p_batch = g[start:start + batch_size], probs[start:start + batch_size]
+        g_batch, p_batch = g[start : start + batch_size], probs[start : start + batch_size]
         # row j is p_j (x) g~_j, so (cols k)^T (cols l) = sum_j p_jk p_jl g~_j g~_j^T = -block (k, l), k != l
         weighted = (p_batch[:, :, None] * g_batch[:, None, :]).reshape(len(g_batch), -1)
         for k in range(n_classes - 1):
             rows = slice(k * width, (k + 1) * width)
-            hessian[rows, (k + 1) * width:] -= weighted[:, rows].T @ weighted[:, (k + 1) * width:]
+            hessian[rows, (k + 1) * width :] -= weighted[:, rows].T @ weighted[:, (k + 1) * width :]
     for k in range(n_classes):
-        for l in range(k + 1, n_classes):
-            blocks[l, :, k, :] = blocks[k, :, l, :]  # each block is a weighted sum of g~ g~^T: symmetric
+        for j in range(k + 1, n_classes):
+            blocks[j, :, k, :] = blocks[k, :, j, :]  # each block is a weighted sum of g~ g~^T: symmetric
     for k in range(n_classes):
         # rows of S_j sum to 0: (S_j)_kk = p_k (1 - p_k) = -sum_{l != k} (S_j)_kl, without 1 - p_k cancellation
         blocks[k, :, k, :] = -blocks[k].sum(axis=1)
@@ -191,7 +215,7 @@ def _contract_blocks(inverse: np.ndarray, q: np.ndarray, n_classes: int) -> np.n
     width = q.shape[1]
     out = np.empty((len(q), n_classes, n_classes))
     for u in range(n_classes):
-        row_blocks = inverse[u * width:(u + 1) * width, u * width:]  # blocks (u, v) for v >= u
+        row_blocks = inverse[u * width : (u + 1) * width, u * width :]  # blocks (u, v) for v >= u
         projected = (q @ row_blocks).reshape(len(q), n_classes - u, width)
         values = np.matmul(projected, q[:, :, None])[..., 0]
         out[:, u, u:] = values

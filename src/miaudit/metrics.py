@@ -4,6 +4,7 @@ TPR at FPR a is the largest TPR on the ROC curve with FPR <= a (inclusive).
 With n non-members the smallest meaningful a is 1/n; below 10/n the figure is
 flagged unreliable, never silently reported.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -52,8 +53,12 @@ class AttackMetrics:
         return out
 
 
-def evaluate(scores: np.ndarray, is_member: np.ndarray, pvalue_sets: dict[str, np.ndarray] | None = None,
-             levels: tuple[float, ...] = FPR_LEVELS) -> AttackMetrics:
+def evaluate(
+    scores: np.ndarray,
+    is_member: np.ndarray,
+    pvalue_sets: dict[str, np.ndarray] | None = None,
+    levels: tuple[float, ...] = FPR_LEVELS,
+) -> AttackMetrics:
     """AUC, TPR at the FPR levels (the SPEC's, plus any the user asked for), and FPR at alpha for every
     named set of log p-values."""
     is_member = np.asarray(is_member, dtype=bool)

@@ -11,10 +11,11 @@ Order matters: the checkpoint is read first (a pickle is refused before
 anything else happens), every input check runs before the first reference
 model trains, and nothing is written here at all.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch.nn as nn
@@ -54,11 +55,15 @@ def membership_from_files(cfg: RunConfig, ds: Dataset) -> tuple[Split, np.ndarra
         members = _nonempty(load_indices(cfg.members, "members", n), "members")
         nonmembers = _nonempty(load_indices(cfg.nonmembers, "nonmembers", n), "nonmembers")
         validate.check_disjoint_indices(members, nonmembers)
-        validate.check_disjoint_rows((ds.x[members], ds.y[members], members), (ds.x[nonmembers], ds.y[nonmembers], nonmembers))
+        validate.check_disjoint_rows(
+            (ds.x[members], ds.y[members], members), (ds.x[nonmembers], ds.y[nonmembers], nonmembers)
+        )
         audited = np.concatenate([members, nonmembers])
     else:
-        raise ConfigError("members: to audit target.checkpoint, give members and nonmembers index files (records it "
-                          "trained on and records it did not), or queries (records of unknown membership)")
+        raise ConfigError(
+            "members: to audit target.checkpoint, give members and nonmembers index files (records it "
+            "trained on and records it did not), or queries (records of unknown membership)"
+        )
     population, validation = remainder_split(np.setdiff1d(np.arange(n), audited), cfg)
     split = Split(np.sort(members), np.sort(nonmembers), population, validation)
     if cfg.queries is not None:
@@ -73,8 +78,10 @@ def _with_checkpoint_classes(ds: Dataset, state: io.StateDict) -> Dataset:
         return ds
     n_classes = int(head.shape[0])
     if ds.n_classes > n_classes:
-        raise DataError(f"dataset: labels go up to {ds.n_classes - 1} but the target has {n_classes} outputs; "
-                        f"labels must be in [0, {n_classes})")
+        raise DataError(
+            f"dataset: labels go up to {ds.n_classes - 1} but the target has {n_classes} outputs; "
+            f"labels must be in [0, {n_classes})"
+        )
     return Dataset(ds.name, ds.x, ds.y, n_classes)
 
 
@@ -85,12 +92,22 @@ def from_checkpoint(cfg: RunConfig) -> pipeline.Experiment:
     split, query_idx, is_member = membership_from_files(cfg, ds)
     arch = cfg.target_architecture
     module = io.load_weights(build_model(arch, ds.input_shape, ds.n_classes), state, arch)
-    return audit_given(cfg, ds, split, query_idx, is_member, module,
-                       pipeline.builtin_recipe(cfg, ds, cfg.reference_architecture),
-                       source=f"checkpoint {Path(cfg.target.checkpoint).name}", architecture=arch)
+    return audit_given(
+        cfg,
+        ds,
+        split,
+        query_idx,
+        is_member,
+        module,
+        pipeline.builtin_recipe(cfg, ds, cfg.reference_architecture),
+        source=f"checkpoint {Path(cfg.target.checkpoint).name}",
+        architecture=arch,
+    )
 
 
-def _check_models(cfg: RunConfig, ds: Dataset, module: nn.Module, recipe: pipeline.ModelRecipe, reference_field: str) -> None:
+def _check_models(
+    cfg: RunConfig, ds: Dataset, module: nn.Module, recipe: pipeline.ModelRecipe, reference_field: str
+) -> None:
     """The target and a fresh reference model fit the data and the attacks, checked on a dry forward pass."""
     n_classes = validate.model_classes(module, ds.x, "target")
     if n_classes != ds.n_classes:
@@ -108,14 +125,27 @@ def _check_models(cfg: RunConfig, ds: Dataset, module: nn.Module, recipe: pipeli
 def _check_pool(cfg: RunConfig, split: Split, query_idx: np.ndarray) -> None:
     pool = len(split.population) + (len(query_idx) if cfg.mode == "online" else 0)
     if cfg.references and pool < MIN_POOL:
-        raise DataError(f"population: {pool} record(s) cannot train {cfg.references} reference model(s) on random "
-                        f"halves; give at least {MIN_POOL}")
+        raise DataError(
+            f"population: {pool} record(s) cannot train {cfg.references} reference model(s) on random "
+            f"halves; give at least {MIN_POOL}"
+        )
 
 
-def audit_given(cfg: RunConfig, ds: Dataset, split: Split, query_idx: np.ndarray, is_member: np.ndarray | None,
-                module: nn.Module, recipe: pipeline.ModelRecipe, *, source: str, architecture: str,
-                reference_field: str = "reference_model", query_info: dict[str, np.ndarray] | None = None,
-                record_name: Callable[[int], str] = lambda i: f"record {i}") -> pipeline.Experiment:
+def audit_given(
+    cfg: RunConfig,
+    ds: Dataset,
+    split: Split,
+    query_idx: np.ndarray,
+    is_member: np.ndarray | None,
+    module: nn.Module,
+    recipe: pipeline.ModelRecipe,
+    *,
+    source: str,
+    architecture: str,
+    reference_field: str = "reference_model",
+    query_info: dict[str, np.ndarray] | None = None,
+    record_name: Callable[[int], str] = lambda i: f"record {i}",
+) -> pipeline.Experiment:
     """Check everything, then wrap the user's model as the target and train the references."""
     validate.check_attack_plan(cfg, pipeline.provided_inputs(split))
     if is_member is not None:
@@ -127,7 +157,17 @@ def audit_given(cfg: RunConfig, ds: Dataset, split: Split, query_idx: np.ndarray
     logits = predict_logits(module, ds.x, device=cfg.device)
     validate.check_logits(logits, "target", record_name)
     train_acc = accuracy(logits[split.members], ds.y[split.members])
-    target = pipeline.TrainedModel("target", module.eval(), logits, split.members, 0.0, train_acc, cached=False,
-                                   architecture=architecture, source=source)
-    return pipeline.with_references(cfg, ds, split, query_idx, is_member, target, recipe, pipeline.open_store(cfg),
-                                    query_info=query_info or {})
+    target = pipeline.TrainedModel(
+        "target",
+        module.eval(),
+        logits,
+        split.members,
+        0.0,
+        train_acc,
+        cached=False,
+        architecture=architecture,
+        source=source,
+    )
+    return pipeline.with_references(
+        cfg, ds, split, query_idx, is_member, target, recipe, pipeline.open_store(cfg), query_info=query_info or {}
+    )

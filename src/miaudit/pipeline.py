@@ -3,11 +3,12 @@
 No math of its own. The target's membership (``is_member``) stays here and is
 only used to evaluate attack outputs; attacks receive the queries without it.
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import torch
@@ -75,23 +76,31 @@ class Experiment:
     def target_accuracy(self) -> dict[str, float]:
         y, logits = self.dataset.y, self.target.logits
         if not self.membership_known:  # population records are known non-members: the closest to a test accuracy
-            return {"query_accuracy": accuracy(logits[self.query_idx], y[self.query_idx]),
-                    "population_accuracy": accuracy(logits[self.split.population], y[self.split.population])}
-        return {"train_accuracy": accuracy(logits[self.split.members], y[self.split.members]),
-                "test_accuracy": accuracy(logits[self.split.nonmembers], y[self.split.nonmembers])}
+            return {
+                "query_accuracy": accuracy(logits[self.query_idx], y[self.query_idx]),
+                "population_accuracy": accuracy(logits[self.split.population], y[self.split.population]),
+            }
+        return {
+            "train_accuracy": accuracy(logits[self.split.members], y[self.split.members]),
+            "test_accuracy": accuracy(logits[self.split.nonmembers], y[self.split.nonmembers]),
+        }
 
     def _record_set(self, idx: np.ndarray) -> RecordSet:
         ds = self.dataset
-        ref_logits = np.stack([r.logits[idx] for r in self.references]) if self.references else \
-            np.zeros((0, len(idx), ds.n_classes))
+        ref_logits = (
+            np.stack([r.logits[idx] for r in self.references])
+            if self.references
+            else np.zeros((0, len(idx), ds.n_classes))
+        )
         in_pool = np.full(len(ds), -1)
         in_pool[self.pool_idx] = np.arange(len(self.pool_idx))
         pos = in_pool[idx]
         ref_in = None
         if (pos >= 0).all() and len(idx):
             ref_in = self.ref_masks[:, pos]
-        return RecordSet(labels=ds.y[idx], target_logits=self.target.logits[idx], ref_logits=ref_logits,
-                         ref_in=ref_in, x=ds.x[idx])
+        return RecordSet(
+            labels=ds.y[idx], target_logits=self.target.logits[idx], ref_logits=ref_logits, ref_in=ref_in, x=ds.x[idx]
+        )
 
     def attack_inputs(self) -> AttackInputs:
         s = self.split
@@ -107,7 +116,10 @@ class Experiment:
             queries=self._record_set(self.query_idx),
             population=self._record_set(s.population) if len(s.population) else None,
             validation=self._record_set(s.validation) if len(s.validation) else None,
-            models=models, mode=self.cfg.mode, seed=self.cfg.seed)
+            models=models,
+            mode=self.cfg.mode,
+            seed=self.cfg.seed,
+        )
 
 
 @dataclass
@@ -130,8 +142,14 @@ def _model_seed(seed: int, role: int) -> int:
 
 
 def _progress() -> Progress:
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    console=console, transient=True)
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
 
 
 def builtin_recipe(cfg: RunConfig, ds: Dataset, arch: str) -> ModelRecipe:
@@ -139,13 +157,25 @@ def builtin_recipe(cfg: RunConfig, ds: Dataset, arch: str) -> ModelRecipe:
     spec = {"arch": arch, "input_shape": ds.input_shape, "n_classes": ds.n_classes, "train": cfg.train.model_dump()}
     if io.is_import_path(arch):
         spec["arch_source"] = io.source_digest(arch)
-    return ModelRecipe(arch, lambda: build_model(arch, ds.input_shape, ds.n_classes),
-                       lambda m, x, y, seed, progress: train(m, x, y, cfg.train, seed, cfg.device, progress),
-                       cfg.train.epochs, spec)
+    return ModelRecipe(
+        arch,
+        lambda: build_model(arch, ds.input_shape, ds.n_classes),
+        lambda m, x, y, seed, progress: train(m, x, y, cfg.train, seed, cfg.device, progress),
+        cfg.train.epochs,
+        spec,
+    )
 
 
-def obtain(store: Store, recipe: ModelRecipe, ds: Dataset, role: str, seed: int, train_idx: np.ndarray,
-           progress: Progress, device: str = "cpu") -> TrainedModel:
+def obtain(
+    store: Store,
+    recipe: ModelRecipe,
+    ds: Dataset,
+    role: str,
+    seed: int,
+    train_idx: np.ndarray,
+    progress: Progress,
+    device: str = "cpu",
+) -> TrainedModel:
     """A model trained on ``train_idx``: loaded from the cache when finished before, else trained now."""
     entry = None
     if recipe.cache_spec is not None:
@@ -154,24 +184,52 @@ def obtain(store: Store, recipe: ModelRecipe, ds: Dataset, role: str, seed: int,
         if entry.complete():
             meta = store.load_meta(entry)
             module = store.load_weights(entry, recipe.build())
-            return TrainedModel(role, module, store.load_logits(entry).astype(np.float64), train_idx,
-                                meta["seconds"], meta["train_accuracy"], cached=True, architecture=recipe.architecture)
+            return TrainedModel(
+                role,
+                module,
+                store.load_logits(entry).astype(np.float64),
+                train_idx,
+                meta["seconds"],
+                meta["train_accuracy"],
+                cached=True,
+                architecture=recipe.architecture,
+            )
     module = seeded_model(recipe.build, seed)
     task = progress.add_task(f"training {role}", total=recipe.epochs)
-    report: TrainReport = recipe.fit(module, ds.x[train_idx], ds.y[train_idx], seed,
-                                     lambda done, _: progress.update(task, completed=done))
+    report: TrainReport = recipe.fit(
+        module, ds.x[train_idx], ds.y[train_idx], seed, lambda done, _: progress.update(task, completed=done)
+    )
     progress.remove_task(task)
     logits = predict_logits(module, ds.x, device=device)
     if entry is not None:
-        store.save(entry, module, {"role": role, "spec": spec, "seconds": report.seconds,
-                                   "train_accuracy": report.train_accuracy}, logits.astype(np.float32))
-    return TrainedModel(role, module.eval(), logits, train_idx, report.seconds, report.train_accuracy, cached=False,
-                        architecture=recipe.architecture)
+        store.save(
+            entry,
+            module,
+            {"role": role, "spec": spec, "seconds": report.seconds, "train_accuracy": report.train_accuracy},
+            logits.astype(np.float32),
+        )
+    return TrainedModel(
+        role,
+        module.eval(),
+        logits,
+        train_idx,
+        report.seconds,
+        report.train_accuracy,
+        cached=False,
+        architecture=recipe.architecture,
+    )
 
 
 def load_dataset(cfg: RunConfig) -> Dataset:
-    return data.load(cfg.dataset.name, cfg.dataset.path, data_dir=cfg.dataset.data_dir, cache_dir=cfg.cache_dir,
-                     label_column=cfg.dataset.label_column, subset=cfg.dataset.subset, seed=cfg.seed)
+    return data.load(
+        cfg.dataset.name,
+        cfg.dataset.path,
+        data_dir=cfg.dataset.data_dir,
+        cache_dir=cfg.cache_dir,
+        label_column=cfg.dataset.label_column,
+        subset=cfg.dataset.subset,
+        seed=cfg.seed,
+    )
 
 
 def open_store(cfg: RunConfig) -> Store:
@@ -191,16 +249,36 @@ def provided_inputs(split: Split) -> set[str]:
     return {"models", "x"} | {name for name, n in parts.items() if n}
 
 
-def with_references(cfg: RunConfig, ds: Dataset, split: Split, query_idx: np.ndarray, is_member: np.ndarray | None,
-                    target: TrainedModel, recipe: ModelRecipe, store: Store, **extra) -> Experiment:
+def with_references(
+    cfg: RunConfig,
+    ds: Dataset,
+    split: Split,
+    query_idx: np.ndarray,
+    is_member: np.ndarray | None,
+    target: TrainedModel,
+    recipe: ModelRecipe,
+    store: Store,
+    **extra,
+) -> Experiment:
     """Train (or load) the K reference models on random halves of the pool and assemble the experiment.
     Offline, the pool is the population; online it also holds the queries (each IN for half the models)."""
     online = cfg.mode == "online"
     pool_idx = np.sort(np.concatenate([split.population, query_idx])) if online else split.population
     ref_masks = data.reference_subsets(len(pool_idx), cfg.references, cfg.seed, balanced=online)
     with _progress() as progress:
-        refs = [obtain(store, recipe, ds, f"reference {k + 1}/{cfg.references}", _model_seed(cfg.seed, k + 1),
-                       pool_idx[ref_masks[k]], progress, cfg.device) for k in range(cfg.references)]
+        refs = [
+            obtain(
+                store,
+                recipe,
+                ds,
+                f"reference {k + 1}/{cfg.references}",
+                _model_seed(cfg.seed, k + 1),
+                pool_idx[ref_masks[k]],
+                progress,
+                cfg.device,
+            )
+            for k in range(cfg.references)
+        ]
     return Experiment(cfg, ds, split, query_idx, is_member, pool_idx, ref_masks, target, refs, **extra)
 
 
@@ -217,10 +295,19 @@ def prepare(cfg: RunConfig) -> Experiment:
     query_idx, is_member = shuffled_queries(split, cfg.seed)
     store = open_store(cfg)
     with _progress() as progress:
-        target = obtain(store, builtin_recipe(cfg, ds, cfg.model), ds, "target", _model_seed(cfg.seed, 0),
-                        split.members, progress, cfg.device)
-    return with_references(cfg, ds, split, query_idx, is_member, target,
-                           builtin_recipe(cfg, ds, cfg.reference_architecture), store)
+        target = obtain(
+            store,
+            builtin_recipe(cfg, ds, cfg.model),
+            ds,
+            "target",
+            _model_seed(cfg.seed, 0),
+            split.members,
+            progress,
+            cfg.device,
+        )
+    return with_references(
+        cfg, ds, split, query_idx, is_member, target, builtin_recipe(cfg, ds, cfg.reference_architecture), store
+    )
 
 
 def run_attack(exp: Experiment, spec: AttackSpec, inputs: AttackInputs | None = None) -> AttackRun:
@@ -231,8 +318,10 @@ def run_attack(exp: Experiment, spec: AttackSpec, inputs: AttackInputs | None = 
         info.warmup()
     start = time.perf_counter()
     result = registry.run(spec.name, inputs, spec.params)
-    seconds = {"reference_training": float(sum(r.seconds for r in exp.references[:k])),
-               "attack": time.perf_counter() - start}
+    seconds = {
+        "reference_training": float(sum(r.seconds for r in exp.references[:k])),
+        "attack": time.perf_counter() - start,
+    }
     return AttackRun(spec, k, result, evaluate(exp, result), seconds)
 
 

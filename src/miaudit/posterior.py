@@ -24,6 +24,7 @@ facts shape this module:
   metric across grid points without resetting it, so the validation prior is
   chosen by our own grid (``_validation_prior_precision``).
 """
+
 from __future__ import annotations
 
 import copy
@@ -53,8 +54,10 @@ def penultimate(model: nn.Module, x: np.ndarray, device: str = "cpu", batch_size
     """``model.features`` on every record (eval mode, no grad), as float64 (n, d)."""
     model.eval()
     with torch.no_grad():
-        parts = [model.features(torch.as_tensor(x[i:i + batch_size], dtype=torch.float32, device=device))
-                 for i in range(0, len(x), batch_size)]
+        parts = [
+            model.features(torch.as_tensor(x[i : i + batch_size], dtype=torch.float32, device=device))
+            for i in range(0, len(x), batch_size)
+        ]
     return torch.cat(parts).to(torch.float64)
 
 
@@ -78,8 +81,13 @@ def fit_last_layer(head: nn.Linear, features: torch.Tensor, labels: np.ndarray, 
     training records' features (prior precision still 1: see ``tune_prior``)."""
     from laplace import Laplace  # here, not at the top: it imports torchmetrics, seconds every CLI start pays
 
-    la = Laplace(_head_only(head), "classification", subset_of_weights="last_layer",
-                 hessian_structure=hessian, last_layer_name="head")
+    la = Laplace(
+        _head_only(head),
+        "classification",
+        subset_of_weights="last_layer",
+        hessian_structure=hessian,
+        last_layer_name="head",
+    )
     la.fit(_loader(features, labels))
     return la
 
@@ -106,8 +114,10 @@ def _validation_prior_precision(la: Any, features: torch.Tensor, labels: np.ndar
     y = torch.as_tensor(labels, dtype=torch.long, device=features.device)
     for prec in PRIOR_GRID:
         la.prior_precision = prec
-        loglik = sum(_predictive_loglik(logits, y[start:start + len(logits)])
-                     for start, logits in logit_chunks(la, features, PRIOR_GRID_SAMPLES, "weights", None, seed=0))
+        loglik = sum(
+            _predictive_loglik(logits, y[start : start + len(logits)])
+            for start, logits in logit_chunks(la, features, PRIOR_GRID_SAMPLES, "weights", None, seed=0)
+        )
         if loglik > best_loglik:
             best, best_loglik = prec, loglik
     return best
@@ -133,8 +143,8 @@ def sampled_heads(la: Any, n_samples: int, seed: int) -> torch.Tensor:
     head = la.model.last_layer
     n_classes, dim = head.weight.shape
     theta = la.sample(n_samples, generator=_generator(seed, la._device))
-    weights = theta[:, :n_classes * dim].reshape(n_samples, n_classes, dim)
-    bias = theta[:, n_classes * dim:] if head.bias is not None else theta.new_zeros(n_samples, n_classes)
+    weights = theta[:, : n_classes * dim].reshape(n_samples, n_classes, dim)
+    bias = theta[:, n_classes * dim :] if head.bias is not None else theta.new_zeros(n_samples, n_classes)
     rows = torch.cat([weights, bias.reshape(n_samples, n_classes, 1)], dim=-1)
     return rows.transpose(0, 1).reshape(-1, dim + 1).float()
 
@@ -143,8 +153,9 @@ def _chunk_size(chunk_size: int | None, n_samples: int, n_classes: int) -> int:
     return chunk_size or max(1, CHUNK_ELEMENTS // (n_samples * n_classes))
 
 
-def logit_chunks(la: Any, features: torch.Tensor, n_samples: int, predictive: Predictive,
-                 chunk_size: int | None, seed: int) -> Iterator[tuple[int, torch.Tensor]]:
+def logit_chunks(
+    la: Any, features: torch.Tensor, n_samples: int, predictive: Predictive, chunk_size: int | None, seed: int
+) -> Iterator[tuple[int, torch.Tensor]]:
     """(start, logits (n_chunk, C, M)) over the records, M posterior draws each.
 
     The draws (weights, or GLM standard normals) are made once, so every
@@ -156,26 +167,30 @@ def logit_chunks(la: Any, features: torch.Tensor, n_samples: int, predictive: Pr
     heads = sampled_heads(la, n_samples, seed)
     step = _chunk_size(chunk_size, n_samples, n_classes)
     for start in range(0, len(features), step):
-        phi = features[start:start + step].float()
+        phi = features[start : start + step].float()
         phi1 = torch.cat([phi, phi.new_ones(len(phi), 1)], dim=1)
         yield start, (phi1 @ heads.T).view(len(phi), n_classes, n_samples)
 
 
-def _glm_logit_chunks(la: Any, features: torch.Tensor, n_samples: int, chunk_size: int | None,
-                      seed: int) -> Iterator[tuple[int, torch.Tensor]]:
+def _glm_logit_chunks(
+    la: Any, features: torch.Tensor, n_samples: int, chunk_size: int | None, seed: int
+) -> Iterator[tuple[int, torch.Tensor]]:
     """Logits from the linearised predictive N(f(x), J Sigma J^T) (paper eq. 47),
     with laplace-torch computing the mean and covariance from the Jacobian."""
     n_classes, dim = la.model.last_layer.weight.shape
     jacobian_size = n_classes * n_classes * (dim + 1)
     if jacobian_size > GLM_MAX_JACOBIAN:
-        raise ValueError(f"predictive=glm: the last-layer Jacobian has {jacobian_size} entries per record "
-                         f"(C={n_classes}, d={dim}), too large; use predictive=weights (same distribution)")
-    z = torch.randn(n_samples, n_classes, dtype=torch.float64, device=features.device,
-                    generator=_generator(seed, features.device))
+        raise ValueError(
+            f"predictive=glm: the last-layer Jacobian has {jacobian_size} entries per record "
+            f"(C={n_classes}, d={dim}), too large; use predictive=weights (same distribution)"
+        )
+    z = torch.randn(
+        n_samples, n_classes, dtype=torch.float64, device=features.device, generator=_generator(seed, features.device)
+    )
     jacobian_budget = 4 * GLM_MAX_JACOBIAN  # Jacobian entries per chunk (128 MB in float64)
     step = min(_chunk_size(chunk_size, n_samples, n_classes), max(1, jacobian_budget // jacobian_size))
     for start in range(0, len(features), step):
-        f_mu, f_var = la._glm_predictive_distribution(features[start:start + step])
+        f_mu, f_var = la._glm_predictive_distribution(features[start : start + step])
         scale = torch.linalg.cholesky(f_var)  # (n, C, C)
         yield start, (f_mu[:, :, None] + torch.einsum("nij,mj->nim", scale, z)).float()
 
@@ -198,17 +213,25 @@ def signed_signal(name: Signal, logits: torch.Tensor, labels: torch.Tensor) -> t
     raise ValueError(f"unknown signal {name!r}; expected one of hinge, rescaled_logit, loss, confidence")
 
 
-def score_moments(la: Any, features: torch.Tensor, labels: np.ndarray, *, n_samples: int, signal: Signal,
-                  predictive: Predictive = "weights", chunk_size: int | None = None,
-                  seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def score_moments(
+    la: Any,
+    features: torch.Tensor,
+    labels: np.ndarray,
+    *,
+    n_samples: int,
+    signal: Signal,
+    predictive: Predictive = "weights",
+    chunk_size: int | None = None,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
     """Per-record mean and variance (ddof=1) of the signed score over M
     posterior draws, float64, never holding more than one chunk of scores."""
     y = torch.as_tensor(labels, dtype=torch.long, device=features.device)
     mean = np.empty(len(features))
     var = np.empty(len(features))
     for start, logits in logit_chunks(la, features, n_samples, predictive, chunk_size, seed):
-        scores = signed_signal(signal, logits, y[start:start + len(logits)]).double()  # moments in float64
+        scores = signed_signal(signal, logits, y[start : start + len(logits)]).double()  # moments in float64
         chunk_var, chunk_mean = torch.var_mean(scores, dim=1, correction=1)
-        mean[start:start + len(logits)] = chunk_mean.cpu().numpy()
-        var[start:start + len(logits)] = chunk_var.cpu().numpy()
+        mean[start : start + len(logits)] = chunk_mean.cpu().numpy()
+        var[start : start + len(logits)] = chunk_var.cpu().numpy()
     return mean, var

@@ -3,6 +3,7 @@
 Everything is first written into a temporary sibling folder and moved into
 place at the end, so a failure never leaves a half-written output directory.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,12 +16,12 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
-from . import __version__, metrics  # noqa: E402
-from .pipeline import AttackRun, RunResult  # noqa: E402
+from . import __version__, metrics
+from .pipeline import AttackRun, RunResult
 
 OUTPUT_FILES = ("results.json", "report.md", "roc.png", "scores.csv")
 
@@ -31,8 +32,10 @@ def slug(run: AttackRun) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", base)
 
 
-UNKNOWN_MEMBERSHIP_NOTE = ("membership of the queries is unknown: no ROC metrics; each attack's p-values and "
-                           "the risk ranking (scores.csv, column risk_rank) are the result")
+UNKNOWN_MEMBERSHIP_NOTE = (
+    "membership of the queries is unknown: no ROC metrics; each attack's p-values and "
+    "the risk ranking (scores.csv, column risk_rank) are the result"
+)
 
 
 def results_json(res: RunResult) -> dict:
@@ -54,11 +57,19 @@ def results_json(res: RunResult) -> dict:
         "seed": cfg.seed,
         "references": len(exp.references),
         "target": {**exp.target_accuracy(), "training_seconds": exp.target.seconds, "source": exp.target.source},
-        "reference_models": [{"train_accuracy": r.train_accuracy, "seconds": r.seconds, "cached": r.cached}
-                             for r in exp.references],
-        "attacks": [{"name": r.spec.name, "label": r.spec.label, "references": r.references,
-                     **(r.metrics.to_json() if known else ranking_json(r, exp.query_idx)), "seconds": r.seconds}
-                    for r in res.attacks],
+        "reference_models": [
+            {"train_accuracy": r.train_accuracy, "seconds": r.seconds, "cached": r.cached} for r in exp.references
+        ],
+        "attacks": [
+            {
+                "name": r.spec.name,
+                "label": r.spec.label,
+                "references": r.references,
+                **(r.metrics.to_json() if known else ranking_json(r, exp.query_idx)),
+                "seconds": r.seconds,
+            }
+            for r in res.attacks
+        ],
         "config": json.loads(cfg.model_dump_json()),
     }
     return out if known else {**out, "note": UNKNOWN_MEMBERSHIP_NOTE}
@@ -119,10 +130,14 @@ def exposed_records_md(res: RunResult, frame: pd.DataFrame, top: int = 10) -> li
     col = f"{slug(basis)}.p_value" if basis.result.log_pvalues is not None else f"{slug(basis)}.score"
     extra = [c for c in frame.columns if c.startswith("gls") and c.endswith(".score") and c != col]
     known = [c for c in ("label", "member") if c in frame.columns]
-    lines = ["", f"## Most exposed records (ranked by {basis.spec.label}: "
-                 f"{'smallest p-value' if col.endswith('p_value') else 'highest score'})", "",
-             "| rank | record | " + " | ".join([*known, col, *extra]) + " |",
-             "|---|---|" + "---|" * (len(known) + 1 + len(extra))]
+    lines = [
+        "",
+        f"## Most exposed records (ranked by {basis.spec.label}: "
+        f"{'smallest p-value' if col.endswith('p_value') else 'highest score'})",
+        "",
+        "| rank | record | " + " | ".join([*known, col, *extra]) + " |",
+        "|---|---|" + "---|" * (len(known) + 1 + len(extra)),
+    ]
     for row in frame.head(top).to_dict("records"):
         vals = " | ".join([*(str(row[c]) for c in known), *(f"{row[c]:.3g}" for c in [col, *extra])])
         lines.append(f"| {row['risk_rank']} | {row['record']} | {vals} |")
@@ -136,13 +151,24 @@ def roc_plot(res: RunResult, path: Path) -> None:
     for r in res.attacks:
         fpr, tpr = metrics.roc(r.result.scores, res.experiment.is_member)
         shown = fpr > 0  # log axes: the ROC's FPR = 0 points cannot be drawn; steps keep the curve honest
-        ax.plot(fpr[shown], tpr[shown], lw=1.4, drawstyle="steps-post",
-                label=f"{r.spec.label}  AUC {r.metrics.auc:.3f}, TPR@1% {100 * r.metrics.tpr_at_fpr['0.01']:.1f}%")
+        ax.plot(
+            fpr[shown],
+            tpr[shown],
+            lw=1.4,
+            drawstyle="steps-post",
+            label=f"{r.spec.label}  AUC {r.metrics.auc:.3f}, TPR@1% {100 * r.metrics.tpr_at_fpr['0.01']:.1f}%",
+        )
     ax.plot([1e-5, 1], [1e-5, 1], "k:", lw=0.8)
     ax.axvline(1.0 / max(n_non, 1), color="grey", lw=0.6, ls="--")
-    ax.set(xscale="log", yscale="log", xlim=(max(1e-4, 0.5 / max(n_non, 1)), 1), ylim=(1e-3, 1),
-           xlabel="false positive rate", ylabel="true positive rate",
-           title=f"{res.experiment.cfg.dataset.label}: membership inference ROC")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlim=(max(1e-4, 0.5 / max(n_non, 1)), 1),
+        ylim=(1e-3, 1),
+        xlabel="false positive rate",
+        ylabel="true positive rate",
+        title=f"{res.experiment.cfg.dataset.label}: membership inference ROC",
+    )
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=130)
@@ -154,43 +180,64 @@ def _pct(x: float) -> str:
 
 
 def _ranking_table_md(results: dict) -> list[str]:
-    lines = ["| attack | refs | records with p < 0.01 | p < 0.05 | most exposed records | reference training s | attack s |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| attack | refs | records with p < 0.01 | p < 0.05 | most exposed records | reference training s | attack s |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for a in results["attacks"]:
         flagged = [str(a["n_p_below"][k]) if "n_p_below" in a else "-" for k in ("0.01", "0.05")]
-        lines.append(f"| {a['label']} | {a['references']} | {' | '.join(flagged)} | "
-                     f"{', '.join(map(str, a['most_exposed'][:5]))} | {a['seconds']['reference_training']:.1f} | "
-                     f"{a['seconds']['attack']:.2f} |")
+        lines.append(
+            f"| {a['label']} | {a['references']} | {' | '.join(flagged)} | "
+            f"{', '.join(map(str, a['most_exposed'][:5]))} | {a['seconds']['reference_training']:.1f} | "
+            f"{a['seconds']['attack']:.2f} |"
+        )
     return ["", f"Note: {results['note']}.", "", *lines]
 
 
 def report_md(res: RunResult, results: dict, frame: pd.DataFrame) -> str:
     t = results["target"]
     known = results["membership"] == "known"
-    audited = (f"{results['n_members']} members, {results['n_nonmembers']} non-members" if known
-               else f"{results['n_queries']} queries of unknown membership")
+    audited = (
+        f"{results['n_members']} members, {results['n_nonmembers']} non-members"
+        if known
+        else f"{results['n_queries']} queries of unknown membership"
+    )
     accuracies = ", ".join(f"{k.replace('_', ' ')} {v:.3f}" for k, v in t.items() if k.endswith("accuracy"))
-    lines = [f"# miaudit report: {results['dataset']}", "",
-             f"- records: {results['n_records']} ({audited}, "
-             f"{results['n_population']} population, {results['n_validation']} validation)",
-             f"- target {results['model']} ({t['source']}): {accuracies}",
-             f"- reference models ({results['reference_model']}, {results['mode']}): {results['references']}"
-             if results["references"] else "- reference models: none",
-             f"- seed {results['seed']}, miaudit {results['miaudit_version']}"]
+    lines = [
+        f"# miaudit report: {results['dataset']}",
+        "",
+        f"- records: {results['n_records']} ({audited}, "
+        f"{results['n_population']} population, {results['n_validation']} validation)",
+        f"- target {results['model']} ({t['source']}): {accuracies}",
+        f"- reference models ({results['reference_model']}, {results['mode']}): {results['references']}"
+        if results["references"]
+        else "- reference models: none",
+        f"- seed {results['seed']}, miaudit {results['miaudit_version']}",
+    ]
     if not known:
         return "\n".join([*lines, *_ranking_table_md(results), *exposed_records_md(res, frame)]) + "\n"
-    lines += ["", "| attack | refs | AUC | TPR@0.1% | TPR@1% | TPR@5% | FPR at p<0.05 (raw / calibrated) | reference training s | attack s |",
-              "|---|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "| attack | refs | AUC | TPR@0.1% | TPR@1% | TPR@5% | FPR at p<0.05 (raw / calibrated) "
+        "| reference training s | attack s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for a in results["attacks"]:
         tpr = {k: _pct(v) + (" †" if k in a["unreliable_fpr_levels"] else "") for k, v in a["tpr_at_fpr"].items()}
         fa = a.get("fpr_at_alpha", {})
         fpr05 = " / ".join(_pct(fa[k]["0.05"]) for k in ("raw", "calibrated") if k in fa) or "-"
-        lines.append(f"| {a['label']} | {a['references']} | {a['auc']:.3f} | {tpr['0.001']} | {tpr['0.01']} | {tpr['0.05']} "
-                     f"| {fpr05} | {a['seconds']['reference_training']:.1f} | {a['seconds']['attack']:.2f} |")
+        lines.append(
+            f"| {a['label']} | {a['references']} | {a['auc']:.3f} | {tpr['0.001']} | {tpr['0.01']} | {tpr['0.05']} "
+            f"| {fpr05} | {a['seconds']['reference_training']:.1f} | {a['seconds']['attack']:.2f} |"
+        )
     unreliable = sorted({lv for a in results["attacks"] for lv in a["unreliable_fpr_levels"]})
     if unreliable:
-        lines += ["", f"† unreliable: with {results['n_nonmembers']} non-members, FPR levels below "
-                      f"{10 / results['n_nonmembers']:.4f} (10/n) rest on fewer than 10 false positives ({', '.join(unreliable)})."]
+        lines += [
+            "",
+            f"† unreliable: with {results['n_nonmembers']} non-members, FPR levels below "
+            f"{10 / results['n_nonmembers']:.4f} (10/n) rest on fewer than 10 false positives "
+            f"({', '.join(unreliable)}).",
+        ]
     lines += ["", "TPR and FPR in percent. Scores of every record: `scores.csv`; ROC: `roc.png`."]
     lines += exposed_records_md(res, frame)
     return "\n".join(lines) + "\n"

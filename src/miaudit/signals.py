@@ -4,6 +4,7 @@ Every function takes logits of shape (..., N, C) and labels of shape (N,) and
 returns an array of shape (..., N). Leading axes (e.g. K reference models) are
 broadcast, so the same code scores the target and a stack of references.
 """
+
 from __future__ import annotations
 
 import numpy as np

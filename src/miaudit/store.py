@@ -3,6 +3,7 @@ everything that determines them (data content, training indices, architecture,
 training config, seed). A finished model is never retrained; an interrupted run
 resumes at the first model not yet saved. Writes are atomic (temp file + rename).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -72,7 +73,9 @@ class Store:
         state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
         _atomic_write(entry.weights, lambda p: save_file(state, str(p)))
         _atomic_write(entry.logits_path, lambda p: _save_npy(p, logits))
-        _atomic_write(entry.meta_path, lambda p: p.write_text(json.dumps(meta, indent=1, default=str)))  # last: marks complete
+        _atomic_write(
+            entry.meta_path, lambda p: p.write_text(json.dumps(meta, indent=1, default=str))
+        )  # last: marks complete
 
     def load_weights(self, entry: ModelEntry, model: torch.nn.Module) -> torch.nn.Module:
         model.load_state_dict(load_file(str(entry.weights)))

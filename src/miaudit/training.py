@@ -1,9 +1,10 @@
 """One training loop: seeded, deterministic on CPU, with a progress bar."""
+
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import torch
@@ -27,8 +28,15 @@ def seeded_model(factory: Callable[[], nn.Module], seed: int) -> nn.Module:
     return factory()
 
 
-def train(model: nn.Module, x: np.ndarray, y: np.ndarray, cfg: TrainConfig, seed: int,
-          device: str = "cpu", progress: ProgressFn | None = None) -> TrainReport:
+def train(
+    model: nn.Module,
+    x: np.ndarray,
+    y: np.ndarray,
+    cfg: TrainConfig,
+    seed: int,
+    device: str = "cpu",
+    progress: ProgressFn | None = None,
+) -> TrainReport:
     """Minibatch SGD with momentum and weight decay on (x, y), in place.
 
     Shuffling uses a generator seeded by ``seed`` so that the same call gives the
@@ -39,8 +47,11 @@ def train(model: nn.Module, x: np.ndarray, y: np.ndarray, cfg: TrainConfig, seed
     yt = torch.as_tensor(y, dtype=torch.long, device=device)
     model.to(device).train()
     opt = torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
-    sched = (torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=cfg.epochs) if cfg.schedule == "cosine"
-             else torch.optim.lr_scheduler.LambdaLR(opt, lambda _: 1.0))
+    sched = (
+        torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=cfg.epochs)
+        if cfg.schedule == "cosine"
+        else torch.optim.lr_scheduler.LambdaLR(opt, lambda _: 1.0)
+    )
     loss_fn = nn.CrossEntropyLoss()
     gen = torch.Generator().manual_seed(seed)
     n = len(yt)
@@ -65,8 +76,10 @@ def train(model: nn.Module, x: np.ndarray, y: np.ndarray, cfg: TrainConfig, seed
 def predict_logits(model: nn.Module, x: np.ndarray, batch_size: int = 1024, device: str = "cpu") -> np.ndarray:
     """Logits in eval mode (BatchNorm running statistics, no dropout), float64."""
     model.eval()
-    out = [model(torch.as_tensor(x[i:i + batch_size], dtype=torch.float32, device=device)).double().cpu()
-           for i in range(0, len(x), batch_size)]
+    out = [
+        model(torch.as_tensor(x[i : i + batch_size], dtype=torch.float32, device=device)).double().cpu()
+        for i in range(0, len(x), batch_size)
+    ]
     return torch.cat(out).numpy() if out else np.zeros((0, 0))
 
 

@@ -4,11 +4,12 @@ Every check raises a one-line error naming the field (``members``,
 ``target``, ``min_fpr``, ``attacks.1`` ...), and every one runs before any model
 is trained or any file written, so a refused audit leaves nothing behind.
 """
+
 from __future__ import annotations
 
 import hashlib
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -35,7 +36,9 @@ def _dry_forward(model: nn.Module, x: np.ndarray, field: str) -> torch.Tensor:
         with torch.no_grad():
             return model.eval()(torch.as_tensor(x[:DRY_RUN_RECORDS], dtype=torch.float32))
     except Exception as e:  # the user's model met data it was not built for: whatever it raised, say so in one line
-        raise ModelError(f"{field}: forward pass fails on records of shape {tuple(x.shape[1:])} ({_first_line(e)})") from None
+        raise ModelError(
+            f"{field}: forward pass fails on records of shape {tuple(x.shape[1:])} ({_first_line(e)})"
+        ) from None
 
 
 def model_classes(model: nn.Module, x: np.ndarray, field: str = "target") -> int:
@@ -46,14 +49,20 @@ def model_classes(model: nn.Module, x: np.ndarray, field: str = "target") -> int
         shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
         raise ModelError(f"{field}: must return logits of shape (records, classes) for {n} record(s), got {shape}")
     if out.shape[1] < 2:
-        raise ModelError(f"{field}: returns {out.shape[1]} value(s) per record; miaudit needs logits for at least 2 classes")
+        raise ModelError(
+            f"{field}: returns {out.shape[1]} value(s) per record; miaudit needs logits for at least 2 classes"
+        )
     return int(out.shape[1])
 
 
 def check_last_layer(model: nn.Module, x: np.ndarray, field: str, attack: str) -> None:
-    """BMIA and GLS work on the last layer: ``features(x)``, ``head`` (nn.Linear with bias), forward = head(features)."""
+    """BMIA and GLS work on the last layer: ``features(x)``, ``head`` (nn.Linear with bias),
+    forward = head(features)."""
     head, features = getattr(model, "head", None), getattr(model, "features", None)
-    need = f"{field}: {attack} needs a model with features(x) and head (nn.Linear with bias), forward(x) = head(features(x))"
+    need = (
+        f"{field}: {attack} needs a model with features(x) and head (nn.Linear with bias), "
+        "forward(x) = head(features(x))"
+    )
     if not isinstance(head, nn.Linear) or head.bias is None or not callable(features):
         raise ModelError(need)
     try:
@@ -70,8 +79,10 @@ def check_logits(logits: np.ndarray, field: str, record_name: Callable[[int], st
     """NaN or inf logits would silently become NaN scores: refuse them."""
     bad = ~np.isfinite(logits).all(axis=1)
     if bad.any():
-        raise ModelError(f"{field}: outputs NaN or inf logits on {int(bad.sum())} record(s) (first: "
-                         f"{record_name(int(np.argmax(bad)))})")
+        raise ModelError(
+            f"{field}: outputs NaN or inf logits on {int(bad.sum())} record(s) (first: "
+            f"{record_name(int(np.argmax(bad)))})"
+        )
 
 
 def row_digests(x: np.ndarray, y: np.ndarray) -> list[bytes]:
@@ -81,15 +92,22 @@ def row_digests(x: np.ndarray, y: np.ndarray) -> list[bytes]:
     return [hashlib.blake2b(r.tobytes() + labels[i].tobytes(), digest_size=16).digest() for i, r in enumerate(rows)]
 
 
-def check_disjoint_indices(first: np.ndarray, second: np.ndarray, names: tuple[str, str] = ("members", "nonmembers")) -> None:
+def check_disjoint_indices(
+    first: np.ndarray, second: np.ndarray, names: tuple[str, str] = ("members", "nonmembers")
+) -> None:
     both = np.intersect1d(first, second)
     if both.size:
-        raise DataError(f"{names[1]}: {both.size} record index(es) also in {names[0]} (e.g. {both[0]}); "
-                        "a record is either a member or not")
+        raise DataError(
+            f"{names[1]}: {both.size} record index(es) also in {names[0]} (e.g. {both[0]}); "
+            "a record is either a member or not"
+        )
 
 
-def check_disjoint_rows(first: tuple[np.ndarray, np.ndarray, np.ndarray], second: tuple[np.ndarray, np.ndarray, np.ndarray],
-                        names: tuple[str, str] = ("members", "nonmembers")) -> None:
+def check_disjoint_rows(
+    first: tuple[np.ndarray, np.ndarray, np.ndarray],
+    second: tuple[np.ndarray, np.ndarray, np.ndarray],
+    names: tuple[str, str] = ("members", "nonmembers"),
+) -> None:
     """No record in both sets by content: a duplicated row would be scored as both a member and not.
 
     Each set is (x, y, ids), ids naming its records in the message (record indices or row positions)."""
@@ -97,15 +115,19 @@ def check_disjoint_rows(first: tuple[np.ndarray, np.ndarray, np.ndarray], second
     dup = [(seen[d], i) for d, i in zip(row_digests(second[0], second[1]), second[2]) if d in seen]
     if dup:
         a, b = names
-        raise DataError(f"{b}: {len(dup)} record(s) duplicate {a} records (e.g. {b} record {dup[0][1]} = {a} record "
-                        f"{dup[0][0]}: same features and label); a record is either a member or not")
+        raise DataError(
+            f"{b}: {len(dup)} record(s) duplicate {a} records (e.g. {b} record {dup[0][1]} = {a} record "
+            f"{dup[0][0]}: same features and label); a record is either a member or not"
+        )
 
 
 def check_min_fpr(min_fpr: float | None, n_nonmembers: int) -> None:
     """An explicitly requested FPR below 1/n cannot be measured at all: refuse (levels below 10/n are only flagged)."""
     if min_fpr is not None and min_fpr * n_nonmembers < 1 - 1e-9:
-        raise ConfigError(f"min_fpr: {min_fpr:g} needs at least {math.ceil(1 / min_fpr - 1e-9)} non-members, "
-                          f"the audit has {n_nonmembers}")
+        raise ConfigError(
+            f"min_fpr: {min_fpr:g} needs at least {math.ceil(1 / min_fpr - 1e-9)} non-members, "
+            f"the audit has {n_nonmembers}"
+        )
 
 
 def check_attack_plan(cfg: RunConfig, provided: set[str]) -> None:

@@ -4,6 +4,7 @@ Reference observations come as a (K, N) matrix ``z`` (reference k's signal on
 record i, oriented so that higher means member) with (K, N) boolean masks that
 say which observations belong to the IN or the OUT class of each record.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -27,8 +28,10 @@ VAR_FLOOR = 1e-30
 
 def observations(records: RecordSet, signal: Signal) -> tuple[np.ndarray, np.ndarray]:
     """(target signal (n,), reference signals (K, n)), oriented so higher means member."""
-    return (signals.oriented(signal, records.target_logits, records.labels),
-            signals.oriented(signal, records.ref_logits, records.labels))
+    return (
+        signals.oriented(signal, records.target_logits, records.labels),
+        signals.oriented(signal, records.ref_logits, records.labels),
+    )
 
 
 def membership_masks(inputs: AttackInputs, attack: str) -> tuple[np.ndarray, np.ndarray]:
@@ -43,7 +46,8 @@ def membership_masks(inputs: AttackInputs, attack: str) -> tuple[np.ndarray, np.
     if inputs.mode == "online":
         if q.ref_in is None:
             raise AttackRequirementError(
-                f"{attack}: online mode needs reference models that trained on the queries (IN references)")
+                f"{attack}: online mode needs reference models that trained on the queries (IN references)"
+            )
         ref_in = np.asarray(q.ref_in, dtype=bool)
         return ref_in, ~ref_in
     out = np.ones((k, n), dtype=bool) if q.ref_in is None else ~np.asarray(q.ref_in, dtype=bool)
@@ -54,8 +58,7 @@ def require_each(mask: np.ndarray, attack: str, what: str) -> None:
     """Raise unless every record (column) has at least one observation in ``mask``."""
     lacking = int((mask.sum(axis=0) == 0).sum())
     if lacking:
-        raise AttackRequirementError(
-            f"{attack}: {lacking} queries have no {what} reference; use more references")
+        raise AttackRequirementError(f"{attack}: {lacking} queries have no {what} reference; use more references")
 
 
 @dataclass(frozen=True)
@@ -110,8 +113,9 @@ def log_mean_exp(z: np.ndarray, mask: np.ndarray) -> np.ndarray:
         return logsumexp(z, b=mask.astype(np.float64), axis=0) - np.log(n)
 
 
-def gaussian_llr(z0: np.ndarray, mu_in: np.ndarray, var_in: np.ndarray,
-                 mu_out: np.ndarray, var_out: np.ndarray) -> np.ndarray:
+def gaussian_llr(
+    z0: np.ndarray, mu_in: np.ndarray, var_in: np.ndarray, mu_out: np.ndarray, var_out: np.ndarray
+) -> np.ndarray:
     """log N(z0; mu_in, var_in) - log N(z0; mu_out, var_out): LiRA's score (BaVarIA paper eq. 2/7)."""
     sd_in = np.sqrt(np.maximum(var_in, VAR_FLOOR))
     sd_out = np.sqrt(np.maximum(var_out, VAR_FLOOR))

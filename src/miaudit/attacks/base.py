@@ -10,6 +10,7 @@ pipeline's evaluation step.
 Shapes: N queries, C classes, K reference models, Z population records,
 V validation records.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -47,7 +48,7 @@ class RecordSet:
     ref_in: np.ndarray | None = None  # (K, n) bool: record in reference k's training set
     x: np.ndarray | None = None  # (n, ...) raw inputs, for attacks that learn from features (QMIA)
 
-    def first(self, k: int) -> "RecordSet":
+    def first(self, k: int) -> RecordSet:
         ref_in = None if self.ref_in is None else self.ref_in[:k]
         return replace(self, ref_logits=self.ref_logits[:k], ref_in=ref_in)
 
@@ -69,7 +70,7 @@ class ModelAccess:
     device: str = "cpu"
     memo: dict = field(default_factory=dict)
 
-    def first(self, k: int) -> "ModelAccess":
+    def first(self, k: int) -> ModelAccess:
         return replace(self, references=self.references[:k], reference_train=self.reference_train[:k])
 
 
@@ -88,7 +89,7 @@ class AttackInputs:
     def n_references(self) -> int:
         return int(self.queries.ref_logits.shape[0])
 
-    def first(self, k: int) -> "AttackInputs":
+    def first(self, k: int) -> AttackInputs:
         """The same inputs restricted to the first k reference models."""
         if k > self.n_references:
             raise AttackRequirementError(f"references: {k} requested but only {self.n_references} were trained")

@@ -10,6 +10,7 @@ The statistics (``bmia_test``, ``mr_bmia_test``) are plain array functions;
 the attacks wire them to the posteriors and, when a validation split is
 present, add conformal p-values (paper F.1).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,12 +18,12 @@ import torch
 from pydantic import Field
 
 from .. import posterior, signals
-from ..tails import t_logsf
+from ..pvalues import empirical_log_pvalues, t_logsf
 from .base import AttackInputs, AttackParams, AttackRequirementError, AttackResult, ModelAccess, RecordSet
-from .marginal import empirical_log_pvalues
 from .registry import register
 
 Stats = tuple[np.ndarray, np.ndarray, np.ndarray]  # (t, df, log_p), each (N,)
+
 
 def bmia_test(s0: np.ndarray, sample_mean: np.ndarray, sample_var: np.ndarray, n_samples: int) -> Stats:
     """Algorithm 1: t = (s0 - mean) / (sd * sqrt(1 + 1/M)), M - 1 degrees of freedom.
@@ -109,8 +110,15 @@ def _moments(inputs: AttackInputs, params: MRBMIAParams, sets: tuple[str, ...]) 
         la = _fitted_posterior(models, k, params, inputs)
         features = torch.cat([_features(models, k, which, _inputs_x(inputs, which)) for which in sets])
         mean, var = posterior.score_moments(
-            la, features, labels, n_samples=params.samples, signal=params.signal,
-            predictive=params.predictive, chunk_size=params.chunk_size, seed=_seed(inputs, params, k))
+            la,
+            features,
+            labels,
+            n_samples=params.samples,
+            signal=params.signal,
+            predictive=params.predictive,
+            chunk_size=params.chunk_size,
+            seed=_seed(inputs, params, k),
+        )
         means.append(mean)
         variances.append(var)
     return np.stack(means), np.stack(variances)
@@ -165,15 +173,30 @@ def _attack(inputs: AttackInputs, params: MRBMIAParams) -> AttackResult:
 _NEEDS = frozenset({"models"})
 
 
-@register("bmia", params=BMIAParams, min_references=1, max_references=1, modes=("offline",), needs=_NEEDS,
-          warmup=posterior.import_laplace,
-          pvalues=True, summary="BMIA: t-test of the target score against last-layer Laplace samples of one reference")
+@register(
+    "bmia",
+    params=BMIAParams,
+    min_references=1,
+    max_references=1,
+    modes=("offline",),
+    needs=_NEEDS,
+    warmup=posterior.import_laplace,
+    pvalues=True,
+    summary="BMIA: t-test of the target score against last-layer Laplace samples of one reference",
+)
 def bmia(inputs: AttackInputs, params: BMIAParams) -> AttackResult:
     return _attack(inputs, params)
 
 
-@register("mr-bmia", params=MRBMIAParams, min_references=2, modes=("offline",), needs=_NEEDS, pvalues=True,
-          warmup=posterior.import_laplace,
-          summary="MR-BMIA: t-test against Laplace samples of K references, intra/inter variance pooled")
+@register(
+    "mr-bmia",
+    params=MRBMIAParams,
+    min_references=2,
+    modes=("offline",),
+    needs=_NEEDS,
+    pvalues=True,
+    warmup=posterior.import_laplace,
+    summary="MR-BMIA: t-test against Laplace samples of K references, intra/inter variance pooled",
+)
 def mr_bmia(inputs: AttackInputs, params: MRBMIAParams) -> AttackResult:
     return _attack(inputs, params)

@@ -27,6 +27,7 @@ that no reference happened to include/exclude): the class parameters fall back
 to the global class moments. Offline, BaVarIA also returns the one-sided
 p-value of z_0 under the OUT predictive.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,10 +37,21 @@ import numpy as np
 from pydantic import Field
 from scipy import stats
 
-from ._refstats import (VAR_FLOOR, Moments, Signal, center, gaussian_llr, gaussian_log_sf, global_moments,
-                        log_mean_exp, membership_masks, moments, observations)
+from ..pvalues import t_logsf
+from ._refstats import (
+    VAR_FLOOR,
+    Moments,
+    Signal,
+    center,
+    gaussian_llr,
+    gaussian_log_sf,
+    global_moments,
+    log_mean_exp,
+    membership_masks,
+    moments,
+    observations,
+)
 from .base import AttackInputs, AttackParams, AttackRequirementError, AttackResult
-from ..tails import t_logsf
 from .registry import register
 
 
@@ -57,8 +69,12 @@ class BavariaParams(GaussianParams):
     alpha0: float = Field(default=2.0, gt=1, description="prior shape of the variance (D.2: 2; E[sigma^2] finite)")
 
 
-@register("base1", params=Base1Params, min_references=1,
-          summary="BASE1: target statistic minus the pooled reference centre (= RMIA at gamma=1 on loss/log-sum-exp)")
+@register(
+    "base1",
+    params=Base1Params,
+    min_references=1,
+    summary="BASE1: target statistic minus the pooled reference centre (= RMIA at gamma=1 on loss/log-sum-exp)",
+)
 def base1(inputs: AttackInputs, params: Base1Params) -> AttackResult:
     z0, z = observations(inputs.queries, params.signal)
     member, out = membership_masks(inputs, "base1")
@@ -80,8 +96,9 @@ class ClassStats:
     global_out: tuple[float, float]
 
 
-def _global_class_moments(inputs: AttackInputs, z: np.ndarray, mask: np.ndarray, member: bool,
-                          signal: Signal, attack: str) -> tuple[float, float]:
+def _global_class_moments(
+    inputs: AttackInputs, z: np.ndarray, mask: np.ndarray, member: bool, signal: Signal, attack: str
+) -> tuple[float, float]:
     """Global class moments from the queries, else (offline IN class) from the population."""
     found = global_moments(z, mask)
     pop = inputs.population
@@ -91,16 +108,21 @@ def _global_class_moments(inputs: AttackInputs, z: np.ndarray, mask: np.ndarray,
     if not np.isfinite(found[0]):
         raise AttackRequirementError(
             f"{attack}: no {'IN' if member else 'OUT'} reference observations; offline it needs "
-            "population records with known reference membership (population.ref_in)")
+            "population records with known reference membership (population.ref_in)"
+        )
     return found
 
 
 def class_stats(inputs: AttackInputs, signal: Signal, attack: str) -> ClassStats:
     z0, z = observations(inputs.queries, signal)
     member, out = membership_masks(inputs, attack)
-    return ClassStats(z0=z0, inside=moments(z, member), outside=moments(z, out),
-                      global_in=_global_class_moments(inputs, z, member, True, signal, attack),
-                      global_out=_global_class_moments(inputs, z, out, False, signal, attack))
+    return ClassStats(
+        z0=z0,
+        inside=moments(z, member),
+        outside=moments(z, out),
+        global_in=_global_class_moments(inputs, z, member, True, signal, attack),
+        global_out=_global_class_moments(inputs, z, out, False, signal, attack),
+    )
 
 
 def _mle_or_global(m: Moments, fallback: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
@@ -116,15 +138,23 @@ def _mean_gap(cs: ClassStats) -> tuple[np.ndarray, np.ndarray]:
     return mu_in - mu_out, cs.z0 - (mu_in + mu_out) / 2
 
 
-@register("base2", params=GaussianParams, min_references=1,
-          summary="BASE2: Gaussian LLR with per-record IN/OUT means and one constant variance")
+@register(
+    "base2",
+    params=GaussianParams,
+    min_references=1,
+    summary="BASE2: Gaussian LLR with per-record IN/OUT means and one constant variance",
+)
 def base2(inputs: AttackInputs, params: GaussianParams) -> AttackResult:
     gap, centred = _mean_gap(class_stats(inputs, params.signal, "base2"))
     return AttackResult(scores=gap * centred)
 
 
-@register("base3", params=GaussianParams, min_references=2,
-          summary="BASE3: Gaussian LLR with per-record IN/OUT means and a pooled per-record variance")
+@register(
+    "base3",
+    params=GaussianParams,
+    min_references=2,
+    summary="BASE3: Gaussian LLR with per-record IN/OUT means and a pooled per-record variance",
+)
 def base3(inputs: AttackInputs, params: GaussianParams) -> AttackResult:
     cs = class_stats(inputs, params.signal, "base3")
     gap, centred = _mean_gap(cs)
@@ -132,12 +162,17 @@ def base3(inputs: AttackInputs, params: GaussianParams) -> AttackResult:
     return AttackResult(scores=gap / np.maximum(pooled_var, VAR_FLOOR) * centred)
 
 
-@register("base4", params=GaussianParams, min_references=2,
-          summary="BASE4: Gaussian LLR with per-record IN/OUT means and variances (= LiRA, per-record variance)")
+@register(
+    "base4",
+    params=GaussianParams,
+    min_references=2,
+    summary="BASE4: Gaussian LLR with per-record IN/OUT means and variances (= LiRA, per-record variance)",
+)
 def base4(inputs: AttackInputs, params: GaussianParams) -> AttackResult:
     cs = class_stats(inputs, params.signal, "base4")
-    return AttackResult(scores=gaussian_llr(cs.z0, *_mle_or_global(cs.inside, cs.global_in),
-                                            *_mle_or_global(cs.outside, cs.global_out)))
+    return AttackResult(
+        scores=gaussian_llr(cs.z0, *_mle_or_global(cs.inside, cs.global_in), *_mle_or_global(cs.outside, cs.global_out))
+    )
 
 
 @dataclass(frozen=True)
@@ -166,19 +201,32 @@ def nig_posterior(m: Moments, prior: tuple[float, float], kappa0: float, alpha0:
     n = m.n
     zbar = np.where(n > 0, m.mean, 0.0)
     kappa = kappa0 + n
-    return NIGPosterior(mu=(kappa0 * mu0 + n * zbar) / kappa, kappa=kappa, alpha=alpha0 + n / 2,
-                        beta=beta0 + m.sum_sq / 2 + kappa0 * n * (zbar - mu0) ** 2 / (2 * kappa))
+    return NIGPosterior(
+        mu=(kappa0 * mu0 + n * zbar) / kappa,
+        kappa=kappa,
+        alpha=alpha0 + n / 2,
+        beta=beta0 + m.sum_sq / 2 + kappa0 * n * (zbar - mu0) ** 2 / (2 * kappa),
+    )
 
 
-def _posteriors(inputs: AttackInputs, params: BavariaParams,
-                attack: str) -> tuple[ClassStats, NIGPosterior, NIGPosterior]:
+def _posteriors(
+    inputs: AttackInputs, params: BavariaParams, attack: str
+) -> tuple[ClassStats, NIGPosterior, NIGPosterior]:
     cs = class_stats(inputs, params.signal, attack)
-    return (cs, nig_posterior(cs.inside, cs.global_in, params.kappa0, params.alpha0),
-            nig_posterior(cs.outside, cs.global_out, params.kappa0, params.alpha0))
+    return (
+        cs,
+        nig_posterior(cs.inside, cs.global_in, params.kappa0, params.alpha0),
+        nig_posterior(cs.outside, cs.global_out, params.kappa0, params.alpha0),
+    )
 
 
-@register("bavaria-t", params=BavariaParams, min_references=1, pvalues=True,
-          summary="BaVarIA-t: Student-t predictive LLR under empirical-Bayes NIG priors")
+@register(
+    "bavaria-t",
+    params=BavariaParams,
+    min_references=1,
+    pvalues=True,
+    summary="BaVarIA-t: Student-t predictive LLR under empirical-Bayes NIG priors",
+)
 def bavaria_t(inputs: AttackInputs, params: BavariaParams) -> AttackResult:
     cs, post_in, post_out = _posteriors(inputs, params, "bavaria-t")
     nu_in, loc_in, scale_in = post_in.predictive()
@@ -189,8 +237,13 @@ def bavaria_t(inputs: AttackInputs, params: BavariaParams) -> AttackResult:
     return AttackResult(scores=llr, log_pvalues=log_p)
 
 
-@register("bavaria-n", params=BavariaParams, min_references=1, pvalues=True,
-          summary="BaVarIA-n: Gaussian LLR with MLE means and NIG posterior-mean variances")
+@register(
+    "bavaria-n",
+    params=BavariaParams,
+    min_references=1,
+    pvalues=True,
+    summary="BaVarIA-n: Gaussian LLR with MLE means and NIG posterior-mean variances",
+)
 def bavaria_n(inputs: AttackInputs, params: BavariaParams) -> AttackResult:
     cs, post_in, post_out = _posteriors(inputs, params, "bavaria-n")
     # MLE means as in LiRA; at n = 0 the posterior mean is the prior (global) mean

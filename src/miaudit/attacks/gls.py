@@ -31,6 +31,7 @@ them:
 Either way n in eq. C.31 is the number of those records; it rescales all
 scores alike, so rankings are unaffected.
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -76,14 +77,27 @@ def _hessian_records(inputs: AttackInputs, params: GLSParams) -> np.ndarray:
     return _target_features(models, "population", pop.x)
 
 
-@register("gls", params=GLSParams, min_references=0, max_references=0, needs=frozenset({"models"}),
-          pvalues=False, summary="GLS: per-record exposure (last-layer generalized leverage score) from the "
-                                 "target alone; a risk ranking, not a membership test")
+@register(
+    "gls",
+    params=GLSParams,
+    min_references=0,
+    max_references=0,
+    needs=frozenset({"models"}),
+    pvalues=False,
+    summary="GLS: per-record exposure (last-layer generalized leverage score) from the "
+    "target alone; a risk ranking, not a membership test",
+)
 def gls(inputs: AttackInputs, params: GLSParams) -> AttackResult:
     models = inputs.models
     query_features = _target_features(models, "queries", models.query_x)
     train_features = _hessian_records(inputs, params)
     scores = leverage.cross_entropy_gls(
-        train_features, _target_probs(models, train_features), query_features, _target_probs(models, query_features),
-        damping=params.damping, structure=params.structure, space=params.space)
+        train_features,
+        _target_probs(models, train_features),
+        query_features,
+        _target_probs(models, query_features),
+        damping=params.damping,
+        structure=params.structure,
+        space=params.space,
+    )
     return AttackResult(scores=scores)

@@ -18,14 +18,25 @@ same, and ``global``/``per_record`` force either. The global variance is the
 total variance of the IN observations online (the released code uses
 ``np.std(dat_in)`` for both classes) and of the OUT observations offline.
 """
+
 from __future__ import annotations
 
 from typing import Literal
 
 import numpy as np
 
-from ._refstats import (Center, Signal, center, gaussian_llr, gaussian_log_sf, global_moments,
-                        membership_masks, moments, require_each, observations)
+from ._refstats import (
+    Center,
+    Signal,
+    center,
+    gaussian_llr,
+    gaussian_log_sf,
+    global_moments,
+    membership_masks,
+    moments,
+    observations,
+    require_each,
+)
 from .base import AttackInputs, AttackParams, AttackResult
 from .registry import register
 
@@ -47,15 +58,21 @@ def uses_per_record_variance(variance: str, n_references: int) -> bool:
     return variance == "per_record"
 
 
-def _class_gaussian(z: np.ndarray, mask: np.ndarray, params: LiraParams, per_record: bool,
-                    global_var: float) -> tuple[np.ndarray, np.ndarray]:
+def _class_gaussian(
+    z: np.ndarray, mask: np.ndarray, params: LiraParams, per_record: bool, global_var: float
+) -> tuple[np.ndarray, np.ndarray]:
     """(per-record centre, variance) of one class: per-record MLE variance or the global one."""
     var = moments(z, mask).var if per_record else np.full(z.shape[1], global_var)
     return center(z, mask, params.center), var
 
 
-@register("lira", params=LiraParams, min_references=1, pvalues=True,
-          summary="LiRA: per-record Gaussian on rescaled logits (offline one-sided test, online IN/OUT ratio)")
+@register(
+    "lira",
+    params=LiraParams,
+    min_references=1,
+    pvalues=True,
+    summary="LiRA: per-record Gaussian on rescaled logits (offline one-sided test, online IN/OUT ratio)",
+)
 def lira(inputs: AttackInputs, params: LiraParams) -> AttackResult:
     z0, z = observations(inputs.queries, params.signal)
     member, out = membership_masks(inputs, "lira")
@@ -69,5 +86,6 @@ def lira(inputs: AttackInputs, params: LiraParams) -> AttackResult:
     global_var = global_moments(z, member)[1]  # released code: np.std(dat_in) for both classes
     mu_in, var_in = _class_gaussian(z, member, params, per_record, global_var)
     mu_out, var_out = _class_gaussian(z, out, params, per_record, global_var)
-    return AttackResult(scores=gaussian_llr(z0, mu_in, var_in, mu_out, var_out),
-                        extra={"mu_in": mu_in, "mu_out": mu_out})
+    return AttackResult(
+        scores=gaussian_llr(z0, mu_in, var_in, mu_out, var_out), extra={"mu_in": mu_in, "mu_out": mu_out}
+    )

@@ -15,6 +15,7 @@ validation split can support. A (1 - alpha)-quantile is learnt from the ~alpha V
 validation scores above it; at alpha = 0.001 a validation split of a few
 thousand records leaves only a handful.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -22,8 +23,8 @@ from pydantic import Field
 from sklearn.decomposition import PCA
 from sklearn.ensemble import HistGradientBoostingRegressor
 
-from ._refstats import Signal
 from .. import signals
+from ._refstats import Signal
 from .base import AttackInputs, AttackParams, AttackRequirementError, AttackResult
 from .registry import register
 
@@ -49,8 +50,14 @@ def _features(x_val: np.ndarray, x_query: np.ndarray, params: QmiaParams, seed: 
     return pca.transform(x_val), pca.transform(x_query)
 
 
-@register("qmia", params=QmiaParams, min_references=0, max_references=0, needs=frozenset({"validation", "x"}),
-          summary="QMIA: quantile regression of the non-member score on the input (validation split)")
+@register(
+    "qmia",
+    params=QmiaParams,
+    min_references=0,
+    max_references=0,
+    needs=frozenset({"validation", "x"}),
+    summary="QMIA: quantile regression of the non-member score on the input (validation split)",
+)
 def qmia(inputs: AttackInputs, params: QmiaParams) -> AttackResult:
     q, val = inputs.queries, inputs.validation
     if val.x is None:
@@ -62,8 +69,13 @@ def qmia(inputs: AttackInputs, params: QmiaParams) -> AttackResult:
             raise AttackRequirementError(f"qmia: use_label supports fewer than {MAX_CATEGORIES} classes")
         f_val, f_query = np.column_stack([f_val, val.labels]), np.column_stack([f_query, q.labels])
         categorical = [f_val.shape[1] - 1]
-    regressor = HistGradientBoostingRegressor(loss="quantile", quantile=1 - params.alpha, max_iter=params.max_iter,
-                                              categorical_features=categorical, random_state=inputs.seed)
+    regressor = HistGradientBoostingRegressor(
+        loss="quantile",
+        quantile=1 - params.alpha,
+        max_iter=params.max_iter,
+        categorical_features=categorical,
+        random_state=inputs.seed,
+    )
     regressor.fit(f_val, signals.oriented(params.signal, val.target_logits, val.labels))
     threshold = regressor.predict(f_query)
     scores = signals.oriented(params.signal, q.target_logits, q.labels) - threshold

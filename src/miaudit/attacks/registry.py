@@ -1,8 +1,10 @@
 """The attack registry: one place that knows every attack's name, parameters and needs."""
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import Literal
 
 from pydantic import ValidationError
 
@@ -35,10 +37,12 @@ class AttackInfo:
         names of the inputs it will provide (None: not known yet, skip that part)."""
         if k < self.min_references:
             raise AttackRequirementError(
-                f"{self.name}: needs at least {self.min_references} reference model(s), got references={k}")
+                f"{self.name}: needs at least {self.min_references} reference model(s), got references={k}"
+            )
         if self.max_references is not None and k > self.max_references:
             raise AttackRequirementError(
-                f"{self.name}: uses at most {self.max_references} reference model(s), got references={k}")
+                f"{self.name}: uses at most {self.max_references} reference model(s), got references={k}"
+            )
         if mode not in self.modes:
             raise AttackRequirementError(f"{self.name}: runs in {'/'.join(self.modes)} mode only, the run is {mode}")
         missing = [] if provided is None else sorted(self.needs - set(provided))
@@ -49,7 +53,9 @@ class AttackInfo:
 _REGISTRY: dict[str, AttackInfo] = {}
 
 
-def register(name: str, *, params: type[AttackParams] = AttackParams, summary: str, **info) -> Callable[[AttackFn], AttackFn]:
+def register(
+    name: str, *, params: type[AttackParams] = AttackParams, summary: str, **info
+) -> Callable[[AttackFn], AttackFn]:
     """Decorator adding an attack function to the registry under ``name``."""
 
     def wrap(fn: AttackFn) -> AttackFn:

@@ -24,15 +24,16 @@ space: O((N + Z) log Z) time and O(N + Z) memory, never an N x Z matrix. The
 population rank also gives a one-sided p-value (the population records are
 non-members of the target), as in Attack-P.
 """
+
 from __future__ import annotations
 
 import numpy as np
 from pydantic import Field
 from sklearn.metrics import roc_auc_score
 
+from ..pvalues import empirical_log_pvalues
 from ._refstats import log_mean_exp, observations
 from .base import AttackInputs, AttackParams, AttackRequirementError, AttackResult, RecordSet
-from .marginal import empirical_log_pvalues
 from .registry import register
 
 A_GRID = np.round(np.arange(0.0, 1.01, 0.1), 1)
@@ -68,8 +69,12 @@ def search_a(population: RecordSet, default_a: float) -> float:
     """The grid value of a with the best AUC attacking reference 0 with the others (offline)."""
     if population.ref_in is None or population.ref_logits.shape[0] < 2:
         return default_a
-    pseudo = RecordSet(labels=population.labels, target_logits=population.ref_logits[0],
-                       ref_logits=population.ref_logits[1:], ref_in=population.ref_in[1:])
+    pseudo = RecordSet(
+        labels=population.labels,
+        target_logits=population.ref_logits[0],
+        ref_logits=population.ref_logits[1:],
+        ref_in=population.ref_in[1:],
+    )
     members = np.asarray(population.ref_in[0], dtype=bool)
     aucs = []
     for a in A_GRID:
@@ -93,8 +98,14 @@ def _population_log_ratios(inputs: AttackInputs, params: RmiaParams, a: float | 
     return np.sort(log_rz)
 
 
-@register("rmia", params=RmiaParams, min_references=1, needs=frozenset({"population"}), pvalues=True,
-          summary="RMIA: pairwise likelihood ratio against population samples (offline a grid-searched)")
+@register(
+    "rmia",
+    params=RmiaParams,
+    min_references=1,
+    needs=frozenset({"population"}),
+    pvalues=True,
+    summary="RMIA: pairwise likelihood ratio against population samples (offline a grid-searched)",
+)
 def rmia(inputs: AttackInputs, params: RmiaParams) -> AttackResult:
     a = None
     if inputs.mode == "offline":
@@ -105,5 +116,8 @@ def rmia(inputs: AttackInputs, params: RmiaParams) -> AttackResult:
     log_rz = _population_log_ratios(inputs, params, a)
     # ratio_x / ratio_z > gamma  <=>  log ratio_z < log ratio_x - log gamma
     n_below = np.searchsorted(log_rz, log_rx - np.log(params.gamma), side="left")
-    return AttackResult(scores=n_below / log_rz.size, log_pvalues=empirical_log_pvalues(log_rx, log_rz),
-                        extra={"log_ratio": log_rx, "a": np.full(log_rx.shape, np.nan if a is None else a)})
+    return AttackResult(
+        scores=n_below / log_rz.size,
+        log_pvalues=empirical_log_pvalues(log_rx, log_rz),
+        extra={"log_ratio": log_rx, "a": np.full(log_rx.shape, np.nan if a is None else a)},
+    )

@@ -1,4 +1,5 @@
 """Data: built-in loaders, user files, and the membership split."""
+
 from __future__ import annotations
 
 import importlib
@@ -16,11 +17,21 @@ for _mod in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{_mod.name}")
 
 
-def load(name: str | None = None, path: str | Path | None = None, *, data_dir: str | Path | None = None,
-         cache_dir: str | Path | None = None, label_column: str = "y", subset: int | None = None, seed: int = 0) -> Dataset:
+def load(
+    name: str | None = None,
+    path: str | Path | None = None,
+    *,
+    data_dir: str | Path | None = None,
+    cache_dir: str | Path | None = None,
+    label_column: str = "y",
+    subset: int | None = None,
+    seed: int = 0,
+) -> Dataset:
     """A built-in data set by name, or a user file by path; optionally a seeded random subset."""
-    ctx = LoadContext(data_dir=Path(data_dir).expanduser() if data_dir else default_data_dir(),
-                      cache_dir=Path(cache_dir).expanduser() if cache_dir else default_cache_dir())
+    ctx = LoadContext(
+        data_dir=Path(data_dir).expanduser() if data_dir else default_data_dir(),
+        cache_dir=Path(cache_dir).expanduser() if cache_dir else default_cache_dir(),
+    )
     if path is not None:
         ds = load_file(Path(path), label_column)
     elif name in LOADERS:
@@ -33,5 +44,16 @@ def load(name: str | None = None, path: str | Path | None = None, *, data_dir: s
     return ds
 
 
-__all__ = ["load", "Dataset", "DataError", "LOADERS", "LoadContext", "Split", "split_indices", "reference_subsets",
-           "validate_arrays", "default_data_dir", "default_cache_dir"]
+__all__ = [
+    "load",
+    "Dataset",
+    "DataError",
+    "LOADERS",
+    "LoadContext",
+    "Split",
+    "split_indices",
+    "reference_subsets",
+    "validate_arrays",
+    "default_data_dir",
+    "default_cache_dir",
+]

@@ -1,13 +1,14 @@
 """The Dataset value, where data files live, and the checksum and cache helpers
 every loader shares."""
+
 from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -88,7 +89,10 @@ def sha256_file(path: Path) -> str:
 def require_file(ctx: LoadContext, relpath: str, sha256: str | None, dataset: str) -> Path:
     """The verified path of a data file, or a DataError saying where it was looked for."""
     if ctx.data_dir is None:
-        raise DataError(f"dataset {dataset}: no data directory; set MIAUDIT_DATA_DIR or data_dir in the config to a folder holding {relpath}")
+        raise DataError(
+            f"dataset {dataset}: no data directory; set MIAUDIT_DATA_DIR or data_dir in the config "
+            f"to a folder holding {relpath}"
+        )
     path = ctx.data_dir / relpath
     if not path.is_file():
         raise DataError(f"dataset {dataset}: file {path} not found (expected {relpath} under the data directory)")

@@ -4,6 +4,7 @@ Images come back float32 (n, 3, 32, 32), standardised per channel with the mean 
 std of all images of the set, train and test pooled: the membership split is our
 own, so the original train/test boundary carries no meaning here.
 """
+
 from __future__ import annotations
 
 import io
@@ -91,7 +92,9 @@ def _read_cifar100_bin(path: Path) -> tuple[np.ndarray, np.ndarray]:
     """Records of 1 coarse-label byte, 1 fine-label byte, 3072 pixel bytes (R, G, B planes, row-major)."""
     raw = np.fromfile(path, dtype=np.uint8)
     if raw.size == 0 or raw.size % _CIFAR100_RECORD:
-        raise DataError(f"dataset cifar100: {path} is {raw.size} bytes, not a whole number of {_CIFAR100_RECORD}-byte records")
+        raise DataError(
+            f"dataset cifar100: {path} is {raw.size} bytes, not a whole number of {_CIFAR100_RECORD}-byte records"
+        )
     records = raw.reshape(-1, _CIFAR100_RECORD)
     return records[:, 2:].reshape(-1, 3, IMAGE_SIDE, IMAGE_SIDE), records[:, 1].astype(np.int64)
 

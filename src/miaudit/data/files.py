@@ -5,6 +5,7 @@ column, or a folder of images with one subfolder per class; and index files
 None of these formats can execute code: npz and npy are read with
 ``allow_pickle=False``, images are decoded by Pillow.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -29,22 +30,30 @@ def load_file(path: Path, label_column: str = "y", n_classes: int | None = None)
             with np.load(path, allow_pickle=False) as z:
                 missing = {"x", "y"} - set(z.files)
                 if missing:
-                    raise DataError(f"dataset.path: {path.name} lacks array(s) {sorted(missing)}; expected arrays x and y")
+                    raise DataError(
+                        f"dataset.path: {path.name} lacks array(s) {sorted(missing)}; expected arrays x and y"
+                    )
                 x, y = z["x"], z["y"]
         except ValueError as e:  # object arrays need pickle: refuse
-            raise DataError(f"dataset.path: {path.name} needs pickle to load ({e}); save plain numeric arrays x and y") from None
+            raise DataError(
+                f"dataset.path: {path.name} needs pickle to load ({e}); save plain numeric arrays x and y"
+            ) from None
     elif suffix == ".csv":
         frame = pd.read_csv(path)
         if label_column not in frame.columns:
-            raise DataError(f"dataset.label_column: column {label_column!r} not in {path.name} (columns: {list(frame.columns)[:8]})")
+            raise DataError(
+                f"dataset.label_column: column {label_column!r} not in {path.name} (columns: {list(frame.columns)[:8]})"
+            )
         y = frame.pop(label_column).to_numpy()
         non_numeric = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])]
         if non_numeric:
             raise DataError(f"dataset.path: non-numeric feature column(s) {non_numeric[:5]} in {path.name}")
         x = frame.to_numpy(dtype=np.float64)
     else:
-        raise DataError(f"dataset.path: unsupported file type {suffix!r}; expected .npz (arrays x, y), .csv "
-                        "or a folder of images with one subfolder per class")
+        raise DataError(
+            f"dataset.path: unsupported file type {suffix!r}; expected .npz (arrays x, y), .csv "
+            "or a folder of images with one subfolder per class"
+        )
     return validate_arrays(path.stem, x, y, n_classes)
 
 
@@ -71,16 +80,21 @@ def _image_folder(root: Path) -> tuple[np.ndarray, np.ndarray]:
     """Images under ``root/<class>/``; labels number the class folders in sorted order (as torchvision's
     ImageFolder does). Grey-scale unless some image has colour; every image must have one size."""
     classes = sorted(d for d in root.iterdir() if d.is_dir() and not d.name.startswith("."))
-    files = [(f, label) for label, d in enumerate(classes) for f in sorted(d.iterdir())
-             if f.suffix.lower() in IMAGE_SUFFIXES]
+    files = [
+        (f, label) for label, d in enumerate(classes) for f in sorted(d.iterdir()) if f.suffix.lower() in IMAGE_SUFFIXES
+    ]
     if len(classes) < 2 or not files:
-        raise DataError(f"dataset.path: folder {root} needs one subfolder of images per class (found "
-                        f"{len(classes)} class folder(s), {len(files)} image(s))")
+        raise DataError(
+            f"dataset.path: folder {root} needs one subfolder of images per class (found "
+            f"{len(classes)} class folder(s), {len(files)} image(s))"
+        )
     opened = [_open_image(f) for f, _ in files]
     for (f, _), im in zip(files, opened):
         if im.size != opened[0].size:
-            raise DataError(f"dataset.path: image {f} is {im.size[0]}x{im.size[1]}, {files[0][0]} is "
-                            f"{opened[0].size[0]}x{opened[0].size[1]}; resize all images to one size")
+            raise DataError(
+                f"dataset.path: image {f} is {im.size[0]}x{im.size[1]}, {files[0][0]} is "
+                f"{opened[0].size[0]}x{opened[0].size[1]}; resize all images to one size"
+            )
     colour = any(im.mode not in GREY_MODES for im in opened)
     return np.stack([_pixels(im, colour) for im in opened]), np.array([label for _, label in files], dtype=np.int64)
 
@@ -93,12 +107,15 @@ def load_indices(path: str | Path, field: str, n_records: int) -> np.ndarray:
     try:
         raw = np.load(path, allow_pickle=False) if path.suffix.lower() == ".npy" else np.loadtxt(path, ndmin=1)
     except (ValueError, OSError, EOFError) as e:
-        raise DataError(f"{field}: {path.name} is not a list of record indices ({str(e).splitlines()[0][:100]})") from None
+        raise DataError(
+            f"{field}: {path.name} is not a list of record indices ({str(e).splitlines()[0][:100]})"
+        ) from None
     raw = np.asarray(raw)
-    if raw.ndim != 1 or raw.dtype.kind not in "iuf" or not np.all(np.isfinite(raw)) \
-            or not np.all(raw == np.round(raw)):
-        raise DataError(f"{field}: {path.name} must hold one integer record index per line, got shape {raw.shape}, "
-                        f"dtype {raw.dtype}")
+    if raw.ndim != 1 or raw.dtype.kind not in "iuf" or not np.all(np.isfinite(raw)) or not np.all(raw == np.round(raw)):
+        raise DataError(
+            f"{field}: {path.name} must hold one integer record index per line, got shape {raw.shape}, "
+            f"dtype {raw.dtype}"
+        )
     idx = raw.astype(np.int64)
     if idx.size and (idx.min() < 0 or idx.max() >= n_records):
         bad = idx[(idx < 0) | (idx >= n_records)][0]

@@ -1,5 +1,6 @@
 """Location (Foursquare check-ins in Bangkok), the membership-inference benchmark of
 Shokri et al. 2017, as ``dataset_location.tgz`` from ``privacytrustlab/datasets``."""
+
 from __future__ import annotations
 
 import tarfile
@@ -26,8 +27,9 @@ def _parse(archive: Path) -> dict[str, np.ndarray]:
             member = None
         if member is None:
             raise DataError(f"dataset location: {archive} has no file {LOCATION_MEMBER!r} inside")
-        return read_label_first_csv(member, "location", f"{archive}:{LOCATION_MEMBER}", LOCATION_FEATURES,
-                                    LOCATION_CLASSES)
+        return read_label_first_csv(
+            member, "location", f"{archive}:{LOCATION_MEMBER}", LOCATION_FEATURES, LOCATION_CLASSES
+        )
 
 
 @loader("location")

@@ -1,4 +1,5 @@
 """The small data sets that ship inside scikit-learn: always available, no files."""
+
 from __future__ import annotations
 
 import numpy as np

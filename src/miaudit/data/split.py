@@ -3,6 +3,7 @@
 Indices only: the split decides who is a member; the attacker-facing code gets
 the queries (members and non-members, shuffled together) without that column.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,8 +19,12 @@ class Split:
     validation: np.ndarray  # QMIA training / conformal calibration
 
     def parts(self) -> dict[str, np.ndarray]:
-        return {"members": self.members, "nonmembers": self.nonmembers,
-                "population": self.population, "validation": self.validation}
+        return {
+            "members": self.members,
+            "nonmembers": self.nonmembers,
+            "population": self.population,
+            "validation": self.validation,
+        }
 
 
 def split_indices(n: int, seed: int, fractions: tuple[float, float, float, float] = (0.2, 0.2, 0.4, 0.2)) -> Split:

@@ -5,6 +5,7 @@ No checksums are pinned for these two: the files are not available offline here,
 so their hashes are unknown (``sha256=None``). Decoded arrays are cached under a
 key made from a fresh hash of the files, so an edited file is never read stale.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -24,8 +25,9 @@ TEXAS_FEATURES = 6169
 N_CLASSES = 100
 
 
-def _read_int_csv(source: Path | IO[bytes], dataset: str, where: str, n_columns: int,
-                  label_first: bool) -> pd.DataFrame:
+def _read_int_csv(
+    source: Path | IO[bytes], dataset: str, where: str, n_columns: int, label_first: bool
+) -> pd.DataFrame:
     """Comma-separated integers, no header; uint8 features (a 67k x 6k table fits) and an int64 label."""
     dtypes = defaultdict(lambda: np.uint8, {0: np.int64} if label_first else {})
     try:
@@ -51,19 +53,24 @@ def labels_from_one(raw: np.ndarray, n_classes: int, dataset: str, where: str) -
     return raw - 1
 
 
-def read_label_first_csv(source: Path | IO[bytes], dataset: str, where: str, n_features: int,
-                         n_classes: int) -> dict[str, np.ndarray]:
+def read_label_first_csv(
+    source: Path | IO[bytes], dataset: str, where: str, n_features: int, n_classes: int
+) -> dict[str, np.ndarray]:
     """Rows ``label,f1,...,fd`` (label 1..n_classes, quoted or not; 0/1 features) -> x uint8, y int64 0-based."""
     frame = _read_int_csv(source, dataset, where, n_features + 1, label_first=True)
-    return {"x": binary_features(frame.iloc[:, 1:].to_numpy(), dataset, where),
-            "y": labels_from_one(frame[0].to_numpy(), n_classes, dataset, where)}
+    return {
+        "x": binary_features(frame.iloc[:, 1:].to_numpy(), dataset, where),
+        "y": labels_from_one(frame[0].to_numpy(), n_classes, dataset, where),
+    }
 
 
 def _read_texas(features: Path, labels: Path) -> dict[str, np.ndarray]:
-    x = binary_features(_read_int_csv(features, "texas100", str(features), TEXAS_FEATURES, False).to_numpy(),
-                        "texas100", str(features))
-    y = labels_from_one(_read_int_csv(labels, "texas100", str(labels), 1, True)[0].to_numpy(),
-                        N_CLASSES, "texas100", str(labels))
+    x = binary_features(
+        _read_int_csv(features, "texas100", str(features), TEXAS_FEATURES, False).to_numpy(), "texas100", str(features)
+    )
+    y = labels_from_one(
+        _read_int_csv(labels, "texas100", str(labels), 1, True)[0].to_numpy(), N_CLASSES, "texas100", str(labels)
+    )
     if len(x) != len(y):
         raise DataError(f"dataset texas100: {features} has {len(x)} rows but {labels} has {len(y)} labels")
     return {"x": x, "y": y}
@@ -73,8 +80,11 @@ def _read_texas(features: Path, labels: Path) -> dict[str, np.ndarray]:
 def purchase100(ctx: LoadContext) -> Dataset:
     """Purchase-100: 197,324 shoppers, 600 binary features, 100 classes (labels 1..100 in the file)."""
     path = require_file(ctx, PURCHASE_FILE, None, "purchase100")
-    arrays = cached_arrays(ctx, f"purchase100-{file_key(path, None)}",
-                           lambda: read_label_first_csv(path, "purchase100", str(path), PURCHASE_FEATURES, N_CLASSES))
+    arrays = cached_arrays(
+        ctx,
+        f"purchase100-{file_key(path, None)}",
+        lambda: read_label_first_csv(path, "purchase100", str(path), PURCHASE_FEATURES, N_CLASSES),
+    )
     return validate_arrays("purchase100", arrays["x"], arrays["y"], N_CLASSES)
 
 

@@ -1,5 +1,6 @@
 """AG News (test split only: the train split is not available offline) as TF-IDF
 features, the text-modality set-up the BMIA paper uses for 20 Newsgroups."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,12 +25,18 @@ def _tfidf_arrays(path: Path) -> dict[str, np.ndarray]:
     pooled: the membership split is made later, from these rows.
     """
     try:
-        frame = pd.read_csv(path, header=None, names=["label", "title", "description"],
-                            dtype={"label": np.int64, "title": str, "description": str}, keep_default_na=False)
+        frame = pd.read_csv(
+            path,
+            header=None,
+            names=["label", "title", "description"],
+            dtype={"label": np.int64, "title": str, "description": str},
+            keep_default_na=False,
+        )
     except ValueError as e:
         raise DataError(f"dataset ag_news: cannot read {path} as CSV rows (class, title, description) ({e})") from None
-    vectorizer = TfidfVectorizer(max_features=TFIDF_MAX_FEATURES, sublinear_tf=True, stop_words="english",
-                                 dtype=np.float32)
+    vectorizer = TfidfVectorizer(
+        max_features=TFIDF_MAX_FEATURES, sublinear_tf=True, stop_words="english", dtype=np.float32
+    )
     x = vectorizer.fit_transform(frame["title"] + " " + frame["description"]).toarray()
     return {"x": x, "y": labels_from_one(frame["label"].to_numpy(), AG_NEWS_CLASSES, "ag_news", str(path))}
 

@@ -3,9 +3,10 @@ representation) and ``head`` (the last ``nn.Linear``), with
 ``forward(x) == head(features(x))``: the Laplace-based attacks and the leverage
 score work on that last layer.
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch.nn as nn
 
@@ -28,8 +29,9 @@ def architecture(name: str) -> Callable[..., nn.Module]:
     try:
         return ARCHITECTURES[name]
     except KeyError:
-        raise io.ModelError(f"model: unknown architecture {name!r}; expected one of {sorted(ARCHITECTURES)} "
-                            "or package.module:factory") from None
+        raise io.ModelError(
+            f"model: unknown architecture {name!r}; expected one of {sorted(ARCHITECTURES)} or package.module:factory"
+        ) from None
 
 
 def build_model(name: str, input_shape: tuple[int, ...], n_classes: int, **kwargs) -> nn.Module:

@@ -1,4 +1,5 @@
 """The shape every built-in model shares: a body producing penultimate features and a linear head."""
+
 from __future__ import annotations
 
 import torch

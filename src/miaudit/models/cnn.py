@@ -19,14 +19,22 @@ class SmallCNN(ImageModel):
     (about 100 s for 1,000 CIFAR-10 images x 35 epochs on 2 cores); any image
     size works thanks to the adaptive pooling."""
 
-    def __init__(self, input_shape: tuple[int, ...], n_classes: int, channels: tuple[int, ...] = (16, 32, 64), width: int = 128):
+    def __init__(
+        self, input_shape: tuple[int, ...], n_classes: int, channels: tuple[int, ...] = (16, 32, 64), width: int = 128
+    ):
         super().__init__()
         c_in = _as_image(input_shape)[0]
         self.image_shape = _as_image(input_shape)
         blocks: list[nn.Module] = []
         for c in channels:
-            blocks += [nn.Conv2d(c_in, c, 3, padding=1, bias=False), nn.BatchNorm2d(c), nn.ReLU(inplace=True),
-                       nn.MaxPool2d(2, ceil_mode=True)]
+            blocks += [
+                nn.Conv2d(c_in, c, 3, padding=1, bias=False),
+                nn.BatchNorm2d(c),
+                nn.ReLU(inplace=True),
+                nn.MaxPool2d(2, ceil_mode=True),
+            ]
             c_in = c
-        self.body = nn.Sequential(*blocks, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(c_in, width), nn.ReLU(inplace=True))
+        self.body = nn.Sequential(
+            *blocks, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(c_in, width), nn.ReLU(inplace=True)
+        )
         self.head = nn.Linear(width, n_classes)

@@ -6,6 +6,7 @@ other global (a pickled class, ``os.system`` ...) is refused before anything in 
 runs. Code runs only where the config names it explicitly, as
 ``architecture: package.module:factory``.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -13,8 +14,8 @@ import importlib
 import inspect
 import pickle
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import torch
 import torch.nn as nn
@@ -32,8 +33,10 @@ class ModelError(ValueError):
 
 def _convert_hint(path: Path) -> str:
     out = path.with_suffix(".safetensors").name
-    return (f"python -c \"import torch, safetensors.torch as st; m = torch.load('{path.name}', weights_only=False); "
-            f"st.save_file(m.state_dict() if hasattr(m, 'state_dict') else m, '{out}')\" (only for a file you trust)")
+    return (
+        f"python -c \"import torch, safetensors.torch as st; m = torch.load('{path.name}', weights_only=False); "
+        f"st.save_file(m.state_dict() if hasattr(m, 'state_dict') else m, '{out}')\" (only for a file you trust)"
+    )
 
 
 def _torch_state(path: Path) -> object:
@@ -46,22 +49,30 @@ def _torch_state(path: Path) -> object:
         with open(path, "rb") as f:
             head = f.read(2)
         if head == b"PK" or head[:1] == b"\x80":
-            raise ModelError(f"target.checkpoint: {path.name} needs pickle to load, which miaudit refuses; "
-                             f"convert it with: {_convert_hint(path)}") from None
+            raise ModelError(
+                f"target.checkpoint: {path.name} needs pickle to load, which miaudit refuses; "
+                f"convert it with: {_convert_hint(path)}"
+            ) from None
         raise ModelError(f"target.checkpoint: {path.name} is not a torch checkpoint miaudit can read") from None
     except (RuntimeError, OSError, EOFError, ValueError) as e:
-        raise ModelError(f"target.checkpoint: {path.name} is not a readable torch checkpoint "
-                         f"({str(e).splitlines()[0][:120]})") from None
+        raise ModelError(
+            f"target.checkpoint: {path.name} is not a readable torch checkpoint ({str(e).splitlines()[0][:120]})"
+        ) from None
 
 
 def _as_state_dict(obj: object, path: Path) -> StateDict:
     """A name -> tensor mapping, also when wrapped as {'state_dict': ...} (a common training-script layout)."""
     if isinstance(obj, dict) and not all(isinstance(v, torch.Tensor) for v in obj.values()):
         obj = obj.get("state_dict", obj.get("model_state_dict", obj))
-    if not isinstance(obj, dict) or not obj or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
-                                                      for k, v in obj.items()):
-        raise ModelError(f"target.checkpoint: {path.name} does not hold a state_dict (parameter name -> tensor); "
-                         "save model.state_dict()")
+    if (
+        not isinstance(obj, dict)
+        or not obj
+        or not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in obj.items())
+    ):
+        raise ModelError(
+            f"target.checkpoint: {path.name} does not hold a state_dict (parameter name -> tensor); "
+            "save model.state_dict()"
+        )
     return obj
 
 
@@ -78,7 +89,9 @@ def read_state_dict(path: str | Path) -> StateDict:
             raise ModelError(f"target.checkpoint: {path.name} is not a valid safetensors file ({e})") from None
     if suffix in TORCH_SUFFIXES:
         return _as_state_dict(_torch_state(path), path)
-    raise ModelError(f"target.checkpoint: unsupported file type {suffix!r}; expected .safetensors or {'/'.join(TORCH_SUFFIXES)}")
+    raise ModelError(
+        f"target.checkpoint: unsupported file type {suffix!r}; expected .safetensors or {'/'.join(TORCH_SUFFIXES)}"
+    )
 
 
 def load_weights(model: nn.Module, state: StateDict, name: str) -> nn.Module:
@@ -86,12 +99,16 @@ def load_weights(model: nn.Module, state: StateDict, name: str) -> nn.Module:
     own = model.state_dict()
     missing, unexpected = sorted(set(own) - set(state)), sorted(set(state) - set(own))
     if missing or unexpected:
-        raise ModelError(f"target.checkpoint: does not match architecture {name} (missing {missing[:3]}, "
-                         f"unexpected {unexpected[:3]})")
+        raise ModelError(
+            f"target.checkpoint: does not match architecture {name} (missing {missing[:3]}, "
+            f"unexpected {unexpected[:3]})"
+        )
     for key, tensor in own.items():
         if tensor.shape != state[key].shape:
-            raise ModelError(f"target.checkpoint: {key} has shape {tuple(state[key].shape)}, architecture {name} "
-                             f"built for this data expects {tuple(tensor.shape)}")
+            raise ModelError(
+                f"target.checkpoint: {key} has shape {tuple(state[key].shape)}, architecture {name} "
+                f"built for this data expects {tuple(tensor.shape)}"
+            )
     model.load_state_dict(state)
     return model.eval()
 

@@ -1,9 +1,11 @@
-"""Tail probabilities that stay finite where scipy's underflow to -inf.
+"""One-sided log p-values: Student-t tails that stay finite where scipy's underflow to -inf,
+and empirical (conformal) p-values against a sample of null scores.
 
 Scores are log p-values (SPEC): a p-value that underflows ties the strongest
 members exactly in the low-FPR tail that matters, so the far tail is computed
 in log space.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -36,3 +38,10 @@ def _t_logsf_far_tail(t: np.ndarray, df: np.ndarray) -> np.ndarray:
     log_ratio = -(df[:, None] + 1) / 2 * np.log1p((2 * t[:, None] * u + u**2) / (df[:, None] + t[:, None] ** 2))
     log_integral = logsumexp(log_ratio + _LAGUERRE_NODES + np.log(_LAGUERRE_WEIGHTS), axis=1) - np.log(hazard)
     return stats.t.logpdf(t, df) + log_integral
+
+
+def empirical_log_pvalues(scores: np.ndarray, null_scores: np.ndarray) -> np.ndarray:
+    """log((1 + #{null >= s}) / (1 + n_null)) for each s: a valid one-sided p-value."""
+    null_sorted = np.sort(np.asarray(null_scores, dtype=np.float64))
+    n_ge = null_sorted.size - np.searchsorted(null_sorted, scores, side="left")
+    return np.log1p(n_ge) - np.log1p(null_sorted.size)

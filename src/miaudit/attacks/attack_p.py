@@ -5,13 +5,13 @@ scores on them sample the non-member score distribution. The p-value of a query
 is its score's upper-tail rank among those scores (with the +1 correction that
 makes it a valid conformal p-value). No reference model is needed.
 """
+
 from __future__ import annotations
 
 from typing import Literal
 
-import numpy as np
-
 from .. import signals
+from ..pvalues import empirical_log_pvalues
 from .base import AttackInputs, AttackParams, AttackResult
 from .registry import register
 
@@ -20,15 +20,14 @@ class AttackPParams(AttackParams):
     signal: Literal["hinge", "rescaled_logit", "loss", "confidence"] = "hinge"
 
 
-def empirical_log_pvalues(scores: np.ndarray, null_scores: np.ndarray) -> np.ndarray:
-    """log((1 + #{null >= s}) / (1 + n_null)) for each s: a valid one-sided p-value."""
-    null_sorted = np.sort(np.asarray(null_scores, dtype=np.float64))
-    n_ge = null_sorted.size - np.searchsorted(null_sorted, scores, side="left")
-    return np.log1p(n_ge) - np.log1p(null_sorted.size)
-
-
-@register("attack-p", params=AttackPParams, needs=frozenset({"population"}), pvalues=True, max_references=0,
-          summary="Attack-P: global threshold on the target score, calibrated on population (non-member) records")
+@register(
+    "attack-p",
+    params=AttackPParams,
+    needs=frozenset({"population"}),
+    pvalues=True,
+    max_references=0,
+    summary="Attack-P: global threshold on the target score, calibrated on population (non-member) records",
+)
 def attack_p(inputs: AttackInputs, params: AttackPParams) -> AttackResult:
     q, pop = inputs.queries, inputs.population
     scores = signals.oriented(params.signal, q.target_logits, q.labels)

@@ -7,9 +7,10 @@ alpha-quantile (linear interpolation, numpy's default) of the OUT references'
 scores on x. Its score is therefore the level at which the target score sits
 in that per-record distribution: the inverse of the linearly interpolated
 quantile function, in [0, 1]. The log p-value is the empirical one-sided
-(1 + #{OUT >= s}) / (1 + n_out) of ``marginal.empirical_log_pvalues``, per
+(1 + #{OUT >= s}) / (1 + n_out) of ``pvalues.empirical_log_pvalues``, per
 record. Needs one OUT reference per query.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -48,8 +49,13 @@ def per_record_log_pvalues(z0: np.ndarray, z: np.ndarray, mask: np.ndarray) -> n
     return np.log1p(n_ge) - np.log1p(n)
 
 
-@register("attack-r", params=AttackRParams, min_references=1, pvalues=True,
-          summary="Attack-R: per-record quantile of the OUT references' scores")
+@register(
+    "attack-r",
+    params=AttackRParams,
+    min_references=1,
+    pvalues=True,
+    summary="Attack-R: per-record quantile of the OUT references' scores",
+)
 def attack_r(inputs: AttackInputs, params: AttackRParams) -> AttackResult:
     z0, z = observations(inputs.queries, params.signal)
     _, out = membership_masks(inputs, "attack-r")
