@@ -3,7 +3,7 @@
 Synthetic last layer: penultimate features (d = 128) of a fixed random
 "backbone" are Gaussian; a reference head is fitted by a few steps of logistic
 regression, laplace-torch fits its KFAC last-layer Laplace posterior, then
-``miaudit.posterior.score_moments`` scores every query under M draws. Timed:
+``miaudit.posteriors.score_moments`` scores every query under M draws. Timed:
 the scoring step only (drawing weights, logits, hinge scores, moments), which
 is what grows with N; the Laplace fit is reported separately.
 
@@ -23,7 +23,8 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from miaudit import posterior
+from miaudit import posteriors
+from miaudit.posteriors.laplace import LaplacePosterior
 
 DIM, SAMPLES, N_TRAIN = 128, 1000, 5000
 CASES = [(10_000, 10), (100_000, 10), (100_000, 100)]  # (queries, classes)
@@ -51,14 +52,14 @@ def synthetic_reference(n_classes: int, seed: int) -> tuple[nn.Linear, torch.Ten
 def time_case(n_queries: int, n_classes: int) -> dict:
     head, train_features, train_labels = synthetic_reference(n_classes, seed=n_classes)
     start = time.perf_counter()
-    la = posterior.fit_last_layer(head, train_features, train_labels, "kron")
-    posterior.tune_prior(la, "marglik")
+    la = LaplacePosterior("kron")
+    la.fit(head, (train_features, train_labels))
     fit_s = time.perf_counter() - start
     gen = torch.Generator().manual_seed(1)
     queries = torch.randn(n_queries, DIM, generator=gen, dtype=torch.float64)
     labels = torch.randint(0, n_classes, (n_queries,), generator=gen).numpy()
     start, cpu_start = time.perf_counter(), time.process_time()
-    mean, var = posterior.score_moments(la, queries, labels, n_samples=SAMPLES, signal="hinge")
+    mean, var = posteriors.score_moments(la, queries, labels, n_samples=SAMPLES, signal="hinge")
     score_s, cpu_s = time.perf_counter() - start, time.process_time() - cpu_start
     assert np.isfinite(mean).all() and (var > 0).all()
     return {

@@ -47,11 +47,9 @@ from scipy import stats
 from scipy.special import softmax
 from threadpoolctl import threadpool_limits
 
-from miaudit import bench, config, data, leverage, pipeline, posterior, signals
+from miaudit import bench, config, data, experiment, leverage, signals
 from miaudit.attacks import AttackInputs, ModelAccess, RecordSet, registry
-from miaudit.attacks.bmia import BMIAParams
-from miaudit.attacks.gls import GLSParams
-from miaudit.attacks.lira import LiraParams
+from miaudit.models.features import penultimate
 
 TOP_FRACTION = 0.05
 BOOTSTRAP = 1000
@@ -71,12 +69,12 @@ def pools(n_records: int, pool_size: int, seed: int) -> tuple[np.ndarray, np.nda
 
 def train_models(
     cfg: config.RunConfig, ds: data.Dataset, train_sets: list[np.ndarray], roles: list[str]
-) -> list[pipeline.TrainedModel]:
+) -> list[experiment.TrainedModel]:
     """Each model trained on its records (or loaded from the MIAUDIT_CACHE_DIR store)."""
-    store, recipe = pipeline.open_store(cfg), pipeline.builtin_recipe(cfg, ds, cfg.model)
+    store, recipe = experiment.open_store(cfg), experiment.builtin_recipe(cfg, ds, cfg.model)
     with Progress(transient=True) as progress:
         return [
-            pipeline.obtain(
+            experiment.obtain(
                 store,
                 recipe,
                 ds,
@@ -98,9 +96,7 @@ def leave_one_out_lira(logits: np.ndarray, masks: np.ndarray, labels: np.ndarray
     for m in range(len(logits)):
         others = np.delete(np.arange(len(logits)), m)
         queries = RecordSet(labels=labels, target_logits=logits[m], ref_logits=logits[others], ref_in=masks[others])
-        scores.append(
-            registry.run("lira", AttackInputs(queries=queries, mode="online", seed=seed), LiraParams()).scores
-        )
+        scores.append(registry.score("lira", AttackInputs(queries=queries, mode="online", seed=seed)).scores)
     return np.stack(scores)
 
 
@@ -148,7 +144,7 @@ def split_half_reliability(scores: np.ndarray, masks: np.ndarray) -> dict[str, f
 
 def head_arrays(model: torch.nn.Module, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(penultimate features, softmax probabilities) in float64, the probabilities from those features."""
-    features = posterior.penultimate(model, x).cpu().numpy()
+    features = penultimate(model, x).cpu().numpy()
     weight = model.head.weight.detach().double().numpy()
     bias = model.head.bias.detach().double().numpy()
     return features, softmax(features @ weight.T + bias, axis=1)
@@ -161,13 +157,13 @@ def gls_auditor(model: torch.nn.Module, x_train: np.ndarray, x_pool: np.ndarray,
     return leverage.cross_entropy_gls(g_train, p_train, g_pool, p_pool, space=space)
 
 
-def gls_attack(target: pipeline.TrainedModel, pool: np.ndarray, ds: data.Dataset, seed: int) -> np.ndarray:
+def gls_attack(target: experiment.TrainedModel, pool: np.ndarray, ds: data.Dataset, seed: int) -> np.ndarray:
     """The registered ``gls`` attack with its defaults: Hessian of the queried records (the whole pool)."""
     models = ModelAccess(target=target.module, references=[], reference_train=[], query_x=ds.x[pool])
     queries = RecordSet(
         labels=ds.y[pool], target_logits=target.logits[pool], ref_logits=np.zeros((0, len(pool), ds.n_classes))
     )
-    return registry.run("gls", AttackInputs(queries=queries, models=models, seed=seed), GLSParams()).scores
+    return registry.score("gls", AttackInputs(queries=queries, models=models, seed=seed)).scores
 
 
 def gradient_norm(model: torch.nn.Module, x: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -178,7 +174,7 @@ def gradient_norm(model: torch.nn.Module, x: np.ndarray, labels: np.ndarray) -> 
 
 
 def bmia_t(
-    target: pipeline.TrainedModel, reference: pipeline.TrainedModel, pool: np.ndarray, ds: data.Dataset, seed: int
+    target: experiment.TrainedModel, reference: experiment.TrainedModel, pool: np.ndarray, ds: data.Dataset, seed: int
 ) -> np.ndarray:
     """BMIA's t (Algorithm 1, defaults) of model 0 against one reference that never saw the pool (offline)."""
     models = ModelAccess(
@@ -188,11 +184,11 @@ def bmia_t(
         query_x=ds.x[pool],
     )
     queries = RecordSet(labels=ds.y[pool], target_logits=target.logits[pool], ref_logits=reference.logits[pool][None])
-    return registry.run("bmia", AttackInputs(queries=queries, models=models, seed=seed), BMIAParams()).extra["t"]
+    return registry.score("bmia", AttackInputs(queries=queries, models=models, seed=seed)).extra["t"]
 
 
 def predictors(
-    target: pipeline.TrainedModel, reference: pipeline.TrainedModel, pool: np.ndarray, ds: data.Dataset, seed: int
+    target: experiment.TrainedModel, reference: experiment.TrainedModel, pool: np.ndarray, ds: data.Dataset, seed: int
 ) -> dict[str, Callable[[], np.ndarray]]:
     """Name -> computation of one score per pool record; higher = predicted more vulnerable."""
     x_pool, y_pool, x_train = ds.x[pool], ds.y[pool], ds.x[target.train_idx]
@@ -302,7 +298,7 @@ def markdown(result: dict) -> str:
 def run(args: argparse.Namespace) -> dict:
     start = time.perf_counter()
     cfg = config.from_dict({**bench.LOCATION, "seed": args.seed})
-    ds = pipeline.load_dataset(cfg)
+    ds = experiment.load_dataset(cfg)
     pool, ref_records = pools(len(ds), args.pool, args.seed)
     masks = data.reference_subsets(len(pool), args.models, args.seed, balanced=True)
     models = train_models(

@@ -23,7 +23,7 @@ TINY_RUN: dict[str, Any] = {
     "seed": 0,
     "train": {"epochs": 3, "batch_size": 16, "lr": 0.05},
     "references": 2,
-    "attacks": [{"name": "attack-p"}],
+    "attacks": [{"name": "attack-p"}, {"name": "attack-r"}],  # attack-r uses both references, so both train
 }
 
 

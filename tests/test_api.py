@@ -123,7 +123,7 @@ def test_default_references_are_the_fewest_the_attacks_need(user) -> None:
 
 
 def test_run_accepts_a_config_dict(tiny_raw: dict) -> None:
-    result = miaudit.run({**tiny_raw, "references": 0})
+    result = miaudit.run({**tiny_raw, "references": 0, "attacks": ["attack-p"]})
     assert result.to_json()["dataset"] == "digits" and set(result.metrics) == {"attack-p"}
 
 

@@ -18,7 +18,7 @@ from miaudit.pvalues import empirical_log_pvalues
 
 
 def run(name: str, attack_inputs: AttackInputs, **params):
-    return registry.run(name, attack_inputs, registry.parse_params(name, params))
+    return registry.score(name, attack_inputs, **params)
 
 
 def log_normal_pdf(z, mu, var):

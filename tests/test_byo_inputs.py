@@ -362,7 +362,7 @@ def test_api_too_few_nonmembers_for_min_fpr(user) -> None:
     [
         (
             {"attacks": ["mr-bmia"], "references": 1},
-            ConfigError,
+            AttackRequirementError,
             "attacks.0: mr-bmia: needs at least 2 reference model(s)",
         ),
         (
@@ -378,7 +378,7 @@ def test_api_too_few_nonmembers_for_min_fpr(user) -> None:
         ),
         ({"population": None}, AttackRequirementError, "attacks.0: attack-p: needs population inputs"),
         (
-            {"population": None, "attacks": ["gls"], "references": 2},
+            {"population": None, "attacks": ["attack-r"], "references": 2},
             DataError,
             "population: 0 record(s) cannot train 2 reference model(s)",
         ),
@@ -428,6 +428,7 @@ def test_api_factory_with_other_class_count(user) -> None:
         "model_factory: builds models with 4 outputs, the target has 3",
         net,
         references=1,
+        attacks=["attack-r"],  # an attack that uses the reference model, so one is built
         model_factory=lambda: TinyNet(n_classes=4),
         **api_sets(x, y),
     )
@@ -449,6 +450,7 @@ def test_api_target_that_cannot_be_reinitialised(user) -> None:
         "model_factory: cannot re-initialise Scaled '' of the target",
         Scaled(),
         references=1,
+        attacks=["attack-r"],
         **api_sets(x, y),
     )
 

@@ -72,8 +72,9 @@ def test_tiny_run_writes_the_spec_outputs(tiny_raw: dict[str, Any]) -> None:
     assert (results["n_members"], results["n_nonmembers"]) == (60, 60)
     assert set(results["target"]) >= {"train_accuracy", "test_accuracy"}
     assert all(0 <= results["target"][k] <= 1 for k in ("train_accuracy", "test_accuracy"))
-    [attack] = results["attacks"]
+    attack, attack_r = results["attacks"]
     assert attack["name"] == "attack-p" and attack["references"] == 0  # attack-p uses no reference model
+    assert attack_r["name"] == "attack-r" and attack_r["references"] == 2
     assert 0 <= attack["auc"] <= 1
     assert set(attack["tpr_at_fpr"]) == {"0.001", "0.01", "0.05"}
     assert set(attack["seconds"]) == {"reference_training", "attack"}
@@ -82,7 +83,7 @@ def test_tiny_run_writes_the_spec_outputs(tiny_raw: dict[str, Any]) -> None:
     assert (out / "roc.png").read_bytes().startswith(PNG_MAGIC)
     scores = pd.read_csv(out / "scores.csv")
     assert {"record", "member", "label"} <= set(scores.columns)
-    assert sum(c.endswith(".score") for c in scores.columns) == sum(c.endswith(".p_value") for c in scores.columns) == 1
+    assert sum(c.endswith(".score") for c in scores.columns) == sum(c.endswith(".p_value") for c in scores.columns) == 2
     assert len(scores) == 120 and scores["member"].sum() == 60 and scores["record"].is_unique
 
 

@@ -8,12 +8,13 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from miaudit import config
+from miaudit import config, plan
+from miaudit.errors import AttackRequirementError
 
 
 def config_error(raw: Any) -> str:
-    with pytest.raises(config.ConfigError) as info:
-        config.from_dict(raw)
+    with pytest.raises((config.ConfigError, AttackRequirementError)) as info:
+        plan.build(config.from_dict(raw))
     message = str(info.value)
     assert "\n" not in message
     return message
@@ -27,7 +28,7 @@ def config_error(raw: Any) -> str:
         ({"train": {"epochs": "many"}}, "train.epochs"),
         ({"references": "eight"}, "references"),
         ({"attacks": ["attack-p", {"name": "attack-p", "signal": "margin"}]}, "attacks.1.signal"),
-        ({"attacks": [{"name": "nope"}]}, "attacks.0: unknown attack 'nope'"),
+        ({"attacks": [{"name": "nope"}]}, "attacks.0.name: unknown attack 'nope'"),
         ({"references": 2, "attacks": [{"name": "attack-p", "references": 3}]}, "attacks.0.references: 3 exceeds"),
         ({"mode": "online", "references": 3}, "references: online mode needs an even number"),
         ({"model": "vgg"}, "model: unknown architecture 'vgg'"),
@@ -63,8 +64,9 @@ def test_spec_example_parses(tmp_path: Path) -> None:
     )
     cfg = config.load(path)
     assert cfg.dataset.name == "location" and cfg.references == 8
-    assert [(a.name, a.params.references) for a in cfg.attacks] == [("bmia", 1), ("lira", 8), ("rmia", 2)]
-    assert cfg.attacks[1].label == "lira (n=8)"
+    planned = plan.build(cfg)
+    assert [(a.name, a.references) for a in planned.attacks] == [("bmia", 1), ("lira", 8), ("rmia", 2)]
+    assert planned.attacks[1].label == "lira (n=8)" and planned.references == 8
 
 
 def test_empty_file_and_default_are_valid(tmp_path: Path) -> None:

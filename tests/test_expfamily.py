@@ -13,7 +13,7 @@ from miaudit.attacks import AttackInputs, AttackRequirementError, registry
 
 
 def run(name: str, attack_inputs: AttackInputs, **params):
-    return registry.run(name, attack_inputs, registry.parse_params(name, params))
+    return registry.score(name, attack_inputs, **params)
 
 
 def log_normal_pdf(z, mu, var):

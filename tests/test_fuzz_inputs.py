@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import miaudit
-from miaudit.cli import USER_ERRORS
+from miaudit.errors import MiauditError
 
 # Derandomized: the same examples on every run, so CI cannot flake; small, so the suite stays fast.
 FUZZ = settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
@@ -107,7 +107,7 @@ api_options = st.fixed_dictionaries(
 
 
 def assert_clean(error: BaseException) -> None:
-    assert isinstance(error, USER_ERRORS), f"{type(error).__name__}: {error}"
+    assert isinstance(error, MiauditError), f"{type(error).__name__}: {error}"
     assert str(error) and "\n" not in str(error)
 
 

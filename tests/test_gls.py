@@ -200,27 +200,27 @@ def _features_and_probs(model: torch.nn.Module, x: np.ndarray) -> tuple[np.ndarr
 
 def test_gls_attack_scores_the_target_last_layer() -> None:
     inputs, model, pop_x = _tiny_inputs(population=True)
-    result = registry.run("gls", inputs, registry.parse_params("gls", {}))
+    result = registry.score("gls", inputs)
     g, p = _features_and_probs(model, inputs.models.query_x)
     # the attack's default is the paper's probability-space exposure score (section 4.4)
     np.testing.assert_allclose(result.scores, leverage.cross_entropy_gls(g, p, g, p, space="probability"), rtol=1e-6)
     assert result.log_pvalues is None
-    np.testing.assert_allclose(inputs.models.memo[("features", "target", "queries")], g, rtol=1e-6)
-    pop_result = registry.run("gls", inputs, registry.parse_params("gls", {"hessian_data": "population"}))
+    np.testing.assert_allclose(inputs.models.memo[("features", None, "queries")], g, rtol=1e-6)
+    pop_result = registry.score("gls", inputs, hessian_data="population")
     pop_g, pop_p = _features_and_probs(model, pop_x)
     np.testing.assert_allclose(
         pop_result.scores, leverage.cross_entropy_gls(pop_g, pop_p, g, p, space="probability"), rtol=1e-6
     )
-    logit_result = registry.run("gls", inputs, registry.parse_params("gls", {"space": "logit"}))
+    logit_result = registry.score("gls", inputs, space="logit")
     np.testing.assert_allclose(logit_result.scores, leverage.cross_entropy_gls(g, p, g, p, space="logit"), rtol=1e-6)
 
 
 def test_gls_attack_requirements() -> None:
     inputs, _, _ = _tiny_inputs(population=False)
     with pytest.raises(AttackRequirementError, match="population"):
-        registry.run("gls", inputs, registry.parse_params("gls", {"hessian_data": "population"}))
+        registry.score("gls", inputs, hessian_data="population")
     no_models = AttackInputs(queries=inputs.queries)
     with pytest.raises(AttackRequirementError, match="models"):
-        registry.run("gls", no_models, registry.parse_params("gls", {}))
+        registry.score("gls", no_models)
     with pytest.raises(ValueError, match="damping"):
-        registry.parse_params("gls", {"damping": 0})
+        registry.get("gls").params(damping=0)

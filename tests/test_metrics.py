@@ -104,6 +104,6 @@ def test_attack_p_through_the_registry(signal: str) -> None:
     inputs = AttackInputs(
         queries=records(phi, np.empty((0, 4))), population=records(np.array([1.0, 2.0, 3.0, 4.0]), np.empty((0, 4)))
     )
-    res = registry.run("attack-p", inputs, registry.get("attack-p").params(signal=signal))
+    res = registry.score("attack-p", inputs, signal=signal)
     np.testing.assert_allclose(np.exp(res.log_pvalues), [1.0, 0.6, 0.6, 0.2], rtol=1e-12)
     assert list(np.argsort(res.scores)) == [0, 1, 2, 3]  # higher score = more likely member

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from miaudit import pipeline, report
+from miaudit import experiment, pipeline, report
 from miaudit.config import RunConfig
 from miaudit.training import predict_logits
 
@@ -22,7 +22,7 @@ TIMING_KEYS = {"seconds", "training_seconds", "cache_dir"}  # wall-clock numbers
 @pytest.fixture(scope="module")
 def first_run(tmp_path_factory: pytest.TempPathFactory, make_config: Callable[..., RunConfig]) -> pipeline.RunResult:
     """The tiny audit, run once from an empty cache that tests copy before changing."""
-    return pipeline.run(make_config(cache_dir=str(tmp_path_factory.mktemp("first_cache"))))
+    return pipeline.run_config(make_config(cache_dir=str(tmp_path_factory.mktemp("first_cache"))))
 
 
 def copy_cache(res: pipeline.RunResult, dest: Path) -> Path:
@@ -33,13 +33,13 @@ def copy_cache(res: pipeline.RunResult, dest: Path) -> Path:
 def count_training(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Wrap the pipeline's training call; the list grows by the training-set size per model trained."""
     calls: list[int] = []
-    real = pipeline.train
+    real = experiment.train
 
     def counted(module, x, *args, **kwargs):
         calls.append(len(x))
         return real(module, x, *args, **kwargs)
 
-    monkeypatch.setattr(pipeline, "train", counted)
+    monkeypatch.setattr(experiment, "train", counted)
     return calls
 
 
@@ -61,8 +61,8 @@ def test_second_run_trains_nothing(first_run: pipeline.RunResult, monkeypatch: p
     def refuse(*_: Any, **__: Any) -> None:
         raise AssertionError("a cached model was trained again")
 
-    monkeypatch.setattr(pipeline, "train", refuse)
-    again = pipeline.run(first_run.experiment.cfg)
+    monkeypatch.setattr(experiment, "train", refuse)
+    again = pipeline.run_config(first_run.experiment.cfg)
     exp = again.experiment
     assert all(m.cached for m in [exp.target, *exp.references])
     assert not exp.target.module.training  # loaded weights are evaluated in eval mode
@@ -120,7 +120,7 @@ def test_online_each_query_in_for_half_the_references(make_config: Callable[...,
 
 
 def test_same_seed_fresh_cache_same_results(first_run: pipeline.RunResult, tmp_path: Path) -> None:
-    again = pipeline.run(first_run.experiment.cfg.model_copy(update={"cache_dir": tmp_path}))
+    again = pipeline.run_config(first_run.experiment.cfg.model_copy(update={"cache_dir": tmp_path}))
     assert not again.experiment.target.cached
     assert without_timing(report.results_json(again)) == without_timing(report.results_json(first_run))
     np.testing.assert_array_equal(again.attacks[0].result.scores, first_run.attacks[0].result.scores)

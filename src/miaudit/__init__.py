@@ -9,8 +9,7 @@ arrays.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
+from ._version import __version__
 from .api import AuditResult, audit, run
 
 __all__ = ["audit", "run", "AuditResult", "__version__"]

@@ -30,11 +30,12 @@ import torch.nn as nn
 
 from . import config as config_mod
 from . import own_model, pipeline, report, validate
-from .attacks import registry
-from .config import ConfigError, RunConfig, TrainConfig
-from .data import DataError, Dataset, Split
+from . import plan as plan_mod
+from .config import RunConfig, TrainConfig
+from .data import Dataset, Split
 from .data.base import validate_arrays, validate_features
-from .models.io import ModelError
+from .errors import ConfigError, DataError, ModelError
+from .experiment import ModelRecipe, shuffled_queries
 from .training import TrainReport, accuracy, predict_logits, train
 
 SETS = ("members", "nonmembers", "queries", "population", "validation")
@@ -50,7 +51,7 @@ class AuditResult:
     @property
     def metrics(self) -> dict[str, dict | None]:
         """Per attack row: AUC, TPR at each FPR level ... (None when membership is unknown)."""
-        return {r.spec.label: None if r.metrics is None else r.metrics.to_json() for r in self.run.attacks}
+        return {r.attack.label: None if r.metrics is None else r.metrics.to_json() for r in self.run.attacks}
 
     @property
     def scores(self) -> pd.DataFrame:
@@ -74,7 +75,7 @@ def run(config: RunConfig | dict | str | Path | None = None) -> AuditResult:
         cfg = config
     else:
         cfg = config_mod.from_dict(config) if isinstance(config, dict) else config_mod.load(config)
-    return AuditResult(pipeline.run(cfg))
+    return AuditResult(pipeline.run_config(cfg))
 
 
 def _numpy(value: Any) -> np.ndarray:
@@ -168,14 +169,14 @@ def _user_fit(train_fn: TrainFn) -> Callable[..., TrainReport]:
         start = time.perf_counter()
         train_fn(model, x, y)  # torch's RNG was seeded with ``seed`` just before the model was built
         seconds = time.perf_counter() - start
-        return TrainReport(seconds, accuracy(predict_logits(model, x), y), float("nan"))
+        return TrainReport(seconds, accuracy(predict_logits(model, x), y))
 
     return fit
 
 
 def _recipe(
     cfg: RunConfig, target: nn.Module, model_factory: Callable[[], nn.Module] | None, train_fn: TrainFn | None
-) -> pipeline.ModelRecipe:
+) -> ModelRecipe:
     """User code builds or trains these models, so they are never cached."""
     build = model_factory or (lambda: reinitialised_copy(target))
     fit = (
@@ -183,15 +184,7 @@ def _recipe(
         if train_fn is not None
         else (lambda m, x, y, seed, progress: train(m, x, y, cfg.train, seed, cfg.device, progress))
     )
-    return pipeline.ModelRecipe(type(target).__name__, build, fit, None if train_fn else cfg.train.epochs)
-
-
-def _references_needed(attacks: list) -> int:
-    """The fewest reference models every attack row can run with."""
-    specs = config_mod.from_dict({"attacks": attacks, "references": 1024}).attacks
-    return max(
-        s.params.references if s.params.references is not None else registry.get(s.name).min_references for s in specs
-    )
+    return ModelRecipe(type(target).__name__, build, fit, None if train_fn else cfg.train.epochs)
 
 
 def _config(
@@ -208,7 +201,7 @@ def _config(
         )
     if isinstance(train_settings, TrainConfig):
         train_settings = train_settings.model_dump()
-    refs = _references_needed(attacks) if references is None else references
+    refs = plan_mod.fewest_references(attacks) if references is None else references
     return config_mod.from_dict({**keys, "attacks": attacks, "references": refs, "train": train_settings or {}})
 
 
@@ -254,6 +247,7 @@ def audit(
         {"members": members, "nonmembers": nonmembers, "queries": queries},
         {"population": population, "validation": validation},
     )
+    plan = plan_mod.build(cfg, roles={"population", "validation"} & set(given))
     sets = _checked_sets(target, given)
     if "members" in sets:
         m, n = sets["members"], sets["nonmembers"]
@@ -266,9 +260,10 @@ def audit(
         idx.get("population", empty),
         idx.get("validation", empty),
     )
-    query_idx, is_member = (idx["queries"], None) if "queries" in idx else pipeline.shuffled_queries(split, seed)
+    query_idx, is_member = (idx["queries"], None) if "queries" in idx else shuffled_queries(split, seed)
     exp = own_model.audit_given(
         cfg,
+        plan,
         ds,
         split,
         query_idx,

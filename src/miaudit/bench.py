@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import __version__, config, pipeline, report
+from . import config, pipeline, report
+from ._version import __version__
 
 PEERS = ("attack-r", "lira", "rmia")
 
@@ -178,7 +179,7 @@ def run_dataset(suite: Suite, label: str, seed: int, cache_dir: Path | None) -> 
     cfg = config.from_dict(
         {**base, "seed": seed, "attacks": rows, **({"cache_dir": str(cache_dir)} if cache_dir else {})}
     )
-    return report.results_json(pipeline.run(cfg))
+    return report.results_json(pipeline.run_config(cfg))
 
 
 def aggregate(per_seed: list[dict[str, Any]]) -> dict[str, Any]:

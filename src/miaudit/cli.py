@@ -18,13 +18,11 @@ from rich.console import Console
 from rich.table import Table
 
 from . import config as config_mod
-from .attacks import AttackRequirementError, registry
-from .data import DataError
-from .models.io import ModelError
+from .attacks import registry
+from .errors import MiauditError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Membership inference auditing.")
 err = Console(stderr=True)
-USER_ERRORS = (config_mod.ConfigError, DataError, ModelError, AttackRequirementError)
 
 
 def _fail(e: Exception) -> None:
@@ -47,7 +45,7 @@ def run(
         out = out or Path("miaudit-runs") / (config.stem if config else "default")
         start = time.perf_counter()
         results = api.run(cfg).report(out)
-    except USER_ERRORS as e:
+    except MiauditError as e:
         _fail(e)
     Console().print(_metrics_table(results) if results["membership"] == "known" else _ranking_table(results))
     Console().print(f"wrote {out}/ in {time.perf_counter() - start:.0f} s")
@@ -96,7 +94,7 @@ def bench(
         _fail(config_mod.ConfigError(f"suite: unknown suite {suite!r}; expected one of {sorted(bench_mod.SUITES)}"))
     try:
         res = bench_mod.run_suite(suite, out, datasets=dataset, seeds=seed, log=lambda m: err.print(m, highlight=False))
-    except USER_ERRORS as e:
+    except MiauditError as e:
         _fail(e)
     Console().print(f"wrote {out}/{suite}.json and {suite}.md in {res['wall_seconds'] / 60:.1f} min")
 

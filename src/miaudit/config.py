@@ -12,11 +12,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .attacks import AttackParams, AttackRequirementError, registry
-
-
-class ConfigError(ValueError):
-    """A configuration problem, with a one-line message naming the key."""
+from .errors import ConfigError
 
 
 class _Strict(BaseModel):
@@ -98,34 +94,16 @@ class TargetConfig(_Strict):
     _known = field_validator("architecture")(_architecture_name)
 
 
-class AttackSpec(_Strict):
-    """One attack row: its registered name and validated parameters."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
-    name: str
-    params: AttackParams
-
-    @model_validator(mode="before")
-    @classmethod
-    def _parse(cls, raw: Any) -> Any:
-        if isinstance(raw, str):
-            raw = {"name": raw}
-        if not isinstance(raw, dict) or "name" not in raw:
-            raise ValueError("each attack is a mapping with a name, e.g. {name: lira, references: 8}")
-        if "params" in raw and isinstance(raw["params"], AttackParams):
-            return raw
-        rest = {k: v for k, v in raw.items() if k != "name"}
-        name = str(raw["name"]).lower()
-        if name not in registry.names():
-            raise ValueError(f"unknown attack {raw['name']!r}; expected one of {registry.names()}")
-        return {"name": name, "params": registry.get(name).params(**rest)}
-
-    @property
-    def label(self) -> str:
-        if self.params.label:
-            return self.params.label
-        k = self.params.references
-        return self.name if k is None else f"{self.name} (n={k})"
+def _attack_entries(raw: Any) -> Any:
+    """Attack rows as mappings with a name (a bare name is shorthand for ``{name: ...}``). Their
+    parameters are validated by the Plan (``miaudit.plan``), which knows every attack."""
+    if not isinstance(raw, (list, tuple)):
+        return raw
+    rows = [{"name": r} if isinstance(r, str) else r for r in raw]
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict) or "name" not in row:
+            raise ValueError(f"row {i} is not a mapping with a name; each attack is e.g. {{name: lira, references: 8}}")
+    return rows
 
 
 class RunConfig(_Strict):
@@ -139,8 +117,10 @@ class RunConfig(_Strict):
     references: int = Field(default=4, ge=0, le=1024)
     mode: Literal["offline", "online"] = "offline"
     split: SplitConfig = SplitConfig()
-    attacks: list[AttackSpec] = Field(
-        default_factory=lambda: [AttackSpec(name="attack-p", params=registry.get("attack-p").params())], min_length=1
+    attacks: list[dict[str, Any]] = Field(
+        default_factory=lambda: [{"name": "attack-p"}],
+        min_length=1,
+        description="attack rows: a name, or {name: ..., parameters}; see `miaudit attacks`",
     )
     cache_dir: Path | None = None
     device: str = "cpu"
@@ -155,6 +135,8 @@ class RunConfig(_Strict):
         description="smallest FPR the audit must resolve; refused with fewer than 1/min_fpr non-members",
     )
 
+    _attack_rows = field_validator("attacks", mode="before")(_attack_entries)
+
     @field_validator("dataset", mode="before")
     @classmethod
     def _dataset_shorthand(cls, v: Any) -> Any:
@@ -163,22 +145,11 @@ class RunConfig(_Strict):
     _known_architecture = field_validator("model", "reference_model")(_architecture_name)
 
     @model_validator(mode="after")
-    def _references_fit(self) -> RunConfig:
-        for i, spec in enumerate(self.attacks):
-            k = spec.params.references
-            if k is not None and k > self.references:
-                raise ValueError(f"attacks.{i}.references: {k} exceeds the run's references: {self.references}")
+    def _even_online(self) -> RunConfig:
         if self.mode == "online" and self.references % 2:
             raise ValueError(
                 f"references: online mode needs an even number (each query IN for half), got {self.references}"
             )
-        for i, spec in enumerate(self.attacks):  # e.g. mr-bmia with one reference: refuse before training anything
-            try:
-                registry.get(spec.name).check_plan(
-                    registry.references_used(spec.name, spec.params, self.references), self.mode
-                )
-            except AttackRequirementError as e:
-                raise ValueError(f"attacks.{i}: {e}") from None
         return self
 
     @model_validator(mode="after")
@@ -208,9 +179,10 @@ class RunConfig(_Strict):
         return self.reference_model or self.target_architecture
 
 
-def _one_line(e: ValidationError) -> str:
+def one_line(e: ValidationError) -> str:
+    """A pydantic error as ``key.path: message (and N more)``."""
     err = e.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"] if p != "params")
+    loc = ".".join(str(p) for p in err["loc"])
     msg = err["msg"].removeprefix("Value error, ")
     more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
     return f"{loc}: {msg}{more}" if loc else f"{msg}{more}"
@@ -224,7 +196,7 @@ def from_dict(raw: Any) -> RunConfig:
     try:
         return RunConfig(**raw)
     except ValidationError as e:
-        raise ConfigError(_one_line(e)) from None
+        raise ConfigError(one_line(e)) from None
 
 
 def load(path: str | Path) -> RunConfig:

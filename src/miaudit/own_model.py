@@ -20,12 +20,23 @@ from pathlib import Path
 import numpy as np
 import torch.nn as nn
 
-from . import pipeline, validate
-from .config import ConfigError, RunConfig
-from .data import DataError, Dataset, Split
+from . import validate
+from .config import RunConfig
+from .data import Dataset, Split
 from .data.files import load_indices
+from .errors import ConfigError, DataError, ModelError
+from .experiment import (
+    Experiment,
+    ModelRecipe,
+    TrainedModel,
+    builtin_recipe,
+    load_dataset,
+    open_store,
+    shuffled_queries,
+    with_references,
+)
 from .models import build_model, io
-from .models.io import ModelError
+from .plan import Plan
 from .training import accuracy, predict_logits
 
 MIN_POOL = 4  # each reference model trains on a random half of the pool: at least 2 records
@@ -68,7 +79,7 @@ def membership_from_files(cfg: RunConfig, ds: Dataset) -> tuple[Split, np.ndarra
     split = Split(np.sort(members), np.sort(nonmembers), population, validation)
     if cfg.queries is not None:
         return split, audited, None
-    return (split, *pipeline.shuffled_queries(split, cfg.seed))
+    return (split, *shuffled_queries(split, cfg.seed))
 
 
 def _with_checkpoint_classes(ds: Dataset, state: io.StateDict) -> Dataset:
@@ -85,79 +96,86 @@ def _with_checkpoint_classes(ds: Dataset, state: io.StateDict) -> Dataset:
     return Dataset(ds.name, ds.x, ds.y, n_classes)
 
 
-def from_checkpoint(cfg: RunConfig) -> pipeline.Experiment:
+def from_checkpoint(cfg: RunConfig, plan: Plan) -> Experiment:
     """The experiment for ``target: {architecture, checkpoint}``: load, check, train the references."""
     state = io.read_state_dict(cfg.target.checkpoint)
-    ds = _with_checkpoint_classes(pipeline.load_dataset(cfg), state)
+    ds = _with_checkpoint_classes(load_dataset(cfg), state)
     split, query_idx, is_member = membership_from_files(cfg, ds)
     arch = cfg.target_architecture
     module = io.load_weights(build_model(arch, ds.input_shape, ds.n_classes), state, arch)
     return audit_given(
         cfg,
+        plan,
         ds,
         split,
         query_idx,
         is_member,
         module,
-        pipeline.builtin_recipe(cfg, ds, cfg.reference_architecture),
+        builtin_recipe(cfg, ds, cfg.reference_architecture),
         source=f"checkpoint {Path(cfg.target.checkpoint).name}",
         architecture=arch,
     )
 
 
-def _check_models(
-    cfg: RunConfig, ds: Dataset, module: nn.Module, recipe: pipeline.ModelRecipe, reference_field: str
-) -> None:
+def _check_models(plan: Plan, ds: Dataset, module: nn.Module, recipe: ModelRecipe, reference_field: str) -> None:
     """The target and a fresh reference model fit the data and the attacks, checked on a dry forward pass."""
     n_classes = validate.model_classes(module, ds.x, "target")
     if n_classes != ds.n_classes:
         raise ModelError(f"target: outputs {n_classes} classes, the data has {ds.n_classes}")
-    probe = recipe.build() if cfg.references else None
+    probe = recipe.build() if plan.references else None
     if probe is not None and (probe_classes := validate.model_classes(probe, ds.x, reference_field)) != n_classes:
         raise ModelError(f"{reference_field}: builds models with {probe_classes} outputs, the target has {n_classes}")
-    attack = validate.needs_last_layer(cfg)
+    attack = plan.needs_last_layer
     if attack is not None:
         validate.check_last_layer(module, ds.x, "target", attack)
         if probe is not None:
             validate.check_last_layer(probe, ds.x, reference_field, attack)
 
 
-def _check_pool(cfg: RunConfig, split: Split, query_idx: np.ndarray) -> None:
-    pool = len(split.population) + (len(query_idx) if cfg.mode == "online" else 0)
-    if cfg.references and pool < MIN_POOL:
+def _check_pool(plan: Plan, split: Split, query_idx: np.ndarray) -> None:
+    pool = len(split.population) + (len(query_idx) if plan.mode == "online" else 0)
+    if plan.references and pool < MIN_POOL:
         raise DataError(
-            f"population: {pool} record(s) cannot train {cfg.references} reference model(s) on random "
+            f"population: {pool} record(s) cannot train {plan.references} reference model(s) on random "
             f"halves; give at least {MIN_POOL}"
         )
 
 
+def _check_roles(plan: Plan, split: Split) -> None:
+    """The record sets the plan counted on are there (records left over for them may run out)."""
+    for role in sorted(plan.roles):
+        if not len(getattr(split, role)):
+            raise DataError(f"{role}: no records are left for it once members and non-members are set aside")
+
+
 def audit_given(
     cfg: RunConfig,
+    plan: Plan,
     ds: Dataset,
     split: Split,
     query_idx: np.ndarray,
     is_member: np.ndarray | None,
     module: nn.Module,
-    recipe: pipeline.ModelRecipe,
+    recipe: ModelRecipe,
     *,
     source: str,
     architecture: str,
     reference_field: str = "reference_model",
     query_info: dict[str, np.ndarray] | None = None,
     record_name: Callable[[int], str] = lambda i: f"record {i}",
-) -> pipeline.Experiment:
+) -> Experiment:
     """Check everything, then wrap the user's model as the target and train the references."""
-    validate.check_attack_plan(cfg, pipeline.provided_inputs(split))
     if is_member is not None:
         validate.check_min_fpr(cfg.min_fpr, int((~is_member).sum()))
     elif cfg.min_fpr is not None:
         raise ConfigError("min_fpr: needs members and nonmembers; queries of unknown membership give no ROC")
-    _check_pool(cfg, split, query_idx)
-    _check_models(cfg, ds, module, recipe, reference_field)
+    _check_roles(plan, split)
+    _check_pool(plan, split, query_idx)
+    _check_models(plan, ds, module, recipe, reference_field)
     logits = predict_logits(module, ds.x, device=cfg.device)
     validate.check_logits(logits, "target", record_name)
     train_acc = accuracy(logits[split.members], ds.y[split.members])
-    target = pipeline.TrainedModel(
+    target = TrainedModel(
         "target",
         module.eval(),
         logits,
@@ -168,6 +186,6 @@ def audit_given(
         architecture=architecture,
         source=source,
     )
-    return pipeline.with_references(
-        cfg, ds, split, query_idx, is_member, target, recipe, pipeline.open_store(cfg), query_info=query_info or {}
+    return with_references(
+        cfg, plan, ds, split, query_idx, is_member, target, recipe, open_store(cfg), query_info=query_info or {}
     )

@@ -20,7 +20,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from . import __version__, metrics
+from . import metrics
+from ._version import __version__
 from .pipeline import AttackRun, RunResult
 
 OUTPUT_FILES = ("results.json", "report.md", "roc.png", "scores.csv")
@@ -28,8 +29,9 @@ OUTPUT_FILES = ("results.json", "report.md", "roc.png", "scores.csv")
 
 def slug(run: AttackRun) -> str:
     """Column-safe name of an attack row, e.g. 'lira_n8'."""
-    base = run.spec.params.label or f"{run.spec.name}_n{run.references}"
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", base)
+    a = run.attack
+    extended = a.label != (f"{a.name} (n={a.references})" if a.references else a.name)  # a user's or a twin's
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", a.label if extended else f"{a.name}_n{a.references}").strip("_")
 
 
 UNKNOWN_MEMBERSHIP_NOTE = (
@@ -62,9 +64,10 @@ def results_json(res: RunResult) -> dict:
         ],
         "attacks": [
             {
-                "name": r.spec.name,
-                "label": r.spec.label,
-                "references": r.references,
+                "name": r.attack.name,
+                "label": r.attack.label,
+                "references": r.attack.references,
+                "params": r.attack.params.model_dump(mode="json", exclude={"label"}),
                 **(r.metrics.to_json() if known else ranking_json(r, exp.query_idx)),
                 "seconds": r.seconds,
             }
@@ -92,9 +95,9 @@ RISK_PRIORITY = ("mr-bmia", "bmia", "lira", "bavaria-n", "gls")
 def risk_basis(res: RunResult) -> AttackRun:
     """The attack row whose output orders the per-record risk table."""
     for name in RISK_PRIORITY:
-        rows = [r for r in res.attacks if r.spec.name == name]
+        rows = [r for r in res.attacks if r.attack.name == name]
         if rows:
-            return max(rows, key=lambda r: r.references)
+            return max(rows, key=lambda r: r.attack.references)
     return res.attacks[0]
 
 
@@ -119,8 +122,8 @@ def scores_frame(res: RunResult) -> pd.DataFrame:
         if r.result.log_pvalues is not None:
             cols[f"{s}.p_value"] = np.exp(r.result.log_pvalues)
             cols[f"{s}.log_p"] = r.result.log_pvalues
-        if "log_p_calibrated" in r.result.extra:
-            cols[f"{s}.p_value_calibrated"] = np.exp(r.result.extra["log_p_calibrated"])
+        if r.result.log_pvalues_calibrated is not None:
+            cols[f"{s}.p_value_calibrated"] = np.exp(r.result.log_pvalues_calibrated)
     return pd.DataFrame(cols).sort_values("risk_rank", kind="stable").reset_index(drop=True)
 
 
@@ -132,7 +135,7 @@ def exposed_records_md(res: RunResult, frame: pd.DataFrame, top: int = 10) -> li
     known = [c for c in ("label", "member") if c in frame.columns]
     lines = [
         "",
-        f"## Most exposed records (ranked by {basis.spec.label}: "
+        f"## Most exposed records (ranked by {basis.attack.label}: "
         f"{'smallest p-value' if col.endswith('p_value') else 'highest score'})",
         "",
         "| rank | record | " + " | ".join([*known, col, *extra]) + " |",
@@ -156,7 +159,7 @@ def roc_plot(res: RunResult, path: Path) -> None:
             tpr[shown],
             lw=1.4,
             drawstyle="steps-post",
-            label=f"{r.spec.label}  AUC {r.metrics.auc:.3f}, TPR@1% {100 * r.metrics.tpr_at_fpr['0.01']:.1f}%",
+            label=f"{r.attack.label}  AUC {r.metrics.auc:.3f}, TPR@1% {100 * r.metrics.tpr_at_fpr['0.01']:.1f}%",
         )
     ax.plot([1e-5, 1], [1e-5, 1], "k:", lw=0.8)
     ax.axvline(1.0 / max(n_non, 1), color="grey", lw=0.6, ls="--")

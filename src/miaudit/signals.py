@@ -7,10 +7,21 @@ broadcast, so the same code scores the target and a stack of references.
 
 from __future__ import annotations
 
+from enum import Enum
+
 import numpy as np
 from scipy.special import logsumexp
 
-__all__ = ["hinge", "rescaled_logit", "loss", "confidence", "SIGNALS", "compute", "oriented"]
+__all__ = ["Signal", "hinge", "rescaled_logit", "loss", "confidence", "SIGNALS", "compute", "oriented"]
+
+
+class Signal(str, Enum):
+    """The per-record score an attack reads off a model's logits (a ``str`` so configs spell it plainly)."""
+
+    hinge = "hinge"
+    rescaled_logit = "rescaled_logit"
+    loss = "loss"
+    confidence = "confidence"
 
 
 def _true_class(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -53,23 +64,23 @@ def confidence(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
 
 
 SIGNALS = {
-    "hinge": hinge,
-    "rescaled_logit": rescaled_logit,
-    "loss": loss,
-    "confidence": confidence,
+    Signal.hinge: hinge,
+    Signal.rescaled_logit: rescaled_logit,
+    Signal.loss: loss,
+    Signal.confidence: confidence,
 }
 
 
-def compute(name: str, logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+def compute(name: Signal | str, logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """Signal by name; raises ValueError naming the choices."""
     try:
-        fn = SIGNALS[name]
-    except KeyError:
-        raise ValueError(f"unknown signal {name!r}; expected one of {sorted(SIGNALS)}") from None
+        fn = SIGNALS[Signal(name)]
+    except ValueError:
+        raise ValueError(f"unknown signal {name!r}; expected one of {[s.value for s in Signal]}") from None
     return fn(logits, labels)
 
 
-def oriented(name: str, logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+def oriented(name: Signal | str, logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """The signal with higher = more likely member (the loss is negated)."""
     s = compute(name, logits, labels)
-    return -s if name == "loss" else s
+    return -s if name == Signal.loss else s

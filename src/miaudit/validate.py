@@ -15,10 +15,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from .attacks import AttackRequirementError, registry
-from .config import ConfigError, RunConfig
-from .data import DataError
-from .models.io import ModelError
+from .errors import ConfigError, DataError, ModelError
 
 DRY_RUN_RECORDS = 2  # a forward pass on this many records reveals shape and class-count mismatches
 
@@ -128,18 +125,3 @@ def check_min_fpr(min_fpr: float | None, n_nonmembers: int) -> None:
             f"min_fpr: {min_fpr:g} needs at least {math.ceil(1 / min_fpr - 1e-9)} non-members, "
             f"the audit has {n_nonmembers}"
         )
-
-
-def check_attack_plan(cfg: RunConfig, provided: set[str]) -> None:
-    """Every attack's requirements against what this audit will provide, before anything is trained."""
-    for i, spec in enumerate(cfg.attacks):
-        k = registry.references_used(spec.name, spec.params, cfg.references)
-        try:
-            registry.get(spec.name).check_plan(k, cfg.mode, provided)
-        except AttackRequirementError as e:
-            raise AttackRequirementError(f"attacks.{i}: {e}") from None
-
-
-def needs_last_layer(cfg: RunConfig) -> str | None:
-    """The first attack that works on the models' last layer, if any."""
-    return next((s.name for s in cfg.attacks if "models" in registry.get(s.name).needs), None)

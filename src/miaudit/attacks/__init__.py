@@ -9,8 +9,9 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
+from ..errors import AttackRequirementError
 from . import registry
-from .base import AttackInputs, AttackParams, AttackRequirementError, AttackResult, ModelAccess, RecordSet
+from .base import AttackInputs, AttackParams, AttackResult, ModelAccess, RecordSet
 
 for _mod in pkgutil.iter_modules(__path__):
     if _mod.name not in ("base", "registry"):

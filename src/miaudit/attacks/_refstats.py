@@ -16,7 +16,8 @@ from scipy import stats
 from scipy.special import logsumexp
 
 from .. import signals
-from .base import AttackInputs, AttackRequirementError, RecordSet
+from ..errors import AttackRequirementError
+from .base import AttackInputs, RecordSet
 
 Signal = Literal["hinge", "rescaled_logit", "loss", "confidence"]
 Center = Literal["mean", "median"]

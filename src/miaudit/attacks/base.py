@@ -13,17 +13,20 @@ V validation records.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
+import torch
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..errors import AttackRequirementError
+from ..models.features import penultimate
+
+T = TypeVar("T")
+
 Mode = Literal["offline", "online"]
-
-
-class AttackRequirementError(ValueError):
-    """An attack was asked to run outside its assumptions (one-line message)."""
 
 
 class AttackParams(BaseModel):
@@ -59,8 +62,8 @@ class ModelAccess:
 
     ``reference_train[k]`` is the (x, y) reference k was trained on: the
     attacker trained it, so it may use it. ``memo`` caches expensive derived
-    objects (fitted posteriors, features) across attacks of one run; keys must
-    name the reference index and every option they depend on.
+    objects (features, fitted posteriors) across the attacks of one run; it is
+    shared by every ``first(k)`` view, so reference k means the same model in all.
     """
 
     target: Any  # torch.nn.Module exposing .features(x) and .head (nn.Linear)
@@ -68,10 +71,25 @@ class ModelAccess:
     reference_train: list[tuple[np.ndarray, np.ndarray]]
     query_x: np.ndarray
     device: str = "cpu"
-    memo: dict = field(default_factory=dict)
+    memo: dict[tuple, Any] = field(default_factory=dict)
 
     def first(self, k: int) -> ModelAccess:
         return replace(self, references=self.references[:k], reference_train=self.reference_train[:k])
+
+    def model(self, which: int | None) -> Any:
+        """Reference ``which``, or the target for None."""
+        return self.target if which is None else self.references[which]
+
+    def features(self, which: int | None, record_set: str, x: np.ndarray) -> torch.Tensor:
+        """Penultimate features (float64, on ``device``) of model ``which`` (None: the target) on the
+        named record set, whose inputs are ``x``: one backbone pass per model and set in a run."""
+        return self.memoized(("features", which, record_set), lambda: penultimate(self.model(which), x, self.device))
+
+    def memoized(self, key: tuple, build: Callable[[], T]) -> T:
+        """``build()`` once per run for ``key``, which must name every option the value depends on."""
+        if key not in self.memo:
+            self.memo[key] = build()
+        return self.memo[key]
 
 
 @dataclass
@@ -108,15 +126,20 @@ class AttackResult:
 
     ``log_pvalues`` is the one-sided log p-value for H0 "non-member" where the
     attack is a test; rank by it (``-log_pvalues``), never by a saturating CDF.
-    ``extra`` holds named per-query arrays (test statistic, degrees of freedom,
-    calibrated log p-values ...) that reports may show.
+    ``log_pvalues_calibrated`` is the conformal one, the statistic ranked among
+    records known not to be members (BMIA paper F.1), when the attack made it.
+    ``extra`` holds named per-query arrays (test statistic, degrees of freedom ...)
+    that reports may show.
     """
 
     scores: np.ndarray
     log_pvalues: np.ndarray | None = None
+    log_pvalues_calibrated: np.ndarray | None = None
     extra: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.scores = np.asarray(self.scores, dtype=np.float64)
         if self.log_pvalues is not None:
             self.log_pvalues = np.asarray(self.log_pvalues, dtype=np.float64)
+        if self.log_pvalues_calibrated is not None:
+            self.log_pvalues_calibrated = np.asarray(self.log_pvalues_calibrated, dtype=np.float64)

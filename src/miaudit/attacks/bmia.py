@@ -1,7 +1,7 @@
 """BMIA and MR-BMIA (Bayesian membership inference; BMIA paper, Algorithms 1 and 2).
 
 Each reference model becomes a family of models through its last-layer
-Laplace posterior (``miaudit.posterior``). For every query, M posterior draws
+posterior (``miaudit.posteriors``; last-layer Laplace by default). For every query, M posterior draws
 give score samples s_1..s_M; the target's score s_0 is tested against them
 with a one-sided Student-t test of H0 "non-member". MR-BMIA pools K reference
 posteriors with the intra/inter variance decomposition of appendix C.
@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from .. import posterior, signals
+from .. import posteriors, signals
+from ..errors import AttackRequirementError
+from ..posteriors.laplace import Hessian, Predictive, Prior, import_laplace
 from ..pvalues import empirical_log_pvalues, t_logsf
-from .base import AttackInputs, AttackParams, AttackRequirementError, AttackResult, ModelAccess, RecordSet
+from ..signals import Signal
+from .base import AttackInputs, AttackParams, AttackResult, ModelAccess, RecordSet
 from .registry import register
 
 Stats = tuple[np.ndarray, np.ndarray, np.ndarray]  # (t, df, log_p), each (N,)
@@ -56,43 +59,53 @@ def mr_bmia_test(s0: np.ndarray, means: np.ndarray, within_var: np.ndarray, n_sa
 
 
 class MRBMIAParams(AttackParams):
+    posterior: str = Field(default="laplace", description="posterior over each reference's last layer")
     samples: int = Field(default=1000, ge=2, description="posterior draws M per reference model")
-    hessian: posterior.Hessian = "kron"
-    prior: posterior.Prior = "marglik"
-    predictive: posterior.Predictive = "weights"
-    signal: posterior.Signal = "hinge"
+    hessian: Hessian = Field(default="kron", description="laplace: structure of the GGN")
+    prior: Prior = Field(default="marglik", description="laplace: prior precision by marginal or validation likelihood")
+    predictive: Predictive = Field(default="weights", description="laplace: sample head weights, or GLM logits")
+    signal: Signal = Signal.hinge
     calibrate: bool | None = Field(default=None, description="conformal p-values on validation; default: when present")
     chunk_size: int | None = Field(default=None, ge=1, description="records scored at once; default bounds memory")
     seed: int = Field(default=0, description="offset added to the run seed for posterior sampling")
+
+    @field_validator("posterior")
+    @classmethod
+    def _known_posterior(cls, name: str) -> str:
+        if name not in posteriors.names():
+            raise ValueError(f"unknown posterior {name!r}; expected one of {posteriors.names()}")
+        return name
 
 
 class BMIAParams(MRBMIAParams):
     references: int | None = Field(default=1, ge=1, description="BMIA uses one reference model")
 
 
-def _fitted_posterior(models: ModelAccess, k: int, params: MRBMIAParams, inputs: AttackInputs) -> object:
-    """Reference k's Laplace posterior, fitted once per run and options (memo)."""
-    key = ("bmia-posterior", k, params.hessian, params.prior)
-    if key not in models.memo:
-        x, y = models.reference_train[k]
-        la = posterior.fit_last_layer(models.references[k].head, _features(models, k, "train", x), y, params.hessian)
-        val = None
-        if params.prior == "validation":
-            v = inputs.validation
-            if v is None or v.x is None:
-                raise AttackRequirementError("bmia: prior=validation needs validation records with inputs x")
-            val = (_features(models, k, "validation", v.x), v.labels)
-        posterior.tune_prior(la, params.prior, val)
-        models.memo[key] = la
-    return models.memo[key]
+def _fitted_posterior(inputs: AttackInputs, k: int, params: MRBMIAParams) -> posteriors.Posterior:
+    """Reference k's posterior, fitted once per run and options."""
+    models = _models(inputs)
+    options = posteriors.options_for(params.posterior, params)
+    key = ("posterior", k, params.posterior, tuple(sorted(options.items())))
+    return models.memoized(key, lambda: _fit(inputs, k, posteriors.create(params.posterior, **options)))
 
 
-def _features(models: ModelAccess, k: int, which: str, x: np.ndarray) -> torch.Tensor:
-    """Reference k's penultimate features of one record set (memo): one backbone pass each."""
-    key = ("posterior.penultimate", k, which)  # float64 torch (n, d) on models.device
-    if key not in models.memo:
-        models.memo[key] = posterior.penultimate(models.references[k], x, models.device)
-    return models.memo[key]
+def _fit(inputs: AttackInputs, k: int, posterior: posteriors.Posterior) -> posteriors.Posterior:
+    models = _models(inputs)
+    x, y = models.reference_train[k]
+    validation = None
+    if posterior.needs_validation:
+        v = inputs.validation
+        if v is None or v.x is None:
+            raise AttackRequirementError(f"bmia: the {posterior.name} posterior's options need validation records")
+        validation = (models.features(k, "validation", v.x), v.labels)
+    posterior.fit(models.references[k].head, (models.features(k, "train", x), y), validation)
+    return posterior
+
+
+def _models(inputs: AttackInputs) -> ModelAccess:
+    if inputs.models is None:  # the registry refuses this before the attack runs (needs={"models"})
+        raise AttackRequirementError("bmia: needs the reference models")
+    return inputs.models
 
 
 def _seed(inputs: AttackInputs, params: MRBMIAParams, k: int) -> int:
@@ -103,19 +116,18 @@ def _seed(inputs: AttackInputs, params: MRBMIAParams, k: int) -> int:
 def _moments(inputs: AttackInputs, params: MRBMIAParams, sets: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
     """(K, n) sample means and variances of the score on the named record sets, concatenated
     in order: one pass of posterior draws per reference serves all of them."""
-    models = inputs.models
+    models = _models(inputs)
     labels = np.concatenate([_records(inputs, which).labels for which in sets])
     means, variances = [], []
     for k in range(len(models.references)):
-        la = _fitted_posterior(models, k, params, inputs)
-        features = torch.cat([_features(models, k, which, _inputs_x(inputs, which)) for which in sets])
-        mean, var = posterior.score_moments(
-            la,
+        posterior = _fitted_posterior(inputs, k, params)
+        features = torch.cat([models.features(k, which, _inputs_x(inputs, which)) for which in sets])
+        mean, var = posteriors.score_moments(
+            posterior,
             features,
             labels,
             n_samples=params.samples,
             signal=params.signal,
-            predictive=params.predictive,
             chunk_size=params.chunk_size,
             seed=_seed(inputs, params, k),
         )
@@ -125,11 +137,18 @@ def _moments(inputs: AttackInputs, params: MRBMIAParams, sets: tuple[str, ...]) 
 
 
 def _records(inputs: AttackInputs, which: str) -> RecordSet:
-    return inputs.queries if which == "queries" else inputs.validation
+    if which == "queries":
+        return inputs.queries
+    if inputs.validation is None:
+        raise AttackRequirementError("bmia: calibration needs validation records")
+    return inputs.validation
 
 
 def _inputs_x(inputs: AttackInputs, which: str) -> np.ndarray:
-    return inputs.models.query_x if which == "queries" else inputs.validation.x
+    x = _models(inputs).query_x if which == "queries" else _records(inputs, which).x
+    if x is None:
+        raise AttackRequirementError(f"bmia: needs the inputs x of the {which} records")
+    return x
 
 
 def _statistics(inputs: AttackInputs, params: MRBMIAParams, sets: tuple[str, ...]) -> list[Stats]:
@@ -166,7 +185,8 @@ def _attack(inputs: AttackInputs, params: MRBMIAParams) -> AttackResult:
         # score -log p (for BMIA, one df, the same order as t) so the calibrated
         # p-values order MR-BMIA's queries as its scores do.
         _, _, log_p_null = stats[1]
-        extra["log_p_calibrated"] = empirical_log_pvalues(-log_p, -log_p_null)
+        calibrated = empirical_log_pvalues(-log_p, -log_p_null)
+        return AttackResult(scores=-log_p, log_pvalues=log_p, log_pvalues_calibrated=calibrated, extra=extra)
     return AttackResult(scores=-log_p, log_pvalues=log_p, extra=extra)
 
 
@@ -180,7 +200,7 @@ _NEEDS = frozenset({"models"})
     max_references=1,
     modes=("offline",),
     needs=_NEEDS,
-    warmup=posterior.import_laplace,
+    warmup=import_laplace,
     pvalues=True,
     summary="BMIA: t-test of the target score against last-layer Laplace samples of one reference",
 )
@@ -195,7 +215,7 @@ def bmia(inputs: AttackInputs, params: BMIAParams) -> AttackResult:
     modes=("offline",),
     needs=_NEEDS,
     pvalues=True,
-    warmup=posterior.import_laplace,
+    warmup=import_laplace,
     summary="MR-BMIA: t-test against Laplace samples of K references, intra/inter variance pooled",
 )
 def mr_bmia(inputs: AttackInputs, params: MRBMIAParams) -> AttackResult:

@@ -37,6 +37,7 @@ import numpy as np
 from pydantic import Field
 from scipy import stats
 
+from ..errors import AttackRequirementError
 from ..pvalues import t_logsf
 from ._refstats import (
     VAR_FLOOR,
@@ -51,7 +52,7 @@ from ._refstats import (
     moments,
     observations,
 )
-from .base import AttackInputs, AttackParams, AttackRequirementError, AttackResult
+from .base import AttackInputs, AttackParams, AttackResult
 from .registry import register
 
 

@@ -40,8 +40,9 @@ import numpy as np
 from pydantic import Field
 from scipy.special import softmax
 
-from .. import leverage, posterior
-from .base import AttackInputs, AttackParams, AttackRequirementError, AttackResult, ModelAccess
+from .. import leverage
+from ..errors import AttackRequirementError
+from .base import AttackInputs, AttackParams, AttackResult, ModelAccess
 from .registry import register
 
 
@@ -53,11 +54,8 @@ class GLSParams(AttackParams):
 
 
 def _target_features(models: ModelAccess, which: str, x: np.ndarray) -> np.ndarray:
-    """The target's penultimate features of one record set, float64 (memo: one backbone pass each)."""
-    key = ("features", "target", which)
-    if key not in models.memo:
-        models.memo[key] = posterior.penultimate(models.target, x, models.device).cpu().numpy()
-    return models.memo[key]
+    """The target's penultimate features of one record set, float64 (one backbone pass per run)."""
+    return models.features(None, which, x).cpu().numpy()
 
 
 def _target_probs(models: ModelAccess, features: np.ndarray) -> np.ndarray:

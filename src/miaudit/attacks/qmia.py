@@ -24,8 +24,9 @@ from sklearn.decomposition import PCA
 from sklearn.ensemble import HistGradientBoostingRegressor
 
 from .. import signals
+from ..errors import AttackRequirementError
 from ._refstats import Signal
-from .base import AttackInputs, AttackParams, AttackRequirementError, AttackResult
+from .base import AttackInputs, AttackParams, AttackResult
 from .registry import register
 
 MAX_CATEGORIES = 255  # HistGradientBoosting's limit on a categorical feature's cardinality

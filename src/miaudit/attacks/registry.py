@@ -1,16 +1,21 @@
-"""The attack registry: one place that knows every attack's name, parameters and needs."""
+"""The attack registry: one place that knows every attack's name, parameters and needs.
+
+An attack is a pure function ``fn(inputs, params) -> AttackResult`` registered with
+``@register(name, params=..., ...)`` in a module of this package. Pipelines run
+attacks through a ``Plan`` (``miaudit.plan``), which checks every requirement once,
+before any work; ``score`` runs one attack on arrays you hold, with the same checks.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import ValidationError
+from ..errors import AttackRequirementError
+from .base import AttackInputs, AttackParams, AttackResult
 
-from .base import AttackInputs, AttackParams, AttackRequirementError, AttackResult
-
-AttackFn = Callable[[AttackInputs, AttackParams], AttackResult]
+AttackFn = Callable[[Any, Any], AttackResult]  # (AttackInputs, the attack's own AttackParams subclass)
 Need = Literal["population", "validation", "models", "x"]
 
 
@@ -27,14 +32,15 @@ class AttackInfo:
     pvalues: bool = False  # returns one-sided p-values (a hypothesis test)
     warmup: Callable[[], None] | None = None  # one-time setup (heavy imports) kept out of the attack's timing
 
-    def check(self, inputs: AttackInputs, params: AttackParams) -> None:
-        """Raise AttackRequirementError (one line) when run outside its assumptions."""
-        provided = {need for need in ("population", "validation", "models") if getattr(inputs, need) is not None}
-        self.check_plan(inputs.n_references, inputs.mode, provided | ({"x"} if inputs.queries.x is not None else set()))
+    def references_used(self, params: AttackParams, available: int) -> int:
+        """How many references a row uses: as asked, else all available up to the attack's maximum."""
+        if params.references is not None:
+            return params.references
+        return available if self.max_references is None else min(available, self.max_references)
 
-    def check_plan(self, k: int, mode: str, provided: set[str] | None = None) -> None:
-        """The same check before any input exists (a config, a plan): k references, the run's mode, and the
-        names of the inputs it will provide (None: not known yet, skip that part)."""
+    def check(self, k: int, mode: str, provided: set[str]) -> None:
+        """Raise AttackRequirementError (one line) when run outside its assumptions: with k references,
+        in ``mode``, given the optional inputs named in ``provided``."""
         if k < self.min_references:
             raise AttackRequirementError(
                 f"{self.name}: needs at least {self.min_references} reference model(s), got references={k}"
@@ -45,7 +51,7 @@ class AttackInfo:
             )
         if mode not in self.modes:
             raise AttackRequirementError(f"{self.name}: runs in {'/'.join(self.modes)} mode only, the run is {mode}")
-        missing = [] if provided is None else sorted(self.needs - set(provided))
+        missing = sorted(self.needs - set(provided))
         if missing:
             raise AttackRequirementError(f"{self.name}: needs {missing[0]} inputs, which this run did not provide")
 
@@ -54,7 +60,7 @@ _REGISTRY: dict[str, AttackInfo] = {}
 
 
 def register(
-    name: str, *, params: type[AttackParams] = AttackParams, summary: str, **info
+    name: str, *, params: type[AttackParams] = AttackParams, summary: str, **info: Any
 ) -> Callable[[AttackFn], AttackFn]:
     """Decorator adding an attack function to the registry under ``name``."""
 
@@ -82,32 +88,31 @@ def all_attacks() -> list[AttackInfo]:
     return [_REGISTRY[n] for n in names()]
 
 
-def parse_params(name: str, raw: dict) -> AttackParams:
-    """Validate an attack's parameters; errors name the offending key."""
-    info = get(name)
-    try:
-        return info.params(**raw)
-    except ValidationError as e:
-        err = e.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"]) or "?"
-        raise ValueError(f"attacks[{name}].{loc}: {err['msg']}") from None
+def provided_by(inputs: AttackInputs) -> set[str]:
+    """The optional inputs an ``AttackInputs`` holds, by the names attacks declare in ``needs``."""
+    parts = {"population": inputs.population, "validation": inputs.validation, "models": inputs.models}
+    return {name for name, part in parts.items() if part is not None} | (
+        {"x"} if inputs.queries.x is not None else set()
+    )
 
 
-def references_used(name: str, params: AttackParams, available: int) -> int:
-    """How many references a row uses: as asked, else all available up to the attack's maximum."""
-    if params.references is not None:
-        return params.references
-    info = get(name)
-    return available if info.max_references is None else min(available, info.max_references)
-
-
-def run(name: str, inputs: AttackInputs, params: AttackParams) -> AttackResult:
-    """Check requirements on the sliced inputs and run the attack."""
-    info = get(name)
-    sliced = inputs.first(references_used(name, params, inputs.n_references))
-    info.check(sliced, params)
-    result = info.fn(sliced, params)
-    n = sliced.queries.labels.shape[0]
+def execute(info: AttackInfo, params: AttackParams, references: int, inputs: AttackInputs) -> AttackResult:
+    """Run a planned attack on the first ``references`` reference models (its requirements were checked
+    when it was planned) and check the shape of what it returns."""
+    result = info.fn(inputs.first(references), params)
+    n = inputs.queries.labels.shape[0]
     if result.scores.shape != (n,):
-        raise RuntimeError(f"{name} returned scores of shape {result.scores.shape}, expected ({n},)")
+        raise RuntimeError(f"{info.name} returned scores of shape {result.scores.shape}, expected ({n},)")
     return result
+
+
+def score(name: str, inputs: AttackInputs, **params: Any) -> AttackResult:
+    """One attack on arrays you hold: its parameters validated, its requirements checked against
+    ``inputs``, then run. Errors are one-line ``ValueError`` subclasses."""
+    info = get(name)
+    parsed = info.params(**params)
+    k = info.references_used(parsed, inputs.n_references)
+    if k > inputs.n_references:
+        raise AttackRequirementError(f"references: {k} requested but only {inputs.n_references} were given")
+    info.check(k, inputs.mode, provided_by(inputs))
+    return execute(info, parsed, k, inputs)

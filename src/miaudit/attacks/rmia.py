@@ -31,9 +31,10 @@ import numpy as np
 from pydantic import Field
 from sklearn.metrics import roc_auc_score
 
+from ..errors import AttackRequirementError
 from ..pvalues import empirical_log_pvalues
 from ._refstats import log_mean_exp, observations
-from .base import AttackInputs, AttackParams, AttackRequirementError, AttackResult, RecordSet
+from .base import AttackInputs, AttackParams, AttackResult, RecordSet
 from .registry import register
 
 A_GRID = np.round(np.arange(0.0, 1.01, 0.1), 1)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .base import LOADERS, DataError, Dataset, LoadContext, default_cache_dir, default_data_dir, validate_arrays
+from ..errors import DataError
+from .base import LOADERS, Dataset, LoadContext, default_cache_dir, default_data_dir, validate_arrays
 from .files import load_file
 from .split import Split, reference_subsets, split_indices
 

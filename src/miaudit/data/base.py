@@ -12,9 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-
-class DataError(ValueError):
-    """Bad or missing data (one-line message naming the field or file)."""
+from ..errors import DataError
 
 
 @dataclass(frozen=True)

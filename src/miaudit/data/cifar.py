@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from .base import DataError, Dataset, LoadContext, cached_arrays, file_key, loader, require_file, validate_arrays
+from ..errors import DataError
+from .base import Dataset, LoadContext, cached_arrays, file_key, loader, require_file, validate_arrays
 
 CIFAR10_FILE = "cifar10/cifar10-jpeg.tar.gz"
 CIFAR10_SHA256 = "d34c68f61cca57aa9144c8f25bda427abb9921bd642d5857a2fc1a6b4416f965"

@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 from PIL import Image, UnidentifiedImageError
 
-from .base import DataError, Dataset, validate_arrays
+from ..errors import DataError
+from .base import Dataset, validate_arrays
 
 
 def load_file(path: Path, label_column: str = "y", n_classes: int | None = None) -> Dataset:

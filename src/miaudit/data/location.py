@@ -8,7 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .base import DataError, Dataset, LoadContext, cached_arrays, file_key, loader, require_file, validate_arrays
+from ..errors import DataError
+from .base import Dataset, LoadContext, cached_arrays, file_key, loader, require_file, validate_arrays
 from .tabular import read_label_first_csv
 
 LOCATION_FILE = "location/dataset_location.tgz"

@@ -15,7 +15,8 @@ from typing import IO
 import numpy as np
 import pandas as pd
 
-from .base import DataError, Dataset, LoadContext, cached_arrays, file_key, loader, require_file, validate_arrays
+from ..errors import DataError
+from .base import Dataset, LoadContext, cached_arrays, file_key, loader, require_file, validate_arrays
 
 PURCHASE_FILE = "purchase/dataset_purchase"  # `dataset_purchase.tgz`, unpacked into purchase/
 PURCHASE_FEATURES = 600

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from .base import DataError, Dataset, LoadContext, cached_arrays, file_key, loader, require_file, validate_arrays
+from ..errors import DataError
+from .base import Dataset, LoadContext, cached_arrays, file_key, loader, require_file, validate_arrays
 from .tabular import labels_from_one
 
 AG_NEWS_FILE = "ag_news/test.csv"

@@ -22,13 +22,11 @@ import torch.nn as nn
 from safetensors import SafetensorError
 from safetensors.torch import load_file
 
+from ..errors import ModelError
+
 Factory = Callable[..., nn.Module]  # factory(input_shape, n_classes) -> a fresh nn.Module
 StateDict = dict[str, torch.Tensor]
 TORCH_SUFFIXES = (".pt", ".pth", ".bin")
-
-
-class ModelError(ValueError):
-    """A model, checkpoint or factory that cannot be used (one-line message naming the field)."""
 
 
 def _convert_hint(path: Path) -> str:

@@ -1,0 +1,267 @@
+"""The models stage: the target and the reference models, trained by miaudit or loaded from the
+cache (``store``), and the ``Experiment`` that holds them with the data, the split and the plan.
+
+No attack math here: ``Experiment.attack_inputs`` hands the attacks plain arrays. The
+target's membership (``is_member``) stays in the Experiment and is only used to
+evaluate attack outputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from . import data
+from .attacks import AttackInputs, ModelAccess, RecordSet
+from .config import RunConfig
+from .data import Dataset, Split
+from .models import build_model, io
+from .plan import Plan
+from .store import Store, indices_digest
+from .training import ProgressFn, TrainReport, accuracy, predict_logits, seeded_model, train
+
+console = Console(stderr=True)
+
+
+@dataclass
+class TrainedModel:
+    role: str
+    module: torch.nn.Module
+    logits: np.ndarray  # (n_records, C) float64, every record of the data set
+    train_idx: np.ndarray
+    seconds: float  # wall-clock training time (from the cache when reused)
+    train_accuracy: float
+    cached: bool
+    architecture: str = ""
+    source: str = "trained"  # trained by miaudit, or where a user's model came from
+
+
+@dataclass(frozen=True)
+class ModelRecipe:
+    """How to obtain one trained model: a fresh module and the loop that trains it in place.
+
+    ``cache_spec`` holds what fixes the weights besides data, training indices and seed;
+    None when user code builds or trains the model, which miaudit cannot hash: never cached."""
+
+    architecture: str
+    build: Callable[[], torch.nn.Module]
+    fit: Callable[[torch.nn.Module, np.ndarray, np.ndarray, int, ProgressFn], TrainReport]
+    epochs: int | None = None  # progress-bar length (None: unknown)
+    cache_spec: dict | None = None
+
+
+@dataclass
+class Experiment:
+    """Everything an audit computes before any attack runs."""
+
+    cfg: RunConfig
+    plan: Plan
+    dataset: Dataset
+    split: Split
+    query_idx: np.ndarray  # record indices of the queries (members and non-members, shuffled)
+    is_member: np.ndarray | None  # (N,) bool: evaluation only, never given to attacks; None: unknown
+    pool_idx: np.ndarray  # record indices the reference models sample from
+    ref_masks: np.ndarray  # (K, len(pool_idx)) bool
+    target: TrainedModel
+    references: list[TrainedModel]
+    memo: dict = field(default_factory=dict)
+    query_info: dict[str, np.ndarray] = field(default_factory=dict)  # extra per-query columns for reports
+
+    @property
+    def membership_known(self) -> bool:
+        return self.is_member is not None
+
+    def target_accuracy(self) -> dict[str, float]:
+        y, logits = self.dataset.y, self.target.logits
+        if not self.membership_known:  # population records are known non-members: the closest to a test accuracy
+            return {
+                "query_accuracy": accuracy(logits[self.query_idx], y[self.query_idx]),
+                "population_accuracy": accuracy(logits[self.split.population], y[self.split.population]),
+            }
+        return {
+            "train_accuracy": accuracy(logits[self.split.members], y[self.split.members]),
+            "test_accuracy": accuracy(logits[self.split.nonmembers], y[self.split.nonmembers]),
+        }
+
+    def _record_set(self, idx: np.ndarray) -> RecordSet:
+        ds = self.dataset
+        ref_logits = (
+            np.stack([r.logits[idx] for r in self.references])
+            if self.references
+            else np.zeros((0, len(idx), ds.n_classes))
+        )
+        in_pool = np.full(len(ds), -1)
+        in_pool[self.pool_idx] = np.arange(len(self.pool_idx))
+        pos = in_pool[idx]
+        ref_in = None
+        if (pos >= 0).all() and len(idx):
+            ref_in = self.ref_masks[:, pos]
+        return RecordSet(
+            labels=ds.y[idx], target_logits=self.target.logits[idx], ref_logits=ref_logits, ref_in=ref_in, x=ds.x[idx]
+        )
+
+    def attack_inputs(self) -> AttackInputs:
+        s = self.split
+        models = ModelAccess(
+            target=self.target.module,
+            references=[r.module for r in self.references],
+            reference_train=[(self.dataset.x[r.train_idx], self.dataset.y[r.train_idx]) for r in self.references],
+            query_x=self.dataset.x[self.query_idx],
+            device=self.cfg.device,
+            memo=self.memo,
+        )
+        return AttackInputs(
+            queries=self._record_set(self.query_idx),
+            population=self._record_set(s.population) if len(s.population) else None,
+            validation=self._record_set(s.validation) if len(s.validation) else None,
+            models=models,
+            mode=self.cfg.mode,
+            seed=self.cfg.seed,
+        )
+
+
+def model_seed(seed: int, role: int) -> int:
+    return int(np.random.SeedSequence([seed, role]).generate_state(1)[0])
+
+
+def progress_bars() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+
+
+def builtin_recipe(cfg: RunConfig, ds: Dataset, arch: str) -> ModelRecipe:
+    """An architecture by name trained by miaudit's loop with ``cfg.train``: fully described, so cached."""
+    spec = {"arch": arch, "input_shape": ds.input_shape, "n_classes": ds.n_classes, "train": cfg.train.model_dump()}
+    if io.is_import_path(arch):
+        spec["arch_source"] = io.source_digest(arch)
+    return ModelRecipe(
+        arch,
+        lambda: build_model(arch, ds.input_shape, ds.n_classes),
+        lambda m, x, y, seed, progress: train(m, x, y, cfg.train, seed, cfg.device, progress),
+        cfg.train.epochs,
+        spec,
+    )
+
+
+def obtain(
+    store: Store,
+    recipe: ModelRecipe,
+    ds: Dataset,
+    role: str,
+    seed: int,
+    train_idx: np.ndarray,
+    progress: Progress,
+    device: str = "cpu",
+) -> TrainedModel:
+    """A model trained on ``train_idx``: loaded from the cache when finished before, else trained now."""
+    entry = None
+    if recipe.cache_spec is not None:
+        spec = {"data": ds.fingerprint, **recipe.cache_spec, "train_idx": indices_digest(train_idx), "seed": seed}
+        entry = store.entry(spec)
+        if entry.complete():
+            meta = store.load_meta(entry)
+            module = store.load_weights(entry, recipe.build())
+            return TrainedModel(
+                role,
+                module,
+                store.load_logits(entry).astype(np.float64),
+                train_idx,
+                meta["seconds"],
+                meta["train_accuracy"],
+                cached=True,
+                architecture=recipe.architecture,
+            )
+    module = seeded_model(recipe.build, seed)
+    task = progress.add_task(f"training {role}", total=recipe.epochs)
+    report: TrainReport = recipe.fit(
+        module, ds.x[train_idx], ds.y[train_idx], seed, lambda done, _: progress.update(task, completed=done)
+    )
+    progress.remove_task(task)
+    logits = predict_logits(module, ds.x, device=device)
+    if entry is not None:
+        store.save(
+            entry,
+            module,
+            {"role": role, "spec": spec, "seconds": report.seconds, "train_accuracy": report.train_accuracy},
+            logits.astype(np.float32),
+        )
+    return TrainedModel(
+        role,
+        module.eval(),
+        logits,
+        train_idx,
+        report.seconds,
+        report.train_accuracy,
+        cached=False,
+        architecture=recipe.architecture,
+    )
+
+
+def load_dataset(cfg: RunConfig) -> Dataset:
+    return data.load(
+        cfg.dataset.name,
+        cfg.dataset.path,
+        data_dir=cfg.dataset.data_dir,
+        cache_dir=cfg.cache_dir,
+        label_column=cfg.dataset.label_column,
+        subset=cfg.dataset.subset,
+        seed=cfg.seed,
+    )
+
+
+def open_store(cfg: RunConfig) -> Store:
+    return Store(cfg.cache_dir or data.default_cache_dir())
+
+
+def shuffled_queries(split: Split, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Members and non-members in one random order, and which is which (kept from the attacks)."""
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 0x9E]))
+    query_idx = rng.permutation(np.concatenate([split.members, split.nonmembers]))
+    return query_idx, np.isin(query_idx, split.members)
+
+
+def with_references(
+    cfg: RunConfig,
+    plan: Plan,
+    ds: Dataset,
+    split: Split,
+    query_idx: np.ndarray,
+    is_member: np.ndarray | None,
+    target: TrainedModel,
+    recipe: ModelRecipe,
+    store: Store,
+    **extra: Any,
+) -> Experiment:
+    """Train (or load) the reference models the plan uses on random halves of the pool and assemble the
+    experiment. Offline, the pool is the population; online it also holds the queries (each IN for half
+    the models)."""
+    online = cfg.mode == "online"
+    pool_idx = np.sort(np.concatenate([split.population, query_idx])) if online else split.population
+    ref_masks = data.reference_subsets(len(pool_idx), plan.references, cfg.seed, balanced=online)
+    with progress_bars() as progress:
+        refs = [
+            obtain(
+                store,
+                recipe,
+                ds,
+                f"reference {k + 1}/{plan.references}",
+                model_seed(cfg.seed, k + 1),
+                pool_idx[ref_masks[k]],
+                progress,
+                cfg.device,
+            )
+            for k in range(plan.references)
+        ]
+    return Experiment(cfg, plan, ds, split, query_idx, is_member, pool_idx, ref_masks, target, refs, **extra)

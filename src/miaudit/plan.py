@@ -1,0 +1,120 @@
+"""The Plan: every decision about an audit, made and checked once at the edge, before any work.
+
+A config (or the Python API's arguments) says what to run; ``build`` turns it into an
+immutable ``Plan``: each attack's validated parameters (defaults resolved), a unique
+label, how many reference models it uses, how many reference models must be trained,
+and which record sets the audit has. Every requirement (an attack's reference count,
+mode, inputs) is checked here; the pipeline and the registry consume the Plan and
+re-check nothing. Errors are one-line ``ConfigError``s naming the key
+(``attacks.1.samples: ...``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from .attacks import AttackParams, registry
+from .config import RunConfig, one_line
+from .errors import AttackRequirementError, ConfigError
+
+ALWAYS_PROVIDED = frozenset({"models", "x"})  # every pipeline audit holds the models and the records' inputs
+
+
+@dataclass(frozen=True)
+class PlannedAttack:
+    """One attack row, resolved: what runs, under which name, on how many reference models."""
+
+    name: str
+    label: str
+    params: AttackParams
+    references: int  # uses reference models 0 .. references-1
+
+    @property
+    def info(self) -> registry.AttackInfo:
+        return registry.get(self.name)
+
+
+@dataclass(frozen=True)
+class Plan:
+    attacks: tuple[PlannedAttack, ...]
+    references: int  # reference models to train: the most any attack uses
+    mode: str
+    roles: frozenset[str]  # record sets besides the queries: "population", "validation"
+
+    @property
+    def needs_last_layer(self) -> str | None:
+        """The first attack that works on the models' last layer (BMIA, GLS), if any."""
+        return next((a.name for a in self.attacks if "models" in a.info.needs), None)
+
+
+def config_roles(cfg: RunConfig) -> frozenset[str]:
+    """The record sets a config's split provides (a fraction above 0 gives a non-empty set)."""
+    return frozenset(role for role in ("population", "validation") if getattr(cfg.split, role) > 0)
+
+
+def build(cfg: RunConfig, roles: Iterable[str] | None = None) -> Plan:
+    """The Plan of ``cfg``, for an audit whose record sets are ``roles`` (default: from the split)."""
+    roles = config_roles(cfg) if roles is None else frozenset(roles)
+    parsed = [_parse(i, raw) for i, raw in enumerate(cfg.attacks)]
+    rows: list[tuple[str, AttackParams, int]] = []
+    for i, (name, params) in enumerate(parsed):
+        info = registry.get(name)
+        k = info.references_used(params, cfg.references)
+        if k > cfg.references:
+            raise ConfigError(f"attacks.{i}.references: {k} exceeds the run's references: {cfg.references}")
+        try:
+            info.check(k, cfg.mode, set(roles | ALWAYS_PROVIDED))
+        except AttackRequirementError as e:
+            raise AttackRequirementError(f"attacks.{i}: {e}") from None
+        rows.append((name, params, k))
+    labels = unique_labels(rows)
+    attacks = tuple(PlannedAttack(n, label, p, k) for (n, p, k), label in zip(rows, labels))
+    return Plan(attacks, max((a.references for a in attacks), default=0), cfg.mode, roles)
+
+
+def _parse(i: int, raw: Mapping[str, Any]) -> tuple[str, AttackParams]:
+    name = str(raw["name"]).lower()
+    if name not in registry.names():
+        raise ConfigError(f"attacks.{i}.name: unknown attack {raw['name']!r}; expected one of {registry.names()}")
+    try:
+        return name, registry.get(name).params(**{k: v for k, v in raw.items() if k != "name"})
+    except ValidationError as e:
+        raise ConfigError(f"attacks.{i}.{one_line(e)}") from None
+
+
+def unique_labels(rows: Sequence[tuple[str, AttackParams, int]]) -> list[str]:
+    """A name per row for reports: the user's ``label``, else ``name (n=K)``, extended by the
+    parameters that tell apart rows that would otherwise share it. Two rows that cannot be
+    told apart (the same attack and parameters, or one user label twice) are refused."""
+    base = [p.label or (f"{n} (n={k})" if k else n) for n, p, k in rows]
+    labels = list(base)
+    for i, (_, params, _) in enumerate(rows):
+        twins = [j for j, b in enumerate(base) if b == base[i] and j != i]
+        if not twins or params.label:
+            continue
+        mine = params.model_dump(mode="json", exclude={"label", "references"})
+        differ = {key for j in twins for key, v in rows[j][1].model_dump(mode="json").items() if mine.get(key) != v}
+        extra = ", ".join(f"{key}={mine[key]}" for key in mine if key in differ)
+        labels[i] = f"{base[i][:-1]}, {extra})" if base[i].endswith(")") and extra else f"{base[i]} ({extra})"
+    for i, label in enumerate(labels):
+        first = labels.index(label)
+        if first != i:
+            raise ConfigError(
+                f"attacks.{i}: its label {label!r} is also attacks.{first}'s (same attack and parameters, or the "
+                "same label:); remove one or give it its own label"
+            )
+    return labels
+
+
+def fewest_references(attacks: Sequence[str | Mapping[str, Any]]) -> int:
+    """The fewest reference models every attack row can run with (the Python API's default)."""
+    needed = 0
+    for i, raw in enumerate(attacks):
+        name, params = _parse(i, {"name": raw} if isinstance(raw, str) else raw)
+        info = registry.get(name)
+        needed = max(needed, params.references if params.references is not None else info.min_references)
+    return needed

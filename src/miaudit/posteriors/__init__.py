@@ -1,0 +1,22 @@
+"""Posteriors over a model's last layer, behind one interface (``base.Posterior``).
+
+Every module of this package registers its posteriors on import; BMIA and MR-BMIA
+pick one by name (their ``posterior:`` parameter).
+"""
+
+from __future__ import annotations
+
+from . import laplace
+from .base import FeatureSet, Posterior, create, names, options_for, register, score_moments, signed_signal
+
+__all__ = [
+    "FeatureSet",
+    "Posterior",
+    "create",
+    "names",
+    "options_for",
+    "register",
+    "score_moments",
+    "signed_signal",
+    "laplace",
+]

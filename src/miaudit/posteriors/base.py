@@ -1,0 +1,139 @@
+"""The posterior interface: a distribution over a model's last layer, and score moments under its draws.
+
+BMIA (paper section 3) turns one trained reference model into a family of models
+by sampling its last layer from a posterior, then scores each query under M draws.
+A ``Posterior`` is fitted on the reference's head and the penultimate features of
+its training records (one backbone pass per record, cached by the caller), then
+yields logits of M draws in chunks of records. Everything downstream (the signal,
+the moments, the t-test) is the same for every posterior, so it lives here once.
+
+To add a posterior: subclass ``Posterior`` in a module of this package, decorate
+it with ``@register("name")``, and it becomes a value of BMIA's ``posterior:``
+parameter (its options are the constructor's keyword arguments).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from typing import ClassVar, TypeVar
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+from ..signals import Signal
+
+FeatureSet = tuple[torch.Tensor, np.ndarray]  # penultimate features (n, d) float64 and labels (n,)
+CHUNK_ELEMENTS = 2**24  # logits held per chunk (64 MB in float32) when chunk_size is None
+
+
+class Posterior(ABC):
+    """A distribution over a head ``nn.Linear(d, C)`` given the features it was trained on."""
+
+    name: ClassVar[str]
+    needs_validation: bool = False  # fit() must receive validation records
+
+    @abstractmethod
+    def fit(self, head: nn.Linear, train: FeatureSet, validation: FeatureSet | None = None) -> None:
+        """Fit around ``head`` (not modified) on its training records' features."""
+
+    @abstractmethod
+    def logit_chunks(
+        self, features: torch.Tensor, n_samples: int, seed: int, chunk_size: int | None = None
+    ) -> Iterator[tuple[int, torch.Tensor]]:
+        """(start, logits (n_chunk, C, M)) over the records: M draws, the same draws for every chunk."""
+
+
+P = TypeVar("P", bound=type[Posterior])
+_REGISTRY: dict[str, type[Posterior]] = {}
+
+
+def register(name: str) -> Callable[[P], P]:
+    """Class decorator adding a posterior under ``name``."""
+
+    def wrap(cls: P) -> P:
+        if name in _REGISTRY:
+            raise RuntimeError(f"posterior {name!r} registered twice")
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return wrap
+
+
+def names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def create(name: str, **options: object) -> Posterior:
+    """A fresh, unfitted posterior by name with its options."""
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown posterior {name!r}; expected one of {names()}")
+    return _REGISTRY[name](**options)
+
+
+def chunk_size_for(chunk_size: int | None, n_samples: int, n_classes: int) -> int:
+    """Records per chunk: as asked, else as many as keep CHUNK_ELEMENTS logits."""
+    return chunk_size or max(1, CHUNK_ELEMENTS // (n_samples * n_classes))
+
+
+def generator(seed: int, device: torch.device | str) -> torch.Generator:
+    return torch.Generator(device=device).manual_seed(seed)
+
+
+def signed_signal(name: Signal | str, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """``miaudit.signals`` in torch over (n, C, M) logits -> (n, M), higher = member
+    (the loss is negated to log p_y). Torch because this is the hot loop: M x N
+    scores; tests check it against the float64 numpy signals. Overwrites
+    ``logits`` (the caller's chunk is a temporary) to spare a copy."""
+    name = Signal(name)
+    idx = labels.view(-1, 1, 1).expand(-1, 1, logits.shape[2])
+    true = logits.gather(1, idx)[:, 0]
+    if name in (Signal.hinge, Signal.rescaled_logit):
+        others = logits.scatter_(1, idx, -math.inf)
+        return true - (others.amax(1) if name == Signal.hinge else torch.logsumexp(others, dim=1))
+    log_py = true - torch.logsumexp(logits, dim=1)
+    return log_py if name == Signal.loss else log_py.exp()
+
+
+def score_moments(
+    posterior: Posterior,
+    features: torch.Tensor,
+    labels: np.ndarray,
+    *,
+    n_samples: int,
+    signal: Signal | str,
+    chunk_size: int | None = None,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-record mean and variance (ddof=1) of the signed score over M
+    posterior draws, float64, never holding more than one chunk of scores."""
+    y = torch.as_tensor(labels, dtype=torch.long, device=features.device)
+    mean = np.empty(len(features))
+    var = np.empty(len(features))
+    for start, logits in posterior.logit_chunks(features, n_samples, seed, chunk_size):
+        part = slice(start, start + len(logits))
+        scores = signed_signal(signal, logits, y[part]).double()  # moments in float64
+        chunk_var, chunk_mean = torch.var_mean(scores, dim=1, correction=1)
+        mean[part] = chunk_mean.cpu().numpy()
+        var[part] = chunk_var.cpu().numpy()
+    return mean, var
+
+
+def predictive_loglik(logits: torch.Tensor, y: torch.Tensor) -> float:
+    """sum_n log mean_m softmax(logits[n, :, m])_{y_n}: the log-likelihood of the sampled predictive."""
+    log_probs = torch.log_softmax(logits.double(), dim=1)
+    per_sample = log_probs.gather(1, y.view(-1, 1, 1).expand(-1, 1, logits.shape[2]))[:, 0]
+    return float((torch.logsumexp(per_sample, dim=1) - math.log(logits.shape[2])).sum())
+
+
+def options_for(name: str, settings: object) -> dict[str, object]:
+    """The constructor options of posterior ``name`` read off ``settings`` (e.g. an attack's parameters),
+    so an attack passes each posterior exactly the options it takes."""
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown posterior {name!r}; expected one of {names()}")
+    accepted = inspect.signature(_REGISTRY[name]).parameters
+    return {key: getattr(settings, key) for key in accepted if hasattr(settings, key)}
