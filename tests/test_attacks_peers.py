@@ -285,7 +285,7 @@ def test_requirement_errors():
     no_val_x = AttackInputs(
         queries=records(L_OFF_TARGET, L_OFF_REFS, x=np.zeros((2, 3))), validation=records(L_OFF_TARGET, L_OFF_REFS)
     )
-    with pytest.raises(AttackRequirementError, match="qmia: needs the validation split's inputs x"):
+    with pytest.raises(AttackRequirementError, match="qmia: needs the validation records with inputs x"):
         run("qmia", no_val_x)
     with pytest.raises(AttackRequirementError, match="references: 5 requested but only 3"):
         run("lira", inputs(L_OFF_TARGET, L_OFF_REFS), references=5)

@@ -35,7 +35,7 @@ from .config import RunConfig, TrainConfig
 from .data import Dataset, Split
 from .data.base import validate_arrays, validate_features
 from .errors import ConfigError, DataError, ModelError
-from .experiment import ModelRecipe, shuffled_queries
+from .experiment import AuditRecords, ModelRecipe, shuffled_queries
 from .training import TrainReport, accuracy, predict_logits, train
 
 SETS = ("members", "nonmembers", "queries", "population", "validation")
@@ -261,19 +261,17 @@ def audit(
         idx.get("validation", empty),
     )
     query_idx, is_member = (idx["queries"], None) if "queries" in idx else shuffled_queries(split, seed)
+    query_info = {"set": origin[query_idx], "position": position[query_idx]}
+    records = AuditRecords(ds, split, query_idx, is_member, query_info)
     exp = own_model.audit_given(
         cfg,
         plan,
-        ds,
-        split,
-        query_idx,
-        is_member,
+        records,
         target,
         _recipe(cfg, target, model_factory, train_fn),
         source="given (Python API)",
         architecture=type(target).__name__,
         reference_field="model_factory",
-        query_info={"set": origin[query_idx], "position": position[query_idx]},
         record_name=lambda i: f"{origin[i]} row {position[i]}",
     )
     return AuditResult(pipeline.run_experiment(exp))

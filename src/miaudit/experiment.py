@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import torch
@@ -232,21 +231,25 @@ def shuffled_queries(split: Split, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return query_idx, np.isin(query_idx, split.members)
 
 
+@dataclass(frozen=True)
+class AuditRecords:
+    """The records of one audit and their roles: the split, the queries in the order attacks see them,
+    their membership (None: unknown; evaluation only) and extra per-query columns for reports."""
+
+    dataset: Dataset
+    split: Split
+    query_idx: np.ndarray
+    is_member: np.ndarray | None
+    query_info: dict[str, np.ndarray] = field(default_factory=dict)
+
+
 def with_references(
-    cfg: RunConfig,
-    plan: Plan,
-    ds: Dataset,
-    split: Split,
-    query_idx: np.ndarray,
-    is_member: np.ndarray | None,
-    target: TrainedModel,
-    recipe: ModelRecipe,
-    store: Store,
-    **extra: Any,
+    cfg: RunConfig, plan: Plan, records: AuditRecords, target: TrainedModel, recipe: ModelRecipe, store: Store
 ) -> Experiment:
     """Train (or load) the reference models the plan uses on random halves of the pool and assemble the
     experiment. Offline, the pool is the population; online it also holds the queries (each IN for half
     the models)."""
+    ds, split, query_idx = records.dataset, records.split, records.query_idx
     online = cfg.mode == "online"
     pool_idx = np.sort(np.concatenate([split.population, query_idx])) if online else split.population
     ref_masks = data.reference_subsets(len(pool_idx), plan.references, cfg.seed, balanced=online)
@@ -264,4 +267,16 @@ def with_references(
             )
             for k in range(plan.references)
         ]
-    return Experiment(cfg, plan, ds, split, query_idx, is_member, pool_idx, ref_masks, target, refs, **extra)
+    return Experiment(
+        cfg,
+        plan,
+        ds,
+        split,
+        query_idx,
+        records.is_member,
+        pool_idx,
+        ref_masks,
+        target,
+        refs,
+        query_info=records.query_info,
+    )

@@ -26,6 +26,7 @@ from .data import Dataset, Split
 from .data.files import load_indices
 from .errors import ConfigError, DataError, ModelError
 from .experiment import (
+    AuditRecords,
     Experiment,
     ModelRecipe,
     TrainedModel,
@@ -100,21 +101,12 @@ def from_checkpoint(cfg: RunConfig, plan: Plan) -> Experiment:
     """The experiment for ``target: {architecture, checkpoint}``: load, check, train the references."""
     state = io.read_state_dict(cfg.target.checkpoint)
     ds = _with_checkpoint_classes(load_dataset(cfg), state)
-    split, query_idx, is_member = membership_from_files(cfg, ds)
+    records = AuditRecords(ds, *membership_from_files(cfg, ds))
     arch = cfg.target_architecture
     module = io.load_weights(build_model(arch, ds.input_shape, ds.n_classes), state, arch)
-    return audit_given(
-        cfg,
-        plan,
-        ds,
-        split,
-        query_idx,
-        is_member,
-        module,
-        builtin_recipe(cfg, ds, cfg.reference_architecture),
-        source=f"checkpoint {Path(cfg.target.checkpoint).name}",
-        architecture=arch,
-    )
+    recipe = builtin_recipe(cfg, ds, cfg.reference_architecture)
+    source = f"checkpoint {Path(cfg.target.checkpoint).name}"
+    return audit_given(cfg, plan, records, module, recipe, source=source, architecture=arch)
 
 
 def _check_models(plan: Plan, ds: Dataset, module: nn.Module, recipe: ModelRecipe, reference_field: str) -> None:
@@ -151,20 +143,17 @@ def _check_roles(plan: Plan, split: Split) -> None:
 def audit_given(
     cfg: RunConfig,
     plan: Plan,
-    ds: Dataset,
-    split: Split,
-    query_idx: np.ndarray,
-    is_member: np.ndarray | None,
+    records: AuditRecords,
     module: nn.Module,
     recipe: ModelRecipe,
     *,
     source: str,
     architecture: str,
     reference_field: str = "reference_model",
-    query_info: dict[str, np.ndarray] | None = None,
     record_name: Callable[[int], str] = lambda i: f"record {i}",
 ) -> Experiment:
     """Check everything, then wrap the user's model as the target and train the references."""
+    ds, split, query_idx, is_member = records.dataset, records.split, records.query_idx, records.is_member
     if is_member is not None:
         validate.check_min_fpr(cfg.min_fpr, int((~is_member).sum()))
     elif cfg.min_fpr is not None:
@@ -186,6 +175,4 @@ def audit_given(
         architecture=architecture,
         source=source,
     )
-    return with_references(
-        cfg, plan, ds, split, query_idx, is_member, target, recipe, open_store(cfg), query_info=query_info or {}
-    )
+    return with_references(cfg, plan, records, target, recipe, open_store(cfg))

@@ -14,6 +14,7 @@ from . import data, metrics, own_model
 from .attacks import AttackInputs, AttackResult, registry
 from .config import RunConfig
 from .experiment import (
+    AuditRecords,
     Experiment,
     builtin_recipe,
     console,
@@ -65,9 +66,8 @@ def prepare(cfg: RunConfig, plan: Plan | None = None) -> Experiment:
             progress,
             cfg.device,
         )
-    return with_references(
-        cfg, plan, ds, split, query_idx, is_member, target, builtin_recipe(cfg, ds, cfg.reference_architecture), store
-    )
+    records = AuditRecords(ds, split, query_idx, is_member)
+    return with_references(cfg, plan, records, target, builtin_recipe(cfg, ds, cfg.reference_architecture), store)
 
 
 def run_attack(exp: Experiment, attack: PlannedAttack, inputs: AttackInputs | None = None) -> AttackRun:

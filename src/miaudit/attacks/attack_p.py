@@ -20,16 +20,10 @@ class AttackPParams(AttackParams):
     signal: Literal["hinge", "rescaled_logit", "loss", "confidence"] = "hinge"
 
 
-@register(
-    "attack-p",
-    params=AttackPParams,
-    needs=frozenset({"population"}),
-    pvalues=True,
-    max_references=0,
-    summary="Attack-P: global threshold on the target score, calibrated on population (non-member) records",
-)
+@register("attack-p", params=AttackPParams, needs=frozenset({"population"}), pvalues=True, max_references=0)
 def attack_p(inputs: AttackInputs, params: AttackPParams) -> AttackResult:
-    q, pop = inputs.queries, inputs.population
+    """Attack-P: global threshold on the target score, calibrated on population (non-member) records"""
+    q, pop = inputs.queries, inputs.require("population")
     scores = signals.oriented(params.signal, q.target_logits, q.labels)
     null = signals.oriented(params.signal, pop.target_logits, pop.labels)
     return AttackResult(scores=scores, log_pvalues=empirical_log_pvalues(scores, null))

@@ -49,14 +49,9 @@ def per_record_log_pvalues(z0: np.ndarray, z: np.ndarray, mask: np.ndarray) -> n
     return np.log1p(n_ge) - np.log1p(n)
 
 
-@register(
-    "attack-r",
-    params=AttackRParams,
-    min_references=1,
-    pvalues=True,
-    summary="Attack-R: per-record quantile of the OUT references' scores",
-)
+@register("attack-r", params=AttackRParams, min_references=1, pvalues=True)
 def attack_r(inputs: AttackInputs, params: AttackRParams) -> AttackResult:
+    """Attack-R: per-record quantile of the OUT references' scores"""
     z0, z = observations(inputs.queries, params.signal)
     _, out = membership_masks(inputs, "attack-r")
     require_each(out, "attack-r", "OUT")

@@ -103,6 +103,20 @@ class AttackInputs:
     mode: Mode = "offline"
     seed: int = 0
 
+    def require(self, part: Literal["population", "validation"], inputs_x: bool = False) -> RecordSet:
+        """The named record set (with its inputs x when asked): an attack's declared need, one-line error
+        when absent (the Plan refuses such an attack before it runs; this guards direct calls)."""
+        records = getattr(self, part)
+        if records is None or (inputs_x and records.x is None):
+            raise AttackRequirementError(f"needs the {part} records{' with inputs x' if inputs_x else ''}")
+        return records
+
+    def require_models(self) -> ModelAccess:
+        """The torch models, for attacks that declare needs={"models"}."""
+        if self.models is None:
+            raise AttackRequirementError("needs the models (target and references), which these inputs lack")
+        return self.models
+
     @property
     def n_references(self) -> int:
         return int(self.queries.ref_logits.shape[0])

@@ -22,7 +22,7 @@ from ..errors import AttackRequirementError
 from ..posteriors.laplace import Hessian, Predictive, Prior, import_laplace
 from ..pvalues import empirical_log_pvalues, t_logsf
 from ..signals import Signal
-from .base import AttackInputs, AttackParams, AttackResult, ModelAccess, RecordSet
+from .base import AttackInputs, AttackParams, AttackResult, RecordSet
 from .registry import register
 
 Stats = tuple[np.ndarray, np.ndarray, np.ndarray]  # (t, df, log_p), each (N,)
@@ -83,14 +83,14 @@ class BMIAParams(MRBMIAParams):
 
 def _fitted_posterior(inputs: AttackInputs, k: int, params: MRBMIAParams) -> posteriors.Posterior:
     """Reference k's posterior, fitted once per run and options."""
-    models = _models(inputs)
+    models = inputs.require_models()
     options = posteriors.options_for(params.posterior, params)
     key = ("posterior", k, params.posterior, tuple(sorted(options.items())))
     return models.memoized(key, lambda: _fit(inputs, k, posteriors.create(params.posterior, **options)))
 
 
 def _fit(inputs: AttackInputs, k: int, posterior: posteriors.Posterior) -> posteriors.Posterior:
-    models = _models(inputs)
+    models = inputs.require_models()
     x, y = models.reference_train[k]
     validation = None
     if posterior.needs_validation:
@@ -102,12 +102,6 @@ def _fit(inputs: AttackInputs, k: int, posterior: posteriors.Posterior) -> poste
     return posterior
 
 
-def _models(inputs: AttackInputs) -> ModelAccess:
-    if inputs.models is None:  # the registry refuses this before the attack runs (needs={"models"})
-        raise AttackRequirementError("bmia: needs the reference models")
-    return inputs.models
-
-
 def _seed(inputs: AttackInputs, params: MRBMIAParams, k: int) -> int:
     """An independent, reproducible stream per (run seed, attack seed, reference)."""
     return int(np.random.SeedSequence([inputs.seed, params.seed, k]).generate_state(1)[0])
@@ -116,7 +110,7 @@ def _seed(inputs: AttackInputs, params: MRBMIAParams, k: int) -> int:
 def _moments(inputs: AttackInputs, params: MRBMIAParams, sets: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
     """(K, n) sample means and variances of the score on the named record sets, concatenated
     in order: one pass of posterior draws per reference serves all of them."""
-    models = _models(inputs)
+    models = inputs.require_models()
     labels = np.concatenate([_records(inputs, which).labels for which in sets])
     means, variances = [], []
     for k in range(len(models.references)):
@@ -145,7 +139,7 @@ def _records(inputs: AttackInputs, which: str) -> RecordSet:
 
 
 def _inputs_x(inputs: AttackInputs, which: str) -> np.ndarray:
-    x = _models(inputs).query_x if which == "queries" else _records(inputs, which).x
+    x = inputs.require_models().query_x if which == "queries" else _records(inputs, which).x
     if x is None:
         raise AttackRequirementError(f"bmia: needs the inputs x of the {which} records")
     return x
@@ -190,33 +184,17 @@ def _attack(inputs: AttackInputs, params: MRBMIAParams) -> AttackResult:
     return AttackResult(scores=-log_p, log_pvalues=log_p, extra=extra)
 
 
-_NEEDS = frozenset({"models"})
+# BMIA and MR-BMIA: offline tests on the reference models' last layers (laplace-torch imported untimed)
+_TEST = {"modes": ("offline",), "needs": frozenset({"models"}), "pvalues": True, "warmup": import_laplace}
 
 
-@register(
-    "bmia",
-    params=BMIAParams,
-    min_references=1,
-    max_references=1,
-    modes=("offline",),
-    needs=_NEEDS,
-    warmup=import_laplace,
-    pvalues=True,
-    summary="BMIA: t-test of the target score against last-layer Laplace samples of one reference",
-)
+@register("bmia", params=BMIAParams, min_references=1, max_references=1, **_TEST)
 def bmia(inputs: AttackInputs, params: BMIAParams) -> AttackResult:
+    """BMIA: t-test of the target score against posterior samples of one reference's last layer"""
     return _attack(inputs, params)
 
 
-@register(
-    "mr-bmia",
-    params=MRBMIAParams,
-    min_references=2,
-    modes=("offline",),
-    needs=_NEEDS,
-    pvalues=True,
-    warmup=import_laplace,
-    summary="MR-BMIA: t-test against Laplace samples of K references, intra/inter variance pooled",
-)
+@register("mr-bmia", params=MRBMIAParams, min_references=2, **_TEST)
 def mr_bmia(inputs: AttackInputs, params: MRBMIAParams) -> AttackResult:
+    """MR-BMIA: t-test against posterior samples of K references, intra/inter variance pooled"""
     return _attack(inputs, params)

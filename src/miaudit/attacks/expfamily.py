@@ -70,13 +70,9 @@ class BavariaParams(GaussianParams):
     alpha0: float = Field(default=2.0, gt=1, description="prior shape of the variance (D.2: 2; E[sigma^2] finite)")
 
 
-@register(
-    "base1",
-    params=Base1Params,
-    min_references=1,
-    summary="BASE1: target statistic minus the pooled reference centre (= RMIA at gamma=1 on loss/log-sum-exp)",
-)
+@register("base1", params=Base1Params, min_references=1)
 def base1(inputs: AttackInputs, params: Base1Params) -> AttackResult:
+    """BASE1: target statistic minus the pooled reference centre (= RMIA at gamma=1 on loss/log-sum-exp)"""
     z0, z = observations(inputs.queries, params.signal)
     member, out = membership_masks(inputs, "base1")
     pooled = member | out  # online: every reference; offline: the OUT ones
@@ -139,37 +135,25 @@ def _mean_gap(cs: ClassStats) -> tuple[np.ndarray, np.ndarray]:
     return mu_in - mu_out, cs.z0 - (mu_in + mu_out) / 2
 
 
-@register(
-    "base2",
-    params=GaussianParams,
-    min_references=1,
-    summary="BASE2: Gaussian LLR with per-record IN/OUT means and one constant variance",
-)
+@register("base2", params=GaussianParams, min_references=1)
 def base2(inputs: AttackInputs, params: GaussianParams) -> AttackResult:
+    """BASE2: Gaussian LLR with per-record IN/OUT means and one constant variance"""
     gap, centred = _mean_gap(class_stats(inputs, params.signal, "base2"))
     return AttackResult(scores=gap * centred)
 
 
-@register(
-    "base3",
-    params=GaussianParams,
-    min_references=2,
-    summary="BASE3: Gaussian LLR with per-record IN/OUT means and a pooled per-record variance",
-)
+@register("base3", params=GaussianParams, min_references=2)
 def base3(inputs: AttackInputs, params: GaussianParams) -> AttackResult:
+    """BASE3: Gaussian LLR with per-record IN/OUT means and a pooled per-record variance"""
     cs = class_stats(inputs, params.signal, "base3")
     gap, centred = _mean_gap(cs)
     pooled_var = (cs.inside.sum_sq + cs.outside.sum_sq) / (cs.inside.n + cs.outside.n)
     return AttackResult(scores=gap / np.maximum(pooled_var, VAR_FLOOR) * centred)
 
 
-@register(
-    "base4",
-    params=GaussianParams,
-    min_references=2,
-    summary="BASE4: Gaussian LLR with per-record IN/OUT means and variances (= LiRA, per-record variance)",
-)
+@register("base4", params=GaussianParams, min_references=2)
 def base4(inputs: AttackInputs, params: GaussianParams) -> AttackResult:
+    """BASE4: Gaussian LLR with per-record IN/OUT means and variances (= LiRA, per-record variance)"""
     cs = class_stats(inputs, params.signal, "base4")
     return AttackResult(
         scores=gaussian_llr(cs.z0, *_mle_or_global(cs.inside, cs.global_in), *_mle_or_global(cs.outside, cs.global_out))
@@ -221,14 +205,9 @@ def _posteriors(
     )
 
 
-@register(
-    "bavaria-t",
-    params=BavariaParams,
-    min_references=1,
-    pvalues=True,
-    summary="BaVarIA-t: Student-t predictive LLR under empirical-Bayes NIG priors",
-)
+@register("bavaria-t", params=BavariaParams, min_references=1, pvalues=True)
 def bavaria_t(inputs: AttackInputs, params: BavariaParams) -> AttackResult:
+    """BaVarIA-t: Student-t predictive LLR under empirical-Bayes NIG priors"""
     cs, post_in, post_out = _posteriors(inputs, params, "bavaria-t")
     nu_in, loc_in, scale_in = post_in.predictive()
     nu_out, loc_out, scale_out = post_out.predictive()
@@ -238,14 +217,9 @@ def bavaria_t(inputs: AttackInputs, params: BavariaParams) -> AttackResult:
     return AttackResult(scores=llr, log_pvalues=log_p)
 
 
-@register(
-    "bavaria-n",
-    params=BavariaParams,
-    min_references=1,
-    pvalues=True,
-    summary="BaVarIA-n: Gaussian LLR with MLE means and NIG posterior-mean variances",
-)
+@register("bavaria-n", params=BavariaParams, min_references=1, pvalues=True)
 def bavaria_n(inputs: AttackInputs, params: BavariaParams) -> AttackResult:
+    """BaVarIA-n: Gaussian LLR with MLE means and NIG posterior-mean variances"""
     cs, post_in, post_out = _posteriors(inputs, params, "bavaria-n")
     # MLE means as in LiRA; at n = 0 the posterior mean is the prior (global) mean
     mu_in = np.where(cs.inside.n > 0, cs.inside.mean, post_in.mu)

@@ -66,7 +66,7 @@ def _target_probs(models: ModelAccess, features: np.ndarray) -> np.ndarray:
 
 
 def _hessian_records(inputs: AttackInputs, params: GLSParams) -> np.ndarray:
-    models = inputs.models
+    models = inputs.require_models()
     if params.hessian_data == "queries":
         return _target_features(models, "queries", models.query_x)
     pop = inputs.population
@@ -75,18 +75,12 @@ def _hessian_records(inputs: AttackInputs, params: GLSParams) -> np.ndarray:
     return _target_features(models, "population", pop.x)
 
 
-@register(
-    "gls",
-    params=GLSParams,
-    min_references=0,
-    max_references=0,
-    needs=frozenset({"models"}),
-    pvalues=False,
-    summary="GLS: per-record exposure (last-layer generalized leverage score) from the "
-    "target alone; a risk ranking, not a membership test",
-)
+@register("gls", params=GLSParams, max_references=0, needs=frozenset({"models"}))
 def gls(inputs: AttackInputs, params: GLSParams) -> AttackResult:
-    models = inputs.models
+    """GLS: per-record exposure (last-layer generalized leverage score) from the target alone; a risk ranking.
+
+    Not a membership test: it needs no reference model and returns no p-values."""
+    models = inputs.require_models()
     query_features = _target_features(models, "queries", models.query_x)
     train_features = _hessian_records(inputs, params)
     scores = leverage.cross_entropy_gls(

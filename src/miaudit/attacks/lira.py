@@ -66,14 +66,9 @@ def _class_gaussian(
     return center(z, mask, params.center), var
 
 
-@register(
-    "lira",
-    params=LiraParams,
-    min_references=1,
-    pvalues=True,
-    summary="LiRA: per-record Gaussian on rescaled logits (offline one-sided test, online IN/OUT ratio)",
-)
+@register("lira", params=LiraParams, min_references=1, pvalues=True)
 def lira(inputs: AttackInputs, params: LiraParams) -> AttackResult:
+    """LiRA: per-record Gaussian on rescaled logits (offline one-sided test, online IN/OUT ratio)"""
     z0, z = observations(inputs.queries, params.signal)
     member, out = membership_masks(inputs, "lira")
     per_record = uses_per_record_variance(params.variance, inputs.n_references)

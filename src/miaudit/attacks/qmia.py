@@ -51,18 +51,12 @@ def _features(x_val: np.ndarray, x_query: np.ndarray, params: QmiaParams, seed: 
     return pca.transform(x_val), pca.transform(x_query)
 
 
-@register(
-    "qmia",
-    params=QmiaParams,
-    min_references=0,
-    max_references=0,
-    needs=frozenset({"validation", "x"}),
-    summary="QMIA: quantile regression of the non-member score on the input (validation split)",
-)
+@register("qmia", params=QmiaParams, max_references=0, needs=frozenset({"validation", "x"}))
 def qmia(inputs: AttackInputs, params: QmiaParams) -> AttackResult:
-    q, val = inputs.queries, inputs.validation
-    if val.x is None:
-        raise AttackRequirementError("qmia: needs the validation split's inputs x, which this run did not provide")
+    """QMIA: quantile regression of the non-member score on the input (validation split)"""
+    q, val = inputs.queries, inputs.require("validation", inputs_x=True)
+    if val.x is None or q.x is None:
+        raise AttackRequirementError("qmia: needs the inputs x of the queries and the validation records")
     f_val, f_query = _features(val.x, q.x, params, inputs.seed)
     categorical = None
     if params.use_label:

@@ -59,14 +59,14 @@ class AttackInfo:
 _REGISTRY: dict[str, AttackInfo] = {}
 
 
-def register(
-    name: str, *, params: type[AttackParams] = AttackParams, summary: str, **info: Any
-) -> Callable[[AttackFn], AttackFn]:
-    """Decorator adding an attack function to the registry under ``name``."""
+def register(name: str, *, params: type[AttackParams] = AttackParams, **info: Any) -> Callable[[AttackFn], AttackFn]:
+    """Decorator adding an attack function to the registry under ``name``; the first line of its
+    docstring is the one-line summary ``miaudit attacks`` shows."""
 
     def wrap(fn: AttackFn) -> AttackFn:
         if name in _REGISTRY:
             raise RuntimeError(f"attack {name!r} registered twice")
+        summary = (fn.__doc__ or name).strip().splitlines()[0].rstrip(".")
         _REGISTRY[name] = AttackInfo(name=name, fn=fn, params=params, summary=summary, **info)
         return fn
 
@@ -99,7 +99,10 @@ def provided_by(inputs: AttackInputs) -> set[str]:
 def execute(info: AttackInfo, params: AttackParams, references: int, inputs: AttackInputs) -> AttackResult:
     """Run a planned attack on the first ``references`` reference models (its requirements were checked
     when it was planned) and check the shape of what it returns."""
-    result = info.fn(inputs.first(references), params)
+    try:
+        result = info.fn(inputs.first(references), params)
+    except AttackRequirementError as e:  # name the attack in what a shared helper (inputs.require) raised
+        raise e if str(e).startswith(f"{info.name}:") else AttackRequirementError(f"{info.name}: {e}") from None
     n = inputs.queries.labels.shape[0]
     if result.scores.shape != (n,):
         raise RuntimeError(f"{info.name} returned scores of shape {result.scores.shape}, expected ({n},)")

@@ -89,7 +89,7 @@ def search_a(population: RecordSet, default_a: float) -> float:
 
 def _population_log_ratios(inputs: AttackInputs, params: RmiaParams, a: float | None) -> np.ndarray:
     """Sorted log ratio_z of the population samples (a random subset of population_size)."""
-    log_rz = _log_ratios(inputs.population, a)
+    log_rz = _log_ratios(inputs.require("population"), a)
     log_rz = log_rz[np.isfinite(log_rz)]
     if log_rz.size == 0:
         raise AttackRequirementError("rmia: no population record has a reference that did not train on it")
@@ -99,18 +99,12 @@ def _population_log_ratios(inputs: AttackInputs, params: RmiaParams, a: float | 
     return np.sort(log_rz)
 
 
-@register(
-    "rmia",
-    params=RmiaParams,
-    min_references=1,
-    needs=frozenset({"population"}),
-    pvalues=True,
-    summary="RMIA: pairwise likelihood ratio against population samples (offline a grid-searched)",
-)
+@register("rmia", params=RmiaParams, min_references=1, needs=frozenset({"population"}), pvalues=True)
 def rmia(inputs: AttackInputs, params: RmiaParams) -> AttackResult:
+    """RMIA: pairwise likelihood ratio against population samples (offline a grid-searched)"""
     a = None
     if inputs.mode == "offline":
-        a = params.a if params.a is not None else search_a(inputs.population, params.default_a)
+        a = params.a if params.a is not None else search_a(inputs.require("population"), params.default_a)
     log_rx = _log_ratios(inputs.queries, a)
     if not np.isfinite(log_rx).all():
         raise AttackRequirementError("rmia: some queries have no reference that did not train on them")

@@ -11,15 +11,10 @@ from collections.abc import Callable
 import torch.nn as nn
 
 from . import io
-from .cnn import SmallCNN
+from .base import ARCHITECTURES, register_model
+from .cnn import SmallCNN  # each built-in module registers its architecture on import
 from .mlp import MLP
 from .resnet import SmallResNet
-
-ARCHITECTURES: dict[str, Callable[..., nn.Module]] = {
-    "mlp": MLP,
-    "cnn": SmallCNN,
-    "resnet": SmallResNet,
-}
 
 
 def architecture(name: str) -> Callable[..., nn.Module]:
@@ -45,4 +40,4 @@ def build_model(name: str, input_shape: tuple[int, ...], n_classes: int, **kwarg
         raise io.ModelError(str(e).splitlines()[0]) from None
 
 
-__all__ = ["ARCHITECTURES", "architecture", "build_model", "io", "MLP", "SmallCNN", "SmallResNet"]
+__all__ = ["register_model", "ARCHITECTURES", "architecture", "build_model", "io", "MLP", "SmallCNN", "SmallResNet"]

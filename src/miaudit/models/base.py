@@ -2,8 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 import torch
 import torch.nn as nn
+
+M = TypeVar("M", bound=Callable[..., nn.Module])
+ARCHITECTURES: dict[str, Callable[..., nn.Module]] = {}  # name -> factory(input_shape, n_classes)
+
+
+def register_model(name: str) -> Callable[[M], M]:
+    """Class (or factory) decorator adding a built-in architecture under ``name``; it is called as
+    ``factory(input_shape, n_classes)`` and must give a model with ``features(x)`` and ``head``."""
+
+    def wrap(factory: M) -> M:
+        if name in ARCHITECTURES:
+            raise RuntimeError(f"architecture {name!r} registered twice")
+        ARCHITECTURES[name] = factory
+        return factory
+
+    return wrap
 
 
 class FeatureHeadModel(nn.Module):

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import torch.nn as nn
 
-from .base import ImageModel
+from .base import ImageModel, register_model
 
 
 def _as_image(input_shape: tuple[int, ...]) -> tuple[int, int, int]:
@@ -13,6 +13,7 @@ def _as_image(input_shape: tuple[int, ...]) -> tuple[int, int, int]:
     raise ValueError(f"model: a convolutional model needs image inputs (C, H, W) or (H, W), got shape {input_shape}")
 
 
+@register_model("cnn")
 class SmallCNN(ImageModel):
     """Three conv blocks (16-32-64 channels, BatchNorm, ReLU, max-pool), global
     average pooling, a 128-wide hidden layer, then the linear head. Sized for CPU

@@ -4,9 +4,10 @@ import math
 
 import torch.nn as nn
 
-from .base import FeatureHeadModel
+from .base import FeatureHeadModel, register_model
 
 
+@register_model("mlp")
 class MLP(FeatureHeadModel):
     """The 4-layer tanh MLP used for tabular membership benchmarks (Nasr et al. 2018;
     BMIA paper section 4.1): hidden widths 1024-512-256-128, then the linear head.

@@ -4,7 +4,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .base import ImageModel
+from .base import ImageModel, register_model
 from .cnn import _as_image
 
 
@@ -24,6 +24,7 @@ class _Block(nn.Module):
         return F.relu(self.bn2(self.conv2(out)) + self.skip(x))
 
 
+@register_model("resnet")
 class SmallResNet(ImageModel):
     """A ResNet-8-style network (three stages of one basic block, 16-32-64
     channels), global average pooling, linear head: the CIFAR ResNet shape of He
