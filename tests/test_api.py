@@ -97,8 +97,11 @@ def test_references_use_the_users_factory_and_training_function(user) -> None:
     result = miaudit.audit(
         net, **api_sets(x, y), attacks=["lira"], references=2, model_factory=lambda: TinyNet(), train_fn=train_fn
     )
-    assert calls == [("TinyNet", (40, 6), np.dtype("int64"))] * 2  # each reference: half of the 80 population records
+    # 16 of the 80 population records are held out to calibrate p-values (no validation given);
+    # each reference trains on half of the other 64
+    assert calls == [("TinyNet", (32, 6), np.dtype("int64"))] * 2
     assert result.to_json()["references"] == 2
+    assert result.to_json()["n_validation"] == 16
 
 
 def test_default_reference_models_are_reinitialised_copies(user) -> None:

@@ -254,7 +254,9 @@ def test_config_mistakes(
 def test_attack_needing_validation_when_none_is_left(
     tmp_path: Path, files: dict[str, Path], isolated_cache: Path
 ) -> None:
-    raw = audit_config(tmp_path, split={"population": 0.4, "validation": 0.0}, attacks=["qmia"])
+    raw = audit_config(
+        tmp_path, split={"population": 0.4, "validation": 0.0}, attacks=["qmia"], calibration="none"
+    )  # with calibration on (the default), validation records would be held out of the population
     refused(tmp_path, raw, "attacks.0: qmia: needs validation inputs, which this run did not provide")
 
 
@@ -370,7 +372,11 @@ def test_api_too_few_nonmembers_for_min_fpr(user) -> None:
             ConfigError,
             "attacks.0.samples: Extra inputs are not permitted",
         ),
-        ({"attacks": ["qmia"]}, AttackRequirementError, "attacks.0: qmia: needs validation inputs"),
+        (
+            {"attacks": ["qmia"], "calibration": None},
+            AttackRequirementError,
+            "attacks.0: qmia: needs validation inputs",
+        ),
         (
             {"train": {"epochs": 1}, "train_fn": lambda m, x, y: None},
             ConfigError,

@@ -15,7 +15,7 @@ from sklearn.datasets import load_digits
 from torch.nn.utils import vector_to_parameters
 from torch.utils.data import DataLoader, TensorDataset
 
-from miaudit import posteriors
+from miaudit import calibration, posteriors
 from miaudit.attacks import AttackInputs, AttackRequirementError, ModelAccess, RecordSet, registry
 from miaudit.models import MLP
 from miaudit.models.features import penultimate
@@ -190,7 +190,9 @@ def test_bmia_end_to_end(digits: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     assert np.all(np.isfinite(first.scores)) and np.all(first.log_pvalues <= 0)
     np.testing.assert_array_equal(first.scores, -first.log_pvalues)
     assert np.all(first.extra["df"] == 199)
-    calibrated = first.log_pvalues_calibrated
+    calibrated = calibration.split_calibrated(
+        registry.score("bmia", calibration.with_calibration_queries(inputs), **params), n
+    ).log_pvalues_calibrated
     assert np.all((calibrated <= 0) & (calibrated >= -math.log(v + 1)))
     again = registry.score("bmia", inputs, **params)
     np.testing.assert_array_equal(again.scores, first.scores)
@@ -206,9 +208,7 @@ def test_bmia_end_to_end(digits: dict, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_bmia_requirements(digits: dict) -> None:
     inputs = _inputs(digits, validation=False)
     result = registry.score("bmia", inputs, samples=20)  # 2 trained, uses 1
-    assert result.log_pvalues_calibrated is None  # no validation split: no calibration
-    with pytest.raises(AttackRequirementError, match="calibrate"):
-        registry.score("bmia", inputs, references=1, calibrate=True)
+    assert result.log_pvalues_calibrated is None  # calibration is the pipeline's (miaudit.calibration)
     with pytest.raises(AttackRequirementError, match="validation records"):
         registry.score("bmia", inputs, references=1, prior="validation")
     with pytest.raises(AttackRequirementError, match="at least 2"):

@@ -35,7 +35,7 @@ from .config import RunConfig, TrainConfig
 from .data import Dataset, Split
 from .data.base import validate_arrays, validate_features
 from .errors import ConfigError, DataError, ModelError
-from .experiment import AuditRecords, ModelRecipe, shuffled_queries
+from .experiment import AuditRecords, ModelRecipe, shuffled_queries, with_calibration_records
 from .training import TrainReport, accuracy, predict_logits, train
 
 SETS = ("members", "nonmembers", "queries", "population", "validation")
@@ -223,14 +223,17 @@ def audit(
     min_fpr: float | None = None,
     device: str = "cpu",
     name: str = "audit",
+    calibration: float | None = 0.2,
 ) -> AuditResult:
     """Audit ``target`` (a trained torch module, put in eval mode) on the records given.
 
     ``members``/``nonmembers``: records it trained on / did not (ROC metrics), or ``queries`` of unknown
     membership (p-values and a ranking). ``population``: records it never saw, for reference models and
     population-based attacks; ``validation``: more such records, for QMIA and calibration. ``references``:
-    how many reference models to train (default: the fewest the attacks need). Bad input raises a
-    one-line ValueError subclass naming the argument, before anything is trained.
+    how many reference models to train (default: the fewest the attacks need). ``calibration``: without
+    ``validation``, the share of ``population`` held out to calibrate every p-value (None: raw p-values,
+    which can be far from valid). Bad input raises a one-line ValueError subclass naming the argument,
+    before anything is trained.
     """
     cfg = _config(
         attacks,
@@ -242,24 +245,22 @@ def audit(
         seed=seed,
         min_fpr=min_fpr,
         device=device,
+        calibration="none" if calibration is None else {"fraction": calibration},
     )
     given = _given_sets(
         {"members": members, "nonmembers": nonmembers, "queries": queries},
         {"population": population, "validation": validation},
     )
-    plan = plan_mod.build(cfg, roles={"population", "validation"} & set(given))
+    roles = {"population", "validation"} & set(given)
+    plan = plan_mod.build(cfg, roles=roles | ({"validation"} if "population" in roles and cfg.calibration else set()))
     sets = _checked_sets(target, given)
     if "members" in sets:
         m, n = sets["members"], sets["nonmembers"]
         validate.check_disjoint_rows((m.x, m.y, np.arange(len(m))), (n.x, n.y, np.arange(len(n))))
     ds, idx, origin, position = _assembled(sets, name)
     empty = np.zeros(0, dtype=np.int64)
-    split = Split(
-        idx.get("members", empty),
-        idx.get("nonmembers", empty),
-        idx.get("population", empty),
-        idx.get("validation", empty),
-    )
+    given_split = Split(*(idx.get(role, empty) for role in ("members", "nonmembers", "population", "validation")))
+    split = with_calibration_records(given_split, cfg)
     query_idx, is_member = (idx["queries"], None) if "queries" in idx else shuffled_queries(split, seed)
     query_info = {"set": origin[query_idx], "position": position[query_idx]}
     records = AuditRecords(ds, split, query_idx, is_member, query_info)

@@ -68,6 +68,18 @@ class SplitConfig(_Strict):
         return (self.target_train, self.target_test, self.population, self.validation)
 
 
+class CalibrationConfig(_Strict):
+    """Conformal calibration of every p-value (BMIA paper F.1) on records known not to be members: the
+    validation records, or, where there are none, this fraction of the population held out from every
+    model's training. ``calibration: none`` turns it off (p-values are then the attacks' raw ones)."""
+
+    fraction: float = Field(default=0.2, gt=0, lt=1, description="population share held out when no validation")
+
+
+def _calibration(v: Any) -> Any:
+    return None if v is None or (isinstance(v, str) and v.lower() == "none") else v
+
+
 def _architecture_name(v: str | None) -> str | None:
     """A built-in architecture, or ``package.module:factory`` (imported now, so a typo fails before any work)."""
     from .models import ARCHITECTURES, io
@@ -117,6 +129,9 @@ class RunConfig(_Strict):
     references: int = Field(default=4, ge=0, le=1024)
     mode: Literal["offline", "online"] = "offline"
     split: SplitConfig = SplitConfig()
+    calibration: CalibrationConfig | None = Field(
+        default=CalibrationConfig(), description="conformal p-values on held-out non-members; none: raw p-values"
+    )
     attacks: list[dict[str, Any]] = Field(
         default_factory=lambda: [{"name": "attack-p"}],
         min_length=1,
@@ -136,6 +151,7 @@ class RunConfig(_Strict):
     )
 
     _attack_rows = field_validator("attacks", mode="before")(_attack_entries)
+    _calibration_none = field_validator("calibration", mode="before")(_calibration)
 
     @field_validator("dataset", mode="before")
     @classmethod

@@ -73,6 +73,11 @@ class Experiment:
     query_info: dict[str, np.ndarray] = field(default_factory=dict)  # extra per-query columns for reports
 
     @property
+    def calibrates(self) -> bool:
+        """Whether p-values are calibrated: calibration is on and there are records to calibrate on."""
+        return self.cfg.calibration is not None and len(self.split.validation) > 0
+
+    @property
     def membership_known(self) -> bool:
         return self.is_member is not None
 
@@ -98,9 +103,8 @@ class Experiment:
         in_pool = np.full(len(ds), -1)
         in_pool[self.pool_idx] = np.arange(len(self.pool_idx))
         pos = in_pool[idx]
-        ref_in = None
-        if (pos >= 0).all() and len(idx):
-            ref_in = self.ref_masks[:, pos]
+        # A record outside the pool trained no reference model: False (OUT) for every reference.
+        ref_in = np.where(pos >= 0, self.ref_masks[:, np.maximum(pos, 0)], False) if len(self.pool_idx) else None
         return RecordSet(
             labels=ds.y[idx], target_logits=self.target.logits[idx], ref_logits=ref_logits, ref_in=ref_in, x=ds.x[idx]
         )
@@ -222,6 +226,14 @@ def load_dataset(cfg: RunConfig) -> Dataset:
 
 def open_store(cfg: RunConfig) -> Store:
     return Store(cfg.cache_dir or data.default_cache_dir())
+
+
+def with_calibration_records(split: Split, cfg: RunConfig) -> Split:
+    """The split with calibration records: its validation part, or, when that is empty and calibration is
+    on, ``calibration.fraction`` of the population held out from every model (docs/conventions.md)."""
+    if cfg.calibration is None or len(split.validation):
+        return split
+    return data.hold_out_validation(split, cfg.calibration.fraction, cfg.seed)
 
 
 def shuffled_queries(split: Split, seed: int) -> tuple[np.ndarray, np.ndarray]:

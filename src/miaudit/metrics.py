@@ -1,4 +1,4 @@
-"""ROC metrics as SPEC.md defines them.
+"""ROC metrics as docs/conventions.md defines them.
 
 TPR at FPR a is the largest TPR on the ROC curve with FPR <= a (inclusive).
 With n non-members the smallest meaningful a is 1/n; below 10/n the figure is
@@ -59,7 +59,7 @@ def evaluate(
     pvalue_sets: dict[str, np.ndarray] | None = None,
     levels: tuple[float, ...] = FPR_LEVELS,
 ) -> AttackMetrics:
-    """AUC, TPR at the FPR levels (the SPEC's, plus any the user asked for), and FPR at alpha for every
+    """AUC, TPR at the FPR levels (the standard ones, plus any the user asked for), and FPR at alpha for every
     named set of log p-values."""
     is_member = np.asarray(is_member, dtype=bool)
     if is_member.all() or not is_member.any():

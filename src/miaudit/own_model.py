@@ -34,6 +34,7 @@ from .experiment import (
     load_dataset,
     open_store,
     shuffled_queries,
+    with_calibration_records,
     with_references,
 )
 from .models import build_model, io
@@ -77,7 +78,7 @@ def membership_from_files(cfg: RunConfig, ds: Dataset) -> tuple[Split, np.ndarra
             "trained on and records it did not), or queries (records of unknown membership)"
         )
     population, validation = remainder_split(np.setdiff1d(np.arange(n), audited), cfg)
-    split = Split(np.sort(members), np.sort(nonmembers), population, validation)
+    split = with_calibration_records(Split(np.sort(members), np.sort(nonmembers), population, validation), cfg)
     if cfg.queries is not None:
         return split, audited, None
     return (split, *shuffled_queries(split, cfg.seed))

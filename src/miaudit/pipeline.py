@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from . import data, metrics, own_model
+from . import calibration, data, metrics, own_model
 from .attacks import AttackInputs, AttackResult, registry
 from .config import RunConfig
 from .experiment import (
@@ -24,6 +24,7 @@ from .experiment import (
     open_store,
     progress_bars,
     shuffled_queries,
+    with_calibration_records,
     with_references,
 )
 from .plan import Plan, PlannedAttack
@@ -52,7 +53,7 @@ def prepare(cfg: RunConfig, plan: Plan | None = None) -> Experiment:
     if cfg.target is not None:
         return own_model.from_checkpoint(cfg, plan)
     ds = load_dataset(cfg)
-    split = data.split_indices(len(ds), cfg.seed, cfg.split.as_tuple())
+    split = with_calibration_records(data.split_indices(len(ds), cfg.seed, cfg.split.as_tuple()), cfg)
     query_idx, is_member = shuffled_queries(split, cfg.seed)
     store = open_store(cfg)
     with progress_bars() as progress:
@@ -75,8 +76,12 @@ def run_attack(exp: Experiment, attack: PlannedAttack, inputs: AttackInputs | No
     inputs = inputs or exp.attack_inputs()
     if attack.info.warmup is not None:
         attack.info.warmup()
+    calibrating = attack.info.pvalues and exp.calibrates
     start = time.perf_counter()
-    result = registry.execute(attack.info, attack.params, attack.references, inputs)
+    run_on = calibration.with_calibration_queries(inputs) if calibrating else inputs
+    result = registry.execute(attack.info, attack.params, attack.references, run_on)
+    if calibrating:
+        result = calibration.split_calibrated(result, len(inputs.queries.labels))
     seconds = {
         "reference_training": float(sum(r.seconds for r in exp.references[: attack.references])),
         "attack": time.perf_counter() - start,

@@ -52,8 +52,10 @@ class Plan:
 
 
 def config_roles(cfg: RunConfig) -> frozenset[str]:
-    """The record sets a config's split provides (a fraction above 0 gives a non-empty set)."""
-    return frozenset(role for role in ("population", "validation") if getattr(cfg.split, role) > 0)
+    """The record sets a config's split provides (a fraction above 0 gives a non-empty set; calibration
+    carves validation records out of the population when the split has none)."""
+    roles = {role for role in ("population", "validation") if getattr(cfg.split, role) > 0}
+    return frozenset(roles | ({"validation"} if "population" in roles and cfg.calibration else set()))
 
 
 def build(cfg: RunConfig, roles: Iterable[str] | None = None) -> Plan:

@@ -1,7 +1,7 @@
 """One-sided log p-values: Student-t tails that stay finite where scipy's underflow to -inf,
 and empirical (conformal) p-values against a sample of null scores.
 
-Scores are log p-values (SPEC): a p-value that underflows ties the strongest
+Scores are log p-values (docs/conventions.md): a p-value that underflows ties the strongest
 members exactly in the low-FPR tail that matters, so the far tail is computed
 in log space.
 """

@@ -70,6 +70,7 @@ class ModelAccess:
     references: list[Any]
     reference_train: list[tuple[np.ndarray, np.ndarray]]
     query_x: np.ndarray
+    query_set: str = "queries"  # names the records query_x holds, in memo keys
     device: str = "cpu"
     memo: dict[tuple, Any] = field(default_factory=dict)
 
@@ -84,6 +85,10 @@ class ModelAccess:
         """Penultimate features (float64, on ``device``) of model ``which`` (None: the target) on the
         named record set, whose inputs are ``x``: one backbone pass per model and set in a run."""
         return self.memoized(("features", which, record_set), lambda: penultimate(self.model(which), x, self.device))
+
+    def query_features(self, which: int | None) -> torch.Tensor:
+        """Penultimate features of model ``which`` (None: the target) on the queries."""
+        return self.features(which, self.query_set, self.query_x)
 
     def memoized(self, key: tuple, build: Callable[[], T]) -> T:
         """``build()`` once per run for ``key``, which must name every option the value depends on."""

@@ -7,22 +7,20 @@ with a one-sided Student-t test of H0 "non-member". MR-BMIA pools K reference
 posteriors with the intra/inter variance decomposition of appendix C.
 
 The statistics (``bmia_test``, ``mr_bmia_test``) are plain array functions;
-the attacks wire them to the posteriors and, when a validation split is
-present, add conformal p-values (paper F.1).
+the attacks wire them to the posteriors.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import torch
 from pydantic import Field, field_validator
 
 from .. import posteriors, signals
 from ..errors import AttackRequirementError
 from ..posteriors.laplace import Hessian, Predictive, Prior, import_laplace
-from ..pvalues import empirical_log_pvalues, t_logsf
+from ..pvalues import t_logsf
 from ..signals import Signal
-from .base import AttackInputs, AttackParams, AttackResult, RecordSet
+from .base import AttackInputs, AttackParams, AttackResult
 from .registry import register
 
 Stats = tuple[np.ndarray, np.ndarray, np.ndarray]  # (t, df, log_p), each (N,)
@@ -65,7 +63,6 @@ class MRBMIAParams(AttackParams):
     prior: Prior = Field(default="marglik", description="laplace: prior precision by marginal or validation likelihood")
     predictive: Predictive = Field(default="weights", description="laplace: sample head weights, or GLM logits")
     signal: Signal = Signal.hinge
-    calibrate: bool | None = Field(default=None, description="conformal p-values on validation; default: when present")
     chunk_size: int | None = Field(default=None, ge=1, description="records scored at once; default bounds memory")
     seed: int = Field(default=0, description="offset added to the run seed for posterior sampling")
 
@@ -107,19 +104,15 @@ def _seed(inputs: AttackInputs, params: MRBMIAParams, k: int) -> int:
     return int(np.random.SeedSequence([inputs.seed, params.seed, k]).generate_state(1)[0])
 
 
-def _moments(inputs: AttackInputs, params: MRBMIAParams, sets: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """(K, n) sample means and variances of the score on the named record sets, concatenated
-    in order: one pass of posterior draws per reference serves all of them."""
+def _moments(inputs: AttackInputs, params: MRBMIAParams) -> tuple[np.ndarray, np.ndarray]:
+    """(K, N) sample means and variances (ddof=1) of the queries' score under each reference's posterior."""
     models = inputs.require_models()
-    labels = np.concatenate([_records(inputs, which).labels for which in sets])
     means, variances = [], []
     for k in range(len(models.references)):
-        posterior = _fitted_posterior(inputs, k, params)
-        features = torch.cat([models.features(k, which, _inputs_x(inputs, which)) for which in sets])
         mean, var = posteriors.score_moments(
-            posterior,
-            features,
-            labels,
+            _fitted_posterior(inputs, k, params),
+            models.query_features(k),
+            inputs.queries.labels,
             n_samples=params.samples,
             signal=params.signal,
             chunk_size=params.chunk_size,
@@ -130,58 +123,17 @@ def _moments(inputs: AttackInputs, params: MRBMIAParams, sets: tuple[str, ...]) 
     return np.stack(means), np.stack(variances)
 
 
-def _records(inputs: AttackInputs, which: str) -> RecordSet:
-    if which == "queries":
-        return inputs.queries
-    if inputs.validation is None:
-        raise AttackRequirementError("bmia: calibration needs validation records")
-    return inputs.validation
-
-
-def _inputs_x(inputs: AttackInputs, which: str) -> np.ndarray:
-    x = inputs.require_models().query_x if which == "queries" else _records(inputs, which).x
-    if x is None:
-        raise AttackRequirementError(f"bmia: needs the inputs x of the {which} records")
-    return x
-
-
-def _statistics(inputs: AttackInputs, params: MRBMIAParams, sets: tuple[str, ...]) -> list[Stats]:
-    """The test statistics of each named record set (Algorithm 1 for one reference, 2 for several)."""
-    means, variances = _moments(inputs, params, sets)
-    out, start = [], 0
-    for which in sets:
-        records = _records(inputs, which)
-        part = slice(start, start + len(records.labels))
-        start = part.stop
-        s0 = signals.oriented(params.signal, records.target_logits, records.labels)
-        if means.shape[0] == 1:
-            out.append(bmia_test(s0, means[0, part], variances[0, part], params.samples))
-        else:
-            out.append(mr_bmia_test(s0, means[:, part], variances[:, part], params.samples))
-    return out
-
-
-def _calibrates(inputs: AttackInputs, params: MRBMIAParams) -> bool:
-    available = inputs.validation is not None and inputs.validation.x is not None
-    if params.calibrate and not available:
-        raise AttackRequirementError("bmia: calibrate=true needs validation records with inputs x")
-    return available if params.calibrate is None else params.calibrate
-
-
 def _attack(inputs: AttackInputs, params: MRBMIAParams) -> AttackResult:
-    calibrate = _calibrates(inputs, params)
-    stats = _statistics(inputs, params, ("queries", "validation") if calibrate else ("queries",))
-    t, df, log_p = stats[0]
-    extra = {"t": t, "df": df}
-    if calibrate:
-        # Paper F.1: the validation records never trained the target, so their
-        # statistics sample it under H0; rank each query among them. We rank the
-        # score -log p (for BMIA, one df, the same order as t) so the calibrated
-        # p-values order MR-BMIA's queries as its scores do.
-        _, _, log_p_null = stats[1]
-        calibrated = empirical_log_pvalues(-log_p, -log_p_null)
-        return AttackResult(scores=-log_p, log_pvalues=log_p, log_pvalues_calibrated=calibrated, extra=extra)
-    return AttackResult(scores=-log_p, log_pvalues=log_p, extra=extra)
+    """Algorithm 1 for one reference, 2 for several; the score is -log p. (Conformal calibration, paper
+    F.1, is done for every p-value attack alike by ``miaudit.calibration``.)"""
+    means, variances = _moments(inputs, params)
+    q = inputs.queries
+    s0 = signals.oriented(params.signal, q.target_logits, q.labels)
+    if means.shape[0] == 1:
+        t, df, log_p = bmia_test(s0, means[0], variances[0], params.samples)
+    else:
+        t, df, log_p = mr_bmia_test(s0, means, variances, params.samples)
+    return AttackResult(scores=-log_p, log_pvalues=log_p, extra={"t": t, "df": df})
 
 
 # BMIA and MR-BMIA: offline tests on the reference models' last layers (laplace-torch imported untimed)

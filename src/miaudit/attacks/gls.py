@@ -18,7 +18,7 @@ members rank low (membership AUC 0.14 on location). ``space="logit"``
 anti-correlated with vulnerability (Spearman -0.22), so it is only an option.
 
 Whose Hessian (``hessian_data``). The paper builds H from the target's training
-set, which an auditor has but our attacker does not (SPEC threat model). The
+set, which an auditor has but our attacker does not (docs/conventions.md, threat model). The
 attacker substitutes records it holds, with the target's own probabilities on
 them:
 * ``queries`` (default): the queried records themselves. Each query's own term
@@ -68,7 +68,7 @@ def _target_probs(models: ModelAccess, features: np.ndarray) -> np.ndarray:
 def _hessian_records(inputs: AttackInputs, params: GLSParams) -> np.ndarray:
     models = inputs.require_models()
     if params.hessian_data == "queries":
-        return _target_features(models, "queries", models.query_x)
+        return models.query_features(None).cpu().numpy()
     pop = inputs.population
     if pop is None or pop.x is None:
         raise AttackRequirementError("gls: hessian_data=population needs population records with inputs x")
@@ -81,7 +81,7 @@ def gls(inputs: AttackInputs, params: GLSParams) -> AttackResult:
 
     Not a membership test: it needs no reference model and returns no p-values."""
     models = inputs.require_models()
-    query_features = _target_features(models, "queries", models.query_x)
+    query_features = models.query_features(None).cpu().numpy()
     train_features = _hessian_records(inputs, params)
     scores = leverage.cross_entropy_gls(
         train_features,

@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import DataError
 from .base import LOADERS, Dataset, LoadContext, default_cache_dir, default_data_dir, validate_arrays
 from .files import load_file
-from .split import Split, reference_subsets, split_indices
+from .split import Split, hold_out_validation, reference_subsets, split_indices
 
 for _mod in pkgutil.iter_modules(__path__):
     if _mod.name not in ("base", "files", "split"):
@@ -53,6 +53,7 @@ __all__ = [
     "LoadContext",
     "Split",
     "split_indices",
+    "hold_out_validation",
     "reference_subsets",
     "validate_arrays",
     "default_data_dir",

@@ -58,3 +58,12 @@ def reference_subsets(pool_size: int, k: int, seed: int, balanced: bool = False)
         else:
             mask[j, rng.permutation(pool_size)[:half]] = True
     return mask
+
+
+def hold_out_validation(split: Split, fraction: float, seed: int) -> Split:
+    """Move a seeded ``fraction`` of the population into the (empty) validation part: records no model
+    trains on, for calibration, when the audit has no validation records of its own."""
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 0xCA1]))
+    moved = rng.permutation(split.population)[: int(np.floor(fraction * len(split.population)))]
+    population = np.setdiff1d(split.population, moved)
+    return Split(split.members, split.nonmembers, population, np.sort(np.concatenate([split.validation, moved])))
