@@ -101,7 +101,8 @@ def unique_labels(rows: Sequence[tuple[str, AttackParams, int]]) -> list[str]:
         mine = params.model_dump(mode="json", exclude={"label", "references"})
         differ = {key for j in twins for key, v in rows[j][1].model_dump(mode="json").items() if mine.get(key) != v}
         extra = ", ".join(f"{key}={mine[key]}" for key in mine if key in differ)
-        labels[i] = f"{base[i][:-1]}, {extra})" if base[i].endswith(")") and extra else f"{base[i]} ({extra})"
+        if extra:  # no parameter differs: a true twin, refused below
+            labels[i] = f"{base[i][:-1]}, {extra})" if base[i].endswith(")") else f"{base[i]} ({extra})"
     for i, label in enumerate(labels):
         first = labels.index(label)
         if first != i:

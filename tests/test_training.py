@@ -1,0 +1,55 @@
+"""The one training loop: seeded and deterministic, and logits always in eval mode."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+from miaudit.config import TrainConfig
+from miaudit.models import MLP
+from miaudit.training import accuracy, predict_logits, seeded_model, train
+
+
+def data() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(80, 5)).astype(np.float32)
+    return x, (x[:, 0] + x[:, 1] > 0).astype(np.int64)
+
+
+def trained(seed: int, schedule: str = "cosine") -> nn.Module:
+    x, y = data()
+    model = seeded_model(lambda: MLP((5,), 2, hidden=(16,)), seed)
+    train(model, x, y, TrainConfig(epochs=5, batch_size=16, lr=0.1, schedule=schedule), seed)
+    return model
+
+
+def test_same_seed_same_weights_other_seed_other_weights() -> None:
+    a, b, c = trained(1), trained(1), trained(2)
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+    assert not torch.equal(a.head.weight, c.head.weight)
+
+
+def test_schedule_changes_the_result() -> None:
+    assert not torch.equal(trained(1).head.weight, trained(1, "constant").head.weight)
+
+
+def test_training_learns_and_reports_accuracy() -> None:
+    x, y = data()
+    model = seeded_model(lambda: MLP((5,), 2, hidden=(16,)), 0)
+    report = train(model, x, y, TrainConfig(epochs=30, batch_size=16, lr=0.1), 0)
+    assert report.train_accuracy > 0.9 and report.seconds > 0
+    assert report.train_accuracy == accuracy(predict_logits(model, x), y)
+
+
+def test_logits_in_eval_mode_even_from_a_model_left_in_training_mode() -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(5, 8), nn.Dropout(0.5), nn.Linear(8, 2)).train()
+    x, _ = data()
+    first, second = predict_logits(model, x), predict_logits(model, x)
+    np.testing.assert_array_equal(first, second)  # no dropout noise
+    assert first.dtype == np.float64 and not model.training
+
+
+def test_accuracy_of_no_records_is_nan() -> None:
+    assert np.isnan(accuracy(np.zeros((0, 2)), np.zeros(0, dtype=np.int64)))
