@@ -177,23 +177,40 @@ def obtain(
     device: str = "cpu",
 ) -> TrainedModel:
     """A model trained on ``train_idx``: loaded from the cache when finished before, else trained now."""
-    entry = None
-    if recipe.cache_spec is not None:
-        spec = {"data": ds.fingerprint, **recipe.cache_spec, "train_idx": indices_digest(train_idx), "seed": seed}
-        entry = store.entry(spec)
-        if entry.complete():
-            meta = store.load_meta(entry)
-            module = store.load_weights(entry, recipe.build())
+    if recipe.cache_spec is None:
+        return _train(recipe, ds, role, seed, train_idx, progress, device)
+    spec = {"data": ds.fingerprint, **recipe.cache_spec, "train_idx": indices_digest(train_idx), "seed": seed}
+    entry = store.entry(spec)
+    # Locked while loading or training: a concurrent run needing the same model waits, then loads it.
+    with store.lock(entry, waiting=lambda: console.print(f"[dim]{role}: waiting for another run training it[/dim]")):
+        cached = store.load(entry, recipe.build)
+        if cached is not None:
+            meta = cached.meta
             return TrainedModel(
                 role,
-                module,
-                store.load_logits(entry).astype(np.float64),
+                cached.module,
+                cached.logits.astype(np.float64),
                 train_idx,
                 meta["seconds"],
                 meta["train_accuracy"],
                 cached=True,
                 architecture=recipe.architecture,
             )
+        model = _train(recipe, ds, role, seed, train_idx, progress, device)
+        meta = {"role": role, "spec": spec, "seconds": model.seconds, "train_accuracy": model.train_accuracy}
+        store.save(entry, model.module, meta, model.logits.astype(np.float32))
+    return model
+
+
+def _train(
+    recipe: ModelRecipe,
+    ds: Dataset,
+    role: str,
+    seed: int,
+    train_idx: np.ndarray,
+    progress: Progress,
+    device: str,
+) -> TrainedModel:
     module = seeded_model(recipe.build, seed)
     task = progress.add_task(f"training {role}", total=recipe.epochs)
     report: TrainReport = recipe.fit(
@@ -201,13 +218,6 @@ def obtain(
     )
     progress.remove_task(task)
     logits = predict_logits(module, ds.x, device=device)
-    if entry is not None:
-        store.save(
-            entry,
-            module,
-            {"role": role, "spec": spec, "seconds": report.seconds, "train_accuracy": report.train_accuracy},
-            logits.astype(np.float32),
-        )
     return TrainedModel(
         role,
         module.eval(),
