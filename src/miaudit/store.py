@@ -27,6 +27,8 @@ import torch
 from filelock import FileLock, Timeout
 from safetensors.torch import load_file, save_file
 
+from .data.base import sha256_file
+
 log = logging.getLogger(__name__)
 CHECKSUMMED = ("model.safetensors", "logits.npy")
 
@@ -38,14 +40,6 @@ def spec_key(spec: dict[str, Any]) -> str:
 
 def indices_digest(idx: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(idx, dtype=np.int64).tobytes()).hexdigest()[:16]
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _atomic_write(path: Path, write) -> None:
@@ -80,9 +74,6 @@ class ModelEntry:
     def lock_path(self) -> Path:
         # Beside the entry, not inside: removing a damaged entry's folder must not remove its lock.
         return self.dir.with_name(self.dir.name + ".lock")
-
-    def complete(self) -> bool:
-        return self.weights.is_file() and self.meta_path.is_file() and self.logits_path.is_file()
 
 
 @dataclass
@@ -128,7 +119,7 @@ class Store:
         state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
         _atomic_write(entry.weights, lambda p: save_file(state, str(p)))
         _atomic_write(entry.logits_path, lambda p: _save_npy(p, logits))
-        meta = {**meta, "sha256": {name: file_sha256(entry.dir / name) for name in CHECKSUMMED}}
+        meta = {**meta, "sha256": {name: sha256_file(entry.dir / name) for name in CHECKSUMMED}}
         _atomic_write(
             entry.meta_path, lambda p: p.write_text(json.dumps(meta, indent=1, default=str))
         )  # last: marks complete
@@ -146,7 +137,7 @@ class Store:
             path = entry.dir / name
             if not path.is_file():
                 raise DamagedEntry(f"{name} missing")
-            if file_sha256(path) != sums[name]:
+            if sha256_file(path) != sums[name]:
                 raise DamagedEntry(f"{name} does not match its sha256, {path.stat().st_size} bytes")
         return meta
 
