@@ -67,7 +67,7 @@ def test_metric_rows_show_intervals_when_present() -> None:
     [plain] = report_html.metric_rows({"membership": "known", "attacks": [attack]})
     [with_ci] = report_html.metric_rows({"membership": "known", "attacks": [attack | ci]})
     assert plain["cells"][:3] == ["0.700", "1.00 †", "5.00"]
-    assert with_ci["cells"][:3] == ["0.700 [0.650, 0.750]", "1.00 †", "5.00 [3.000, 8.000]"]
+    assert with_ci["cells"][:3] == ["0.700 [0.650, 0.750]", "1.00 †", "5.00 [3.00, 8.00]"]
 
 
 def test_scores_parquet_matches_csv(written: Path) -> None:

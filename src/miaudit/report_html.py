@@ -101,10 +101,10 @@ def pvalue_histograms(res: RunResult) -> tuple[str | None, list[str]]:
     return png_uri(fig), kinds
 
 
-def _interval(ci) -> str:
+def _interval(ci, scale: float = 1.0, digits: int = 3) -> str:
     """' [lo, hi]' for a two-number interval, else nothing (intervals are optional in results.json)."""
     if isinstance(ci, list | tuple) and len(ci) == 2 and all(isinstance(v, int | float) for v in ci):
-        return f" [{ci[0]:.3f}, {ci[1]:.3f}]"
+        return f" [{scale * ci[0]:.{digits}f}, {scale * ci[1]:.{digits}f}]"
     return ""
 
 
@@ -122,7 +122,7 @@ def metric_rows(results: dict) -> list[dict]:
             for k in ("0.001", "0.01", "0.05"):
                 ci = tpr_ci.get(k) if isinstance(tpr_ci, dict) else None
                 mark = " †" if k in a["unreliable_fpr_levels"] else ""
-                cells.append(f"{100 * tpr[k]:.2f}{_interval(ci and [100 * v for v in ci])}{mark}")
+                cells.append(f"{100 * tpr[k]:.2f}{_interval(ci, 100, 2)}{mark}")
             fa = a.get("fpr_at_alpha", {})
             cells.append(" / ".join(f"{100 * fa[k]['0.05']:.2f}" for k in ("raw", "calibrated") if k in fa) or "-")
         rows.append({"label": a["label"], "refs": a["references"], "cells": cells, "seconds": a["seconds"]})
