@@ -96,7 +96,7 @@ def audit_in_python(model: Net, sets: dict, workdir: Path) -> dict:
         model, **sets, attacks=ATTACKS, references=2, model_factory=lambda: make_net((64,), 10), train_fn=train
     )
     print(result.scores.head(5).to_string(index=False))
-    return result.report(workdir / "api-report")
+    return result.report(workdir / "api-report", force=True)  # this script owns its workdir: rerun replaces
 
 
 AUDIT_YAML = """\
@@ -117,11 +117,11 @@ attacks:
 def audit_from_cli(workdir: Path) -> None:
     """Step 3: the same files from the command line (references trained by miaudit's own loop)."""
     (workdir / "audit.yaml").write_text(AUDIT_YAML)
-    command = [shutil.which("miaudit") or sys.executable, "run", "audit.yaml", "--out", "cli-report"]
+    command = [shutil.which("miaudit") or sys.executable, "run", "audit.yaml", "--out", "cli-report", "--force"]
     if not shutil.which("miaudit"):
         command[1:1] = ["-m", "miaudit.cli"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))}
-    print("$ miaudit run audit.yaml --out cli-report", flush=True)
+    print("$ miaudit run audit.yaml --out cli-report --force", flush=True)
     subprocess.run(command, cwd=workdir, env=env, check=True)
 
 

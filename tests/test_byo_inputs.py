@@ -77,7 +77,13 @@ def test_queries_config_ranks_records_without_roc(tmp_path: Path, files: dict[st
         results["membership"] == "unknown" and results["n_queries"] == 20 and results["n_population"] == 94
     )  # 140 records left: 2/3 population
     assert set(results["attacks"][0]["most_exposed"]) <= set(range(10, 30))
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["report.md", "results.json", "scores.csv"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "report.html",
+        "report.md",
+        "results.json",
+        "scores.csv",
+        "scores.parquet",
+    ]
 
 
 # --- checkpoints: nothing in a model file runs ---------------------------------------------------

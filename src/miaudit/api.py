@@ -4,7 +4,7 @@
                            population=(x_pop, y_pop), attacks=["attack-p", "bmia"])
     result.metrics            # per attack: AUC, TPR at FPR ...
     result.scores             # per-record table (pandas): scores, p-values, risk rank
-    result.report("audit/")   # results.json, report.md, roc.png, scores.csv
+    result.report("audit/")   # results.json, report.md, report.html, roc.png, scores.csv, scores.parquet
 
 Records are ``(x, y)`` pairs of arrays or tensors, or a torch ``Dataset`` of
 ``(x, y)`` items. Members and non-members give ROC metrics; ``queries`` of
@@ -29,7 +29,7 @@ import torch
 import torch.nn as nn
 
 from . import config as config_mod
-from . import own_model, pipeline, report, validate
+from . import outdir, own_model, pipeline, report, validate
 from . import plan as plan_mod
 from .config import RunConfig, TrainConfig
 from .data import Dataset, Split
@@ -62,8 +62,11 @@ class AuditResult:
         """What ``results.json`` holds."""
         return report.results_json(self.run)
 
-    def report(self, out_dir: str | Path) -> dict:
-        """Write results.json, report.md, roc.png and scores.csv into ``out_dir`` (atomically)."""
+    def report(self, out_dir: str | Path, force: bool = False) -> dict:
+        """Write results.json, report.md, report.html, roc.png, scores.csv and scores.parquet into ``out_dir``
+        (atomically). A non-empty ``out_dir`` is refused (``OutputDirError``) unless ``force``, which replaces
+        miaudit's own files there and leaves any other file alone."""
+        outdir.check(Path(out_dir), force, force_hint="force=True")
         return report.write(self.run, Path(out_dir))
 
 

@@ -1,7 +1,7 @@
 """The command line: a thin shell over the Python API.
 
-    miaudit run [CONFIG] [--out DIR]   one audit (no CONFIG: the built-in default on digits)
-    miaudit attacks                    the registered attacks, one line each
+    miaudit run [CONFIG] [--out DIR] [--force]   one audit (no CONFIG: the built-in default on digits)
+    miaudit attacks                              the registered attacks, one line each
 
 Bad input (config, data, attack requirements) exits with code 2 and a one-line
 message naming the field; nothing is written.
@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from . import config as config_mod
+from . import outdir
 from .attacks import registry
 from .errors import MiauditError
 
@@ -36,15 +37,19 @@ def run(
     out: Path | None = typer.Option(
         None, "--out", "-o", help="output directory (default ./miaudit-runs/<config name>)"
     ),
+    force: bool = typer.Option(
+        False, "--force", "-f", help="write into a non-empty --out, replacing miaudit's own files there"
+    ),
 ) -> None:
-    """Run one audit and write results.json, report.md, roc.png and scores.csv."""
+    """Run one audit and write results.json, report.md, report.html, roc.png, scores.csv and scores.parquet."""
     from . import api
 
     try:
         cfg = config_mod.load(config) if config else config_mod.default()
         out = out or Path("miaudit-runs") / (config.stem if config else "default")
+        outdir.check(out, force)  # before any data is loaded or model trained
         start = time.perf_counter()
-        results = api.run(cfg).report(out)
+        results = api.run(cfg).report(out, force=force)  # checked again: another run may have written there since
     except MiauditError as e:
         _fail(e)
     Console().print(_metrics_table(results) if results["membership"] == "known" else _ranking_table(results))

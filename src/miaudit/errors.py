@@ -26,3 +26,7 @@ class ModelError(MiauditError):
 
 class AttackRequirementError(MiauditError):
     """An attack asked to run outside its assumptions (too few references, wrong mode, missing inputs)."""
+
+
+class OutputDirError(MiauditError):
+    """An output directory that cannot or may not receive a run's files."""

@@ -169,47 +169,33 @@ def obtain(
     device: str = "cpu",
 ) -> TrainedModel:
     """A model trained on ``train_idx``: loaded from the cache when finished before, else trained now."""
-    entry = None
-    if recipe.cache_spec is not None:
-        spec = {"data": ds.fingerprint, **recipe.cache_spec, "train_idx": indices_digest(train_idx), "seed": seed}
-        entry = store.entry(spec)
-        if entry.complete():
-            meta = store.load_meta(entry)
-            module = store.load_weights(entry, recipe.build())
-            return TrainedModel(
-                role,
-                module,
-                store.load_logits(entry).astype(np.float64),
-                train_idx,
-                meta["seconds"],
-                meta["train_accuracy"],
-                cached=True,
-                architecture=recipe.architecture,
-            )
-    module = seeded_model(recipe.build, seed)
-    task = progress.add_task(f"training {role}", total=recipe.epochs)
-    report: TrainReport = recipe.fit(
-        module, ds.x[train_idx], ds.y[train_idx], seed, lambda done, _: progress.update(task, completed=done)
-    )
-    progress.remove_task(task)
-    logits = predict_logits(module, ds.x, device=device)
-    if entry is not None:
-        store.save(
-            entry,
-            module,
-            {"role": role, "spec": spec, "seconds": report.seconds, "train_accuracy": report.train_accuracy},
-            logits.astype(np.float32),
+    arch = recipe.architecture
+
+    def trained_now() -> TrainedModel:
+        module = seeded_model(recipe.build, seed)
+        task = progress.add_task(f"training {role}", total=recipe.epochs)
+        report: TrainReport = recipe.fit(
+            module, ds.x[train_idx], ds.y[train_idx], seed, lambda done, _: progress.update(task, completed=done)
         )
-    return TrainedModel(
-        role,
-        module.eval(),
-        logits,
-        train_idx,
-        report.seconds,
-        report.train_accuracy,
-        cached=False,
-        architecture=recipe.architecture,
-    )
+        progress.remove_task(task)
+        logits = predict_logits(module, ds.x, device=device)
+        seconds, acc = report.seconds, report.train_accuracy
+        return TrainedModel(role, module.eval(), logits, train_idx, seconds, acc, cached=False, architecture=arch)
+
+    if recipe.cache_spec is None:
+        return trained_now()
+    spec = {"data": ds.fingerprint, **recipe.cache_spec, "train_idx": indices_digest(train_idx), "seed": seed}
+    entry = store.entry(spec)
+    # Locked while loading or training: a concurrent run needing the same model waits, then loads it.
+    with store.lock(entry, waiting=lambda: console.print(f"[dim]{role}: waiting for another run training it[/dim]")):
+        hit = store.load(entry, recipe.build)
+        if hit is not None:
+            logits, seconds, acc = hit.logits.astype(np.float64), hit.meta["seconds"], hit.meta["train_accuracy"]
+            return TrainedModel(role, hit.module, logits, train_idx, seconds, acc, cached=True, architecture=arch)
+        model = trained_now()
+        meta = {"role": role, "spec": spec, "seconds": model.seconds, "train_accuracy": model.train_accuracy}
+        store.save(entry, model.module, meta, model.logits.astype(np.float32))
+    return model
 
 
 def load_dataset(cfg: RunConfig) -> Dataset:

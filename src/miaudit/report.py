@@ -1,4 +1,4 @@
-"""The output directory: results.json, report.md, roc.png, scores.csv.
+"""The output directory: results.json, report.md, report.html, roc.png, scores.csv, scores.parquet.
 
 Everything is first written into a temporary sibling folder and moved into
 place at the end, so a failure never leaves a half-written output directory.
@@ -7,7 +7,6 @@ place at the end, so a failure never leaves a half-written output directory.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import tempfile
@@ -20,11 +19,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from . import metrics
+from . import metrics, outdir, report_html
 from ._version import __version__
 from .pipeline import AttackRun, RunResult
 
-OUTPUT_FILES = ("results.json", "report.md", "roc.png", "scores.csv")
+OUTPUT_FILES = outdir.OUTPUT_FILES
 
 
 def slug(run: AttackRun) -> str:
@@ -259,9 +258,9 @@ def write(res: RunResult, out_dir: Path) -> dict:
         if res.experiment.membership_known:  # no ROC without membership
             roc_plot(res, tmp / "roc.png")
         frame.to_csv(tmp / "scores.csv", index=False, float_format="%.8g")
-        out_dir.mkdir(exist_ok=True)
-        for f in tmp.iterdir():
-            os.replace(f, out_dir / f.name)
+        frame.to_parquet(tmp / "scores.parquet", engine="pyarrow", index=False)
+        report_html.write(res, results, frame, tmp)
+        outdir.publish(tmp, out_dir)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return results

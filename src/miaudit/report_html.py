@@ -1,0 +1,187 @@
+"""report.html: one self-contained page (images as data: URIs, no script, no external file)
+for a reviewer: the metrics table, the ROC, each attack's score distributions, the
+non-members' p-value histograms, the most exposed records, the config and environment.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import math
+import platform
+from importlib import metadata
+from pathlib import Path
+
+import jinja2
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import yaml
+
+from .pipeline import RunResult
+
+TOP_RECORDS = 20
+_env = jinja2.Environment(
+    loader=jinja2.PackageLoader("miaudit", "templates"),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+def png_uri(fig_or_path: plt.Figure | Path) -> str:
+    """A figure (closed here) or a PNG file as a data: URI."""
+    if isinstance(fig_or_path, Path):
+        data = fig_or_path.read_bytes()
+    else:
+        buf = io.BytesIO()
+        fig_or_path.savefig(buf, format="png", dpi=100)
+        plt.close(fig_or_path)
+        data = buf.getvalue()
+    return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
+
+
+def _grid(n: int) -> tuple[plt.Figure, list[plt.Axes]]:
+    cols = min(3, n)
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows), squeeze=False)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    return fig, list(axes.flat[:n])
+
+
+def score_histograms(res: RunResult) -> str:
+    """Per attack: members' and non-members' scores on shared bins (all queries when membership is unknown)."""
+    fig, axes = _grid(len(res.attacks))
+    is_member = res.experiment.is_member
+    for ax, r in zip(axes, res.attacks):
+        scores = np.asarray(r.result.scores, dtype=float)
+        finite = np.isfinite(scores)
+        bins = np.histogram_bin_edges(scores[finite], bins=40) if finite.any() else 10
+        if is_member is None:
+            ax.hist(scores[finite], bins=bins, color="tab:grey", label="queries")
+        else:
+            for mask, name, color in ((is_member, "members", "tab:red"), (~is_member, "non-members", "tab:blue")):
+                ax.hist(scores[finite & mask], bins=bins, alpha=0.55, color=color, label=name)
+        ax.set_title(r.attack.label, fontsize=9)
+        ax.set_xlabel("score (higher = more likely member)", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return png_uri(fig)
+
+
+def pvalue_histograms(res: RunResult) -> tuple[str | None, list[str]]:
+    """Per test: the non-members' p-values, calibrated where the attack calibrates them. Under the null
+    they are uniform, so a calibrated test's histogram is flat at density 1. Also which set each shows."""
+    tests = [r for r in res.attacks if r.result.log_pvalues is not None]
+    if not tests:
+        return None, []
+    is_member = res.experiment.is_member
+    shown = np.ones(len(res.experiment.query_idx), bool) if is_member is None else ~is_member
+    who = "queries" if is_member is None else "non-members"
+    fig, axes = _grid(len(tests))
+    kinds = []
+    for ax, r in zip(axes, tests):
+        kind = "calibrated" if r.result.log_pvalues_calibrated is not None else "raw"
+        log_p = r.result.log_pvalues_calibrated if kind == "calibrated" else r.result.log_pvalues
+        ax.hist(np.exp(np.asarray(log_p)[shown]), bins=20, range=(0, 1), density=True, color="tab:blue", alpha=0.7)
+        ax.axhline(1.0, color="k", ls=":", lw=1, label="uniform")
+        ax.set_title(f"{r.attack.label}: {kind} p-values, {who}", fontsize=9)
+        ax.set_xlabel("p-value", fontsize=8)
+        ax.set_ylabel("density", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.legend(fontsize=7)
+        kinds.append(f"{r.attack.label}: {kind}")
+    fig.tight_layout()
+    return png_uri(fig), kinds
+
+
+def _interval(ci, scale: float = 1.0, digits: int = 3) -> str:
+    """' [lo, hi]' for a two-number interval, else nothing (intervals are optional in results.json)."""
+    if isinstance(ci, list | tuple) and len(ci) == 2 and all(isinstance(v, int | float) for v in ci):
+        return f" [{scale * ci[0]:.{digits}f}, {scale * ci[1]:.{digits}f}]"
+    return ""
+
+
+def metric_rows(results: dict) -> list[dict]:
+    """The metrics table's cells, from results.json; intervals shown where present (auc_ci, tpr_at_fpr_ci)."""
+    rows = []
+    for a in results["attacks"]:
+        if results["membership"] != "known":
+            below = a.get("n_p_below", {})
+            cells = [str(below.get(k, "-")) for k in ("0.01", "0.05")]
+            cells.append(", ".join(map(str, a["most_exposed"][:5])))
+        else:
+            tpr, tpr_ci = a["tpr_at_fpr"], a.get("tpr_at_fpr_ci", {})
+            cells = [f"{a['auc']:.3f}{_interval(a.get('auc_ci'))}"]
+            for k in ("0.001", "0.01", "0.05"):
+                ci = tpr_ci.get(k) if isinstance(tpr_ci, dict) else None
+                mark = " †" if k in a["unreliable_fpr_levels"] else ""
+                cells.append(f"{100 * tpr[k]:.2f}{_interval(ci, 100, 2)}{mark}")
+            fa = a.get("fpr_at_alpha", {})
+            cells.append(" / ".join(f"{100 * fa[k]['0.05']:.2f}" for k in ("raw", "calibrated") if k in fa) or "-")
+        rows.append({"label": a["label"], "refs": a["references"], "cells": cells, "seconds": a["seconds"]})
+    return rows
+
+
+def exposed_records(res: RunResult, frame: pd.DataFrame) -> tuple[str, list[str], list[list[str]]]:
+    from .report import risk_basis, slug  # report calls this module: imported late, not circular
+
+    basis = risk_basis(res)
+    s = slug(basis)
+    ranked = [c for c in (f"{s}.p_value_calibrated", f"{s}.p_value", f"{s}.score") if c in frame.columns]
+    columns = [c for c in frame.columns if c in ("risk_rank", "record", "set", "position", "member", "label")]
+    columns += ranked
+    top = frame.head(TOP_RECORDS)
+    cells = [[v if isinstance(v, str) else f"{v:.3g}" for v in row] for row in top[columns].itertuples(index=False)]
+    return basis.attack.label, columns, cells
+
+
+def environment(results: dict) -> dict:
+    """results.json's environment where it records one; else the process writing this report."""
+    if isinstance(results.get("environment"), dict):
+        return results["environment"]
+    env = {"miaudit": results.get("miaudit_version", ""), "python": platform.python_version()}
+    for package in ("numpy", "torch", "scipy", "scikit-learn"):
+        try:
+            env[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            continue
+    return {**env, "platform": platform.platform()}
+
+
+def render(res: RunResult, results: dict, frame: pd.DataFrame, roc_png: Path | None = None) -> str:
+    known = results["membership"] == "known"
+    pvalue_uri, pvalue_kinds = pvalue_histograms(res)
+    basis, columns, records = exposed_records(res, frame)
+    return _env.get_template("report.html.j2").render(
+        r=results,
+        known=known,
+        header=["AUC", "TPR@0.1%", "TPR@1%", "TPR@5%", "FPR at p<0.05 (raw / calibrated)"]
+        if known
+        else ["p < 0.01", "p < 0.05", "most exposed records"],
+        rows=metric_rows(results),
+        unreliable=sorted({lv for a in results["attacks"] for lv in a.get("unreliable_fpr_levels", [])}),
+        roc=png_uri(roc_png) if roc_png is not None and roc_png.is_file() else None,
+        scores=score_histograms(res),
+        pvalues=pvalue_uri,
+        pvalue_kinds=pvalue_kinds,
+        basis=basis,
+        columns=columns,
+        records=records,
+        n_records=len(frame),
+        config=yaml.safe_dump(results.get("config", {}), sort_keys=False, default_flow_style=None),
+        environment=environment(results),
+    )
+
+
+def write(res: RunResult, results: dict, frame: pd.DataFrame, out_dir: Path) -> Path:
+    """Write ``out_dir/report.html`` (embedding ``out_dir/roc.png`` when it is there)."""
+    path = Path(out_dir) / "report.html"
+    path.write_text(render(res, results, frame, Path(out_dir) / "roc.png"), encoding="utf-8")
+    return path
