@@ -110,6 +110,10 @@ class AttackResult:
     attack is a test; rank by it (``-log_pvalues``), never by a saturating CDF.
     ``extra`` holds named per-query arrays (test statistic, degrees of freedom,
     calibrated log p-values ...) that reports may show.
+
+    A NaN score (a record the attack could not score) is the least significant
+    result everywhere: metrics rank it lowest, and its log p-values, raw and any
+    ``extra["log_p..."]``, are 0 (p = 1), as is every NaN log p-value.
     """
 
     scores: np.ndarray
@@ -119,4 +123,10 @@ class AttackResult:
     def __post_init__(self) -> None:
         self.scores = np.asarray(self.scores, dtype=np.float64)
         if self.log_pvalues is not None:
-            self.log_pvalues = np.asarray(self.log_pvalues, dtype=np.float64)
+            self.log_pvalues = self._least_significant_nan(self.log_pvalues)
+        for key in [k for k in self.extra if k.startswith("log_p")]:
+            self.extra[key] = self._least_significant_nan(self.extra[key])
+
+    def _least_significant_nan(self, log_p: np.ndarray) -> np.ndarray:
+        log_p = np.asarray(log_p, dtype=np.float64)
+        return np.where(np.isnan(log_p) | np.isnan(self.scores), 0.0, log_p)
