@@ -106,6 +106,4 @@ def attack_r(inputs: AttackInputs, params: AttackRParams) -> AttackResult:
     _, out = membership_masks(inputs, "attack-r")
     require_each(out, "attack-r", "OUT")
     anchors = params.anchors or ANCHORS[params.signal]
-    return AttackResult(
-        scores=quantile_level(z0, z, out, anchors), log_pvalues=per_record_log_pvalues(z0, z, out)
-    )
+    return AttackResult(scores=quantile_level(z0, z, out, anchors), log_pvalues=per_record_log_pvalues(z0, z, out))
