@@ -20,9 +20,9 @@ hinge and rescaled logit are unbounded, so +-1000, beyond any logit gap a
 float32 network produces in practice). The quantile function then runs through
 n + 2 points, level (j + t) / (n + 1), and a target score above the largest
 reference score still gets a distinct level that grows with its margin. Beyond
-an anchor (never for loss and confidence) the outermost segment's slope is
-continued with the anchors' span, so the level is strictly increasing in the
-target score for every record: scores tie only where inputs are equal.
+an anchor (never for loss and confidence) the level keeps moving by 1 / (n + 1)
+per anchor span, so it is strictly increasing in the target score for every
+record: scores tie only where inputs are equal.
 
 The log p-value stays the conformal one, (1 + #{OUT >= s}) / (1 + n_out) of
 ``pvalues.empirical_log_pvalues``, per record: valid without the anchors (they
