@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from _peer_data import GaussianWorld, balanced_membership, inputs, records
 from scipy.special import erfc, expit
-from sklearn.metrics import roc_auc_score
+from sklearn.metrics import roc_auc_score, roc_curve
 from threadpoolctl import threadpool_limits
 
 from miaudit.attacks import AttackInputs, AttackRequirementError, registry
@@ -38,8 +38,11 @@ R_TARGET = np.array([2.5, 4.0, -1.0])
 
 def test_attack_r_hand_computed_offline():
     result = run("attack-r", inputs(R_TARGET, R_REFS))
-    # record 0: sorted refs 1, 2, 3, 5; 2.5 is halfway from order statistic 1 to 2 -> level 1.5 / 3
-    np.testing.assert_allclose(result.scores, [0.5, 1.0, 0.0])
+    # The hinge's anchors -1000 and 1000 join each record's four references: six points, levels j / 5.
+    # record 0: sorted -1000, 1, 2, 3, 5, 1000; 2.5 is halfway from point 2 to 3 -> level 2.5 / 5
+    # record 1: 4.0 lies between 1.5 (point 4) and the anchor 1000 -> (4 + 2.5 / 998.5) / 5, not a tie at 1
+    # record 2: -1.0 lies between the anchor -1000 (point 0) and 0 -> (999 / 1000) / 5, not a tie at 0
+    np.testing.assert_allclose(result.scores, [0.5, (4 + 2.5 / 998.5) / 5, 0.999 / 5], rtol=1e-12)
     # (1 + #{ref >= s}) / (1 + 4)
     np.testing.assert_allclose(result.log_pvalues, np.log([3 / 5, 1 / 5, 5 / 5]))
 
@@ -48,17 +51,41 @@ def test_attack_r_online_uses_only_out_references():
     ref_in = np.zeros_like(R_REFS, dtype=bool)
     ref_in[3, 0] = True  # the 5.0 on record 0 is an IN observation
     result = run("attack-r", inputs(R_TARGET, R_REFS, ref_in, mode="online"))
-    # record 0 keeps 1, 3, 2: 2.5 halfway from 2 (order statistic 1) to 3 -> level 1.5 / 2
-    np.testing.assert_allclose(result.scores, [0.75, 1.0, 0.0])
+    # record 0 keeps 1, 3, 2 (+ anchors): 2.5 halfway from 2 (point 2) to 3 -> level 2.5 / 4
+    np.testing.assert_allclose(result.scores[0], 2.5 / 4, rtol=1e-12)
     np.testing.assert_allclose(result.log_pvalues, np.log([2 / 4, 1 / 5, 5 / 5]))
 
 
-def test_attack_r_level_inverts_numpy_linear_quantile():
+def test_attack_r_level_inverts_numpy_linear_quantile_with_anchors():
+    # Ye et al.'s code: np.quantile(references + [low, high], alpha, interpolation="linear")
     rng = np.random.default_rng(0)
     z = rng.normal(size=(7, 4))
     levels = np.array([0.1, 0.33, 0.5, 0.9])
-    z0 = np.array([np.quantile(z[:, i], levels[i]) for i in range(4)])
-    np.testing.assert_allclose(quantile_level(z0, z, np.ones_like(z, dtype=bool)), levels, atol=1e-12)
+    z0 = np.array([np.quantile(np.r_[z[:, i], -1000.0, 1000.0], levels[i]) for i in range(4)])
+    got = quantile_level(z0, z, np.ones_like(z, dtype=bool), (-1000.0, 1000.0))
+    np.testing.assert_allclose(got, levels, atol=1e-12)
+
+
+def test_attack_r_never_saturates_and_ties_only_equal_inputs():
+    # One reference on every record: before the anchors, every target above its reference tied at level 1.
+    rng = np.random.default_rng(3)
+    refs, target = rng.normal(size=(1, 500)), rng.normal(1.0, 2.0, size=500)
+    scores = run("attack-r", inputs(target, refs)).scores
+    assert np.unique(scores).size == 500
+    # Per record, the level is strictly increasing in the target score, across and beyond the anchors.
+    grid = np.linspace(-3000.0, 3000.0, 2001)
+    ref = np.full((2, grid.size), [[0.5], [2.0]])
+    levels = quantile_level(grid, ref, np.ones_like(ref, dtype=bool), (-1000.0, 1000.0))
+    assert np.all(np.diff(levels) > 0)
+    for signal in ("loss", "confidence"):  # bounded signals: their bounds are the anchors
+        assert np.unique(run("attack-r", inputs(target, refs), signal=signal).scores).size == 500
+
+
+def test_attack_r_nan_target_is_least_significant():
+    target = R_TARGET.copy()
+    target[1] = np.nan
+    result = run("attack-r", inputs(target, R_REFS))
+    assert np.isnan(result.scores[1]) and result.log_pvalues[1] == 0.0  # p = 1, not the smallest p-value
 
 
 def test_attack_r_pvalues_match_empirical_log_pvalues_per_record():
@@ -157,8 +184,14 @@ def test_rmia_offline_hand_computed():
     for gamma in (1.0, 1.3):
         result = run("rmia", rmia_inputs(), a=a, gamma=gamma)
         expected = [np.mean(rx / ratio_z > gamma) for rx in ratio_x]
-        np.testing.assert_allclose(result.scores, expected)
-        assert 0 < result.scores[0] < 1  # the hand case exercises a strict fraction
+        np.testing.assert_allclose(result.extra["fraction"], expected)
+        assert 0 < expected[0] < 1  # the hand case exercises a strict fraction
+        # The score interpolates the fraction (tie-break): within 1/Z below it, never above.
+        assert np.all((result.scores <= np.array(expected) + 1e-12) & (result.scores > np.array(expected) - 1 / 3))
+    # gamma = 1.3, record 0: 2 of 3 log ratio_z below y = log(ratio_x / gamma); linear between the 2nd and 3rd
+    y, knots = np.log(ratio_x[0] / 1.3), np.sort(np.log(ratio_z))
+    assert knots[1] < y <= knots[2]
+    np.testing.assert_allclose(result.scores[0], (1 + (y - knots[1]) / (knots[2] - knots[1])) / 3, rtol=1e-12)
     np.testing.assert_allclose(result.log_pvalues, [np.log((1 + np.sum(ratio_z >= rx)) / 4) for rx in ratio_x])
     np.testing.assert_allclose(result.extra["log_ratio"], np.log(ratio_x), rtol=1e-12)
 
@@ -174,7 +207,7 @@ def test_rmia_online_uses_mean_over_all_references():
     result = run("rmia", online)
     ratio_x = expit(Q_TARGET) / expit(Q_REFS).mean(axis=0)
     ratio_z = expit(P_TARGET) / expit(P_REFS).mean(axis=0)
-    np.testing.assert_allclose(result.scores, [np.mean(rx / ratio_z > 1) for rx in ratio_x])
+    np.testing.assert_allclose(result.extra["fraction"], [np.mean(rx / ratio_z > 1) for rx in ratio_x])
 
 
 def _random_rmia_inputs(n: int, z: int, k: int, seed: int) -> AttackInputs:
@@ -194,7 +227,28 @@ def test_rmia_sorted_search_equals_dense_computation():
     ratio_x = expit(data.queries.target_logits[:, 0]) / ((1 + a) / 2 * mean_x + (1 - a) / 2)
     for gamma in (0.5, 1.0, 2.0):
         dense = (ratio_x[:, None] / ratio_z[None, :] > gamma).mean(axis=1)
-        np.testing.assert_array_equal(run("rmia", data, a=a, gamma=gamma).scores, dense)
+        result = run("rmia", data, a=a, gamma=gamma)
+        np.testing.assert_array_equal(result.extra["fraction"], dense)
+        # the tie-broken score orders queries lexicographically by (fraction, log ratio)
+        order = np.lexsort((result.extra["log_ratio"], dense))
+        assert np.all(np.diff(result.scores[order]) > 0)
+
+
+def test_rmia_ties_broken_by_log_ratio_without_changing_an_untied_roc():
+    # 30 queries among 20,000 population ratios: the fraction has no ties, so the ROC must not move.
+    data = _random_rmia_inputs(n=30, z=20_000, k=2, seed=6)
+    result = run("rmia", data, a=0.3)
+    assert np.unique(result.extra["fraction"]).size == 30
+    members = np.random.default_rng(7).random(30) < 0.5
+    got = roc_curve(members, result.scores, drop_intermediate=False)[:2]
+    want = roc_curve(members, result.extra["fraction"], drop_intermediate=False)[:2]
+    np.testing.assert_array_equal(np.array(got), np.array(want))
+    # One population record: every query ties at fraction 0 or 1; the score ranks them by log ratio.
+    few = _random_rmia_inputs(n=300, z=1, k=1, seed=8)
+    result = run("rmia", few, a=0.3)
+    assert np.unique(result.extra["fraction"]).size <= 2
+    np.testing.assert_array_equal(np.argsort(result.scores), np.argsort(result.extra["log_ratio"]))
+    assert np.unique(result.scores).size == 300
 
 
 def test_rmia_memory_stays_linear_in_queries_and_population():
@@ -208,9 +262,9 @@ def test_rmia_memory_stays_linear_in_queries_and_population():
 
 def test_rmia_population_size_subsamples():
     data = _random_rmia_inputs(n=50, z=400, k=2, seed=7)
-    scores = run("rmia", data, a=0.3, population_size=100).scores
-    assert np.allclose(scores * 100, np.round(scores * 100))  # fractions of 100 samples
-    assert not np.allclose(scores, run("rmia", data, a=0.3).scores)
+    fraction = run("rmia", data, a=0.3, population_size=100).extra["fraction"]
+    assert np.allclose(fraction * 100, np.round(fraction * 100))  # fractions of 100 samples
+    assert not np.allclose(fraction, run("rmia", data, a=0.3).extra["fraction"])
 
 
 def test_rmia_a_grid_search_picks_best_auc_on_pseudo_target():

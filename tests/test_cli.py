@@ -63,6 +63,14 @@ def test_attack_requirement_exits_2_and_writes_nothing(tiny_raw: dict[str, Any])
     assert not Path("d").exists()
 
 
+def test_offline_base3_is_refused_at_config_time_naming_bavaria(tiny_raw: dict[str, Any]) -> None:
+    raw = {**tiny_raw, "mode": "offline", "references": 4, "attacks": [{"name": "base3", "references": 4}]}
+    res = invoke("run", write_config(raw), "--out", "d")
+    assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1
+    assert "base3: runs in online mode only" in res.output and "bavaria-n or bavaria-t" in res.output
+    assert not Path("d").exists()
+
+
 def test_tiny_run_writes_the_spec_outputs(tiny_raw: dict[str, Any]) -> None:
     res = invoke("run", write_config(tiny_raw), "--out", "out")
     assert res.exit_code == 0, res.output
@@ -79,7 +87,15 @@ def test_tiny_run_writes_the_spec_outputs(tiny_raw: dict[str, Any]) -> None:
     assert set(attack["tpr_at_fpr"]) == {"0.001", "0.01", "0.05"}
     assert set(attack["seconds"]) == {"reference_training", "attack"}
     assert attack["unreliable_fpr_levels"] == ["0.001", "0.01", "0.05"]  # 60 non-members < 10 / 0.05
-    assert f"| {attack['label']} | 0 |" in (out / "report.md").read_text()
+    report = (out / "report.md").read_text()
+    assert f"| {attack['label']} | 0 |" in report
+    # every number with its uncertainty: TPR and realized FPR intervals, thresholds, AUC interval
+    for key in ("tpr_at_fpr_ci", "realized_fpr", "realized_fpr_ci", "threshold"):
+        assert set(attack[key]) == set(attack["tpr_at_fpr"])
+    lo, hi = attack["auc_ci"]
+    assert lo <= attack["auc"] <= hi and attack["n_nan_scores"] == 0
+    tpr, (tlo, thi) = attack["tpr_at_fpr"]["0.05"], attack["tpr_at_fpr_ci"]["0.05"]
+    assert f"{100 * tpr:.1f} [{100 * tlo:.1f}, {100 * thi:.1f}]" in report and "## Operating points" in report
     assert (out / "roc.png").read_bytes().startswith(PNG_MAGIC)
     scores = pd.read_csv(out / "scores.csv")
     assert {"record", "member", "label"} <= set(scores.columns)

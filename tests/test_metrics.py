@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _peer_data import records
+from scipy import stats
+from sklearn.metrics import roc_auc_score
 
 from miaudit import metrics
-from miaudit.attacks import AttackInputs, registry
+from miaudit.attacks import AttackInputs, AttackResult, registry
 from miaudit.pvalues import empirical_log_pvalues
 
 # Six records, scores descending: M N M M N N (3 members, 3 non-members).
@@ -107,3 +109,84 @@ def test_attack_p_through_the_registry(signal: str) -> None:
     res = registry.score("attack-p", inputs, signal=signal)
     np.testing.assert_allclose(np.exp(res.log_pvalues), [1.0, 0.6, 0.6, 0.2], rtol=1e-12)
     assert list(np.argsort(res.scores)) == [0, 1, 2, 3]  # higher score = more likely member
+
+
+# ---------------------------------------------------------------- intervals, thresholds, NaN
+
+
+@pytest.mark.parametrize(("k", "n"), [(0, 10), (1, 10), (5, 10), (10, 10), (0, 1000), (10, 1000), (134, 1000)])
+def test_clopper_pearson_matches_scipy_binomtest(k: int, n: int) -> None:
+    ci = stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
+    assert metrics.clopper_pearson(k, n) == pytest.approx((ci.low, ci.high), abs=1e-12)
+
+
+def test_clopper_pearson_hand_cases() -> None:
+    # k = 0: the upper bound solves (1 - p)^n = 0.025; k = n mirrors it.
+    assert metrics.clopper_pearson(0, 10) == pytest.approx((0.0, 1 - 0.025 ** (1 / 10)), abs=1e-12)
+    assert metrics.clopper_pearson(10, 10) == pytest.approx((0.025 ** (1 / 10), 1.0), abs=1e-12)
+    # 10 false positives among 1,000 non-members: the 1% FPR point is known only to about [0.5%, 1.8%].
+    lo, hi = metrics.clopper_pearson(10, 1000)
+    assert 0.0047 < lo < 0.0049 and 0.0182 < hi < 0.0184
+
+
+def test_levels_carry_threshold_realized_fpr_and_intervals() -> None:
+    # 20 non-members score 0..19; members at 19.5 (above all) and 18.5 (above all but one), as above.
+    scores = np.concatenate([np.arange(20.0), [19.5, 18.5]])
+    member = np.arange(22) >= 20
+    m = metrics.evaluate(scores, member)
+    # FPR <= 1%: only the member at 19.5 is above every non-member; flag score >= 19.5
+    assert m.threshold["0.01"] == 19.5 and m.realized_fpr["0.01"] == 0.0
+    # FPR <= 5%: threshold 18.5 admits one non-member (19) of 20
+    assert m.threshold["0.05"] == 18.5 and m.realized_fpr["0.05"] == 0.05 and m.tpr_at_fpr["0.05"] == 1.0
+    assert m.tpr_at_fpr_ci["0.05"] == pytest.approx(metrics.clopper_pearson(2, 2))
+    assert m.realized_fpr_ci["0.05"] == pytest.approx(metrics.clopper_pearson(1, 20))
+    as_json = m.to_json()
+    assert set(as_json) >= {"auc_ci", "tpr_at_fpr_ci", "realized_fpr", "realized_fpr_ci", "threshold", "n_nan_scores"}
+
+
+def test_no_threshold_when_nothing_can_be_flagged() -> None:
+    # A non-member on top: at FPR 0 no record can be flagged, so no threshold (None), TPR 0 with its interval.
+    m = metrics.evaluate(np.array([3.0, 2.0, 1.0]), np.array([False, True, False]))
+    assert m.threshold["0.01"] is None and m.tpr_at_fpr["0.01"] == 0.0
+    assert m.tpr_at_fpr_ci["0.01"] == pytest.approx(metrics.clopper_pearson(0, 1))
+
+
+def test_auc_bootstrap_interval_is_seeded_and_covers() -> None:
+    rng = np.random.default_rng(0)
+    scores = np.concatenate([rng.normal(0.5, 1.0, 1000), rng.normal(0.0, 1.0, 1000)])
+    member = np.arange(2000) < 1000
+    m = metrics.evaluate(scores, member)
+    assert m.auc == pytest.approx(roc_auc_score(member, scores), abs=1e-12)
+    assert metrics.evaluate(scores, member).auc_ci == m.auc_ci  # fixed seed: the same interval every time
+    lo, hi = m.auc_ci
+    # The AUC's standard error here is about 0.0125 (Hanley-McNeil): a 95% interval about 0.05 wide
+    assert lo < m.auc < hi and 0.035 < hi - lo < 0.065
+    # the population AUC, Phi(0.5 / sqrt(2)) = 0.638, lies inside for this seed
+    assert lo < stats.norm.cdf(0.5 / np.sqrt(2)) < hi
+
+
+def test_auc_bootstrap_counts_ties_as_half() -> None:
+    scores = np.array([1.0, 1.0, 0.0, 0.0])
+    m = metrics.evaluate(scores, np.array([True, False, True, False]), bootstrap=200)
+    assert m.auc == pytest.approx(0.5) and m.auc_ci[0] <= 0.5 <= m.auc_ci[1]
+
+
+def test_nan_scores_are_counted_and_least_significant() -> None:
+    m = metrics.evaluate(np.array([np.nan, 2.0, np.nan, 1.0]), np.array([True, True, False, False]))
+    assert m.n_nan_scores == 2 and m.to_json()["n_nan_scores"] == 2
+    assert m.auc == pytest.approx(0.625)  # the NaN member ranks below the real non-member; NaN-NaN ties count 1/2
+    # empirical p-values: a NaN score gets p = 1 (it sorted last and got the smallest p-value before)
+    log_p = empirical_log_pvalues(np.array([np.nan, 5.0]), np.array([1.0, 2.0, np.nan]))
+    np.testing.assert_allclose(np.exp(log_p), [1.0, 1 / 4], rtol=1e-14)
+
+
+def test_attack_result_maps_nan_to_p_one() -> None:
+    res = AttackResult(
+        scores=np.array([1.0, np.nan, 2.0]),
+        log_pvalues=np.array([-1.0, -5.0, np.nan]),
+        log_pvalues_calibrated=np.array([np.nan, -3.0, -2.0]),
+        extra={"t": np.array([1.0, 2.0, 3.0])},
+    )
+    np.testing.assert_array_equal(res.log_pvalues, [-1.0, 0.0, 0.0])
+    np.testing.assert_array_equal(res.log_pvalues_calibrated, [0.0, 0.0, -2.0])
+    np.testing.assert_array_equal(res.extra["t"], [1.0, 2.0, 3.0])

@@ -49,7 +49,8 @@ def table1_rows(k_max: int, budgets: tuple[int, ...] = (1, 2, 4, 8, 16)) -> list
     ]
     rows += [{"name": n, "references": k} for n in PEERS for k in ks]
     rows += [{"name": n, "references": k} for n in ("bavaria-n", "bavaria-t") for k in ks]
-    rows += [{"name": n, "references": k_max} for n in ("base1", "base2", "base3", "base4")]
+    # BASE2-4 need per-record IN estimates, so they run online only; these suites are offline (SPEC).
+    rows += [{"name": "base1", "references": k_max}]
     rows += [{"name": "mr-bmia", "references": k} for k in ks if k >= 2]
     return rows
 
@@ -158,6 +159,19 @@ def _summary(values: list[float]) -> dict[str, float]:
     return {"mean": float(a.mean()), "sd": float(a.std(ddof=1)) if a.size > 1 else 0.0}
 
 
+def _row_intervals(entries: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """Per metric, the mean over seeds of each seed's 95% interval: how uncertain one run's number is,
+    to read beside the seed spread (intervals of older results.json without them: none)."""
+    per_seed = [
+        {"auc": e["auc_ci"], **{f"tpr@{k}": v for k, v in e["tpr_at_fpr_ci"].items()}}
+        for e in entries
+        if e.get("auc_ci") is not None and e.get("tpr_at_fpr_ci")
+    ]
+    if len(per_seed) < len(entries):
+        return {}
+    return {f"{k}_ci": np.mean([s[k] for s in per_seed], axis=0).tolist() for k in per_seed[0]}
+
+
 def _row_metrics(entry: dict[str, Any], refs: list[dict[str, Any]]) -> dict[str, float]:
     """One row's numbers; the overhead ratio divides by the mean training time of one of the run's references."""
     m = {
@@ -194,6 +208,7 @@ def aggregate(per_seed: list[dict[str, Any]]) -> dict[str, Any]:
                 "references": entry["references"],
                 "unreliable_fpr_levels": entry["unreliable_fpr_levels"],
                 **{k: _summary([m[k] for m in metrics]) for k in metrics[0]},
+                **_row_intervals([r["attacks"][i] for r in per_seed]),
             }
         )
     return {
@@ -242,8 +257,10 @@ def run_suite(
     return results
 
 
-def _fmt(stat: dict[str, float], scale: float = 100.0, digits: int = 2) -> str:
-    return f"{scale * stat['mean']:.{digits}f} ± {scale * stat['sd']:.{digits}f}"
+def _fmt(stat: dict[str, float], scale: float = 100.0, digits: int = 2, ci: list[float] | None = None) -> str:
+    """'mean ± sd' over seeds, then the mean per-seed 95% interval in brackets where known."""
+    out = f"{scale * stat['mean']:.{digits}f} ± {scale * stat['sd']:.{digits}f}"
+    return out if ci is None else f"{out} [{scale * ci[0]:.{digits - 1}f}, {scale * ci[1]:.{digits - 1}f}]"
 
 
 def markdown(results: dict[str, Any]) -> str:
@@ -277,17 +294,21 @@ def markdown(results: dict[str, Any]) -> str:
                 " / ".join(_fmt(r[k], 100, 1) for k in (f"fpr_raw@{a}", f"fpr_calibrated@{a}") if k in r) or "-"
                 for a in ("0.01", "0.05")
             ]
+            tpr = {k: _fmt(r[f"tpr@{k}"], ci=r.get(f"tpr@{k}_ci")) for k in ("0.001", "0.01", "0.05")}
             lines.append(
-                f"| {r['label']} | {r['references']} | {_fmt(r['tpr@0.001'])}{dag} | {_fmt(r['tpr@0.01'])} | "
-                f"{_fmt(r['tpr@0.05'])} | {_fmt(r['auc'], 1, 3)} | {fpr[0]} | {fpr[1]} | "
+                f"| {r['label']} | {r['references']} | {tpr['0.001']}{dag} | {tpr['0.01']} | "
+                f"{tpr['0.05']} | {_fmt(r['auc'], 1, 3, r.get('auc_ci'))} | {fpr[0]} | {fpr[1]} | "
                 f"{r['reference_training_s']['mean']:.1f} | {r['attack_s']['mean']:.2f} | "
                 f"{r['attack_over_one_reference']['mean']:.3f} |"
             )
         lines.append("")
     lines.append(
-        "Mean ± standard deviation over seeds; TPR and FPR in percent. † TPR@0.1% rests on fewer than 10 "
-        "false positives (FPR below 10/n non-members): unreliable. 'attack s' excludes work that an earlier "
-        "row of the same run cached (reference features, fitted Laplace posteriors), so BMIA's full cost is "
-        "the first BMIA row's; 'attack / one ref.' divides it by one reference model's training time."
+        "Mean ± standard deviation over seeds; TPR and FPR in percent. [brackets]: the mean over seeds of "
+        "each run's 95% interval (exact Clopper-Pearson for TPR, stratified bootstrap for AUC), the "
+        "uncertainty of one run's number: a seed spread well inside it is sampling noise. † TPR@0.1% rests "
+        "on fewer than 10 false positives (FPR below 10/n non-members): unreliable. 'attack s' excludes work "
+        "that an earlier row of the same run cached (reference features, fitted Laplace posteriors), so "
+        "BMIA's full cost is the first BMIA row's; 'attack / one ref.' divides it by one reference model's "
+        "training time."
     )
     return "\n".join(lines) + "\n"

@@ -1,31 +1,141 @@
-"""ROC metrics as docs/conventions.md defines them.
+"""ROC metrics as docs/conventions.md defines them, each with its uncertainty.
 
 TPR at FPR a is the largest TPR on the ROC curve with FPR <= a (inclusive).
 With n non-members the smallest meaningful a is 1/n; below 10/n the figure is
 flagged unreliable, never silently reported.
+
+Every number carries a 95% interval: TPR and the realized FPR at the chosen
+threshold get exact Clopper-Pearson intervals (binomial counts of members and
+non-members above it), the AUC a seeded, stratified bootstrap percentile
+interval. The TPR interval treats the threshold as fixed; it was picked on the
+same non-members, so read it as the sampling error of that operating point.
+
+Scores are ranked with NaN lowest (least significant) and +-inf usable.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
-from scipy.stats import rankdata
-from sklearn.metrics import roc_auc_score, roc_curve
+from scipy import stats
 
 FPR_LEVELS = (0.001, 0.01, 0.05)
 ALPHAS = (0.01, 0.05)
+CONFIDENCE = 0.95
+BOOTSTRAP_RESAMPLES = 1000
+BOOTSTRAP_SEED = 0  # fixed: the same scores always give the same interval
+_BOOTSTRAP_CELLS = 4_000_000  # replicates x records held in memory at once
+
+
+def _ordered(scores: np.ndarray) -> np.ndarray:
+    """float64 scores with NaN mapped to -inf: NaN ranks lowest, below every real score."""
+    raw = np.asarray(scores, dtype=np.float64)
+    return np.where(np.isnan(raw), -np.inf, raw)
+
+
+@dataclass(frozen=True)
+class OperatingPoints:
+    """Every threshold t of the rule 'member when score >= t', highest first, with its counts.
+
+    Index 0 is the rule that flags nothing (t = +inf, no false and no true positive)."""
+
+    thresholds: np.ndarray
+    tp: np.ndarray
+    fp: np.ndarray
+    n_members: int
+    n_nonmembers: int
+
+    @property
+    def tpr(self) -> np.ndarray:
+        return self.tp / self.n_members
+
+    @property
+    def fpr(self) -> np.ndarray:
+        return self.fp / self.n_nonmembers
+
+
+def operating_points(scores: np.ndarray, is_member: np.ndarray) -> OperatingPoints:
+    """One point per distinct score (ties are one step, never broken in the attack's favour)."""
+    s, member = _ordered(scores), np.asarray(is_member, dtype=bool)
+    order = np.argsort(-s, kind="stable")
+    s, member = s[order], member[order]
+    last_of_tie = np.r_[s[1:] != s[:-1], True]  # a threshold admits a whole group of equal scores
+    tp, fp = np.cumsum(member)[last_of_tie], np.cumsum(~member)[last_of_tie]
+    return OperatingPoints(
+        thresholds=np.r_[np.inf, s[last_of_tie]],
+        tp=np.r_[0, tp],
+        fp=np.r_[0, fp],
+        n_members=int(member.sum()),
+        n_nonmembers=int((~member).sum()),
+    )
 
 
 def roc(scores: np.ndarray, is_member: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(fpr, tpr) over every threshold, ties handled as one step (sklearn)."""
-    fpr, tpr, _ = roc_curve(is_member.astype(int), scores, drop_intermediate=False)
-    return fpr, tpr
+    """(fpr, tpr) over every threshold, ties handled as one step."""
+    points = operating_points(scores, is_member)
+    return points.fpr, points.tpr
 
 
 def tpr_at_fpr(fpr: np.ndarray, tpr: np.ndarray, level: float) -> float:
     ok = fpr <= level + 1e-12
     return float(tpr[ok].max()) if ok.any() else 0.0
+
+
+def _operating_index(points: OperatingPoints, level: float) -> int:
+    """The highest threshold that reaches the largest TPR with FPR <= level (the smallest realized FPR)."""
+    ok = np.flatnonzero(points.fpr <= level + 1e-12)  # index 0 (FPR 0) is always ok
+    best = points.tp[ok].max()
+    return int(ok[np.argmax(points.tp[ok] == best)])
+
+
+def clopper_pearson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Exact binomial interval for k successes in n trials: the beta quantiles of Clopper & Pearson (1934)."""
+    if n <= 0:
+        return float("nan"), float("nan")
+    tail = (1 - confidence) / 2
+    lo = stats.beta.ppf(tail, k, n - k + 1) if k > 0 else 0.0
+    hi = stats.beta.ppf(1 - tail, k + 1, n - k) if k < n else 1.0
+    return float(lo), float(hi)
+
+
+def _bootstrap_counts(rng: np.random.Generator, size: int, n: int) -> np.ndarray:
+    """(size, n) multiplicities of n records in each of size resamples with replacement."""
+    idx = rng.integers(0, n, size=(size, n)) + n * np.arange(size)[:, None]
+    return np.bincount(idx.ravel(), minlength=size * n).reshape(size, n)
+
+
+def auc_with_interval(
+    scores: np.ndarray,
+    is_member: np.ndarray,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+    confidence: float = CONFIDENCE,
+) -> tuple[float, tuple[float, float]]:
+    """AUC (ties count 1/2) and its stratified bootstrap percentile interval.
+
+    Members and non-members are resampled separately (their counts stay fixed). With the
+    non-members sorted once, a resample's AUC is sum_i c_i (D[lo_i] + D[hi_i]) / 2 / (n1 n0),
+    c_i a member's multiplicity and D the cumulated non-member multiplicities below (lo) or
+    up to (hi) its score: O(resamples x records), no re-sorting."""
+    s, member = _ordered(scores), np.asarray(is_member, dtype=bool)
+    non = np.sort(s[~member])
+    mem = s[member]
+    lo, hi = np.searchsorted(non, mem, "left"), np.searchsorted(non, mem, "right")
+    n1, n0 = mem.size, non.size
+    auc = float(((lo + hi) / 2).sum() / (n1 * n0))
+    rng = np.random.default_rng(seed)
+    chunk = max(1, _BOOTSTRAP_CELLS // (n0 + n1))
+    draws = []
+    for start in range(0, resamples, chunk):
+        size = min(chunk, resamples - start)
+        c, d = _bootstrap_counts(rng, size, n1), _bootstrap_counts(rng, size, n0)
+        cum = np.concatenate([np.zeros((size, 1)), np.cumsum(d, axis=1)], axis=1)
+        draws.append((c * (cum[:, lo] + cum[:, hi]) / 2).sum(axis=1) / (n1 * n0))
+    tail = 100 * (1 - confidence) / 2
+    ci = np.percentile(np.concatenate(draws), [tail, 100 - tail])
+    return auc, (float(ci[0]), float(ci[1]))
 
 
 def unreliable_levels(n_nonmembers: int, levels=FPR_LEVELS) -> list[float]:
@@ -34,7 +144,7 @@ def unreliable_levels(n_nonmembers: int, levels=FPR_LEVELS) -> list[float]:
 
 
 def fpr_at_alpha(log_pvalues: np.ndarray, is_member: np.ndarray, alphas=ALPHAS) -> dict[str, float]:
-    """Empirical FPR of the test 'reject H0 when p < alpha', measured on the non-members."""
+    """Empirical FPR of the test 'reject H0 when p < alpha', measured on the non-members (NaN p: not rejected)."""
     non = log_pvalues[~is_member.astype(bool)]
     return {str(a): float((non < np.log(a)).mean()) if non.size else float("nan") for a in alphas}
 
@@ -45,12 +155,40 @@ class AttackMetrics:
     tpr_at_fpr: dict[str, float]
     unreliable: list[str]
     fpr_at_alpha: dict[str, dict[str, float]] = field(default_factory=dict)
+    auc_ci: tuple[float, float] | None = None
+    tpr_at_fpr_ci: dict[str, tuple[float, float]] = field(default_factory=dict)
+    realized_fpr: dict[str, float] = field(default_factory=dict)
+    realized_fpr_ci: dict[str, tuple[float, float]] = field(default_factory=dict)
+    threshold: dict[str, float | None] = field(default_factory=dict)  # member when score >= threshold
+    n_nan_scores: int = 0
 
-    def to_json(self) -> dict:
-        out = {"auc": self.auc, "tpr_at_fpr": self.tpr_at_fpr, "unreliable_fpr_levels": self.unreliable}
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "auc": self.auc,
+            "auc_ci": None if self.auc_ci is None else list(self.auc_ci),
+            "tpr_at_fpr": self.tpr_at_fpr,
+            "tpr_at_fpr_ci": {k: list(v) for k, v in self.tpr_at_fpr_ci.items()},
+            "realized_fpr": self.realized_fpr,
+            "realized_fpr_ci": {k: list(v) for k, v in self.realized_fpr_ci.items()},
+            "threshold": self.threshold,
+            "unreliable_fpr_levels": self.unreliable,
+            "n_nan_scores": self.n_nan_scores,
+        }
         if self.fpr_at_alpha:
             out["fpr_at_alpha"] = self.fpr_at_alpha
         return out
+
+
+def _at_levels(points: OperatingPoints, levels: tuple[float, ...]) -> dict[str, dict]:
+    """Per FPR level: TPR, realized FPR (each with its exact interval) and the threshold that gives them."""
+    out: dict[str, dict] = {k: {} for k in ("tpr", "tpr_ci", "fpr", "fpr_ci", "threshold")}
+    for a in levels:
+        i, key = _operating_index(points, a), str(a)
+        tp, fp = int(points.tp[i]), int(points.fp[i])
+        out["tpr"][key], out["tpr_ci"][key] = tp / points.n_members, clopper_pearson(tp, points.n_members)
+        out["fpr"][key], out["fpr_ci"][key] = fp / points.n_nonmembers, clopper_pearson(fp, points.n_nonmembers)
+        out["threshold"][key] = None if i == 0 else float(points.thresholds[i])  # None: flags no record
+    return out
 
 
 def evaluate(
@@ -58,19 +196,25 @@ def evaluate(
     is_member: np.ndarray,
     pvalue_sets: dict[str, np.ndarray] | None = None,
     levels: tuple[float, ...] = FPR_LEVELS,
+    bootstrap: int = BOOTSTRAP_RESAMPLES,
 ) -> AttackMetrics:
-    """AUC, TPR at the FPR levels (the standard ones, plus any the user asked for), and FPR at alpha for every
-    named set of log p-values."""
+    """AUC, TPR at the FPR levels (the standard ones, plus any the user asked for), each with its 95% interval,
+    the realized FPR and threshold at each level, and FPR at alpha for every named set of log p-values."""
     is_member = np.asarray(is_member, dtype=bool)
     if is_member.all() or not is_member.any():
         raise ValueError("metrics: need both members and non-members to compute a ROC")
-    # The ROC depends on the order only; ranks keep +-inf scores (p-values of 0 or 1) usable, NaN ranks lowest.
-    raw = np.asarray(scores, dtype=np.float64)
-    scores = rankdata(np.where(np.isnan(raw), -np.inf, raw))
-    fpr, tpr = roc(scores, is_member)
+    scores = np.asarray(scores, dtype=np.float64)
+    auc, auc_ci = auc_with_interval(scores, is_member, resamples=bootstrap)
+    at = _at_levels(operating_points(scores, is_member), levels)
     return AttackMetrics(
-        auc=float(roc_auc_score(is_member.astype(int), scores)),
-        tpr_at_fpr={str(a): tpr_at_fpr(fpr, tpr, a) for a in levels},
+        auc=auc,
+        auc_ci=auc_ci,
+        tpr_at_fpr=at["tpr"],
+        tpr_at_fpr_ci=at["tpr_ci"],
+        realized_fpr=at["fpr"],
+        realized_fpr_ci=at["fpr_ci"],
+        threshold=at["threshold"],
         unreliable=[str(a) for a in unreliable_levels(int((~is_member).sum()), levels)],
         fpr_at_alpha={name: fpr_at_alpha(lp, is_member) for name, lp in (pvalue_sets or {}).items()},
+        n_nan_scores=int(np.isnan(scores).sum()),
     )

@@ -40,8 +40,16 @@ def _t_logsf_far_tail(t: np.ndarray, df: np.ndarray) -> np.ndarray:
     return stats.t.logpdf(t, df) + log_integral
 
 
+def _nan_lowest(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    return np.where(np.isnan(x), -np.inf, x)
+
+
 def empirical_log_pvalues(scores: np.ndarray, null_scores: np.ndarray) -> np.ndarray:
-    """log((1 + #{null >= s}) / (1 + n_null)) for each s: a valid one-sided p-value."""
-    null_sorted = np.sort(np.asarray(null_scores, dtype=np.float64))
-    n_ge = null_sorted.size - np.searchsorted(null_sorted, scores, side="left")
+    """log((1 + #{null >= s}) / (1 + n_null)) for each s: a valid one-sided p-value.
+
+    NaN ranks lowest on both sides (as in the metrics): a NaN score gets p = 1, never the
+    most significant p-value that a NaN sorted last would give."""
+    null_sorted = np.sort(_nan_lowest(null_scores))
+    n_ge = null_sorted.size - np.searchsorted(null_sorted, _nan_lowest(scores), side="left")
     return np.log1p(n_ge) - np.log1p(null_sorted.size)

@@ -149,6 +149,10 @@ class AttackResult:
     records known not to be members (BMIA paper F.1), when the attack made it.
     ``extra`` holds named per-query arrays (test statistic, degrees of freedom ...)
     that reports may show.
+
+    A NaN score (a record the attack could not score) is the least significant
+    result everywhere: metrics rank it lowest, and its log p-values, raw and
+    calibrated, are 0 (p = 1), as is every NaN log p-value.
     """
 
     scores: np.ndarray
@@ -159,6 +163,10 @@ class AttackResult:
     def __post_init__(self) -> None:
         self.scores = np.asarray(self.scores, dtype=np.float64)
         if self.log_pvalues is not None:
-            self.log_pvalues = np.asarray(self.log_pvalues, dtype=np.float64)
+            self.log_pvalues = self._least_significant_nan(self.log_pvalues)
         if self.log_pvalues_calibrated is not None:
-            self.log_pvalues_calibrated = np.asarray(self.log_pvalues_calibrated, dtype=np.float64)
+            self.log_pvalues_calibrated = self._least_significant_nan(self.log_pvalues_calibrated)
+
+    def _least_significant_nan(self, log_p: np.ndarray) -> np.ndarray:
+        log_p = np.asarray(log_p, dtype=np.float64)
+        return np.where(np.isnan(log_p) | np.isnan(self.scores), 0.0, log_p)

@@ -21,17 +21,22 @@ the IN class (references that trained on it) and the OUT class.
 Offline, no reference trained on a query, so the IN class has n_in = 0. As
 the paper does for offline BaVarIA, the prior then supplies the IN class: its
 mean and variance are the global IN moments, measured on the population
-records that references did train on (``population.ref_in``). BASE2-4 use the
-same rule for any class without observations (offline IN, or an online record
-that no reference happened to include/exclude): the class parameters fall back
-to the global class moments. Offline, BaVarIA also returns the one-sided
-p-value of z_0 under the OUT predictive.
+records that references did train on (``population.ref_in``). Offline,
+BaVarIA also returns the one-sided p-value of z_0 under the OUT predictive.
+
+BASE2-4 are defined with per-record IN and OUT estimates only (section 3.2,
+B.6), so they run online only, and refuse a record without an IN or an OUT
+observation. Substituting the global IN mean offline, as an earlier version
+did, is not BASE2: for many records the factor (global IN mean - record's OUT
+mean) is negative (45% of digits queries) and the ranking inverts. Offline,
+the members of this family are BaVarIA-n and BaVarIA-t, whose prior supplies
+the IN class by design (BASE1 needs no IN class at all).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field
@@ -51,6 +56,7 @@ from ._refstats import (
     membership_masks,
     moments,
     observations,
+    require_each,
 )
 from .base import AttackInputs, AttackParams, AttackResult
 from .registry import register
@@ -122,42 +128,49 @@ def class_stats(inputs: AttackInputs, signal: Signal, attack: str) -> ClassStats
     )
 
 
-def _mle_or_global(m: Moments, fallback: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
-    """Per-record (mean, MLE variance), the global class moments where a record has no observation."""
-    has = m.n > 0
-    return np.where(has, m.mean, fallback[0]), np.where(has, m.var, fallback[1])
+def _per_record(inputs: AttackInputs, signal: Signal, attack: str) -> tuple[np.ndarray, Moments, Moments]:
+    """(z_0, IN moments, OUT moments) per record; every record needs both classes (BASE2-4 have no prior)."""
+    z0, z = observations(inputs.queries, signal)
+    member, out = membership_masks(inputs, attack)
+    require_each(member, attack, "IN")
+    require_each(out, attack, "OUT")
+    return z0, moments(z, member), moments(z, out)
 
 
-def _mean_gap(cs: ClassStats) -> tuple[np.ndarray, np.ndarray]:
+def _mean_gap(z0: np.ndarray, inside: Moments, outside: Moments) -> tuple[np.ndarray, np.ndarray]:
     """(mu_1 - mu_0, z_0 - (mu_1 + mu_0)/2): the factors shared by BASE2 and BASE3."""
-    mu_in, _ = _mle_or_global(cs.inside, cs.global_in)
-    mu_out, _ = _mle_or_global(cs.outside, cs.global_out)
-    return mu_in - mu_out, cs.z0 - (mu_in + mu_out) / 2
+    return inside.mean - outside.mean, z0 - (inside.mean + outside.mean) / 2
 
 
-@register("base2", params=GaussianParams, min_references=1)
+# BASE2-4 online only: offline they would need a per-record IN estimate that does not exist.
+_ONLINE: dict[str, Any] = {
+    "modes": ("online",),
+    "mode_note": "BASE2-4 need per-record IN estimates; offline, use bavaria-n or bavaria-t "
+    "(the offline members of this family) or base1",
+}
+
+
+@register("base2", params=GaussianParams, min_references=1, **_ONLINE)
 def base2(inputs: AttackInputs, params: GaussianParams) -> AttackResult:
-    """BASE2: Gaussian LLR with per-record IN/OUT means and one constant variance"""
-    gap, centred = _mean_gap(class_stats(inputs, params.signal, "base2"))
+    """BASE2: Gaussian LLR with per-record IN/OUT means and one constant variance (online)"""
+    gap, centred = _mean_gap(*_per_record(inputs, params.signal, "base2"))
     return AttackResult(scores=gap * centred)
 
 
-@register("base3", params=GaussianParams, min_references=2)
+@register("base3", params=GaussianParams, min_references=2, **_ONLINE)
 def base3(inputs: AttackInputs, params: GaussianParams) -> AttackResult:
-    """BASE3: Gaussian LLR with per-record IN/OUT means and a pooled per-record variance"""
-    cs = class_stats(inputs, params.signal, "base3")
-    gap, centred = _mean_gap(cs)
-    pooled_var = (cs.inside.sum_sq + cs.outside.sum_sq) / (cs.inside.n + cs.outside.n)
+    """BASE3: Gaussian LLR with per-record IN/OUT means and a pooled per-record variance (online)"""
+    z0, inside, outside = _per_record(inputs, params.signal, "base3")
+    gap, centred = _mean_gap(z0, inside, outside)
+    pooled_var = (inside.sum_sq + outside.sum_sq) / (inside.n + outside.n)
     return AttackResult(scores=gap / np.maximum(pooled_var, VAR_FLOOR) * centred)
 
 
-@register("base4", params=GaussianParams, min_references=2)
+@register("base4", params=GaussianParams, min_references=2, **_ONLINE)
 def base4(inputs: AttackInputs, params: GaussianParams) -> AttackResult:
-    """BASE4: Gaussian LLR with per-record IN/OUT means and variances (= LiRA, per-record variance)"""
-    cs = class_stats(inputs, params.signal, "base4")
-    return AttackResult(
-        scores=gaussian_llr(cs.z0, *_mle_or_global(cs.inside, cs.global_in), *_mle_or_global(cs.outside, cs.global_out))
-    )
+    """BASE4: Gaussian LLR with per-record IN/OUT means and variances (= LiRA, per-record variance; online)"""
+    z0, inside, outside = _per_record(inputs, params.signal, "base4")
+    return AttackResult(scores=gaussian_llr(z0, inside.mean, inside.var, outside.mean, outside.var))
 
 
 @dataclass(frozen=True)

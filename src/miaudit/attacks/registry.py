@@ -28,6 +28,7 @@ class AttackInfo:
     min_references: int = 0
     max_references: int | None = None
     modes: tuple[str, ...] = ("offline", "online")
+    mode_note: str = ""  # appended to the refusal of another mode: why, and what to run instead
     needs: frozenset[str] = frozenset()
     pvalues: bool = False  # returns one-sided p-values (a hypothesis test)
     warmup: Callable[[], None] | None = None  # one-time setup (heavy imports) kept out of the attack's timing
@@ -50,7 +51,10 @@ class AttackInfo:
                 f"{self.name}: uses at most {self.max_references} reference model(s), got references={k}"
             )
         if mode not in self.modes:
-            raise AttackRequirementError(f"{self.name}: runs in {'/'.join(self.modes)} mode only, the run is {mode}")
+            note = f"; {self.mode_note}" if self.mode_note else ""
+            raise AttackRequirementError(
+                f"{self.name}: runs in {'/'.join(self.modes)} mode only, the run is {mode}{note}"
+            )
         missing = sorted(self.needs - set(provided))
         if missing:
             raise AttackRequirementError(f"{self.name}: needs {missing[0]} inputs, which this run did not provide")

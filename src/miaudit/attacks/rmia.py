@@ -23,6 +23,17 @@ The score is a sorted search of ratio_x / gamma among the sorted ratio_z, in log
 space: O((N + Z) log Z) time and O(N + Z) memory, never an N x Z matrix. The
 population rank also gives a one-sided p-value (the population records are
 non-members of the target), as in Attack-P.
+
+Ties. The fraction is a step function of ratio_x: every query between the same
+two population ratios ties, and with one reference many members and non-members
+tie at 1.0, exactly in the low-FPR tail. The score therefore interpolates the
+fraction linearly in log ratio_x between the population ratios (it equals the
+fraction at each of them, and lies within 1/Z below it in between; beyond the
+largest it rises towards 1 as d / (1 + d), d the distance in mean population
+gaps, and below the smallest it falls towards -1/Z likewise). It is strictly
+increasing in ratio_x, so it breaks the fraction's ties by the continuous log
+ratio and ranks every untied pair as the fraction does: the same ROC where the
+fraction has no ties. ``extra["fraction"]`` keeps the fraction itself.
 """
 
 from __future__ import annotations
@@ -110,9 +121,29 @@ def rmia(inputs: AttackInputs, params: RmiaParams) -> AttackResult:
         raise AttackRequirementError("rmia: some queries have no reference that did not train on them")
     log_rz = _population_log_ratios(inputs, params, a)
     # ratio_x / ratio_z > gamma  <=>  log ratio_z < log ratio_x - log gamma
-    n_below = np.searchsorted(log_rz, log_rx - np.log(params.gamma), side="left")
+    shifted = log_rx - np.log(params.gamma)
+    n_below = np.searchsorted(log_rz, shifted, side="left")
     return AttackResult(
-        scores=n_below / log_rz.size,
+        scores=interpolated_fraction(shifted, log_rz, n_below),
         log_pvalues=empirical_log_pvalues(log_rx, log_rz),
-        extra={"log_ratio": log_rx, "a": np.full(log_rx.shape, np.nan if a is None else a)},
+        extra={
+            "log_ratio": log_rx,
+            "fraction": n_below / log_rz.size,
+            "a": np.full(log_rx.shape, np.nan if a is None else a),
+        },
     )
+
+
+def interpolated_fraction(y: np.ndarray, knots: np.ndarray, n_below: np.ndarray) -> np.ndarray:
+    """#{knots < y} / Z made continuous: linear in y between the sorted knots (equal to it at each knot),
+    saturating as d / (1 + d) beyond the ends; strictly increasing in y (module docstring)."""
+    z = knots.size
+    gap = (knots[-1] - knots[0]) / (z - 1) if z > 1 and knots[-1] > knots[0] else 1.0
+    lower = knots[np.clip(n_below - 1, 0, z - 1)]
+    upper = knots[np.clip(n_below, 0, z - 1)]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        inside = (n_below - 1 + (y - lower) / (upper - lower)) / z  # knots[n-1] < y <= knots[n]
+    below = (knots[0] - y) / gap
+    above = (y - knots[-1]) / gap
+    score = np.where(n_below == 0, -below / (1 + below) / z, inside)
+    return np.where(n_below == z, (z - 1 + above / (1 + above)) / z, score)

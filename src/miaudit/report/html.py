@@ -5,25 +5,21 @@ non-members' p-value histograms, the most exposed records, the config and enviro
 
 from __future__ import annotations
 
-import base64
-import io
-import math
 import platform
 from importlib import metadata
 from pathlib import Path
 
 import jinja2
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 import yaml
 
-from .pipeline import RunResult
+from ..pipeline import RunResult
+from .plots import png_uri, pvalue_histograms, score_histograms
+from .ranking import risk_basis, slug
 
 TOP_RECORDS = 20
+
+
 _env = jinja2.Environment(
     loader=jinja2.PackageLoader("miaudit", "templates"),
     autoescape=True,
@@ -31,74 +27,6 @@ _env = jinja2.Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-
-
-def png_uri(fig_or_path: plt.Figure | Path) -> str:
-    """A figure (closed here) or a PNG file as a data: URI."""
-    if isinstance(fig_or_path, Path):
-        data = fig_or_path.read_bytes()
-    else:
-        buf = io.BytesIO()
-        fig_or_path.savefig(buf, format="png", dpi=100)
-        plt.close(fig_or_path)
-        data = buf.getvalue()
-    return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
-
-
-def _grid(n: int) -> tuple[plt.Figure, list[plt.Axes]]:
-    cols = min(3, n)
-    rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows), squeeze=False)
-    for ax in axes.flat[n:]:
-        ax.set_visible(False)
-    return fig, list(axes.flat[:n])
-
-
-def score_histograms(res: RunResult) -> str:
-    """Per attack: members' and non-members' scores on shared bins (all queries when membership is unknown)."""
-    fig, axes = _grid(len(res.attacks))
-    is_member = res.experiment.is_member
-    for ax, r in zip(axes, res.attacks):
-        scores = np.asarray(r.result.scores, dtype=float)
-        finite = np.isfinite(scores)
-        bins = np.histogram_bin_edges(scores[finite], bins=40) if finite.any() else 10
-        if is_member is None:
-            ax.hist(scores[finite], bins=bins, color="tab:grey", label="queries")
-        else:
-            for mask, name, color in ((is_member, "members", "tab:red"), (~is_member, "non-members", "tab:blue")):
-                ax.hist(scores[finite & mask], bins=bins, alpha=0.55, color=color, label=name)
-        ax.set_title(r.attack.label, fontsize=9)
-        ax.set_xlabel("score (higher = more likely member)", fontsize=8)
-        ax.tick_params(labelsize=7)
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    return png_uri(fig)
-
-
-def pvalue_histograms(res: RunResult) -> tuple[str | None, list[str]]:
-    """Per test: the non-members' p-values, calibrated where the attack calibrates them. Under the null
-    they are uniform, so a calibrated test's histogram is flat at density 1. Also which set each shows."""
-    tests = [r for r in res.attacks if r.result.log_pvalues is not None]
-    if not tests:
-        return None, []
-    is_member = res.experiment.is_member
-    shown = np.ones(len(res.experiment.query_idx), bool) if is_member is None else ~is_member
-    who = "queries" if is_member is None else "non-members"
-    fig, axes = _grid(len(tests))
-    kinds = []
-    for ax, r in zip(axes, tests):
-        kind = "calibrated" if r.result.log_pvalues_calibrated is not None else "raw"
-        log_p = r.result.log_pvalues_calibrated if kind == "calibrated" else r.result.log_pvalues
-        ax.hist(np.exp(np.asarray(log_p)[shown]), bins=20, range=(0, 1), density=True, color="tab:blue", alpha=0.7)
-        ax.axhline(1.0, color="k", ls=":", lw=1, label="uniform")
-        ax.set_title(f"{r.attack.label}: {kind} p-values, {who}", fontsize=9)
-        ax.set_xlabel("p-value", fontsize=8)
-        ax.set_ylabel("density", fontsize=8)
-        ax.tick_params(labelsize=7)
-        ax.legend(fontsize=7)
-        kinds.append(f"{r.attack.label}: {kind}")
-    fig.tight_layout()
-    return png_uri(fig), kinds
 
 
 def _interval(ci, scale: float = 1.0, digits: int = 3) -> str:
@@ -130,8 +58,6 @@ def metric_rows(results: dict) -> list[dict]:
 
 
 def exposed_records(res: RunResult, frame: pd.DataFrame) -> tuple[str, list[str], list[list[str]]]:
-    from .report import risk_basis, slug  # report calls this module: imported late, not circular
-
     basis = risk_basis(res)
     s = slug(basis)
     ranked = [c for c in (f"{s}.p_value_calibrated", f"{s}.p_value", f"{s}.score") if c in frame.columns]

@@ -1,0 +1,154 @@
+"""report.md: the metrics table with intervals, operating points and the most exposed records."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .. import metrics
+from ..pipeline import RunResult
+from .ranking import risk_basis, slug
+
+
+def exposed_records_md(res: RunResult, frame: pd.DataFrame, top: int = 10) -> list[str]:
+    """The report section listing the most exposed records."""
+    basis = risk_basis(res)
+    col = f"{slug(basis)}.p_value" if basis.result.log_pvalues is not None else f"{slug(basis)}.score"
+    extra = [c for c in frame.columns if c.startswith("gls") and c.endswith(".score") and c != col]
+    known = [c for c in ("label", "member") if c in frame.columns]
+    lines = [
+        "",
+        f"## Most exposed records (ranked by {basis.attack.label}: "
+        f"{'smallest p-value' if col.endswith('p_value') else 'highest score'})",
+        "",
+        "| rank | record | " + " | ".join([*known, col, *extra]) + " |",
+        "|---|---|" + "---|" * (len(known) + 1 + len(extra)),
+    ]
+    for row in frame.head(top).to_dict("records"):
+        vals = " | ".join([*(str(row[c]) for c in known), *(f"{row[c]:.3g}" for c in [col, *extra])])
+        lines.append(f"| {row['risk_rank']} | {row['record']} | {vals} |")
+    lines.append(f"\nThe full ranking of all {len(frame)} records is `scores.csv` (column `risk_rank`).")
+    return lines
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.2f}"
+
+
+def _with_ci(x: float, ci: list[float] | None, scale: float = 100.0, digits: int = 1) -> str:
+    """'13.4 [11.4, 15.7]': a number and its 95% interval (percent by default)."""
+    if ci is None:
+        return f"{scale * x:.{digits}f}"
+    return f"{scale * x:.{digits}f} [{scale * ci[0]:.{digits}f}, {scale * ci[1]:.{digits}f}]"
+
+
+def _level(key: str) -> str:
+    return f"{100 * float(key):g}%"
+
+
+def _threshold(t: float | None) -> str:
+    return "-" if t is None else f"{t:.4g}"
+
+
+def _operating_points_md(results: dict) -> list[str]:
+    """Per attack and FPR level: the threshold used and the FPR it realizes, with its interval."""
+    levels = list(results["attacks"][0]["tpr_at_fpr"])
+    lines = [
+        "",
+        "## Operating points",
+        "",
+        "A record is called a member when its score is at or above the threshold (the highest threshold "
+        "reaching the table's TPR; '-': none flags a record without exceeding the FPR level). Realized FPR "
+        "in percent, with its exact 95% interval.",
+        "",
+        "| attack | " + " | ".join(f"threshold @{_level(k)} | realized FPR @{_level(k)}" for k in levels) + " |",
+        "|---|" + "---|---|" * len(levels),
+    ]
+    for a in results["attacks"]:
+        cells = [
+            f"{_threshold(a['threshold'][k])} | {_with_ci(a['realized_fpr'][k], a['realized_fpr_ci'].get(k), digits=2)}"
+            for k in levels
+        ]
+        lines.append(f"| {a['label']} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _nan_note(results: dict) -> list[str]:
+    """Records an attack could not score: ranked least significant (p = 1), and said so."""
+    counted = [f"{a['label']} {a['n_nan_scores']}" for a in results["attacks"] if a.get("n_nan_scores")]
+    if not counted:
+        return []
+    return ["", f"NaN scores (ranked last, p = 1): {', '.join(counted)} of {results['n_queries']} records."]
+
+
+def _ranking_table_md(results: dict) -> list[str]:
+    lines = [
+        "| attack | refs | records with p < 0.01 | p < 0.05 | most exposed records | reference training s | attack s |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for a in results["attacks"]:
+        flagged = [str(a["n_p_below"][k]) if "n_p_below" in a else "-" for k in ("0.01", "0.05")]
+        lines.append(
+            f"| {a['label']} | {a['references']} | {' | '.join(flagged)} | "
+            f"{', '.join(map(str, a['most_exposed'][:5]))} | {a['seconds']['reference_training']:.1f} | "
+            f"{a['seconds']['attack']:.2f} |"
+        )
+    return ["", f"Note: {results['note']}.", "", *lines]
+
+
+def report_md(res: RunResult, results: dict, frame: pd.DataFrame) -> str:
+    t = results["target"]
+    known = results["membership"] == "known"
+    audited = (
+        f"{results['n_members']} members, {results['n_nonmembers']} non-members"
+        if known
+        else f"{results['n_queries']} queries of unknown membership"
+    )
+    accuracies = ", ".join(f"{k.replace('_', ' ')} {v:.3f}" for k, v in t.items() if k.endswith("accuracy"))
+    lines = [
+        f"# miaudit report: {results['dataset']}",
+        "",
+        f"- records: {results['n_records']} ({audited}, "
+        f"{results['n_population']} population, {results['n_validation']} validation)",
+        f"- target {results['model']} ({t['source']}): {accuracies}",
+        f"- reference models ({results['reference_model']}, {results['mode']}): {results['references']}"
+        if results["references"]
+        else "- reference models: none",
+        f"- seed {results['seed']}, miaudit {results['miaudit_version']}",
+    ]
+    if not known:
+        lines += [*_ranking_table_md(results), *_nan_note(results), *exposed_records_md(res, frame)]
+        return "\n".join(lines) + "\n"
+    lines += [
+        "",
+        "| attack | refs | AUC | TPR@0.1% | TPR@1% | TPR@5% | FPR at p<0.05 (raw / calibrated) "
+        "| reference training s | attack s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for a in results["attacks"]:
+        tpr = {
+            k: _with_ci(v, a["tpr_at_fpr_ci"].get(k)) + (" †" if k in a["unreliable_fpr_levels"] else "")
+            for k, v in a["tpr_at_fpr"].items()
+        }
+        fa = a.get("fpr_at_alpha", {})
+        fpr05 = " / ".join(_pct(fa[k]["0.05"]) for k in ("raw", "calibrated") if k in fa) or "-"
+        lines.append(
+            f"| {a['label']} | {a['references']} | {_with_ci(a['auc'], a['auc_ci'], 1, 3)} | {tpr['0.001']} "
+            f"| {tpr['0.01']} | {tpr['0.05']} | {fpr05} | {a['seconds']['reference_training']:.1f} "
+            f"| {a['seconds']['attack']:.2f} |"
+        )
+    unreliable = sorted({lv for a in results["attacks"] for lv in a["unreliable_fpr_levels"]})
+    if unreliable:
+        lines += [
+            "",
+            f"† unreliable: with {results['n_nonmembers']} non-members, FPR levels below "
+            f"{10 / results['n_nonmembers']:.4f} (10/n) rest on fewer than 10 false positives "
+            f"({', '.join(unreliable)}).",
+        ]
+    lines += [
+        "",
+        "TPR and FPR in percent. [brackets]: 95% intervals, exact (Clopper-Pearson) for TPR, bootstrap "
+        f"({metrics.BOOTSTRAP_RESAMPLES} stratified resamples, seed {metrics.BOOTSTRAP_SEED}) for AUC. "
+        "Scores of every record: `scores.csv`; ROC: `roc.png`.",
+    ]
+    lines += _nan_note(results) + _operating_points_md(results) + exposed_records_md(res, frame)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,58 @@
+"""The per-record risk ranking: which attack orders the records, and the table of every record's scores."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from ..pipeline import AttackRun, RunResult
+
+
+def slug(run: AttackRun) -> str:
+    """Column-safe name of an attack row, e.g. 'lira_n8'."""
+    a = run.attack
+    extended = a.label != (f"{a.name} (n={a.references})" if a.references else a.name)  # a user's or a twin's
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", a.label if extended else f"{a.name}_n{a.references}").strip("_")
+
+
+# Which attack ranks the records by risk, in order of preference: the Bayesian tests
+# (per-record p-values from a model of each record's own score distribution), then
+# LiRA's, then the reference-free leverage score, then whatever ran first.
+RISK_PRIORITY = ("mr-bmia", "bmia", "lira", "bavaria-n", "gls")
+
+
+def risk_basis(res: RunResult) -> AttackRun:
+    """The attack row whose output orders the per-record risk table."""
+    for name in RISK_PRIORITY:
+        rows = [r for r in res.attacks if r.attack.name == name]
+        if rows:
+            return max(rows, key=lambda r: r.attack.references)
+    return res.attacks[0]
+
+
+def risk_values(run: AttackRun) -> np.ndarray:
+    """Higher = more exposed: -log p where the attack is a test, else its score."""
+    lp = run.result.log_pvalues
+    return run.result.scores if lp is None else -lp
+
+
+def scores_frame(res: RunResult) -> pd.DataFrame:
+    """The per-record risk table: one row per query, most exposed first."""
+    exp = res.experiment
+    rank = np.empty(len(exp.query_idx), dtype=np.int64)
+    rank[np.argsort(-risk_values(risk_basis(res)), kind="stable")] = np.arange(1, len(rank) + 1)
+    cols = {"risk_rank": rank, "record": exp.query_idx, **exp.query_info}
+    if exp.membership_known:
+        cols["member"] = exp.is_member.astype(int)
+    cols["label"] = exp.dataset.y[exp.query_idx]
+    for r in res.attacks:
+        s = slug(r)
+        cols[f"{s}.score"] = r.result.scores
+        if r.result.log_pvalues is not None:
+            cols[f"{s}.p_value"] = np.exp(r.result.log_pvalues)
+            cols[f"{s}.log_p"] = r.result.log_pvalues
+        if r.result.log_pvalues_calibrated is not None:
+            cols[f"{s}.p_value_calibrated"] = np.exp(r.result.log_pvalues_calibrated)
+    return pd.DataFrame(cols).sort_values("risk_rank", kind="stable").reset_index(drop=True)
