@@ -71,7 +71,7 @@ def test_queries_of_unknown_membership_give_pvalues_and_ranking_only(user, tmp_p
     ranked = -table["attack-p_n0.log_p"].to_numpy()
     assert np.all(np.diff(ranked) <= 0)  # rank 1 = smallest p-value
     results = result.report(tmp_path / "q")
-    assert results["membership"] == "unknown" and "no ROC" in results["note"] and results["n_members"] is None
+    assert results["membership"] == "unknown" and "no ROC" in results["notes"][0] and results["n_members"] is None
     assert "auc" not in results["attacks"][0] and len(results["attacks"][0]["most_exposed"]) == 10
     assert not (tmp_path / "q" / "roc.png").exists()
 

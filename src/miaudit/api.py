@@ -58,6 +58,17 @@ class AuditResult:
         """One row per audited record, most exposed first: scores, p-values and risk rank per attack."""
         return report.scores_frame(self.run)
 
+    def __repr__(self) -> str:
+        exp = self.run.experiment
+        if exp.is_member is not None:
+            who = f"{int(exp.is_member.sum())} members / {int((~exp.is_member).sum())} non-members"
+        else:
+            who = f"{len(exp.query_idx)} queries of unknown membership"
+        tpr = {r.attack.label: r.metrics.tpr_at_fpr["0.01"] for r in self.run.attacks if r.metrics is not None}
+        best = max(tpr, key=lambda label: tpr[label], default=None)
+        top = "" if best is None else f"; highest TPR@1%: {best} {100 * tpr[best]:.1f}%"
+        return f"<AuditResult {exp.dataset.name}: {who}, {len(self.run.attacks)} attack(s){top}>"
+
     def to_json(self) -> dict:
         """What ``results.json`` holds."""
         return report.results_json(self.run)

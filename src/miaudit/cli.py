@@ -52,6 +52,8 @@ def run(
         results = api.run(cfg).report(out, force=force)  # checked again: another run may have written there since
     except MiauditError as e:
         _fail(e)
+    for note in results.get("notes", []):  # first: what the numbers below do not promise
+        Console().print(f"[bold yellow]note:[/bold yellow] {note}", highlight=False)
     Console().print(_metrics_table(results) if results["membership"] == "known" else _ranking_table(results))
     Console().print(f"wrote {out}/ in {time.perf_counter() - start:.0f} s")
 

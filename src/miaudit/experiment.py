@@ -72,6 +72,11 @@ class Experiment:
     memo: dict = field(default_factory=dict)
     query_info: dict[str, np.ndarray] = field(default_factory=dict)  # extra per-query columns for reports
 
+    def __getstate__(self) -> dict:
+        """Pickled without the memo: fitted posteriors and cached features are rebuilt on demand, and
+        third-party objects in it (laplace-torch's) need not pickle."""
+        return {**self.__dict__, "memo": {}}
+
     @property
     def calibrates(self) -> bool:
         """Whether p-values are calibrated: calibration is on and there are records to calibrate on."""

@@ -32,14 +32,19 @@ class Dataset:
         return int(self.y.shape[0])
 
     @cached_property
-    def fingerprint(self) -> str:
-        """Content hash, part of every cache key, so a changed file never reuses stale models.
-        Computed once per Dataset (it reads every byte; a run asks for it once per model)."""
+    def content_sha256(self) -> str:
+        """sha256 of the data's content (shapes, dtype, classes, features, labels): results.json's
+        ``data_fingerprint``. Computed once per Dataset (it reads every byte)."""
         h = hashlib.sha256()
         h.update(str((self.x.shape, str(self.x.dtype), self.n_classes)).encode())
         h.update(np.ascontiguousarray(self.x).tobytes())
         h.update(np.ascontiguousarray(self.y).tobytes())
-        return h.hexdigest()[:16]
+        return h.hexdigest()
+
+    @property
+    def fingerprint(self) -> str:
+        """The content hash's prefix, part of every cache key, so a changed file never reuses stale models."""
+        return self.content_sha256[:16]
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,6 @@ non-members' p-value histograms, the most exposed records, the config and enviro
 
 from __future__ import annotations
 
-import platform
-from importlib import metadata
 from pathlib import Path
 
 import jinja2
@@ -68,19 +66,6 @@ def exposed_records(res: RunResult, frame: pd.DataFrame) -> tuple[str, list[str]
     return basis.attack.label, columns, cells
 
 
-def environment(results: dict) -> dict:
-    """results.json's environment where it records one; else the process writing this report."""
-    if isinstance(results.get("environment"), dict):
-        return results["environment"]
-    env = {"miaudit": results.get("miaudit_version", ""), "python": platform.python_version()}
-    for package in ("numpy", "torch", "scipy", "scikit-learn"):
-        try:
-            env[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            continue
-    return {**env, "platform": platform.platform()}
-
-
 def render(res: RunResult, results: dict, frame: pd.DataFrame, roc_png: Path | None = None) -> str:
     known = results["membership"] == "known"
     pvalue_uri, pvalue_kinds = pvalue_histograms(res)
@@ -102,7 +87,7 @@ def render(res: RunResult, results: dict, frame: pd.DataFrame, roc_png: Path | N
         records=records,
         n_records=len(frame),
         config=yaml.safe_dump(results.get("config", {}), sort_keys=False, default_flow_style=None),
-        environment=environment(results),
+        environment=results["environment"],
     )
 
 

@@ -92,7 +92,7 @@ def _ranking_table_md(results: dict) -> list[str]:
             f"{', '.join(map(str, a['most_exposed'][:5]))} | {a['seconds']['reference_training']:.1f} | "
             f"{a['seconds']['attack']:.2f} |"
         )
-    return ["", f"Note: {results['note']}.", "", *lines]
+    return ["", *lines]
 
 
 def report_md(res: RunResult, results: dict, frame: pd.DataFrame) -> str:
@@ -107,6 +107,7 @@ def report_md(res: RunResult, results: dict, frame: pd.DataFrame) -> str:
     lines = [
         f"# miaudit report: {results['dataset']}",
         "",
+        *(f"**Note: {note}.**\n" for note in results.get("notes", [])),
         f"- records: {results['n_records']} ({audited}, "
         f"{results['n_population']} population, {results['n_validation']} validation)",
         f"- target {results['model']} ({t['source']}): {accuracies}",

@@ -38,6 +38,12 @@ def risk_values(run: AttackRun) -> np.ndarray:
     return run.result.scores if lp is None else -lp
 
 
+def headline_log_pvalues(run: AttackRun) -> np.ndarray | None:
+    """The p-values miaudit headlines: calibrated where the run calibrated them, else the raw ones."""
+    calibrated = run.result.log_pvalues_calibrated
+    return calibrated if calibrated is not None else run.result.log_pvalues
+
+
 def scores_frame(res: RunResult) -> pd.DataFrame:
     """The per-record risk table: one row per query, most exposed first."""
     exp = res.experiment
@@ -50,9 +56,9 @@ def scores_frame(res: RunResult) -> pd.DataFrame:
     for r in res.attacks:
         s = slug(r)
         cols[f"{s}.score"] = r.result.scores
-        if r.result.log_pvalues is not None:
-            cols[f"{s}.p_value"] = np.exp(r.result.log_pvalues)
-            cols[f"{s}.log_p"] = r.result.log_pvalues
-        if r.result.log_pvalues_calibrated is not None:
-            cols[f"{s}.p_value_calibrated"] = np.exp(r.result.log_pvalues_calibrated)
+        headline = headline_log_pvalues(r)
+        if headline is not None:  # p_value / log_p: the headline (calibrated when the run calibrates)
+            cols[f"{s}.p_value"], cols[f"{s}.log_p"] = np.exp(headline), headline
+        if r.result.log_pvalues_calibrated is not None and r.result.log_pvalues is not None:
+            cols[f"{s}.p_value_raw"], cols[f"{s}.log_p_raw"] = np.exp(r.result.log_pvalues), r.result.log_pvalues
     return pd.DataFrame(cols).sort_values("risk_rank", kind="stable").reset_index(drop=True)

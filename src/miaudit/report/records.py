@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+import platform
+from datetime import datetime, timezone
+from importlib import metadata
 
 import numpy as np
+import torch
 
 from .. import metrics
 from .._version import __version__
+from ..experiment import Experiment
 from ..pipeline import AttackRun, RunResult
-from .ranking import risk_values
+from .ranking import headline_log_pvalues, risk_values
 
 UNKNOWN_MEMBERSHIP_NOTE = (
     "membership of the queries is unknown: no ROC metrics; each attack's p-values and "
@@ -17,12 +22,67 @@ UNKNOWN_MEMBERSHIP_NOTE = (
 )
 
 
+UNCALIBRATED_NOTE = (
+    "p-values are NOT calibrated (calibration: none): they rest on each attack's own null model, which can be "
+    "far off; BMIA's raw t-test flagged 13-31% of true non-members at p < 0.05 in our benchmarks "
+    "(docs/conventions.md, p-values)"
+)
+ENVIRONMENT_PACKAGES = ("numpy", "scipy", "torch", "laplace-torch", "scikit-learn", "pydantic")
+
+
+def environment(device: str) -> dict:
+    """What produced the numbers: versions, platform, torch threads and device."""
+    versions = {}
+    for package in ENVIRONMENT_PACKAGES:
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    return {
+        "miaudit": __version__,
+        "python": platform.python_version(),
+        **versions,
+        "platform": platform.platform(),
+        "torch_threads": torch.get_num_threads(),
+        "device": device,
+    }
+
+
+def truthful_config(res: RunResult) -> dict:
+    """The run's config; for a model the user brought, its model keys say what was audited, not defaults."""
+    exp = res.experiment
+    config = json.loads(exp.cfg.model_dump_json())
+    if exp.target.source != "trained":
+        config["model"] = exp.target.architecture
+        config["reference_model"] = exp.references[0].architecture if exp.references else None
+        config["target"] = config.get("target") or {
+            "source": exp.target.source,
+            "architecture": exp.target.architecture,
+        }
+    return config
+
+
+def _attack_json(r: AttackRun, exp: Experiment) -> dict:
+    calibrated = r.result.log_pvalues_calibrated is not None
+    return {
+        "name": r.attack.name,
+        "label": r.attack.label,
+        "references": r.attack.references,
+        "params": r.attack.params.model_dump(mode="json", exclude={"label"}),
+        "p_values": "calibrated" if calibrated else ("raw" if r.result.log_pvalues is not None else None),
+        **(r.metrics.to_json() if r.metrics is not None else ranking_json(r, exp.query_idx)),
+        "seconds": r.seconds,
+    }
+
+
 def results_json(res: RunResult) -> dict:
     exp, cfg = res.experiment, res.experiment.cfg
     known = exp.membership_known
     out = {
         "miaudit_version": __version__,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "dataset": cfg.dataset.label,
+        "data_fingerprint": exp.dataset.content_sha256,
         "n_records": len(exp.dataset),
         "membership": "known" if known else "unknown",
         "n_queries": len(exp.query_idx),
@@ -39,20 +99,13 @@ def results_json(res: RunResult) -> dict:
         "reference_models": [
             {"train_accuracy": r.train_accuracy, "seconds": r.seconds, "cached": r.cached} for r in exp.references
         ],
-        "attacks": [
-            {
-                "name": r.attack.name,
-                "label": r.attack.label,
-                "references": r.attack.references,
-                "params": r.attack.params.model_dump(mode="json", exclude={"label"}),
-                **(r.metrics.to_json() if known else ranking_json(r, exp.query_idx)),
-                "seconds": r.seconds,
-            }
-            for r in res.attacks
-        ],
-        "config": json.loads(cfg.model_dump_json()),
+        "calibration": {"calibrated": exp.calibrates, "records": len(exp.split.validation) if exp.calibrates else 0},
+        "attacks": [_attack_json(r, exp) for r in res.attacks],
+        "config": truthful_config(res),
+        "environment": environment(cfg.device),
     }
-    return out if known else {**out, "note": UNKNOWN_MEMBERSHIP_NOTE}
+    notes = ([] if known else [UNKNOWN_MEMBERSHIP_NOTE]) + ([] if exp.calibrates else [UNCALIBRATED_NOTE])
+    return {**out, "notes": notes} if notes else out
 
 
 def ranking_json(run: AttackRun, query_idx: np.ndarray, top: int = 10) -> dict:
@@ -61,6 +114,7 @@ def ranking_json(run: AttackRun, query_idx: np.ndarray, top: int = 10) -> dict:
         "most_exposed": [int(i) for i in query_idx[np.argsort(-risk_values(run), kind="stable")[:top]]],
         "n_nan_scores": int(np.isnan(run.result.scores).sum()),
     }
-    if run.result.log_pvalues is not None:
-        out["n_p_below"] = {str(a): int((run.result.log_pvalues < np.log(a)).sum()) for a in metrics.ALPHAS}
+    log_p = headline_log_pvalues(run)
+    if log_p is not None:
+        out["n_p_below"] = {str(a): int((log_p < np.log(a)).sum()) for a in metrics.ALPHAS}
     return out
