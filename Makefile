@@ -40,7 +40,7 @@ $(STAMP): requirements.lock pyproject.toml
 venv: $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/miaudit run $(CONFIG) $(if $(OUT),--out $(OUT))
+	$(BIN)/miaudit run $(CONFIG) $(if $(OUT),--out $(OUT)) --force  # a rerun replaces its own outputs
 
 # pytest exits 5 when it collected no test: that is a failure here, not a pass.
 test: $(STAMP)
