@@ -376,7 +376,7 @@ def test_api_too_few_nonmembers_for_min_fpr(user) -> None:
         (
             {"attacks": [{"name": "lira", "samples": 3}]},
             ConfigError,
-            "attacks.0.samples: Extra inputs are not permitted",
+            "attacks.0.samples: unknown key",
         ),
         (
             {"attacks": ["qmia"], "calibration": None},
