@@ -75,7 +75,9 @@ def type_of(prop: dict, defs: dict) -> str:
 def bounds(prop: dict) -> str:
     """Numeric limits, e.g. ``>= 1, <= 1024``."""
     signs = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<", "minItems": "items >="}
-    found = [f"{sign} {option[k]}" for option in [prop, *prop.get("anyOf", [])] for k, sign in signs.items() if k in option]
+    found = [
+        f"{sign} {option[k]}" for option in [prop, *prop.get("anyOf", [])] for k, sign in signs.items() if k in option
+    ]
     return ", ".join(found)
 
 
@@ -85,8 +87,12 @@ def description(prop: dict, defs: dict) -> str:
     return " ".join(text.split()).split(". ")[0].rstrip(".")
 
 
-def _yaml_value(value: Any) -> str:
-    return "" if value is REQUIRED else yaml.safe_dump(value, default_flow_style=True, width=1000).strip().removesuffix("\n...").strip()
+def yaml_value(value: Any) -> str:
+    return (
+        ""
+        if value is REQUIRED
+        else yaml.safe_dump(value, default_flow_style=True, width=1000).strip().removesuffix("\n...").strip()
+    )
 
 
 def init_yaml() -> str:
@@ -105,7 +111,7 @@ def init_yaml() -> str:
         hide = hidden_below is not None or key.default is None
         if key.section and key.default is None:
             hidden_below = key.depth
-        value = "" if key.section and key.default is not None else _yaml_value(key.default)
+        value = "" if key.section and key.default is not None else yaml_value(key.default)
         note = ", ".join(p for p in (type_of(key.prop, defs), bounds(key.prop), description(key.prop, defs)) if p)
         if key.default is REQUIRED:
             note = f"required: {note}"
@@ -148,7 +154,7 @@ def attack_help(name: str) -> tuple[list[str], list[list[str]]]:
         f"needs: {', '.join(sorted(info.needs)) or 'logits only'}; p-values: {'yes' if info.pvalues else 'no'}",
     ]
     rows = [
-        [key, type_of(prop, defs), _yaml_value(prop.get("default", REQUIRED)), bounds(prop), description(prop, defs)]
+        [key, type_of(prop, defs), yaml_value(prop.get("default", REQUIRED)), bounds(prop), description(prop, defs)]
         for key, prop in params["properties"].items()
     ]
     return head, rows

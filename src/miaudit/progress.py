@@ -29,11 +29,17 @@ def configure_logging(level: int = logging.INFO) -> None:
 
         handler: logging.Handler = RichHandler(console=console, show_time=False, show_level=False, show_path=False)
     else:
-        handler = logging.StreamHandler(sys.stderr)
+        handler = _StderrHandler()
     handler.setFormatter(logging.Formatter("%(message)s"))
     log.handlers[:] = [handler]
     log.setLevel(level)
     log.propagate = False
+
+
+class _StderrHandler(logging.StreamHandler):
+    """Writes to the current ``sys.stderr`` (which test runners replace), not the one it was created with."""
+
+    stream = property(lambda self: sys.stderr, lambda self, value: None)  # type: ignore[assignment]
 
 
 def showing() -> bool:
@@ -58,8 +64,15 @@ class ModelProgress:
         self.epoch_share = 0.0  # how much of the current model is done
         self.depth = 0
         self.live = (
-            Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                     TextColumn("{task.fields[note]}"), console=console, transient=True)
+            Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("{task.fields[note]}"),
+                console=console,
+                transient=True,
+            )
             if showing() and total
             else None
         )

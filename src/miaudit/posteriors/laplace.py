@@ -46,9 +46,7 @@ def import_laplace() -> Any:
     dependencies call ``torch.jit.script`` while importing, which torch answers with a FutureWarning
     that is no concern of a user's: that one warning is silenced, here only."""
     with warnings.catch_warnings():
-        warnings.filterwarnings(
-            "ignore", r"`torch\.jit\.script` is deprecated", FutureWarning, r"torch\.jit\._script"
-        )
+        warnings.filterwarnings("ignore", r"`torch\.jit\.script` is deprecated", FutureWarning, r"torch\.jit\._script")
         import laplace
 
     return laplace
