@@ -150,9 +150,10 @@ def test_labels_beyond_the_checkpoints_classes(tmp_path: Path, files: dict[str, 
     x, y = tiny_data()
     y[7] = N_CLASSES + 1
     np.savez(tmp_path / "data.npz", x=x, y=y)
+    data = {"path": str(tmp_path / "data.npz"), "num_classes": N_CLASSES + 2}  # class N_CLASSES has no records
     refused(
         tmp_path,
-        audit_config(tmp_path),
+        audit_config(tmp_path, dataset=data),
         f"dataset: labels go up to {N_CLASSES + 1} but the target has {N_CLASSES} outputs",
     )
 

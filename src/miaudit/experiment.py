@@ -159,22 +159,8 @@ def obtain(
     progress: ModelProgress,
     device: str = "cpu",
 ) -> TrainedModel:
-    """A model trained on ``train_idx``: loaded from the cache when finished before, else trained now."""
-    model = _obtain(store, recipe, ds, role, seed, train_idx, progress, device)
-    progress.finished(role, model.seconds, model.cached)
-    return model
-
-
-def _obtain(
-    store: Store,
-    recipe: ModelRecipe,
-    ds: Dataset,
-    role: str,
-    seed: int,
-    train_idx: np.ndarray,
-    progress: ModelProgress,
-    device: str,
-) -> TrainedModel:
+    """A model trained on ``train_idx``: loaded from the cache when finished before, else trained now;
+    either way counted by ``progress``."""
     arch = recipe.architecture
 
     def trained_now() -> TrainedModel:
@@ -183,6 +169,7 @@ def _obtain(
         report: TrainReport = recipe.fit(module, ds.x[train_idx], ds.y[train_idx], seed, epochs)
         logits = predict_logits(module, ds.x, device=device)
         seconds, acc = report.seconds, report.train_accuracy
+        progress.finished(role, seconds, cached=False)
         return TrainedModel(role, module.eval(), logits, train_idx, seconds, acc, cached=False, architecture=arch)
 
     if recipe.cache_spec is None:
@@ -194,6 +181,7 @@ def _obtain(
         hit = store.load(entry, recipe.build)
         if hit is not None:
             logits, seconds, acc = hit.logits.astype(np.float64), hit.meta["seconds"], hit.meta["train_accuracy"]
+            progress.finished(role, seconds, cached=True)
             return TrainedModel(role, hit.module, logits, train_idx, seconds, acc, cached=True, architecture=arch)
         model = trained_now()
         meta = {"role": role, "spec": spec, "seconds": model.seconds, "train_accuracy": model.train_accuracy}

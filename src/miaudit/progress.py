@@ -33,7 +33,6 @@ def configure_logging(level: int = logging.INFO) -> None:
     handler.setFormatter(logging.Formatter("%(message)s"))
     log.handlers[:] = [handler]
     log.setLevel(level)
-    log.propagate = False
 
 
 class _StderrHandler(logging.StreamHandler):
