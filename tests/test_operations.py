@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -188,3 +190,10 @@ def test_readme_documents_every_key_and_its_default() -> None:
         if not (key.section and key.default is not None):
             expected = "required" if key.default is configdoc.REQUIRED else configdoc.yaml_value(key.default)
             assert documented[key.path] == expected, key.path
+
+
+def test_importing_laplace_warns_nothing() -> None:
+    """laplace-torch's dependencies call torch.jit.script on import: torch's FutureWarning is filtered there."""
+    code = "from miaudit.posteriors.laplace import import_laplace; import_laplace()"
+    res = subprocess.run([sys.executable, "-W", "default", "-c", code], capture_output=True, text=True, check=True)
+    assert res.stderr == ""

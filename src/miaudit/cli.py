@@ -75,9 +75,9 @@ def run(
 
     progress.configure_logging(logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO)
     try:
-        cfg = _config(config, overrides)
         out = out or Path("miaudit-runs") / (config.stem if config else "default")
-        outdir.check(out, force)  # before any data is loaded or model trained
+        outdir.check(out, force)  # first: before the config's checks import torch, before any data or model
+        cfg = _config(config, overrides)
         from . import api
 
         start = time.perf_counter()
