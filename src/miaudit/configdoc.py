@@ -66,7 +66,7 @@ def type_of(prop: dict, defs: dict) -> str:
         return " | ".join(map(str, prop["enum"]))
     if "anyOf" in prop:
         return " | ".join(type_of(p, defs) for p in prop["anyOf"])
-    kind = {"integer": "int", "number": "float", "boolean": "bool", "object": "mapping"}.get(prop.get("type"), "")
+    kind = {"integer": "int", "number": "float", "boolean": "bool", "object": "mapping"}.get(prop.get("type", ""), "")
     if prop.get("type") == "array":
         return f"list of {type_of(prop.get('items', {}), defs)}"
     return "path" if prop.get("format") == "path" else kind or prop.get("type", "any")

@@ -38,7 +38,7 @@ def configure_logging(level: int = logging.INFO) -> None:
 class _StderrHandler(logging.StreamHandler):
     """Writes to the current ``sys.stderr`` (which test runners replace), not the one it was created with."""
 
-    stream = property(lambda self: sys.stderr, lambda self, value: None)  # type: ignore[assignment]
+    stream = property(lambda self: sys.stderr, lambda self, value: None)
 
 
 def showing() -> bool:
