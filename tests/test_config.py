@@ -69,10 +69,11 @@ def test_spec_example_parses(tmp_path: Path) -> None:
     assert planned.attacks[1].label == "lira (n=8)" and planned.references == 8
 
 
-def test_empty_file_and_default_are_valid(tmp_path: Path) -> None:
+def test_empty_file_is_refused_and_the_default_is_valid(tmp_path: Path) -> None:
     path = tmp_path / "empty.yaml"
     path.write_text("")
-    assert config.load(path) == config.RunConfig()
+    with pytest.raises(config.ConfigError, match="empty.yaml is empty; give the keys to change"):
+        config.load(path)
     assert config.default().dataset.name == "digits"
 
 

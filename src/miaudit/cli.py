@@ -1,14 +1,21 @@
 """The command line: a thin shell over the Python API.
 
-    miaudit run [CONFIG] [--out DIR] [--force]   one audit (no CONFIG: the built-in default on digits)
-    miaudit attacks                              the registered attacks, one line each
+    miaudit run [CONFIG] [--out DIR] [--force] [--set KEY=VALUE] [--quiet | --verbose]
+    miaudit init [PATH]                 a commented config with every key and its default
+    miaudit config [CONFIG] [--schema]  the config as miaudit reads it, or its JSON schema
+    miaudit attacks [NAME]              the registered attacks; an attack's parameters and needs
+    miaudit bench SUITE                 a benchmark suite
+    miaudit --version
 
 Bad input (config, data, attack requirements) exits with code 2 and a one-line
-message naming the field; nothing is written.
+message naming the field; nothing is written. Heavy modules (torch, the attacks)
+are imported inside the commands that need them, so ``--help`` answers at once.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import sys
 import time
 from pathlib import Path
@@ -18,17 +25,36 @@ from rich.console import Console
 from rich.table import Table
 
 from . import config as config_mod
-from . import outdir
-from .attacks import registry
+from ._version import __version__
 from .errors import MiauditError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Membership inference auditing.")
 err = Console(stderr=True)
+SET_HELP = "override a config key, e.g. --set train.epochs=5 --set attacks.0.samples=200 (repeatable)"
 
 
 def _fail(e: Exception) -> None:
     err.print(f"[bold red]error:[/bold red] {e}", highlight=False, soft_wrap=True)
     raise typer.Exit(code=2)
+
+
+def _version(show: bool) -> None:
+    if show:
+        print(f"miaudit {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="print the version"),
+) -> None:
+    """Membership inference auditing."""
+
+
+def _config(config: Path | None, overrides: list[str] | None) -> config_mod.RunConfig:
+    """The config file (none: the built-in default audit) with ``--set`` overrides, validated."""
+    raw = config_mod.read(config) if config else config_mod.DEFAULT_RUN
+    return config_mod.from_dict(config_mod.with_overrides(raw, overrides or []))
 
 
 @app.command()
@@ -40,18 +66,26 @@ def run(
     force: bool = typer.Option(
         False, "--force", "-f", help="write into a non-empty --out, replacing miaudit's own files there"
     ),
+    overrides: list[str] | None = typer.Option(None, "--set", "-s", help=SET_HELP),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="print warnings and errors only, no progress"),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="also print debug lines"),
 ) -> None:
     """Run one audit and write results.json, report.md, report.html, roc.png, scores.csv and scores.parquet."""
-    from . import api
+    from . import outdir, progress
 
+    progress.configure_logging(logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO)
     try:
-        cfg = config_mod.load(config) if config else config_mod.default()
         out = out or Path("miaudit-runs") / (config.stem if config else "default")
-        outdir.check(out, force)  # before any data is loaded or model trained
+        outdir.check(out, force)  # first: before the config's checks import torch, before any data or model
+        cfg = _config(config, overrides)
+        from . import api
+
         start = time.perf_counter()
         results = api.run(cfg).report(out, force=force)  # checked again: another run may have written there since
     except MiauditError as e:
         _fail(e)
+    if quiet:
+        return
     for note in results.get("notes", []):  # first: what the numbers below do not promise
         Console().print(f"[bold yellow]note:[/bold yellow] {note}", highlight=False)
     Console().print(_metrics_table(results) if results["membership"] == "known" else _ranking_table(results))
@@ -88,6 +122,47 @@ def _ranking_table(results: dict) -> Table:
 
 
 @app.command()
+def init(
+    path: Path = typer.Argument(Path("miaudit.yaml"), help="where to write the config"),
+    force: bool = typer.Option(False, "--force", "-f", help="replace an existing file"),
+) -> None:
+    """Write a commented config with every key and its default."""
+    from . import configdoc
+
+    if path.exists() and not force:
+        _fail(config_mod.ConfigError(f"init: {path} exists; give another path, or --force to replace it"))
+    try:
+        path.write_text(configdoc.init_yaml())
+    except OSError as e:
+        _fail(config_mod.ConfigError(f"init: cannot write {path} ({e.strerror})"))
+    print(f"wrote {path}: edit it, then `miaudit run {path}`")
+
+
+@app.command("config")
+def show_config(
+    config: Path | None = typer.Argument(None, help="YAML config; omit for the built-in default audit"),
+    schema: bool = typer.Option(False, "--schema", help="print the JSON schema of every key (attacks under $defs)"),
+    overrides: list[str] | None = typer.Option(None, "--set", "-s", help=SET_HELP),
+) -> None:
+    """Print a config as miaudit reads it (every key, defaults filled in, checked), or the JSON schema."""
+    from . import configdoc
+
+    if schema:
+        print(json.dumps(configdoc.schema(), indent=1))
+        return
+    try:
+        cfg = _config(config, overrides)
+        from . import plan
+
+        plan.build(cfg)  # attack parameters and requirements, checked as `run` would
+    except MiauditError as e:
+        _fail(e)
+    import yaml
+
+    print(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False), end="")
+
+
+@app.command()
 def bench(
     suite: str = typer.Argument(..., help="suite name: smoke, quick, paper, ablations"),
     out: Path = typer.Option(Path("benchmarks/results"), "--out", "-o", help="folder for <suite>.json and .md"),
@@ -107,10 +182,26 @@ def bench(
 
 
 @app.command()
-def attacks() -> None:
-    """List the registered attacks."""
-    for info in registry.all_attacks():
-        print(f"{info.name:<12} {info.summary}")
+def attacks(name: str | None = typer.Argument(None, help="an attack: show its parameters and needs")) -> None:
+    """List the registered attacks, or show one attack's parameters (type, default, limits) and needs."""
+    from . import configdoc
+    from .attacks import registry
+    from .errors import did_you_mean
+
+    if name is None:
+        for info in registry.all_attacks():
+            print(f"{info.name:<12} {info.summary}")
+        print("\n`miaudit attacks NAME` shows an attack's parameters")
+        return
+    if name.lower() not in registry.names():
+        hint = did_you_mean(name.lower(), registry.names()) or f"; expected one of {registry.names()}"
+        _fail(config_mod.ConfigError(f"attacks: unknown attack {name!r}{hint}"))
+    head, rows = configdoc.attack_help(name)
+    print("\n".join(head) + "\nparameters:")
+    rows = [["name", "type", "default", "limits", "description"], *rows]
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    for r in rows:
+        print("  " + "  ".join(cell.ljust(w) for cell, w in zip(r, widths)) + "  " + r[4])
 
 
 def main() -> None:  # pragma: no cover - console entry point

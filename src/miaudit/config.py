@@ -6,13 +6,14 @@ the CLI turns ``ConfigError`` into exit code 2 before anything is written.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .errors import ConfigError
+from .configfile import read, with_overrides
+from .errors import ConfigError, did_you_mean
 
 
 class _Strict(BaseModel):
@@ -22,16 +23,25 @@ class _Strict(BaseModel):
 class DataConfig(_Strict):
     """A built-in data set (``name``) or a user file (``path``: .npz with x, y or .csv)."""
 
-    name: str | None = None
-    path: Path | None = None
-    label_column: str = "y"
+    name: str | None = Field(
+        default=None,
+        description="built-in data set (digits, iris, wine, breast_cancer, location, purchase100, texas100, cifar10, "
+        "cifar100, ag_news); a bare name is shorthand: dataset: digits",
+    )
+    path: Path | None = Field(default=None, description="your data: .npz (arrays x, y), .csv or a folder of images")
+    label_column: str = Field(default="y", description=".csv: the column holding the class labels")
+    num_classes: int | None = Field(
+        default=None, ge=2, description="a file's classes, when some have no records (default: its distinct labels)"
+    )
     subset: int | None = Field(default=None, ge=20, description="random subset of this many records (seeded)")
-    data_dir: Path | None = None
+    data_dir: Path | None = Field(default=None, description="built-in data files (default: $MIAUDIT_DATA_DIR)")
 
     @model_validator(mode="after")
     def _one_source(self) -> DataConfig:
         if (self.name is None) == (self.path is None):
             raise ValueError("give exactly one of name (a built-in data set) or path (a .npz/.csv file)")
+        if self.num_classes is not None and self.path is None:
+            raise ValueError("num_classes is only for a data file (path); a built-in data set knows its classes")
         return self
 
     @property
@@ -42,21 +52,21 @@ class DataConfig(_Strict):
 class TrainConfig(_Strict):
     """SGD with momentum and weight decay: the papers' recipe."""
 
-    epochs: int = Field(default=30, ge=1)
-    batch_size: int = Field(default=64, ge=1)
-    lr: float = Field(default=0.1, gt=0)
-    momentum: float = Field(default=0.9, ge=0, lt=1)
-    weight_decay: float = Field(default=5e-4, ge=0)
-    schedule: Literal["cosine", "constant"] = "cosine"
+    epochs: int = Field(default=30, ge=1, description="passes over the training records")
+    batch_size: int = Field(default=64, ge=1, description="records per SGD step")
+    lr: float = Field(default=0.1, gt=0, description="learning rate")
+    momentum: float = Field(default=0.9, ge=0, lt=1, description="SGD momentum")
+    weight_decay: float = Field(default=5e-4, ge=0, description="L2 penalty")
+    schedule: Literal["cosine", "constant"] = Field(default="cosine", description="learning-rate schedule")
 
 
 class SplitConfig(_Strict):
     """Fractions of the data set (BMIA paper 4.1: 20/20/40/20)."""
 
-    target_train: float = Field(default=0.2, gt=0, lt=1)
-    target_test: float = Field(default=0.2, gt=0, lt=1)
-    population: float = Field(default=0.4, ge=0, lt=1)
-    validation: float = Field(default=0.2, ge=0, lt=1)
+    target_train: float = Field(default=0.2, gt=0, lt=1, description="the target's training records: members")
+    target_test: float = Field(default=0.2, gt=0, lt=1, description="records the target never saw: non-members")
+    population: float = Field(default=0.4, ge=0, lt=1, description="records the reference models train on")
+    validation: float = Field(default=0.2, ge=0, lt=1, description="held-out records (QMIA, calibration)")
 
     @model_validator(mode="after")
     def _sums_to_one(self) -> SplitConfig:
@@ -118,27 +128,55 @@ def _attack_entries(raw: Any) -> Any:
     return rows
 
 
+DEVICE = re.compile(r"auto|cpu|mps|cuda(:[0-9]+)?")
+
+
+def _device(v: str) -> str:
+    """A device this machine has; ``auto`` becomes cuda where a GPU is available, else cpu."""
+    v = v.strip().lower()
+    if not DEVICE.fullmatch(v):
+        raise ValueError(f"unknown device {v!r}; expected auto, cpu, cuda, cuda:N or mps")
+    if v == "cpu":
+        return v
+    import torch  # only for a device other than cpu: importing this module stays light
+
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    mps = torch.backends.mps.is_available()
+    if v == "auto":
+        return "cuda" if gpus else "cpu"
+    has = f"{gpus} CUDA GPU(s)" if gpus else f"no CUDA GPU{' (mps is available)' if mps else ''}"
+    if (v == "mps" and not mps) or (v.startswith("cuda") and int(v.partition(":")[2] or 0) >= gpus):
+        raise ValueError(f"{v} is not available: this machine has {has}; use device: cpu (or auto)")
+    return v
+
+
 class RunConfig(_Strict):
-    dataset: DataConfig = DataConfig(name="digits")
-    model: str = "mlp"
+    dataset: DataConfig = Field(default=DataConfig(name="digits"), description="the records to audit on")
+    model: str = Field(
+        default="mlp", description="the target's architecture: mlp, cnn, resnet or package.module:factory"
+    )
     reference_model: str | None = Field(
         default=None, description="architecture of the reference models (default: model)"
     )
-    seed: int = Field(default=0, ge=0)  # numpy's SeedSequence takes non-negative integers only
-    train: TrainConfig = TrainConfig()
-    references: int = Field(default=4, ge=0, le=1024)
-    mode: Literal["offline", "online"] = "offline"
-    split: SplitConfig = SplitConfig()
+    seed: int = Field(default=0, ge=0, description="fixes the split, every model and every attack")
+    train: TrainConfig = Field(default=TrainConfig(), description="how the target and the reference models train")
+    references: int = Field(
+        default=4, ge=0, le=1024, description="reference models available; only those some attack uses are trained"
+    )
+    mode: Literal["offline", "online"] = Field(
+        default="offline", description="online: each query is IN for half the references (LiRA/RMIA online, BASE2-4)"
+    )
+    split: SplitConfig = Field(default=SplitConfig(), description="fractions of the data set per role")
     calibration: CalibrationConfig | None = Field(
         default=CalibrationConfig(), description="conformal p-values on held-out non-members; none: raw p-values"
     )
     attacks: list[dict[str, Any]] = Field(
-        default_factory=lambda: [{"name": "attack-p"}],
+        default=[{"name": "attack-p"}],
         min_length=1,
         description="attack rows: a name, or {name: ..., parameters}; see `miaudit attacks`",
     )
-    cache_dir: Path | None = None
-    device: str = "cpu"
+    cache_dir: Path | None = Field(default=None, description="trained models and decoded data ($MIAUDIT_CACHE_DIR)")
+    device: str = Field(default="cpu", description="auto, cpu, cuda, cuda:N or mps; checked against this machine")
     target: TargetConfig | None = Field(default=None, description="audit this model instead of training one")
     members: Path | None = Field(default=None, description="record indices the target trained on (.npy or text)")
     nonmembers: Path | None = Field(default=None, description="record indices the target did not train on")
@@ -151,6 +189,7 @@ class RunConfig(_Strict):
     )
 
     _attack_rows = field_validator("attacks", mode="before")(_attack_entries)
+    _known_device = field_validator("device")(_device)
     _calibration_none = field_validator("calibration", mode="before")(_calibration)
 
     @field_validator("dataset", mode="before")
@@ -195,35 +234,43 @@ class RunConfig(_Strict):
         return self.reference_model or self.target_architecture
 
 
-def one_line(e: ValidationError) -> str:
-    """A pydantic error as ``key.path: message (and N more)``."""
+def one_line(e: ValidationError, model: type[BaseModel] = BaseModel, also: tuple[str, ...] = ()) -> str:
+    """A pydantic error as ``key.path: message (and N more)``; an unknown key of ``model`` (whose other
+    accepted keys are ``also``) gets the closest known key as a suggestion."""
     err = e.errors()[0]
     loc = ".".join(str(p) for p in err["loc"])
     msg = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden":
+        known = [*_fields_at(model, err["loc"][:-1]), *also]
+        msg = f"unknown key{did_you_mean(str(err['loc'][-1]), known) or f'; known keys: {sorted(known)}'}"
     more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
     return f"{loc}: {msg}{more}" if loc else f"{msg}{more}"
 
 
-def from_dict(raw: Any) -> RunConfig:
+def _fields_at(model: Any, loc: tuple) -> list[str]:
+    """The keys the (nested) model at ``loc`` accepts."""
+    for part in loc:
+        field = model.model_fields.get(part) if isinstance(model, type) and issubclass(model, BaseModel) else None
+        if field is None:
+            return []
+        options = getattr(field.annotation, "__args__", (field.annotation,))  # X | None
+        model = next((t for t in options if isinstance(t, type) and issubclass(t, BaseModel)), None)
+    return list(model.model_fields) if isinstance(model, type) and issubclass(model, BaseModel) else []
+
+
+def from_dict(raw: Any, source: str = "config") -> RunConfig:
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
-        raise ConfigError(f"config: expected a mapping of keys, got {type(raw).__name__}")
+        raise ConfigError(f"{source}: expected a mapping of keys, got {type(raw).__name__}")
     try:
         return RunConfig(**raw)
     except ValidationError as e:
-        raise ConfigError(one_line(e)) from None
+        raise ConfigError(one_line(e, RunConfig)) from None
 
 
-def load(path: str | Path) -> RunConfig:
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"config: file {path} not found")
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as e:
-        raise ConfigError(f"config: {path.name} is not valid YAML ({str(e).splitlines()[0]})") from None
-    return from_dict(raw)
+def load(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:
+    return from_dict(with_overrides(read(path), overrides))
 
 
 # The built-in default audit: scikit-learn's digits (ships with a dependency, so it

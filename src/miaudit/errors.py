@@ -30,3 +30,11 @@ class AttackRequirementError(MiauditError):
 
 class OutputDirError(MiauditError):
     """An output directory that cannot or may not receive a run's files."""
+
+
+def did_you_mean(word: str, choices: list[str] | tuple[str, ...]) -> str:
+    """``; did you mean 'x'?`` for the closest of ``choices`` to a mistyped ``word``, else ''."""
+    import difflib
+
+    close = difflib.get_close_matches(word, [str(c) for c in choices], n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""

@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from . import data
 from .attacks import AttackInputs, ModelAccess, RecordSet
@@ -22,10 +20,9 @@ from .config import RunConfig
 from .data import Dataset, Split
 from .models import build_model, io
 from .plan import Plan
+from .progress import ModelProgress, log
 from .store import Store, indices_digest
 from .training import ProgressFn, TrainReport, accuracy, predict_logits, seeded_model, train
-
-console = Console(stderr=True)
 
 
 @dataclass
@@ -138,17 +135,6 @@ def model_seed(seed: int, role: int) -> int:
     return int(np.random.SeedSequence([seed, role]).generate_state(1)[0])
 
 
-def progress_bars() -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    )
-
-
 def builtin_recipe(cfg: RunConfig, ds: Dataset, arch: str) -> ModelRecipe:
     """An architecture by name trained by miaudit's loop with ``cfg.train``: fully described, so cached."""
     spec = {"arch": arch, "input_shape": ds.input_shape, "n_classes": ds.n_classes, "train": cfg.train.model_dump()}
@@ -170,21 +156,20 @@ def obtain(
     role: str,
     seed: int,
     train_idx: np.ndarray,
-    progress: Progress,
+    progress: ModelProgress,
     device: str = "cpu",
 ) -> TrainedModel:
-    """A model trained on ``train_idx``: loaded from the cache when finished before, else trained now."""
+    """A model trained on ``train_idx``: loaded from the cache when finished before, else trained now;
+    either way counted by ``progress``."""
     arch = recipe.architecture
 
     def trained_now() -> TrainedModel:
         module = seeded_model(recipe.build, seed)
-        task = progress.add_task(f"training {role}", total=recipe.epochs)
-        report: TrainReport = recipe.fit(
-            module, ds.x[train_idx], ds.y[train_idx], seed, lambda done, _: progress.update(task, completed=done)
-        )
-        progress.remove_task(task)
+        epochs = progress.training(role, recipe.epochs)
+        report: TrainReport = recipe.fit(module, ds.x[train_idx], ds.y[train_idx], seed, epochs)
         logits = predict_logits(module, ds.x, device=device)
         seconds, acc = report.seconds, report.train_accuracy
+        progress.finished(role, seconds, cached=False)
         return TrainedModel(role, module.eval(), logits, train_idx, seconds, acc, cached=False, architecture=arch)
 
     if recipe.cache_spec is None:
@@ -192,10 +177,11 @@ def obtain(
     spec = {"data": ds.fingerprint, **recipe.cache_spec, "train_idx": indices_digest(train_idx), "seed": seed}
     entry = store.entry(spec)
     # Locked while loading or training: a concurrent run needing the same model waits, then loads it.
-    with store.lock(entry, waiting=lambda: console.print(f"[dim]{role}: waiting for another run training it[/dim]")):
+    with store.lock(entry, waiting=lambda: log.info("%s: waiting for another run training it", role)):
         hit = store.load(entry, recipe.build)
         if hit is not None:
             logits, seconds, acc = hit.logits.astype(np.float64), hit.meta["seconds"], hit.meta["train_accuracy"]
+            progress.finished(role, seconds, cached=True)
             return TrainedModel(role, hit.module, logits, train_idx, seconds, acc, cached=True, architecture=arch)
         model = trained_now()
         meta = {"role": role, "spec": spec, "seconds": model.seconds, "train_accuracy": model.train_accuracy}
@@ -210,6 +196,7 @@ def load_dataset(cfg: RunConfig) -> Dataset:
         data_dir=cfg.dataset.data_dir,
         cache_dir=cfg.cache_dir,
         label_column=cfg.dataset.label_column,
+        num_classes=cfg.dataset.num_classes,
         subset=cfg.dataset.subset,
         seed=cfg.seed,
     )
@@ -247,16 +234,22 @@ class AuditRecords:
 
 
 def with_references(
-    cfg: RunConfig, plan: Plan, records: AuditRecords, target: TrainedModel, recipe: ModelRecipe, store: Store
+    cfg: RunConfig,
+    plan: Plan,
+    records: AuditRecords,
+    target: TrainedModel,
+    recipe: ModelRecipe,
+    store: Store,
+    progress: ModelProgress | None = None,
 ) -> Experiment:
     """Train (or load) the reference models the plan uses on random halves of the pool and assemble the
     experiment. Offline, the pool is the population; online it also holds the queries (each IN for half
-    the models)."""
+    the models). ``progress`` counts the models (default: these references only)."""
     ds, split, query_idx = records.dataset, records.split, records.query_idx
     online = cfg.mode == "online"
     pool_idx = np.sort(np.concatenate([split.population, query_idx])) if online else split.population
     ref_masks = data.reference_subsets(len(pool_idx), plan.references, cfg.seed, balanced=online)
-    with progress_bars() as progress:
+    with progress or ModelProgress(plan.references) as tracker:
         refs = [
             obtain(
                 store,
@@ -265,7 +258,7 @@ def with_references(
                 f"reference {k + 1}/{plan.references}",
                 model_seed(cfg.seed, k + 1),
                 pool_idx[ref_masks[k]],
-                progress,
+                tracker,
                 cfg.device,
             )
             for k in range(plan.references)

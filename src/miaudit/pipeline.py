@@ -17,18 +17,17 @@ from .experiment import (
     AuditRecords,
     Experiment,
     builtin_recipe,
-    console,
     load_dataset,
     model_seed,
     obtain,
     open_store,
-    progress_bars,
     shuffled_queries,
     with_calibration_records,
     with_references,
 )
 from .plan import Plan, PlannedAttack
 from .plan import build as build_plan
+from .progress import ModelProgress, log, working
 
 
 @dataclass
@@ -53,10 +52,12 @@ def prepare(cfg: RunConfig, plan: Plan | None = None) -> Experiment:
     if cfg.target is not None:
         return own_model.from_checkpoint(cfg, plan)
     ds = load_dataset(cfg)
+    log.debug("data %s: %d records, %d classes, input shape %s", ds.name, len(ds), ds.n_classes, ds.input_shape)
     split = with_calibration_records(data.split_indices(len(ds), cfg.seed, cfg.split.as_tuple()), cfg)
     query_idx, is_member = shuffled_queries(split, cfg.seed)
     store = open_store(cfg)
-    with progress_bars() as progress:
+    log.debug("models: the target and %d reference model(s), cache %s", plan.references, store.root)
+    with ModelProgress(1 + plan.references) as progress:
         target = obtain(
             store,
             builtin_recipe(cfg, ds, cfg.model),
@@ -67,8 +68,9 @@ def prepare(cfg: RunConfig, plan: Plan | None = None) -> Experiment:
             progress,
             cfg.device,
         )
-    records = AuditRecords(ds, split, query_idx, is_member)
-    return with_references(cfg, plan, records, target, builtin_recipe(cfg, ds, cfg.reference_architecture), store)
+        records = AuditRecords(ds, split, query_idx, is_member)
+        recipe = builtin_recipe(cfg, ds, cfg.reference_architecture)
+        return with_references(cfg, plan, records, target, recipe, store, progress)
 
 
 def run_attack(exp: Experiment, attack: PlannedAttack, inputs: AttackInputs | None = None) -> AttackRun:
@@ -114,6 +116,7 @@ def run_experiment(exp: Experiment) -> RunResult:
     inputs = exp.attack_inputs()
     runs = []
     for attack in exp.plan.attacks:
-        console.print(f"[dim]attack {attack.label} ...[/dim]")
-        runs.append(run_attack(exp, attack, inputs))
+        with working(f"attack {attack.label}"):
+            runs.append(run_attack(exp, attack, inputs))
+        log.info("attack %s: %.2f s", attack.label, runs[-1].seconds["attack"])
     return RunResult(exp, runs)

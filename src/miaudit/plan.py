@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from .attacks import AttackParams, registry
 from .config import RunConfig, one_line
-from .errors import AttackRequirementError, ConfigError
+from .errors import AttackRequirementError, ConfigError, did_you_mean
 
 ALWAYS_PROVIDED = frozenset({"models", "x"})  # every pipeline audit holds the models and the records' inputs
 
@@ -81,11 +81,13 @@ def build(cfg: RunConfig, roles: Iterable[str] | None = None) -> Plan:
 def _parse(i: int, raw: Mapping[str, Any]) -> tuple[str, AttackParams]:
     name = str(raw["name"]).lower()
     if name not in registry.names():
-        raise ConfigError(f"attacks.{i}.name: unknown attack {raw['name']!r}; expected one of {registry.names()}")
+        hint = did_you_mean(name, registry.names()) or f"; expected one of {registry.names()}"
+        raise ConfigError(f"attacks.{i}.name: unknown attack {raw['name']!r}{hint}")
+    params = registry.get(name).params
     try:
-        return name, registry.get(name).params(**{k: v for k, v in raw.items() if k != "name"})
+        return name, params(**{k: v for k, v in raw.items() if k != "name"})
     except ValidationError as e:
-        raise ConfigError(f"attacks.{i}.{one_line(e)}") from None
+        raise ConfigError(f"attacks.{i}.{one_line(e, params, also=('name',))}") from None
 
 
 def unique_labels(rows: Sequence[tuple[str, AttackParams, int]]) -> list[str]:

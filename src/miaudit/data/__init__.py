@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import DataError
+from ..errors import DataError, did_you_mean
 from .base import LOADERS, Dataset, LoadContext, default_cache_dir, default_data_dir, validate_arrays
 from .files import load_file
 from .split import Split, hold_out_validation, reference_subsets, split_indices
@@ -25,6 +25,7 @@ def load(
     data_dir: str | Path | None = None,
     cache_dir: str | Path | None = None,
     label_column: str = "y",
+    num_classes: int | None = None,
     subset: int | None = None,
     seed: int = 0,
 ) -> Dataset:
@@ -34,11 +35,12 @@ def load(
         cache_dir=Path(cache_dir).expanduser() if cache_dir else default_cache_dir(),
     )
     if path is not None:
-        ds = load_file(Path(path), label_column)
+        ds = load_file(Path(path), label_column, num_classes)
     elif name in LOADERS:
         ds = LOADERS[name](ctx)
     else:
-        raise DataError(f"dataset: unknown data set {name!r}; expected one of {sorted(LOADERS)} or {{path: file.npz}}")
+        hint = did_you_mean(str(name), sorted(LOADERS)) or f"; expected one of {sorted(LOADERS)} or {{path: file.npz}}"
+        raise DataError(f"dataset: unknown data set {name!r}{hint}")
     if subset is not None and subset < len(ds):
         keep = np.sort(np.random.default_rng(np.random.SeedSequence([seed, 0x5B5])).permutation(len(ds))[:subset])
         ds = Dataset(name=ds.name, x=ds.x[keep], y=ds.y[keep], n_classes=ds.n_classes)

@@ -149,11 +149,26 @@ def validate_arrays(name: str, x: np.ndarray, y: np.ndarray, n_classes: int | No
     elif not np.issubdtype(y.dtype, np.integer):
         raise DataError(f"dataset {name}: y must hold integer class labels, got dtype {y.dtype}")
     y = y.astype(np.int64)
-    if y.size and y.min() < 0:
-        raise DataError(f"dataset {name}: labels must be in [0, n_classes), found {int(y.min())}")
-    k = int(y.max()) + 1 if n_classes is None else n_classes
-    if y.size and y.max() >= k:
-        raise DataError(f"dataset {name}: labels must be in [0, {k}), found {int(y.max())}")
+    if not y.size:
+        raise DataError(f"dataset {name}: no records")
+    k = check_labels(name, y, n_classes)
     if k < 2:
         raise DataError(f"dataset {name}: needs at least 2 classes, found {k}")
     return Dataset(name=name, x=x, y=y, n_classes=k)
+
+
+def check_labels(name: str, y: np.ndarray, n_classes: int | None) -> int:
+    """The number of classes: ``n_classes`` when given (labels in [0, n_classes)), else the number of
+    distinct labels C, which must be exactly 0..C-1. A refusal lists the offending values."""
+    present = np.unique(y)
+    k = len(present) if n_classes is None else n_classes
+    bad = present[(present < 0) | (present >= k)]
+    if len(bad):
+        shown = ", ".join(map(str, bad[:8])) + (f" and {len(bad) - 8} more" if len(bad) > 8 else "")
+        if n_classes is not None:
+            raise DataError(f"dataset {name}: labels must be in [0, {k}), found {shown}")
+        raise DataError(
+            f"dataset {name}: labels must be 0..{k - 1} ({k} distinct labels), found {shown}; relabel, or set "
+            "dataset.num_classes to allow classes with no records"
+        )
+    return k

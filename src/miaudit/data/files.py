@@ -8,6 +8,8 @@ None of these formats can execute code: npz and npy are read with
 
 from __future__ import annotations
 
+import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -27,35 +29,61 @@ def load_file(path: Path, label_column: str = "y", n_classes: int | None = None)
         raise DataError(f"dataset.path: file {path} not found")
     suffix = path.suffix.lower()
     if suffix == ".npz":
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                missing = {"x", "y"} - set(z.files)
-                if missing:
-                    raise DataError(
-                        f"dataset.path: {path.name} lacks array(s) {sorted(missing)}; expected arrays x and y"
-                    )
-                x, y = z["x"], z["y"]
-        except ValueError as e:  # object arrays need pickle: refuse
-            raise DataError(
-                f"dataset.path: {path.name} needs pickle to load ({e}); save plain numeric arrays x and y"
-            ) from None
+        x, y = _read_npz(path)
     elif suffix == ".csv":
-        frame = pd.read_csv(path)
-        if label_column not in frame.columns:
-            raise DataError(
-                f"dataset.label_column: column {label_column!r} not in {path.name} (columns: {list(frame.columns)[:8]})"
-            )
-        y = frame.pop(label_column).to_numpy()
-        non_numeric = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])]
-        if non_numeric:
-            raise DataError(f"dataset.path: non-numeric feature column(s) {non_numeric[:5]} in {path.name}")
-        x = frame.to_numpy(dtype=np.float64)
+        x, y = _read_csv(path, label_column)
     else:
         raise DataError(
             f"dataset.path: unsupported file type {suffix!r}; expected .npz (arrays x, y), .csv "
             "or a folder of images with one subfolder per class"
         )
     return validate_arrays(path.stem, x, y, n_classes)
+
+
+def _read_npz(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """Arrays x and y of an .npz archive, read without pickle; every way a file can fail is one line."""
+    with open(path, "rb") as f:
+        head = f.read(4)
+    if not head:
+        raise DataError(f"dataset.path: {path.name} is empty (0 bytes); expected arrays x and y (numpy.savez)")
+    if head[:2] != b"PK":  # every .npz is a zip archive
+        raise DataError(f"dataset.path: {path.name} is not an .npz archive; save arrays x and y with numpy.savez")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            missing = sorted({"x", "y"} - set(z.files))
+            arrays = {} if missing else {"x": z["x"], "y": z["y"]}
+    except ValueError as e:
+        if "pickle" not in str(e):
+            raise DataError(f"dataset.path: {path.name} is damaged ({str(e).splitlines()[0][:80]})") from None
+        raise DataError(
+            f"dataset.path: {path.name} holds Python objects (dtype object), not numbers; save numeric arrays x and y"
+        ) from None
+    except (OSError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as e:
+        raise DataError(f"dataset.path: {path.name} is truncated or damaged ({type(e).__name__})") from None
+    if missing:
+        raise DataError(f"dataset.path: {path.name} lacks array(s) {missing}; expected arrays x and y")
+    return arrays["x"], arrays["y"]
+
+
+def _read_csv(path: Path, label_column: str) -> tuple[np.ndarray, np.ndarray]:
+    """Features and labels of a .csv with a header row and one record per line."""
+    try:
+        frame = pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        raise DataError(f"dataset.path: {path.name} is empty; expected a header row and one record per line") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as e:
+        raise DataError(f"dataset.path: cannot read {path.name} as CSV ({str(e).splitlines()[0][:100]})") from None
+    if label_column not in frame.columns:
+        raise DataError(
+            f"dataset.label_column: column {label_column!r} not in {path.name} (columns: {list(frame.columns)[:8]})"
+        )
+    if frame.empty:
+        raise DataError(f"dataset.path: {path.name} has a header but no records")
+    y = frame.pop(label_column).to_numpy()
+    non_numeric = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])]
+    if non_numeric:
+        raise DataError(f"dataset.path: non-numeric feature column(s) {non_numeric[:5]} in {path.name}")
+    return frame.to_numpy(dtype=np.float64), y
 
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp")

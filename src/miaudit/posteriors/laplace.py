@@ -41,9 +41,15 @@ PRIOR_GRID = torch.logspace(-4, 4, 33, dtype=torch.float64)  # laplace-torch's d
 PRIOR_GRID_SAMPLES = 100  # posterior draws per grid point when scoring the validation log-likelihood
 
 
-def import_laplace() -> None:
-    """Import laplace-torch (seconds: it pulls in torchmetrics) before an attack's timer starts."""
-    import laplace  # noqa: F401
+def import_laplace() -> Any:
+    """laplace-torch, imported (seconds: it pulls in torchmetrics) before an attack's timer starts. Its
+    dependencies call ``torch.jit.script`` while importing, which torch answers with a FutureWarning
+    that is no concern of a user's: that one warning is silenced, here only."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", r"`torch\.jit\.script` is deprecated", FutureWarning, r"torch\.jit\._script")
+        import laplace
+
+    return laplace
 
 
 @register("laplace")
@@ -57,9 +63,7 @@ class LaplacePosterior(Posterior):
         self.la: Any = None  # laplace-torch's object once fitted
 
     def fit(self, head: nn.Linear, train: FeatureSet, validation: FeatureSet | None = None) -> None:
-        from laplace import Laplace  # here, not at the top: it imports torchmetrics, seconds every CLI start pays
-
-        self.la = Laplace(
+        self.la = import_laplace().Laplace(
             _head_only(head),
             "classification",
             subset_of_weights="last_layer",

@@ -1,0 +1,138 @@
+"""What a run tells its user while it works.
+
+In a terminal: one live display over the models a run obtains (how many, trained or loaded from the
+cache, the time left estimated from the training times measured so far) and the current model's
+epochs. Outside a terminal (CI, nohup, tee): no display; one ``logging`` line per finished model and
+per attack, on the ``miaudit`` logger, which the command line sends to stderr (``--quiet``: warnings
+only; ``--verbose``: debug lines too). A library user's logging configuration decides otherwise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+import time
+from collections.abc import Callable, Iterator
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+log = logging.getLogger("miaudit")
+console = Console(stderr=True)
+
+
+def configure_logging(level: int = logging.INFO) -> None:
+    """miaudit's log records to stderr at ``level``: above the live display in a terminal, plain lines elsewhere."""
+    if console.is_terminal:
+        from rich.logging import RichHandler
+
+        handler: logging.Handler = RichHandler(console=console, show_time=False, show_level=False, show_path=False)
+    else:
+        handler = _StderrHandler()
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    log.handlers[:] = [handler]
+    log.setLevel(level)
+
+
+class _StderrHandler(logging.StreamHandler):
+    """Writes to the current ``sys.stderr`` (which test runners replace), not the one it was created with."""
+
+    stream = property(lambda self: sys.stderr, lambda self, value: None)
+
+
+def showing() -> bool:
+    """Whether to draw live displays: in a terminal, unless the log level was raised above INFO (--quiet)."""
+    return console.is_terminal and log.level <= logging.INFO
+
+
+@contextlib.contextmanager
+def working(what: str) -> Iterator[None]:
+    """A transient spinner in a terminal while ``what`` runs."""
+    with console.status(what) if showing() else contextlib.nullcontext():
+        yield
+
+
+class ModelProgress:
+    """Progress over the ``total`` models of one run; a context manager, re-entrant."""
+
+    def __init__(self, total: int):
+        self.total, self.trained, self.cached = total, 0, 0
+        self.train_seconds: list[float] = []
+        self.started = 0.0  # when the current model began training
+        self.epoch_share = 0.0  # how much of the current model is done
+        self.depth = 0
+        self.live = (
+            Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("{task.fields[note]}"),
+                console=console,
+                transient=True,
+            )
+            if showing() and total
+            else None
+        )
+        self.overall: TaskID | None = None
+        self.current: TaskID | None = None  # the epochs of the model in training
+
+    def __enter__(self) -> ModelProgress:
+        if self.depth == 0 and self.live is not None:
+            self.live.start()
+            self.overall = self.live.add_task("models", total=self.total, note="")
+        self.depth += 1
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.depth -= 1
+        if self.depth == 0 and self.live is not None:
+            self.live.stop()
+
+    def training(self, role: str, epochs: int | None) -> Callable[[int, int], None]:
+        """Starts one model's training; returns the callback its epochs report to, (done, total)."""
+        self.started, self.epoch_share = time.perf_counter(), 0.0
+        if self.live is not None:
+            self.current = self.live.add_task(f"  {role}", total=epochs, note="")
+
+        def epoch(done: int, total: int) -> None:
+            self.epoch_share = done / total if total else 0.0
+            if self.live is not None and self.current is not None:
+                self.live.update(self.current, completed=done)
+                self._refresh()
+
+        return epoch
+
+    def finished(self, role: str, seconds: float, cached: bool) -> None:
+        """One model obtained: counted, shown and logged."""
+        if cached:
+            self.cached += 1
+            log.info("%s: loaded from cache (trained in %.1f s before)", role, seconds)
+        else:
+            self.trained += 1
+            self.train_seconds.append(seconds)
+            log.info("%s: trained in %.1f s", role, seconds)
+        self.epoch_share = 0.0
+        if self.live is not None and self.current is not None:
+            self.live.remove_task(self.current)
+            self.current = None
+        self._refresh()
+
+    def seconds_left(self) -> float | None:
+        """Models still to obtain times the mean measured training time (from the current model's epochs
+        before one has finished), less what the current model has done; None before any measurement."""
+        if self.train_seconds:
+            per_model = sum(self.train_seconds) / len(self.train_seconds)
+        elif self.epoch_share > 0:
+            per_model = (time.perf_counter() - self.started) / self.epoch_share
+        else:
+            return None
+        return max(per_model * (self.total - self.trained - self.cached - self.epoch_share), 0.0)
+
+    def _refresh(self) -> None:
+        if self.live is None or self.overall is None:
+            return
+        left = self.seconds_left()
+        note = f"{self.trained} trained, {self.cached} cached" + (f", about {left:.0f} s left" if left else "")
+        self.live.update(self.overall, completed=self.trained + self.cached, note=note)
