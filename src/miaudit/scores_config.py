@@ -107,12 +107,10 @@ class ScoreConfig(_Strict):
 
 
 def from_dict(raw: Any) -> ScoreConfig:
-    if not isinstance(raw, dict):
-        raise ConfigError(f"config: expected a mapping of keys, got {type(raw).__name__}")
     try:
-        return ScoreConfig(**raw)
+        return ScoreConfig.model_validate(raw)
     except ValidationError as e:
-        raise ConfigError(one_line(e)) from None
+        raise ConfigError(f"config: {one_line(e)}" if not isinstance(raw, dict) else one_line(e)) from None
 
 
 def load(path: str | Path) -> ScoreConfig:
