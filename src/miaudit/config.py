@@ -76,6 +76,18 @@ class CalibrationConfig(_Strict):
     fraction: float = Field(default=0.2, gt=0, lt=1, description="population share held out when no validation")
 
 
+class ExecutorConfig(_Strict):
+    """Where models train: in this process (local), or as Ray tasks (``pip install miaudit[ray]``) that write
+    into the store, which must then be on storage every worker sees (``cache_dir``)."""
+
+    kind: Literal["local", "ray"] = "local"
+    address: str | None = Field(default=None, description="auto: join a running cluster; none: start a local one")
+    num_workers: int | None = Field(default=None, ge=1, description="tasks at once (default: as the cluster allows)")
+    cpus_per_task: float = Field(default=1.0, gt=0)
+    gpus_per_task: float = Field(default=0.0, ge=0)
+    max_retries: int = Field(default=2, ge=0, description="Ray retries of a failed task")
+
+
 def _calibration(v: Any) -> Any:
     return None if v is None or (isinstance(v, str) and v.lower() == "none") else v
 
@@ -139,6 +151,7 @@ class RunConfig(_Strict):
     )
     cache_dir: Path | None = None
     device: str = "cpu"
+    executor: ExecutorConfig = ExecutorConfig()
     target: TargetConfig | None = Field(default=None, description="audit this model instead of training one")
     members: Path | None = Field(default=None, description="record indices the target trained on (.npy or text)")
     nonmembers: Path | None = Field(default=None, description="record indices the target did not train on")
@@ -152,6 +165,11 @@ class RunConfig(_Strict):
 
     _attack_rows = field_validator("attacks", mode="before")(_attack_entries)
     _calibration_none = field_validator("calibration", mode="before")(_calibration)
+
+    @field_validator("executor", mode="before")
+    @classmethod
+    def _executor_shorthand(cls, v: Any) -> Any:
+        return {"kind": v} if isinstance(v, str) else v
 
     @field_validator("dataset", mode="before")
     @classmethod

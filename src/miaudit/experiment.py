@@ -16,7 +16,7 @@ import torch
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from . import data
+from . import data, executor
 from .attacks import AttackInputs, ModelAccess, RecordSet
 from .config import RunConfig
 from .data import Dataset, Split
@@ -203,6 +203,16 @@ def obtain(
     return model
 
 
+def train_into_store(
+    root: str, recipe: ModelRecipe, ds: Dataset, device: str, threads: int, role: str, seed: int, train_idx: np.ndarray
+) -> bool:
+    """One model into the store at ``root`` (an executor task; the driver loads it after): whether it was
+    already there. Torch uses the driver's thread count, so the weights are the ones a local run gets."""
+    torch.set_num_threads(threads)
+    progress = Progress(disable=True)
+    return obtain(Store(root), recipe, ds, role, seed, train_idx, progress, device).cached
+
+
 def load_dataset(cfg: RunConfig) -> Dataset:
     return data.load(
         cfg.dataset.name,
@@ -256,6 +266,13 @@ def with_references(
     online = cfg.mode == "online"
     pool_idx = np.sort(np.concatenate([split.population, query_idx])) if online else split.population
     ref_masks = data.reference_subsets(len(pool_idx), plan.references, cfg.seed, balanced=online)
+    if cfg.executor.kind != "local" and recipe.cache_spec is not None:  # the executor's tasks train into the store; the loop below loads them
+        jobs = [
+            (f"reference {k + 1}/{plan.references}", model_seed(cfg.seed, k + 1), pool_idx[ref_masks[k]])
+            for k in range(plan.references)
+        ]
+        shared = (str(store.root), recipe, ds, cfg.device, torch.get_num_threads())
+        executor.run_tasks(cfg.executor, train_into_store, shared, jobs, log=lambda m: console.print(f"[dim]{m}[/dim]"))
     with progress_bars() as progress:
         refs = [
             obtain(
