@@ -32,7 +32,7 @@ console = Console(stderr=True)
 class TrainedModel:
     role: str
     module: torch.nn.Module
-    logits: np.ndarray  # (n_records, C) float64, every record of the data set
+    logits: np.ndarray  # (n_records, C), every record of the data set: float64, or float32 memory-mapped from the store
     train_idx: np.ndarray
     seconds: float  # wall-clock training time (from the cache when reused)
     train_accuracy: float
@@ -101,7 +101,7 @@ class Experiment:
     def _record_set(self, idx: np.ndarray) -> RecordSet:
         ds = self.dataset
         ref_logits = (
-            np.stack([r.logits[idx] for r in self.references])
+            np.stack([np.asarray(r.logits[idx], dtype=np.float64) for r in self.references])
             if self.references
             else np.zeros((0, len(idx), ds.n_classes))
         )
@@ -111,7 +111,11 @@ class Experiment:
         # A record outside the pool trained no reference model: False (OUT) for every reference.
         ref_in = np.where(pos >= 0, self.ref_masks[:, np.maximum(pos, 0)], False) if len(self.pool_idx) else None
         return RecordSet(
-            labels=ds.y[idx], target_logits=self.target.logits[idx], ref_logits=ref_logits, ref_in=ref_in, x=ds.x[idx]
+            labels=ds.y[idx],
+            target_logits=np.asarray(self.target.logits[idx], dtype=np.float64),
+            ref_logits=ref_logits,
+            ref_in=ref_in,
+            x=ds.x[idx],
         )
 
     def attack_inputs(self) -> AttackInputs:
@@ -195,7 +199,8 @@ def obtain(
     with store.lock(entry, waiting=lambda: console.print(f"[dim]{role}: waiting for another run training it[/dim]")):
         hit = store.load(entry, recipe.build)
         if hit is not None:
-            logits, seconds, acc = hit.logits.astype(np.float64), hit.meta["seconds"], hit.meta["train_accuracy"]
+            # the logits stay memory-mapped (float32): rows are read when an attack's inputs are built
+            logits, seconds, acc = hit.logits, hit.meta["seconds"], hit.meta["train_accuracy"]
             return TrainedModel(role, hit.module, logits, train_idx, seconds, acc, cached=True, architecture=arch)
         model = trained_now()
         meta = {"role": role, "spec": spec, "seconds": model.seconds, "train_accuracy": model.train_accuracy}
@@ -266,7 +271,9 @@ def with_references(
     online = cfg.mode == "online"
     pool_idx = np.sort(np.concatenate([split.population, query_idx])) if online else split.population
     ref_masks = data.reference_subsets(len(pool_idx), plan.references, cfg.seed, balanced=online)
-    if cfg.executor.kind != "local" and recipe.cache_spec is not None:  # the executor's tasks train into the store; the loop below loads them
+    if (
+        cfg.executor.kind != "local" and recipe.cache_spec is not None
+    ):  # the executor's tasks train into the store; the loop below loads them
         jobs = [
             (f"reference {k + 1}/{plan.references}", model_seed(cfg.seed, k + 1), pool_idx[ref_masks[k]])
             for k in range(plan.references)

@@ -35,16 +35,10 @@ UNAVAILABLE = {"models": "the trained models", "x": "the records' inputs"}
 
 
 class ScoredExperiment(Experiment):
-    """An Experiment from outputs alone: no ``ModelAccess``, no inputs x; logits read as float64 on demand."""
+    """An Experiment from outputs alone: no ``ModelAccess``, no inputs x (logits are read on demand)."""
 
     def _record_set(self, idx: np.ndarray) -> RecordSet:
-        records = super()._record_set(idx)
-        return replace(
-            records,
-            target_logits=np.asarray(records.target_logits, dtype=np.float64),
-            ref_logits=np.asarray(records.ref_logits, dtype=np.float64),
-            x=None,
-        )
+        return replace(super()._record_set(idx), x=None)
 
     def attack_inputs(self) -> AttackInputs:
         return replace(super().attack_inputs(), models=None)
