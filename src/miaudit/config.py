@@ -48,6 +48,9 @@ class TrainConfig(_Strict):
     momentum: float = Field(default=0.9, ge=0, lt=1)
     weight_decay: float = Field(default=5e-4, ge=0)
     schedule: Literal["cosine", "constant"] = "cosine"
+    precision: Literal["fp32", "bf16", "fp16"] = Field(
+        default="fp32", description="mixed precision (autocast) for the forward pass; fp16 scales the loss"
+    )
 
 
 class SplitConfig(_Strict):

@@ -153,9 +153,17 @@ def progress_bars() -> Progress:
     )
 
 
+_FP32 = {"precision"}  # fp32 (the default) keeps the cache keys of runs from before the option; others differ
+
+
 def builtin_recipe(cfg: RunConfig, ds: Dataset, arch: str) -> ModelRecipe:
     """An architecture by name trained by miaudit's loop with ``cfg.train``: fully described, so cached."""
-    spec = {"arch": arch, "input_shape": ds.input_shape, "n_classes": ds.n_classes, "train": cfg.train.model_dump()}
+    spec = {
+        "arch": arch,
+        "input_shape": ds.input_shape,
+        "n_classes": ds.n_classes,
+        "train": cfg.train.model_dump(exclude=_FP32 if cfg.train.precision == "fp32" else None),
+    }
     if io.is_import_path(arch):
         spec["arch_source"] = io.source_digest(arch)
     return ModelRecipe(
