@@ -23,6 +23,7 @@ from .config import ExecutorConfig
 from .errors import ConfigError
 
 Log = Callable[[str], None]
+START_ATTEMPTS = 3
 
 
 def _ray() -> Any:
@@ -39,7 +40,16 @@ def _start(ray: Any, ex: ExecutorConfig) -> str:
         ray.init(address=ex.address, include_dashboard=False, configure_logging=False, log_to_driver=False)
         return f"joined the Ray cluster at {ex.address}"
     cpus = math.ceil(ex.num_workers * ex.cpus_per_task) if ex.num_workers else None
-    ray.init(address="local", num_cpus=cpus, include_dashboard=False, configure_logging=False, log_to_driver=False)
+    for attempt in range(START_ATTEMPTS):  # Ray gives a raylet 30 s to register: a loaded machine can miss it
+        try:
+            ray.init(
+                address="local", num_cpus=cpus, include_dashboard=False, configure_logging=False, log_to_driver=False
+            )
+            break
+        except Exception:
+            ray.shutdown()
+            if attempt == START_ATTEMPTS - 1:
+                raise
     return f"started a local Ray cluster ({int(ray.cluster_resources().get('CPU', 0))} CPUs)"
 
 
