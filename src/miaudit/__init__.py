@@ -18,8 +18,9 @@ from ._version import __version__
 
 if TYPE_CHECKING:
     from .api import AuditResult, audit, run
+    from .scores_only import score
 
-__all__ = ["audit", "run", "AuditResult", "__version__"]
+__all__ = ["audit", "run", "score", "AuditResult", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
@@ -27,4 +28,8 @@ def __getattr__(name: str) -> Any:
         from . import api
 
         return getattr(api, name)
+    if name == "score":
+        from .scores_only import score
+
+        return score
     raise AttributeError(f"module 'miaudit' has no attribute {name!r}")

@@ -4,6 +4,8 @@
     miaudit init [PATH]                 a commented config with every key and its default
     miaudit config [CONFIG] [--schema]  the config as miaudit reads it, or its JSON schema
     miaudit attacks [NAME]              the registered attacks; an attack's parameters and needs
+    miaudit score CONFIG [--out DIR]    an audit of precomputed outputs (no models)
+    miaudit export [CONFIG] --out PATH  a run's outputs in the npz or LiRA layout, for `score`
     miaudit bench SUITE                 a benchmark suite
     miaudit --version
 
@@ -86,10 +88,53 @@ def run(
         _fail(e)
     if quiet:
         return
+    _summary(results, out, start)
+
+
+def _summary(results: dict, out: Path, start: float) -> None:
     for note in results.get("notes", []):  # first: what the numbers below do not promise
         Console().print(f"[bold yellow]note:[/bold yellow] {note}", highlight=False)
     Console().print(_metrics_table(results) if results["membership"] == "known" else _ranking_table(results))
     Console().print(f"wrote {out}/ in {time.perf_counter() - start:.0f} s")
+
+
+@app.command()
+def score(
+    config: Path = typer.Argument(..., help="YAML score config: outputs: {layout: npz|lira, path: ...}, attacks ..."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="output directory (default ./miaudit-runs/<name>)"),
+    force: bool = typer.Option(False, "--force", "-f", help="write into a non-empty --out"),
+) -> None:
+    """Audit precomputed outputs (logits and membership masks of models trained elsewhere): no models needed."""
+    from . import outdir, scores_config, scores_only
+
+    try:
+        cfg = scores_config.load(config)
+        out = out or Path("miaudit-runs") / config.stem
+        outdir.check(out, force)
+        start = time.perf_counter()
+        results = scores_only.score(cfg).report(out, force=force)
+    except MiauditError as e:
+        _fail(e)
+    _summary(results, out, start)
+
+
+@app.command()
+def export(
+    config: Path | None = typer.Argument(None, help="YAML run config; omit for the built-in default audit"),
+    out: Path = typer.Option(..., "--out", "-o", help="where to write: a folder (lira) or a .npz file (npz)"),
+    layout: str = typer.Option("npz", "--layout", "-l", help="npz (ours) or lira (the LiRA code's directory)"),
+) -> None:
+    """Write a run's model outputs (target and references, from the cache or trained) for `miaudit score`."""
+    from . import pipeline, scores_export
+
+    if layout not in ("npz", "lira"):
+        _fail(config_mod.ConfigError(f"--layout: {layout!r} is not npz or lira"))
+    try:
+        cfg = config_mod.load(config) if config else config_mod.default()
+        where = scores_export.export(pipeline.prepare(cfg), out, layout)
+    except MiauditError as e:
+        _fail(e)
+    Console().print(f"wrote {where} ({layout} layout)")
 
 
 def _metrics_table(results: dict) -> Table:

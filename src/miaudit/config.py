@@ -58,6 +58,9 @@ class TrainConfig(_Strict):
     momentum: float = Field(default=0.9, ge=0, lt=1, description="SGD momentum")
     weight_decay: float = Field(default=5e-4, ge=0, description="L2 penalty")
     schedule: Literal["cosine", "constant"] = Field(default="cosine", description="learning-rate schedule")
+    precision: Literal["fp32", "bf16", "fp16"] = Field(
+        default="fp32", description="mixed precision (autocast) for the forward pass; fp16 scales the loss"
+    )
 
 
 class SplitConfig(_Strict):
@@ -84,6 +87,18 @@ class CalibrationConfig(_Strict):
     model's training. ``calibration: none`` turns it off (p-values are then the attacks' raw ones)."""
 
     fraction: float = Field(default=0.2, gt=0, lt=1, description="population share held out when no validation")
+
+
+class ExecutorConfig(_Strict):
+    """Where models train: in this process (local), or as Ray tasks (``pip install miaudit[ray]``) that write
+    into the store, which must then be on storage every worker sees (``cache_dir``)."""
+
+    kind: Literal["local", "ray"] = "local"
+    address: str | None = Field(default=None, description="auto: join a running cluster; none: start a local one")
+    num_workers: int | None = Field(default=None, ge=1, description="tasks at once (default: as the cluster allows)")
+    cpus_per_task: float = Field(default=1.0, gt=0)
+    gpus_per_task: float = Field(default=0.0, ge=0)
+    max_retries: int = Field(default=2, ge=0, description="Ray retries of a failed task")
 
 
 def _calibration(v: Any) -> Any:
@@ -177,6 +192,7 @@ class RunConfig(_Strict):
     )
     cache_dir: Path | None = Field(default=None, description="trained models and decoded data ($MIAUDIT_CACHE_DIR)")
     device: str = Field(default="cpu", description="auto, cpu, cuda, cuda:N or mps; checked against this machine")
+    executor: ExecutorConfig = Field(default=ExecutorConfig(), description="where reference models train: local or ray")
     target: TargetConfig | None = Field(default=None, description="audit this model instead of training one")
     members: Path | None = Field(default=None, description="record indices the target trained on (.npy or text)")
     nonmembers: Path | None = Field(default=None, description="record indices the target did not train on")
@@ -191,6 +207,11 @@ class RunConfig(_Strict):
     _attack_rows = field_validator("attacks", mode="before")(_attack_entries)
     _known_device = field_validator("device")(_device)
     _calibration_none = field_validator("calibration", mode="before")(_calibration)
+
+    @field_validator("executor", mode="before")
+    @classmethod
+    def _executor_shorthand(cls, v: Any) -> Any:
+        return {"kind": v} if isinstance(v, str) else v
 
     @field_validator("dataset", mode="before")
     @classmethod

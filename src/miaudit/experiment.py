@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from . import data
+from . import data, executor
 from .attacks import AttackInputs, ModelAccess, RecordSet
 from .config import RunConfig
 from .data import Dataset, Split
@@ -29,7 +29,7 @@ from .training import ProgressFn, TrainReport, accuracy, predict_logits, seeded_
 class TrainedModel:
     role: str
     module: torch.nn.Module
-    logits: np.ndarray  # (n_records, C) float64, every record of the data set
+    logits: np.ndarray  # (n_records, C), every record of the data set: float64, or float32 memory-mapped from the store
     train_idx: np.ndarray
     seconds: float  # wall-clock training time (from the cache when reused)
     train_accuracy: float
@@ -98,7 +98,7 @@ class Experiment:
     def _record_set(self, idx: np.ndarray) -> RecordSet:
         ds = self.dataset
         ref_logits = (
-            np.stack([r.logits[idx] for r in self.references])
+            np.stack([np.asarray(r.logits[idx], dtype=np.float64) for r in self.references])
             if self.references
             else np.zeros((0, len(idx), ds.n_classes))
         )
@@ -108,7 +108,11 @@ class Experiment:
         # A record outside the pool trained no reference model: False (OUT) for every reference.
         ref_in = np.where(pos >= 0, self.ref_masks[:, np.maximum(pos, 0)], False) if len(self.pool_idx) else None
         return RecordSet(
-            labels=ds.y[idx], target_logits=self.target.logits[idx], ref_logits=ref_logits, ref_in=ref_in, x=ds.x[idx]
+            labels=ds.y[idx],
+            target_logits=np.asarray(self.target.logits[idx], dtype=np.float64),
+            ref_logits=ref_logits,
+            ref_in=ref_in,
+            x=ds.x[idx],
         )
 
     def attack_inputs(self) -> AttackInputs:
@@ -135,9 +139,17 @@ def model_seed(seed: int, role: int) -> int:
     return int(np.random.SeedSequence([seed, role]).generate_state(1)[0])
 
 
+_FP32 = {"precision"}  # fp32 (the default) keeps the cache keys of runs from before the option; others differ
+
+
 def builtin_recipe(cfg: RunConfig, ds: Dataset, arch: str) -> ModelRecipe:
     """An architecture by name trained by miaudit's loop with ``cfg.train``: fully described, so cached."""
-    spec = {"arch": arch, "input_shape": ds.input_shape, "n_classes": ds.n_classes, "train": cfg.train.model_dump()}
+    spec = {
+        "arch": arch,
+        "input_shape": ds.input_shape,
+        "n_classes": ds.n_classes,
+        "train": cfg.train.model_dump(exclude=_FP32 if cfg.train.precision == "fp32" else None),
+    }
     if io.is_import_path(arch):
         spec["arch_source"] = io.source_digest(arch)
     return ModelRecipe(
@@ -180,13 +192,24 @@ def obtain(
     with store.lock(entry, waiting=lambda: log.info("%s: waiting for another run training it", role)):
         hit = store.load(entry, recipe.build)
         if hit is not None:
-            logits, seconds, acc = hit.logits.astype(np.float64), hit.meta["seconds"], hit.meta["train_accuracy"]
+            # the logits stay memory-mapped (float32): rows are read when an attack's inputs are built
+            logits, seconds, acc = hit.logits, hit.meta["seconds"], hit.meta["train_accuracy"]
             progress.finished(role, seconds, cached=True)
             return TrainedModel(role, hit.module, logits, train_idx, seconds, acc, cached=True, architecture=arch)
         model = trained_now()
         meta = {"role": role, "spec": spec, "seconds": model.seconds, "train_accuracy": model.train_accuracy}
         store.save(entry, model.module, meta, model.logits.astype(np.float32))
     return model
+
+
+def train_into_store(
+    root: str, recipe: ModelRecipe, ds: Dataset, device: str, threads: int, role: str, seed: int, train_idx: np.ndarray
+) -> bool:
+    """One model into the store at ``root`` (an executor task; the driver loads it after): whether it was
+    already there. Torch uses the driver's thread count, so the weights are the ones a local run gets."""
+    torch.set_num_threads(threads)
+    with ModelProgress(1) as progress:
+        return obtain(Store(root), recipe, ds, role, seed, train_idx, progress, device).cached
 
 
 def load_dataset(cfg: RunConfig) -> Dataset:
@@ -249,6 +272,14 @@ def with_references(
     online = cfg.mode == "online"
     pool_idx = np.sort(np.concatenate([split.population, query_idx])) if online else split.population
     ref_masks = data.reference_subsets(len(pool_idx), plan.references, cfg.seed, balanced=online)
+    if cfg.executor.kind != "local" and recipe.cache_spec is not None:
+        # the executor's tasks train into the store; the loop below loads them
+        jobs = [
+            (f"reference {k + 1}/{plan.references}", model_seed(cfg.seed, k + 1), pool_idx[ref_masks[k]])
+            for k in range(plan.references)
+        ]
+        shared = (str(store.root), recipe, ds, cfg.device, torch.get_num_threads())
+        executor.run_tasks(cfg.executor, train_into_store, shared, jobs, log=log.info)
     with progress or ModelProgress(plan.references) as tracker:
         refs = [
             obtain(

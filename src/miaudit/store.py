@@ -166,4 +166,4 @@ class Store:
         return model.eval()
 
     def load_logits(self, entry: ModelEntry) -> np.ndarray:
-        return np.load(entry.logits_path, allow_pickle=False)
+        return np.load(entry.logits_path, allow_pickle=False, mmap_mode="r")  # K x N logits never all in memory

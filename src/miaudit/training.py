@@ -52,6 +52,9 @@ def train(
         else torch.optim.lr_scheduler.LambdaLR(opt, lambda _: 1.0)
     )
     loss_fn = nn.CrossEntropyLoss()
+    device_type = torch.device(device).type
+    half = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(cfg.precision)
+    scaler = torch.amp.GradScaler(device_type, enabled=cfg.precision == "fp16" and device_type == "cuda")
     gen = torch.Generator().manual_seed(seed)
     n = len(yt)
     for epoch in range(cfg.epochs):
@@ -59,9 +62,11 @@ def train(
             if len(idx) < 2 and n > 1:  # BatchNorm cannot train on a single record
                 continue
             opt.zero_grad(set_to_none=True)
-            batch_loss = loss_fn(model(xt[idx]), yt[idx])
-            batch_loss.backward()
-            opt.step()
+            with torch.autocast(device_type, dtype=half or torch.float32, enabled=half is not None):
+                batch_loss = loss_fn(model(xt[idx]), yt[idx])
+            scaler.scale(batch_loss).backward()  # a no-op scale unless fp16 on CUDA
+            scaler.step(opt)
+            scaler.update()
         sched.step()
         if progress is not None:
             progress(epoch + 1, cfg.epochs)

@@ -1,0 +1,72 @@
+"""The executor: Ray tasks train the reference models into the store and give a local run's numbers; a
+task that fails once is retried. Skipped without Ray (``pip install miaudit[ray]``); one small local
+cluster (1 CPU) serves the module."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from miaudit import executor, pipeline
+from miaudit.config import ExecutorConfig, RunConfig
+from miaudit.errors import ConfigError
+
+ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install miaudit[ray]")
+
+RAY = ExecutorConfig(kind="ray", max_retries=2)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_cluster() -> Iterator[None]:
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import the tests
+    ray.init(address="local", num_cpus=1, include_dashboard=False, configure_logging=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def test_ray_run_equals_local_run(make_config: Callable[..., RunConfig], tmp_path: Path) -> None:
+    attacks = [{"name": "lira"}, {"name": "rmia"}, {"name": "attack-r"}]
+    local = pipeline.run_config(make_config(attacks=attacks, cache_dir=str(tmp_path / "local")))
+    remote = pipeline.run_config(
+        make_config(attacks=attacks, cache_dir=str(tmp_path / "ray"), executor={"kind": "ray"})
+    )
+    assert list((tmp_path / "ray" / "models").glob("*/meta.json"))  # the tasks wrote into the store
+    for a, b in zip(local.experiment.references, remote.experiment.references):
+        np.testing.assert_array_equal(a.logits, b.logits)
+    for a, b in zip(local.attacks, remote.attacks):
+        np.testing.assert_array_equal(a.result.scores, b.result.scores)
+        assert a.metrics.to_json() == b.metrics.to_json()
+
+
+def fails_once(marker: str, value: int) -> int:
+    """Raise on the first call (no marker yet), succeed on the retry."""
+    path = Path(marker)
+    if not path.exists():
+        path.write_text("failed once")
+        raise RuntimeError("injected failure")
+    return value * 2
+
+
+def test_a_task_that_fails_once_is_retried(tmp_path: Path) -> None:
+    marker = str(tmp_path / "failed")
+    assert executor.run_tasks(RAY, fails_once, (marker,), [(3,)]) == [6]
+    assert Path(marker).read_text() == "failed once"
+
+
+def test_no_retry_left_fails(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match="injected failure"):
+        executor.run_tasks(RAY.model_copy(update={"max_retries": 0}), fails_once, (str(tmp_path / "m"),), [(1,)])
+
+
+def test_local_executor_needs_nothing() -> None:
+    assert executor.run_tasks(ExecutorConfig(), lambda a, b: a + b, (1,), [(2,), (3,)]) == [3, 4]
+
+
+def test_ray_absent_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(ConfigError, match=r"miaudit\[ray\]"):
+        executor.run_tasks(RAY, fails_once, ("x",), [(1,)])
