@@ -149,14 +149,18 @@ def progress_bars() -> Progress:
     )
 
 
-def builtin_recipe(cfg: RunConfig, ds: Dataset, arch: str) -> ModelRecipe:
-    """An architecture by name trained by miaudit's loop with ``cfg.train``: fully described, so cached."""
+def builtin_recipe(cfg: RunConfig, ds: Dataset, arch: str, head_dropout: float = 0.0) -> ModelRecipe:
+    """An architecture by name trained by miaudit's loop with ``cfg.train``: fully described, so cached.
+    ``head_dropout`` > 0 trains with dropout before the head (the plan asks it of the references when an
+    attack samples them by MC Dropout); it is part of the cache key, and absent from it when 0."""
     spec = {"arch": arch, "input_shape": ds.input_shape, "n_classes": ds.n_classes, "train": cfg.train.model_dump()}
+    if head_dropout > 0:
+        spec["head_dropout"] = head_dropout
     if io.is_import_path(arch):
         spec["arch_source"] = io.source_digest(arch)
     return ModelRecipe(
         arch,
-        lambda: build_model(arch, ds.input_shape, ds.n_classes),
+        lambda: build_model(arch, ds.input_shape, ds.n_classes, head_dropout=head_dropout),
         lambda m, x, y, seed, progress: train(m, x, y, cfg.train, seed, cfg.device, progress),
         cfg.train.epochs,
         spec,

@@ -68,7 +68,9 @@ def prepare(cfg: RunConfig, plan: Plan | None = None) -> Experiment:
             cfg.device,
         )
     records = AuditRecords(ds, split, query_idx, is_member)
-    return with_references(cfg, plan, records, target, builtin_recipe(cfg, ds, cfg.reference_architecture), store)
+    return with_references(
+        cfg, plan, records, target, builtin_recipe(cfg, ds, cfg.reference_architecture, plan.head_dropout), store
+    )
 
 
 def run_attack(exp: Experiment, attack: PlannedAttack, inputs: AttackInputs | None = None) -> AttackRun:
