@@ -71,6 +71,7 @@ class Experiment:
     references: list[TrainedModel]
     memo: dict = field(default_factory=dict)
     query_info: dict[str, np.ndarray] = field(default_factory=dict)  # extra per-query columns for reports
+    ref_dataset: Dataset | None = None  # the references' data when they train on another population (``shift``)
 
     def __getstate__(self) -> dict:
         """Pickled without the memo: fitted posteriors and cached features are rebuilt on demand, and
@@ -105,7 +106,7 @@ class Experiment:
             if self.references
             else np.zeros((0, len(idx), ds.n_classes))
         )
-        in_pool = np.full(len(ds), -1)
+        in_pool = np.full(max(len(ds), int(self.pool_idx.max(initial=-1)) + 1), -1)
         in_pool[self.pool_idx] = np.arange(len(self.pool_idx))
         pos = in_pool[idx]
         # A record outside the pool trained no reference model: False (OUT) for every reference.
@@ -116,10 +117,11 @@ class Experiment:
 
     def attack_inputs(self) -> AttackInputs:
         s = self.split
+        pool_ds = self.ref_dataset or self.dataset
         models = ModelAccess(
             target=self.target.module,
             references=[r.module for r in self.references],
-            reference_train=[(self.dataset.x[r.train_idx], self.dataset.y[r.train_idx]) for r in self.references],
+            reference_train=[(pool_ds.x[r.train_idx], pool_ds.y[r.train_idx]) for r in self.references],
             query_x=self.dataset.x[self.query_idx],
             device=self.cfg.device,
             memo=self.memo,
@@ -251,21 +253,31 @@ class AuditRecords:
 
 
 def with_references(
-    cfg: RunConfig, plan: Plan, records: AuditRecords, target: TrainedModel, recipe: ModelRecipe, store: Store
+    cfg: RunConfig,
+    plan: Plan,
+    records: AuditRecords,
+    target: TrainedModel,
+    recipe: ModelRecipe,
+    store: Store,
+    other_pool: tuple[Dataset, np.ndarray] | None = None,
 ) -> Experiment:
     """Train (or load) the reference models the plan uses on random halves of the pool and assemble the
     experiment. Offline, the pool is the population; online it also holds the queries (each IN for half
-    the models)."""
+    the models). ``other_pool`` (a data set holding the target's records then others, and the indices of
+    those others) replaces the pool: the references train on another population (``shift``)."""
     ds, split, query_idx = records.dataset, records.split, records.query_idx
     online = cfg.mode == "online"
     pool_idx = np.sort(np.concatenate([split.population, query_idx])) if online else split.population
+    ref_ds = None
+    if other_pool is not None:
+        ref_ds, pool_idx = other_pool
     ref_masks = data.reference_subsets(len(pool_idx), plan.references, cfg.seed, balanced=online)
     with progress_bars() as progress:
         refs = [
             obtain(
                 store,
                 recipe,
-                ds,
+                ref_ds or ds,
                 f"reference {k + 1}/{plan.references}",
                 model_seed(cfg.seed, k + 1),
                 pool_idx[ref_masks[k]],
@@ -274,6 +286,9 @@ def with_references(
             )
             for k in range(plan.references)
         ]
+    if ref_ds is not None:  # the references' logits on the target's records: the first len(ds) of theirs
+        for r in refs:
+            r.logits = r.logits[: len(ds)]
     return Experiment(
         cfg,
         plan,
@@ -286,4 +301,5 @@ def with_references(
         target,
         refs,
         query_info=records.query_info,
+        ref_dataset=ref_ds,
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from . import calibration, data, metrics, own_model
+from . import calibration, data, metrics, own_model, shift
 from .attacks import AttackInputs, AttackResult, registry
 from .config import RunConfig
 from .experiment import (
@@ -54,6 +54,8 @@ def prepare(cfg: RunConfig, plan: Plan | None = None) -> Experiment:
         return own_model.from_checkpoint(cfg, plan)
     ds = load_dataset(cfg)
     split = with_calibration_records(data.split_indices(len(ds), cfg.seed, cfg.split.as_tuple()), cfg)
+    if cfg.nonmember_data is not None:
+        ds, split = shift.with_ood_nonmembers(cfg, ds, split)
     query_idx, is_member = shuffled_queries(split, cfg.seed)
     store = open_store(cfg)
     with progress_bars() as progress:
@@ -68,9 +70,8 @@ def prepare(cfg: RunConfig, plan: Plan | None = None) -> Experiment:
             cfg.device,
         )
     records = AuditRecords(ds, split, query_idx, is_member)
-    return with_references(
-        cfg, plan, records, target, builtin_recipe(cfg, ds, cfg.reference_architecture, plan.head_dropout), store
-    )
+    recipe = builtin_recipe(cfg, ds, cfg.reference_architecture, plan.head_dropout)
+    return with_references(cfg, plan, records, target, recipe, store, shift.reference_pool(cfg, ds, split))
 
 
 def run_attack(exp: Experiment, attack: PlannedAttack, inputs: AttackInputs | None = None) -> AttackRun:

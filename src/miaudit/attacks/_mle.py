@@ -18,8 +18,9 @@ import numpy as np
 from scipy.special import digamma, polygamma
 
 NEWTON_STEPS = 100
-SHAPE_MAX = 1e8  # a shape beyond this (observations all equal) is capped: the fit is degenerate anyway
+SHAPE_MAX = 1e250  # a cap for degenerate fits (all observations equal); confidences near 1 need alpha ~ 1/(1 - p)
 SHAPE_MIN = 1e-8
+GAMMA_SHAPE_MAX = 1e8  # a Gamma shape beyond this: the observations are (nearly) all equal
 
 
 def _masked_mean(v: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -34,12 +35,12 @@ def gamma_mle(x: np.ndarray, log_x: np.ndarray, mask: np.ndarray) -> tuple[np.nd
     mean_log = _masked_mean(log_x, mask)
     var = _masked_mean(np.square(x - mean), mask)
     with np.errstate(invalid="ignore", divide="ignore"):
-        s = np.maximum(np.log(mean) - mean_log, 0.5 / SHAPE_MAX)  # >= 0 by Jensen; 0 only when all are equal
-        k = np.clip(np.where(var > 0, mean**2 / var, 1.0 / s), SHAPE_MIN, SHAPE_MAX)  # method of moments
+        s = np.maximum(np.log(mean) - mean_log, 0.5 / GAMMA_SHAPE_MAX)  # >= 0 by Jensen; 0 only when all are equal
+        k = np.clip(np.where(var > 0, mean**2 / var, 1.0 / s), SHAPE_MIN, GAMMA_SHAPE_MAX)  # method of moments
     for _ in range(NEWTON_STEPS):
         f = np.log(k) - digamma(k) - s  # decreasing and convex in k: Newton from either side converges
         step = f / (1.0 / k - polygamma(1, k))
-        k = np.clip(np.where(np.isfinite(step), np.maximum(k - step, k / 10), k), SHAPE_MIN, SHAPE_MAX)
+        k = np.clip(np.where(np.isfinite(step), np.maximum(k - step, k / 10), k), SHAPE_MIN, GAMMA_SHAPE_MAX)
     return k, mean / k
 
 
