@@ -109,8 +109,14 @@ def bench(
 @app.command()
 def attacks() -> None:
     """List the registered attacks."""
+    from . import posteriors
+
     for info in registry.all_attacks():
         print(f"{info.name:<12} {info.summary}")
+    print(f"\n  posterior: (bmia, mr-bmia) {' | '.join(posteriors.names())}")
+    print("  family: (exp-family) exponential | gamma | beta | gaussian | gaussian-equal-var")
+    print("  robust: (lira, base2-4, exp-family gaussian) center: mean|median|trimmed, spread: std|winsorized|iqr, ")
+    print("          pool: mean|logsumexp, trim: fraction")
 
 
 def main() -> None:  # pragma: no cover - console entry point
