@@ -36,6 +36,7 @@ class Suite:
     rows: Callable[[int], list[dict[str, Any]]]  # attack rows for a run with K references
     seeds: tuple[int, ...] = (0, 1, 2)
     seeds_for: dict[str, tuple[int, ...]] = field(default_factory=dict)  # fewer seeds where a data set is costly
+    rows_for: dict[str, Callable[[int], list[dict[str, Any]]]] = field(default_factory=dict)  # per data set
 
 
 def table1_rows(k_max: int, budgets: tuple[int, ...] = (1, 2, 4, 8, 16)) -> list[dict[str, Any]]:
@@ -81,6 +82,62 @@ CIFAR10 = {
 }
 AG_NEWS = {"dataset": "ag_news", "model": "mlp", "train": {"epochs": 30, "batch_size": 64, "lr": 0.1}}
 DIGITS = {"dataset": "digits", "model": "mlp", "train": {"epochs": 40, "batch_size": 32, "lr": 0.05}}
+
+
+def posterior_rows(k: int) -> list[dict[str, Any]]:
+    """BMIA paper Table 5: BMIA with each last-layer posterior (one reference model)."""
+    return [
+        {"name": "bmia", "references": 1, "posterior": p, "label": f"bmia posterior={p}"}
+        for p in ("laplace", "mc-dropout", "swag", "ensemble")
+    ]
+
+
+FAMILIES = ("exponential", "gamma", "beta", "gaussian", "gaussian-equal-var")
+ROBUST = {"median": {"center": "median"}, "trimmed": {"center": "trimmed"}, "winsorized": {"spread": "winsorized"}}
+ROBUST |= {"iqr": {"spread": "iqr"}, "logsumexp": {"pool": "logsumexp"}}
+
+
+def family_rows(k_max: int) -> list[dict[str, Any]]:
+    """BaVarIA paper section 3.1 / B.6: each family, and each robust estimator of the Gaussian family, at
+    K = 2, 8, 16 references (online)."""
+    rows: list[dict[str, Any]] = []
+    for k in (2, 8, 16):
+        if k <= k_max:
+            rows += [{"name": "exp-family", "references": k, "family": f, "label": f"{f} (n={k})"} for f in FAMILIES]
+            rows += [
+                {"name": "exp-family", "references": k, "family": "gaussian", **opts, "label": f"gaussian {r} (n={k})"}
+                for r, opts in ROBUST.items()
+            ]
+    return rows
+
+
+def shift_rows(k: int) -> list[dict[str, Any]]:
+    """BMIA paper section 4.4: BMIA against LiRA (1 and 4 references) and RMIA (1) under a shift."""
+    rows = [{"name": "bmia", "references": 1}, {"name": "lira", "references": 1}]
+    return rows + [{"name": "lira", "references": 4}, {"name": "rmia", "references": 1}]
+
+
+# The seeds suite at the scale 2 shared CPU cores allow (see benchmarks/README.md): small subsets, few epochs.
+SEED_CIFAR = {"dataset": {"name": "cifar10", "subset": 1000}, "model": "cnn", "train": {"epochs": 8, "lr": 0.05}}
+SEED_CIFAR_SMALL = {**SEED_CIFAR, "dataset": {"name": "cifar10", "subset": 500}}
+SEED_LOCATION = {"dataset": {"name": "location", "subset": 500}, "model": "mlp", "train": {"epochs": 10}}
+SEEDS_SUITE = Suite(
+    "seeds",
+    "the seeds' methods at small scale: (a) BMIA per posterior on CIFAR-10 (Table 5), 3 seeds; (b) each "
+    "exponential family and robust estimator online at K = 2/8/16 on location and CIFAR-10, 1 seed; (c) BMIA, "
+    "LiRA, RMIA with references on noisy CIFAR-10 and with noisy CIFAR-10 non-members, 1 seed",
+    {
+        "cifar10-posteriors": {**SEED_CIFAR, "references": 1, "min_fpr": 0.005},
+        "location-online": {**SEED_LOCATION, "mode": "online", "references": 16},
+        "cifar10-online": {**SEED_CIFAR_SMALL, "mode": "online", "references": 16},
+        "cifar10-shifted-population": {**SEED_CIFAR_SMALL, "references": 4, "reference_data": "cifar10-noise"},
+        "cifar10-ood-nonmembers": {**SEED_CIFAR_SMALL, "references": 4, "nonmember_data": "cifar10-noise"},
+    },
+    lambda k: shift_rows(k),
+    seeds_for={d: (0,) for d in ("location-online", "cifar10-online", "cifar10-shifted-population")}
+    | {"cifar10-ood-nonmembers": (0,)},
+    rows_for={"cifar10-posteriors": posterior_rows, "location-online": family_rows, "cifar10-online": family_rows},
+)
 
 SUITES: dict[str, Suite] = {
     s.name: s
@@ -129,6 +186,7 @@ SUITES: dict[str, Suite] = {
             lambda k: ablation_rows(k),
             seeds_for={"location": (0,), "cifar10-mismatch": (0,)},
         ),
+        SEEDS_SUITE,
     ]
 }
 
@@ -191,7 +249,7 @@ def _row_metrics(entry: dict[str, Any], refs: list[dict[str, Any]]) -> dict[str,
 
 def run_dataset(suite: Suite, label: str, seed: int, cache_dir: Path | None) -> dict[str, Any]:
     base = dict(suite.datasets[label])
-    rows = suite.rows(base.get("references", 0))
+    rows = suite.rows_for.get(label, suite.rows)(base.get("references", 0))
     cfg = config.from_dict(
         {**base, "seed": seed, "attacks": rows, **({"cache_dir": str(cache_dir)} if cache_dir else {})}
     )

@@ -17,6 +17,7 @@ on the queries and the calibration records together: whatever it fits from the b
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Literal
 
 import numpy as np
 
@@ -37,15 +38,20 @@ def _joined_records(first: RecordSet, second: RecordSet) -> RecordSet:
     )
 
 
-def with_calibration_queries(inputs: AttackInputs) -> AttackInputs:
-    """The inputs with the validation records appended to the queries (the attack scores both alike)."""
-    calibration = inputs.require("validation")
+def with_calibration_queries(
+    inputs: AttackInputs, part: Literal["validation", "population"] = "validation"
+) -> AttackInputs:
+    """The inputs with the calibration records appended to the queries (the attack scores both alike).
+
+    Offline they are the validation records. Online they are the population records: like the queries
+    they are IN for half the reference models (an online attack needs IN observations of every record)
+    and none trained the target."""
+    calibration = inputs.require(part)
     joined = _joined_records(inputs.queries, calibration)
     models = inputs.models
     if models is not None and calibration.x is not None:
-        models = replace(
-            models, query_x=np.concatenate([models.query_x, calibration.x]), query_set="queries+validation"
-        )
+        query_x = np.concatenate([models.query_x, calibration.x])
+        models = replace(models, query_x=query_x, query_set=f"queries+{part}")
     return replace(inputs, queries=joined, models=models)
 
 

@@ -229,13 +229,17 @@ def bench(
 @app.command()
 def attacks(name: str | None = typer.Argument(None, help="an attack: show its parameters and needs")) -> None:
     """List the registered attacks, or show one attack's parameters (type, default, limits) and needs."""
-    from . import configdoc
+    from . import configdoc, posteriors
     from .attacks import registry
     from .errors import did_you_mean
 
     if name is None:
         for info in registry.all_attacks():
             print(f"{info.name:<12} {info.summary}")
+        print(f"\n  posterior: (bmia, mr-bmia) {' | '.join(posteriors.names())}")
+        print("  family: (exp-family) exponential | gamma | beta | gaussian | gaussian-equal-var")
+        print("  robust: (lira, base2-4, exp-family gaussian) center: mean|median|trimmed, spread: std|winsorized|iqr,")
+        print("          pool: mean|logsumexp, trim: fraction")
         print("\n`miaudit attacks NAME` shows an attack's parameters")
         return
     if name.lower() not in registry.names():

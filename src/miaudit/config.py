@@ -197,6 +197,13 @@ class RunConfig(_Strict):
     members: Path | None = Field(default=None, description="record indices the target trained on (.npy or text)")
     nonmembers: Path | None = Field(default=None, description="record indices the target did not train on")
     queries: Path | None = Field(default=None, description="record indices to audit, membership unknown")
+    reference_data: DataConfig | None = Field(
+        default=None,
+        description="robustness: the reference models train on this population (same features and labels)",
+    )
+    nonmember_data: DataConfig | None = Field(
+        default=None, description="robustness: non-member queries drawn from this source instead of the target's"
+    )
     min_fpr: float | None = Field(
         default=None,
         gt=0,
@@ -213,10 +220,23 @@ class RunConfig(_Strict):
     def _executor_shorthand(cls, v: Any) -> Any:
         return {"kind": v} if isinstance(v, str) else v
 
-    @field_validator("dataset", mode="before")
+    @field_validator("dataset", "reference_data", "nonmember_data", mode="before")
     @classmethod
     def _dataset_shorthand(cls, v: Any) -> Any:
-        return {"name": v} if isinstance(v, str) else v
+        """A bare string is a built-in name, or a file path when it names a .npz/.csv file."""
+        if isinstance(v, str):
+            return {"path": v} if v.lower().endswith((".npz", ".csv")) else {"name": v}
+        return v
+
+    @model_validator(mode="after")
+    def _shift_scenarios(self) -> RunConfig:
+        if self.target is not None and (self.reference_data or self.nonmember_data):
+            raise ValueError("reference_data: the shift scenarios train the target; they do not apply to target:")
+        if self.reference_data is not None and self.mode == "online":
+            raise ValueError(
+                "reference_data: online references train on the queries, from the target's data; use mode: offline"
+            )
+        return self
 
     _known_architecture = field_validator("model", "reference_model")(_architecture_name)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 import torch
@@ -68,6 +69,7 @@ class Experiment:
     references: list[TrainedModel]
     memo: dict = field(default_factory=dict)
     query_info: dict[str, np.ndarray] = field(default_factory=dict)  # extra per-query columns for reports
+    ref_dataset: Dataset | None = None  # the references' data when they train on another population (``shift``)
 
     def __getstate__(self) -> dict:
         """Pickled without the memo: fitted posteriors and cached features are rebuilt on demand, and
@@ -75,9 +77,15 @@ class Experiment:
         return {**self.__dict__, "memo": {}}
 
     @property
+    def calibration_part(self) -> Literal["validation", "population"]:
+        """The records p-values are calibrated on: validation offline, the pool's population online
+        (``calibration.with_calibration_queries``)."""
+        return "population" if self.plan.mode == "online" else "validation"
+
+    @property
     def calibrates(self) -> bool:
         """Whether p-values are calibrated: calibration is on and there are records to calibrate on."""
-        return self.cfg.calibration is not None and len(self.split.validation) > 0
+        return self.cfg.calibration is not None and len(getattr(self.split, self.calibration_part)) > 0
 
     @property
     def membership_known(self) -> bool:
@@ -102,7 +110,7 @@ class Experiment:
             if self.references
             else np.zeros((0, len(idx), ds.n_classes))
         )
-        in_pool = np.full(len(ds), -1)
+        in_pool = np.full(max(len(ds), int(self.pool_idx.max(initial=-1)) + 1), -1)
         in_pool[self.pool_idx] = np.arange(len(self.pool_idx))
         pos = in_pool[idx]
         # A record outside the pool trained no reference model: False (OUT) for every reference.
@@ -117,10 +125,11 @@ class Experiment:
 
     def attack_inputs(self) -> AttackInputs:
         s = self.split
+        pool_ds = self.ref_dataset or self.dataset
         models = ModelAccess(
             target=self.target.module,
             references=[r.module for r in self.references],
-            reference_train=[(self.dataset.x[r.train_idx], self.dataset.y[r.train_idx]) for r in self.references],
+            reference_train=[(pool_ds.x[r.train_idx], pool_ds.y[r.train_idx]) for r in self.references],
             query_x=self.dataset.x[self.query_idx],
             device=self.cfg.device,
             memo=self.memo,
@@ -142,19 +151,23 @@ def model_seed(seed: int, role: int) -> int:
 _FP32 = {"precision"}  # fp32 (the default) keeps the cache keys of runs from before the option; others differ
 
 
-def builtin_recipe(cfg: RunConfig, ds: Dataset, arch: str) -> ModelRecipe:
-    """An architecture by name trained by miaudit's loop with ``cfg.train``: fully described, so cached."""
+def builtin_recipe(cfg: RunConfig, ds: Dataset, arch: str, head_dropout: float = 0.0) -> ModelRecipe:
+    """An architecture by name trained by miaudit's loop with ``cfg.train``: fully described, so cached.
+    ``head_dropout`` > 0 trains with dropout before the head (the plan asks it of the references when an
+    attack samples them by MC Dropout); it is part of the cache key, and absent from it when 0."""
     spec = {
         "arch": arch,
         "input_shape": ds.input_shape,
         "n_classes": ds.n_classes,
         "train": cfg.train.model_dump(exclude=_FP32 if cfg.train.precision == "fp32" else None),
     }
+    if head_dropout > 0:
+        spec["head_dropout"] = head_dropout
     if io.is_import_path(arch):
         spec["arch_source"] = io.source_digest(arch)
     return ModelRecipe(
         arch,
-        lambda: build_model(arch, ds.input_shape, ds.n_classes),
+        lambda: build_model(arch, ds.input_shape, ds.n_classes, head_dropout=head_dropout),
         lambda m, x, y, seed, progress: train(m, x, y, cfg.train, seed, cfg.device, progress),
         cfg.train.epochs,
         spec,
@@ -264,13 +277,19 @@ def with_references(
     recipe: ModelRecipe,
     store: Store,
     progress: ModelProgress | None = None,
+    other_pool: tuple[Dataset, np.ndarray] | None = None,
 ) -> Experiment:
     """Train (or load) the reference models the plan uses on random halves of the pool and assemble the
     experiment. Offline, the pool is the population; online it also holds the queries (each IN for half
-    the models). ``progress`` counts the models (default: these references only)."""
+    the models). ``progress`` counts the models (default: these references only). ``other_pool`` (a data
+    set holding the target's records then others, and the indices of those others) replaces the pool: the
+    references train on another population (``shift``)."""
     ds, split, query_idx = records.dataset, records.split, records.query_idx
     online = cfg.mode == "online"
     pool_idx = np.sort(np.concatenate([split.population, query_idx])) if online else split.population
+    ref_ds = None
+    if other_pool is not None:
+        ref_ds, pool_idx = other_pool
     ref_masks = data.reference_subsets(len(pool_idx), plan.references, cfg.seed, balanced=online)
     if cfg.executor.kind != "local" and recipe.cache_spec is not None:
         # the executor's tasks train into the store; the loop below loads them
@@ -285,7 +304,7 @@ def with_references(
             obtain(
                 store,
                 recipe,
-                ds,
+                ref_ds or ds,
                 f"reference {k + 1}/{plan.references}",
                 model_seed(cfg.seed, k + 1),
                 pool_idx[ref_masks[k]],
@@ -294,6 +313,9 @@ def with_references(
             )
             for k in range(plan.references)
         ]
+    if ref_ds is not None:  # the references' logits on the target's records: the first len(ds) of theirs
+        for r in refs:
+            r.logits = r.logits[: len(ds)]
     return Experiment(
         cfg,
         plan,
@@ -306,4 +328,5 @@ def with_references(
         target,
         refs,
         query_info=records.query_info,
+        ref_dataset=ref_ds,
     )

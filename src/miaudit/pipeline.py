@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from . import calibration, data, metrics, own_model
+from . import calibration, data, metrics, own_model, shift
 from .attacks import AttackInputs, AttackResult, registry
 from .config import RunConfig
 from .experiment import (
@@ -54,6 +54,8 @@ def prepare(cfg: RunConfig, plan: Plan | None = None) -> Experiment:
     ds = load_dataset(cfg)
     log.debug("data %s: %d records, %d classes, input shape %s", ds.name, len(ds), ds.n_classes, ds.input_shape)
     split = with_calibration_records(data.split_indices(len(ds), cfg.seed, cfg.split.as_tuple()), cfg)
+    if cfg.nonmember_data is not None:
+        ds, split = shift.with_ood_nonmembers(cfg, ds, split)
     query_idx, is_member = shuffled_queries(split, cfg.seed)
     store = open_store(cfg)
     log.debug("models: the target and %d reference model(s), cache %s", plan.references, store.root)
@@ -69,8 +71,9 @@ def prepare(cfg: RunConfig, plan: Plan | None = None) -> Experiment:
             cfg.device,
         )
         records = AuditRecords(ds, split, query_idx, is_member)
-        recipe = builtin_recipe(cfg, ds, cfg.reference_architecture)
-        return with_references(cfg, plan, records, target, recipe, store, progress)
+        recipe = builtin_recipe(cfg, ds, cfg.reference_architecture, plan.head_dropout)
+        pool = shift.reference_pool(cfg, ds, split)
+        return with_references(cfg, plan, records, target, recipe, store, progress, pool)
 
 
 def run_attack(exp: Experiment, attack: PlannedAttack, inputs: AttackInputs | None = None) -> AttackRun:
@@ -80,7 +83,7 @@ def run_attack(exp: Experiment, attack: PlannedAttack, inputs: AttackInputs | No
         attack.info.warmup()
     calibrating = attack.info.pvalues and exp.calibrates
     start = time.perf_counter()
-    run_on = calibration.with_calibration_queries(inputs) if calibrating else inputs
+    run_on = calibration.with_calibration_queries(inputs, exp.calibration_part) if calibrating else inputs
     result = registry.execute(attack.info, attack.params, attack.references, run_on)
     if calibrating:
         result = calibration.split_calibrated(result, len(inputs.queries.labels))

@@ -44,6 +44,7 @@ class Plan:
     references: int  # reference models to train: the most any attack uses
     mode: str
     roles: frozenset[str]  # record sets besides the queries: "population", "validation"
+    head_dropout: float = 0.0  # references train with dropout before the head (an attack samples them by MC Dropout)
 
     @property
     def needs_last_layer(self) -> str | None:
@@ -75,7 +76,26 @@ def build(cfg: RunConfig, roles: Iterable[str] | None = None) -> Plan:
         rows.append((name, params, k))
     labels = unique_labels(rows)
     attacks = tuple(PlannedAttack(n, label, p, k) for (n, p, k), label in zip(rows, labels))
-    return Plan(attacks, max((a.references for a in attacks), default=0), cfg.mode, roles)
+    refs = max((a.references for a in attacks), default=0)
+    return Plan(attacks, refs, cfg.mode, roles, head_dropout(attacks))
+
+
+def head_dropout(attacks: Sequence[PlannedAttack]) -> float:
+    """The dropout rate the reference models train with before their head: MC Dropout (posterior
+    mc-dropout) samples a model trained with dropout (Gal & Ghahramani 2016), so the references it
+    samples are trained that way; 0 when no attack asks. One rate per run: the references are shared."""
+    rates = [
+        (i, float(getattr(a.params, "dropout_rate", 0.0)))
+        for i, a in enumerate(attacks)
+        if getattr(a.params, "posterior", None) == "mc-dropout"
+    ]
+    other = next(((j, q) for j, q in rates if q != rates[0][1]), None)
+    if other is not None:
+        raise ConfigError(
+            f"attacks.{other[0]}.dropout_rate: {other[1]} differs from attacks.{rates[0][0]}'s {rates[0][1]}; the "
+            "references are trained once, with one head-dropout rate, for every mc-dropout row"
+        )
+    return max((r for _, r in rates), default=0.0)
 
 
 def _parse(i: int, raw: Mapping[str, Any]) -> tuple[str, AttackParams]:

@@ -13,7 +13,7 @@ the attacks wire them to the posteriors.
 from __future__ import annotations
 
 import numpy as np
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from .. import posteriors, signals
 from ..errors import AttackRequirementError
@@ -62,6 +62,17 @@ class MRBMIAParams(AttackParams):
     hessian: Hessian = Field(default="kron", description="laplace: structure of the GGN")
     prior: Prior = Field(default="marglik", description="laplace: prior precision by marginal or validation likelihood")
     predictive: Predictive = Field(default="weights", description="laplace: sample head weights, or GLM logits")
+    dropout_rate: float = Field(
+        default=0.2, ge=0, lt=1, description="mc-dropout: feature dropout rate (the references train with it)"
+    )
+    swag_snapshots: int = Field(
+        default=20, ge=2, description="swag: SGD epochs from the trained head, one snapshot each"
+    )
+    swag_rank: int = Field(default=10, ge=1, description="swag: rank of the covariance's low-rank part")
+    swag_lr: float = Field(default=0.01, gt=0, description="swag: constant SGD learning rate")
+    ensemble_members: int = Field(default=10, ge=2, description="ensemble: heads M (replaces samples)")
+    ensemble_epochs: int = Field(default=20, ge=1, description="ensemble: SGD epochs per head")
+    ensemble_lr: float = Field(default=0.05, gt=0, description="ensemble: SGD learning rate")
     signal: Signal = Signal.hinge
     chunk_size: int | None = Field(default=None, ge=1, description="records scored at once; default bounds memory")
     seed: int = Field(default=0, description="offset added to the run seed for posterior sampling")
@@ -72,6 +83,13 @@ class MRBMIAParams(AttackParams):
         if name not in posteriors.names():
             raise ValueError(f"unknown posterior {name!r}; expected one of {posteriors.names()}")
         return name
+
+    @model_validator(mode="after")
+    def _valid_options(self) -> MRBMIAParams:
+        """The chosen posterior accepts its options (e.g. mc-dropout refuses a rate of 0): refused with
+        the config, before any model is trained."""
+        posteriors.create(self.posterior, **posteriors.options_for(self.posterior, self))
+        return self
 
 
 class BMIAParams(MRBMIAParams):
@@ -104,13 +122,17 @@ def _seed(inputs: AttackInputs, params: MRBMIAParams, k: int) -> int:
     return int(np.random.SeedSequence([inputs.seed, params.seed, k]).generate_state(1)[0])
 
 
-def _moments(inputs: AttackInputs, params: MRBMIAParams) -> tuple[np.ndarray, np.ndarray]:
-    """(K, N) sample means and variances (ddof=1) of the queries' score under each reference's posterior."""
+def _moments(inputs: AttackInputs, params: MRBMIAParams) -> tuple[np.ndarray, np.ndarray, int]:
+    """(K, N) sample means and variances (ddof=1) of the queries' score under each reference's posterior,
+    and the number of draws M behind each (``samples``, or an ensemble's members)."""
     models = inputs.require_models()
     means, variances = [], []
+    n_draws = params.samples
     for k in range(len(models.references)):
+        posterior = _fitted_posterior(inputs, k, params)
+        n_draws = posterior.draws(params.samples)
         mean, var = posteriors.score_moments(
-            _fitted_posterior(inputs, k, params),
+            posterior,
             models.query_features(k),
             inputs.queries.labels,
             n_samples=params.samples,
@@ -120,19 +142,19 @@ def _moments(inputs: AttackInputs, params: MRBMIAParams) -> tuple[np.ndarray, np
         )
         means.append(mean)
         variances.append(var)
-    return np.stack(means), np.stack(variances)
+    return np.stack(means), np.stack(variances), n_draws
 
 
 def _attack(inputs: AttackInputs, params: MRBMIAParams) -> AttackResult:
     """Algorithm 1 for one reference, 2 for several; the score is -log p. (Conformal calibration, paper
     F.1, is done for every p-value attack alike by ``miaudit.calibration``.)"""
-    means, variances = _moments(inputs, params)
+    means, variances, n_draws = _moments(inputs, params)
     q = inputs.queries
     s0 = signals.oriented(params.signal, q.target_logits, q.labels)
     if means.shape[0] == 1:
-        t, df, log_p = bmia_test(s0, means[0], variances[0], params.samples)
+        t, df, log_p = bmia_test(s0, means[0], variances[0], n_draws)
     else:
-        t, df, log_p = mr_bmia_test(s0, means, variances, params.samples)
+        t, df, log_p = mr_bmia_test(s0, means, variances, n_draws)
     return AttackResult(scores=-log_p, log_pvalues=log_p, extra={"t": t, "df": df})
 
 
@@ -142,7 +164,7 @@ _TEST = {"modes": ("offline",), "needs": frozenset({"models"}), "pvalues": True,
 
 @register("bmia", params=BMIAParams, min_references=1, max_references=1, **_TEST)
 def bmia(inputs: AttackInputs, params: BMIAParams) -> AttackResult:
-    """BMIA: t-test of the target score against posterior samples of one reference's last layer"""
+    """BMIA: t-test of the score against last-layer posterior draws (posterior: laplace|mc-dropout|swag|ensemble)"""
     return _attack(inputs, params)
 
 

@@ -58,6 +58,7 @@ from ._refstats import (
     observations,
     require_each,
 )
+from ._robust import RobustParams, robust_moments
 from .base import AttackInputs, AttackParams, AttackResult
 from .registry import register
 
@@ -69,6 +70,10 @@ class Base1Params(AttackParams):
 
 class GaussianParams(AttackParams):
     signal: Signal = "rescaled_logit"
+
+
+class BaseParams(GaussianParams, RobustParams):
+    """BASE2-4: the Gaussian options and robust estimators of the per-record moments (``_robust``)."""
 
 
 class BavariaParams(GaussianParams):
@@ -128,13 +133,13 @@ def class_stats(inputs: AttackInputs, signal: Signal, attack: str) -> ClassStats
     )
 
 
-def _per_record(inputs: AttackInputs, signal: Signal, attack: str) -> tuple[np.ndarray, Moments, Moments]:
+def _per_record(inputs: AttackInputs, params: BaseParams, attack: str) -> tuple[np.ndarray, Moments, Moments]:
     """(z_0, IN moments, OUT moments) per record; every record needs both classes (BASE2-4 have no prior)."""
-    z0, z = observations(inputs.queries, signal)
+    z0, z = observations(inputs.queries, params.signal)
     member, out = membership_masks(inputs, attack)
     require_each(member, attack, "IN")
     require_each(out, attack, "OUT")
-    return z0, moments(z, member), moments(z, out)
+    return z0, robust_moments(z, member, params), robust_moments(z, out, params)
 
 
 def _mean_gap(z0: np.ndarray, inside: Moments, outside: Moments) -> tuple[np.ndarray, np.ndarray]:
@@ -150,26 +155,26 @@ _ONLINE: dict[str, Any] = {
 }
 
 
-@register("base2", params=GaussianParams, min_references=1, **_ONLINE)
-def base2(inputs: AttackInputs, params: GaussianParams) -> AttackResult:
+@register("base2", params=BaseParams, min_references=1, **_ONLINE)
+def base2(inputs: AttackInputs, params: BaseParams) -> AttackResult:
     """BASE2: Gaussian LLR with per-record IN/OUT means and one constant variance (online)"""
-    gap, centred = _mean_gap(*_per_record(inputs, params.signal, "base2"))
+    gap, centred = _mean_gap(*_per_record(inputs, params, "base2"))
     return AttackResult(scores=gap * centred)
 
 
-@register("base3", params=GaussianParams, min_references=2, **_ONLINE)
-def base3(inputs: AttackInputs, params: GaussianParams) -> AttackResult:
+@register("base3", params=BaseParams, min_references=2, **_ONLINE)
+def base3(inputs: AttackInputs, params: BaseParams) -> AttackResult:
     """BASE3: Gaussian LLR with per-record IN/OUT means and a pooled per-record variance (online)"""
-    z0, inside, outside = _per_record(inputs, params.signal, "base3")
+    z0, inside, outside = _per_record(inputs, params, "base3")
     gap, centred = _mean_gap(z0, inside, outside)
     pooled_var = (inside.sum_sq + outside.sum_sq) / (inside.n + outside.n)
     return AttackResult(scores=gap / np.maximum(pooled_var, VAR_FLOOR) * centred)
 
 
-@register("base4", params=GaussianParams, min_references=2, **_ONLINE)
-def base4(inputs: AttackInputs, params: GaussianParams) -> AttackResult:
+@register("base4", params=BaseParams, min_references=2, **_ONLINE)
+def base4(inputs: AttackInputs, params: BaseParams) -> AttackResult:
     """BASE4: Gaussian LLR with per-record IN/OUT means and variances (= LiRA, per-record variance; online)"""
-    z0, inside, outside = _per_record(inputs, params.signal, "base4")
+    z0, inside, outside = _per_record(inputs, params, "base4")
     return AttackResult(scores=gaussian_llr(z0, inside.mean, inside.var, outside.mean, outside.var))
 
 

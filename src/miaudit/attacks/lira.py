@@ -25,18 +25,8 @@ from typing import Literal
 
 import numpy as np
 
-from ._refstats import (
-    Center,
-    Signal,
-    center,
-    gaussian_llr,
-    gaussian_log_sf,
-    global_moments,
-    membership_masks,
-    moments,
-    observations,
-    require_each,
-)
+from ._refstats import Signal, gaussian_llr, gaussian_log_sf, membership_masks, observations, require_each
+from ._robust import RobustParams, robust_global_var, robust_moments
 from .base import AttackInputs, AttackParams, AttackResult
 from .registry import register
 
@@ -45,10 +35,11 @@ from .registry import register
 PER_RECORD_VARIANCE_MIN_REFERENCES = 64
 
 
-class LiraParams(AttackParams):
+class LiraParams(AttackParams, RobustParams):
+    """LiRA's options; ``center``, ``spread``, ``pool`` and ``trim`` choose robust estimators (``_robust``)."""
+
     signal: Signal = "rescaled_logit"
     variance: Literal["auto", "global", "per_record"] = "auto"
-    center: Center = "mean"
 
 
 def uses_per_record_variance(variance: str, n_references: int) -> bool:
@@ -61,9 +52,9 @@ def uses_per_record_variance(variance: str, n_references: int) -> bool:
 def _class_gaussian(
     z: np.ndarray, mask: np.ndarray, params: LiraParams, per_record: bool, global_var: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(per-record centre, variance) of one class: per-record MLE variance or the global one."""
-    var = moments(z, mask).var if per_record else np.full(z.shape[1], global_var)
-    return center(z, mask, params.center), var
+    """(per-record centre, variance) of one class: per-record variance or the global one."""
+    m = robust_moments(z, mask, params)
+    return m.mean, m.var if per_record else np.full(z.shape[1], global_var)
 
 
 @register("lira", params=LiraParams, min_references=1, pvalues=True)
@@ -74,11 +65,11 @@ def lira(inputs: AttackInputs, params: LiraParams) -> AttackResult:
     per_record = uses_per_record_variance(params.variance, inputs.n_references)
     require_each(out, "lira", "OUT")
     if inputs.mode == "offline":
-        mu_out, var_out = _class_gaussian(z, out, params, per_record, global_moments(z, out)[1])
+        mu_out, var_out = _class_gaussian(z, out, params, per_record, robust_global_var(z, out, params))
         log_p = gaussian_log_sf(z0, mu_out, var_out)
         return AttackResult(scores=-log_p, log_pvalues=log_p, extra={"mu_out": mu_out, "sd_out": np.sqrt(var_out)})
     require_each(member, "lira", "IN")
-    global_var = global_moments(z, member)[1]  # released code: np.std(dat_in) for both classes
+    global_var = robust_global_var(z, member, params)  # released code: np.std(dat_in) for both classes
     mu_in, var_in = _class_gaussian(z, member, params, per_record, global_var)
     mu_out, var_out = _class_gaussian(z, out, params, per_record, global_var)
     return AttackResult(

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import torch.nn as nn
 
 from . import io
-from .base import ARCHITECTURES, register_model
+from .base import ARCHITECTURES, register_model, with_head_dropout
 from .cnn import SmallCNN  # each built-in module registers its architecture on import
 from .mlp import MLP
 from .resnet import SmallResNet
@@ -29,15 +29,28 @@ def architecture(name: str) -> Callable[..., nn.Module]:
         ) from None
 
 
-def build_model(name: str, input_shape: tuple[int, ...], n_classes: int, **kwargs) -> nn.Module:
+def build_model(
+    name: str, input_shape: tuple[int, ...], n_classes: int, head_dropout: float = 0.0, **kwargs
+) -> nn.Module:
     """A fresh model of architecture ``name`` for inputs of ``input_shape`` (no batch axis); an
-    architecture that does not fit them (a CNN on tabular rows) is a one-line ModelError."""
+    architecture that does not fit them (a CNN on tabular rows) is a one-line ModelError.
+    ``head_dropout`` > 0 trains it with dropout before the head (``with_head_dropout``)."""
     try:
-        return architecture(name)(tuple(input_shape), n_classes, **kwargs)
+        return with_head_dropout(architecture(name)(tuple(input_shape), n_classes, **kwargs), head_dropout)
     except io.ModelError:
         raise
     except ValueError as e:
         raise io.ModelError(str(e).splitlines()[0]) from None
 
 
-__all__ = ["register_model", "ARCHITECTURES", "architecture", "build_model", "io", "MLP", "SmallCNN", "SmallResNet"]
+__all__ = [
+    "register_model",
+    "with_head_dropout",
+    "ARCHITECTURES",
+    "architecture",
+    "build_model",
+    "io",
+    "MLP",
+    "SmallCNN",
+    "SmallResNet",
+]

@@ -7,6 +7,7 @@ from typing import TypeVar
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 M = TypeVar("M", bound=Callable[..., nn.Module])
 ARCHITECTURES: dict[str, Callable[..., nn.Module]] = {}  # name -> factory(input_shape, n_classes)
@@ -26,16 +27,38 @@ def register_model(name: str) -> Callable[[M], M]:
 
 
 class FeatureHeadModel(nn.Module):
-    """Subclasses set ``self.body`` and ``self.head`` (nn.Linear); forward = head(features(x))."""
+    """Subclasses set ``self.body`` and ``self.head`` (nn.Linear); forward = head(features(x)).
+
+    ``head_dropout`` (default 0: none) applies dropout to the penultimate features before the head while
+    training, as MC Dropout requires of the model it samples (``with_head_dropout``); in eval mode, and
+    in ``features``, there is none, so the trained weights are used as any other model's."""
 
     body: nn.Module
     head: nn.Linear
+    head_dropout: float = 0.0
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
         return self.body(x)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.features(x))
+        phi = self.features(x)
+        if self.head_dropout > 0:
+            phi = F.dropout(phi, self.head_dropout, self.training)
+        return self.head(phi)
+
+
+def with_head_dropout(model: nn.Module, rate: float) -> nn.Module:
+    """``model`` set to train with dropout at ``rate`` before its head (a built-in architecture only:
+    a user's module has its own forward, which miaudit does not rewrite)."""
+    if rate <= 0:
+        return model
+    if not isinstance(model, FeatureHeadModel):
+        raise ValueError(
+            f"model: the mc-dropout posterior trains the reference with dropout before the head, which needs a "
+            f"built-in architecture; {type(model).__name__} is not one"
+        )
+    model.head_dropout = rate
+    return model
 
 
 class ImageModel(FeatureHeadModel):

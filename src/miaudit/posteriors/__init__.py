@@ -6,7 +6,7 @@ pick one by name (their ``posterior:`` parameter).
 
 from __future__ import annotations
 
-from . import laplace
+from . import ensemble, laplace, mc_dropout, swag
 from .base import FeatureSet, Posterior, create, names, options_for, register, score_moments, signed_signal
 
 __all__ = [
@@ -18,5 +18,8 @@ __all__ = [
     "register",
     "score_moments",
     "signed_signal",
+    "ensemble",
     "laplace",
+    "mc_dropout",
+    "swag",
 ]

@@ -40,6 +40,10 @@ class Posterior(ABC):
     def fit(self, head: nn.Linear, train: FeatureSet, validation: FeatureSet | None = None) -> None:
         """Fit around ``head`` (not modified) on its training records' features."""
 
+    def draws(self, n_samples: int) -> int:
+        """How many draws M ``logit_chunks`` gives when asked for ``n_samples`` (an ensemble has its members)."""
+        return n_samples
+
     @abstractmethod
     def logit_chunks(
         self, features: torch.Tensor, n_samples: int, seed: int, chunk_size: int | None = None
@@ -82,6 +86,34 @@ def chunk_size_for(chunk_size: int | None, n_samples: int, n_classes: int) -> in
 
 def generator(seed: int, device: torch.device | str) -> torch.Generator:
     return torch.Generator(device=device).manual_seed(seed)
+
+
+def head_logit_chunks(
+    heads: torch.Tensor, n_classes: int, features: torch.Tensor, chunk_size: int | None
+) -> Iterator[tuple[int, torch.Tensor]]:
+    """Logits phi(x) W_m^T + b_m of M heads given as (C*M, d+1) float rows [W_c | b_c], class-major (row
+    c*M + m is class c of head m): one matrix product per chunk of records, (n_chunk, C, M) each."""
+    n_samples = heads.shape[0] // n_classes
+    step = chunk_size_for(chunk_size, n_samples, n_classes)
+    for start in range(0, len(features), step):
+        phi = features[start : start + step].to(heads.dtype)
+        phi1 = torch.cat([phi, phi.new_ones(len(phi), 1)], dim=1)
+        yield start, (phi1 @ heads.T).view(len(phi), n_classes, n_samples)
+
+
+def heads_from_vectors(theta: torch.Tensor, n_classes: int) -> torch.Tensor:
+    """M head vectors (M, C*(d+1)) laid out as ``head_vector`` gives them, as (C*M, d+1) float32 rows
+    [W_c | b_c], class-major: the layout ``head_logit_chunks`` takes."""
+    n_samples = theta.shape[0]
+    rows = theta.reshape(n_samples, n_classes, -1)
+    return rows.transpose(0, 1).reshape(n_classes * n_samples, -1).float()
+
+
+def head_vector(head: nn.Linear) -> torch.Tensor:
+    """The head as one float64 vector: the (C, d+1) matrix [W | b] row-major (bias 0 when it has none)."""
+    w = head.weight.detach().double()
+    b = head.bias.detach().double() if head.bias is not None else w.new_zeros(w.shape[0])
+    return torch.cat([w, b[:, None]], dim=1).reshape(-1)
 
 
 def signed_signal(name: Signal | str, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:

@@ -30,7 +30,15 @@ import torch
 import torch.nn as nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from .base import FeatureSet, Posterior, chunk_size_for, generator, predictive_loglik, register
+from .base import (
+    FeatureSet,
+    Posterior,
+    chunk_size_for,
+    generator,
+    head_logit_chunks,
+    predictive_loglik,
+    register,
+)
 
 Hessian = Literal["diag", "kron", "full"]
 Prior = Literal["marglik", "validation"]
@@ -128,12 +136,7 @@ class LaplacePosterior(Posterior):
     ) -> Iterator[tuple[int, torch.Tensor]]:
         """Logits phi(x) W_m^T + b_m of M sampled heads, one matrix product per chunk."""
         n_classes = self.la.model.last_layer.out_features
-        heads = self.sampled_heads(n_samples, seed)
-        step = chunk_size_for(chunk_size, n_samples, n_classes)
-        for start in range(0, len(features), step):
-            phi = features[start : start + step].float()
-            phi1 = torch.cat([phi, phi.new_ones(len(phi), 1)], dim=1)
-            yield start, (phi1 @ heads.T).view(len(phi), n_classes, n_samples)
+        return head_logit_chunks(self.sampled_heads(n_samples, seed), n_classes, features, chunk_size)
 
     def _glm_chunks(
         self, features: torch.Tensor, n_samples: int, seed: int, chunk_size: int | None

@@ -99,7 +99,10 @@ def results_json(res: RunResult) -> dict:
         "reference_models": [
             {"train_accuracy": r.train_accuracy, "seconds": r.seconds, "cached": r.cached} for r in exp.references
         ],
-        "calibration": {"calibrated": exp.calibrates, "records": len(exp.split.validation) if exp.calibrates else 0},
+        "calibration": {
+            "calibrated": exp.calibrates,
+            "records": len(getattr(exp.split, exp.calibration_part)) if exp.calibrates else 0,
+        },
         "attacks": [_attack_json(r, exp) for r in res.attacks],
         "config": truthful_config(res),
         "environment": environment(cfg.device),
