@@ -81,14 +81,18 @@ def _calibration(v: Any) -> Any:
 
 
 def _architecture_name(v: str | None) -> str | None:
-    """A built-in architecture, or ``package.module:factory`` (imported now, so a typo fails before any work)."""
-    from .models import ARCHITECTURES, io
+    """A built-in architecture, another library's (``torchvision:NAME``, ``timm:NAME``, ``hf:PATH``: form and
+    local files checked now), or ``package.module:factory`` (imported now, so a typo fails before any work)."""
+    from .models import ARCHITECTURES, adapters, io
 
-    if v is not None and io.is_import_path(v):
+    if v is not None and adapters.is_adapter_name(v):
+        adapters.check(v)
+    elif v is not None and io.is_import_path(v):
         io.import_factory(v)
     elif v is not None and v not in ARCHITECTURES:
         raise ValueError(
-            f"unknown architecture {v!r}; expected one of {sorted(ARCHITECTURES)} or package.module:factory"
+            f"unknown architecture {v!r}; expected one of {sorted(ARCHITECTURES)}, torchvision:NAME, timm:NAME, "
+            "hf:PATH or package.module:factory"
         )
     return v
 

@@ -20,7 +20,7 @@ from . import data
 from .attacks import AttackInputs, ModelAccess, RecordSet
 from .config import RunConfig
 from .data import Dataset, Split
-from .models import build_model, io
+from .models import adapters, build_model, io
 from .plan import Plan
 from .store import Store, indices_digest
 from .training import ProgressFn, TrainReport, accuracy, predict_logits, seeded_model, train
@@ -152,7 +152,9 @@ def progress_bars() -> Progress:
 def builtin_recipe(cfg: RunConfig, ds: Dataset, arch: str) -> ModelRecipe:
     """An architecture by name trained by miaudit's loop with ``cfg.train``: fully described, so cached."""
     spec = {"arch": arch, "input_shape": ds.input_shape, "n_classes": ds.n_classes, "train": cfg.train.model_dump()}
-    if io.is_import_path(arch):
+    if adapters.is_adapter_name(arch):
+        spec["arch_source"] = adapters.source_digest(arch)
+    elif io.is_import_path(arch):
         spec["arch_source"] = io.source_digest(arch)
     return ModelRecipe(
         arch,
@@ -212,6 +214,7 @@ def load_dataset(cfg: RunConfig) -> Dataset:
         label_column=cfg.dataset.label_column,
         subset=cfg.dataset.subset,
         seed=cfg.seed,
+        tokenize=adapters.tokenizer_for(cfg.target_architecture),  # text for hf: models: their tokenizer's ids
     )
 
 
