@@ -48,6 +48,9 @@ class TrainConfig(_Strict):
     momentum: float = Field(default=0.9, ge=0, lt=1)
     weight_decay: float = Field(default=5e-4, ge=0)
     schedule: Literal["cosine", "constant"] = "cosine"
+    augment: Literal["none", "flip", "flip-crop"] = Field(
+        default="none", description="image data: random horizontal flip, and 4-pixel padded random crop (seeded)"
+    )
 
 
 class SplitConfig(_Strict):
@@ -66,6 +69,20 @@ class SplitConfig(_Strict):
 
     def as_tuple(self) -> tuple[float, float, float, float]:
         return (self.target_train, self.target_test, self.population, self.validation)
+
+
+class QueriesConfig(_Strict):
+    """How the audited records are queried. ``queries: FILE`` is shorthand for ``{indices: FILE}``."""
+
+    indices: Path | None = Field(default=None, description="record indices to audit, membership unknown")
+    augment: Literal["none", "mirror", "mirror-shift"] = Field(
+        default="none",
+        description="image data: signals on the mirrored (2 views) or mirrored and shifted (18 views) records too",
+    )
+
+
+def _queries(v: Any) -> Any:
+    return {} if v is None else {"indices": v} if isinstance(v, (str, Path)) else v
 
 
 class CalibrationConfig(_Strict):
@@ -146,7 +163,10 @@ class RunConfig(_Strict):
     target: TargetConfig | None = Field(default=None, description="audit this model instead of training one")
     members: Path | None = Field(default=None, description="record indices the target trained on (.npy or text)")
     nonmembers: Path | None = Field(default=None, description="record indices the target did not train on")
-    queries: Path | None = Field(default=None, description="record indices to audit, membership unknown")
+    queries: QueriesConfig = Field(
+        default=QueriesConfig(),
+        description="index file of records to audit (membership unknown), or {indices, augment}",
+    )
     min_fpr: float | None = Field(
         default=None,
         gt=0,
@@ -156,6 +176,7 @@ class RunConfig(_Strict):
 
     _attack_rows = field_validator("attacks", mode="before")(_attack_entries)
     _calibration_none = field_validator("calibration", mode="before")(_calibration)
+    _queries_shorthand = field_validator("queries", mode="before")(_queries)
 
     @field_validator("dataset", mode="before")
     @classmethod
@@ -179,14 +200,14 @@ class RunConfig(_Strict):
                 f"{'nonmembers' if self.nonmembers is None else 'members'}: give both members and "
                 "nonmembers index files, or neither"
             )
-        if self.queries is not None and self.members is not None:
+        if self.queries.indices is not None and self.members is not None:
             raise ValueError("queries: give either queries (membership unknown) or members and nonmembers, not both")
-        if self.target is None and (self.members or self.queries):
+        if self.target is None and (self.members or self.queries.indices):
             raise ValueError(
                 f"{'members' if self.members else 'queries'}: index files select records to audit for a "
                 "model you trained; add target: {checkpoint: ...}"
             )
-        if self.min_fpr is not None and self.queries is not None:
+        if self.min_fpr is not None and self.queries.indices is not None:
             raise ValueError("min_fpr: needs members and nonmembers; queries of unknown membership give no ROC")
         return self
 

@@ -23,7 +23,7 @@ from .data import Dataset, Split
 from .models import adapters, build_model, io
 from .plan import Plan
 from .store import Store, indices_digest
-from .training import ProgressFn, TrainReport, accuracy, predict_logits, seeded_model, train
+from .training import ProgressFn, TrainReport, accuracy, predict_logits, predict_views, seeded_model, train
 
 console = Console(stderr=True)
 
@@ -110,9 +110,30 @@ class Experiment:
         pos = in_pool[idx]
         # A record outside the pool trained no reference model: False (OUT) for every reference.
         ref_in = np.where(pos >= 0, self.ref_masks[:, np.maximum(pos, 0)], False) if len(self.pool_idx) else None
+        views = self._views()
         return RecordSet(
-            labels=ds.y[idx], target_logits=self.target.logits[idx], ref_logits=ref_logits, ref_in=ref_in, x=ds.x[idx]
+            labels=ds.y[idx],
+            target_logits=self.target.logits[idx],
+            ref_logits=ref_logits,
+            ref_in=ref_in,
+            x=ds.x[idx],
+            target_views=None if views is None else views[0][:, idx],
+            ref_views=None if views is None else views[1][:, :, idx],
         )
+
+    def _views(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """``queries.augment``: (A, N, C) target and (A, K, N, C) reference logits on the A views of every
+        record, once per run (not cached on disk: A - 1 extra inference passes per model)."""
+        how = self.cfg.queries.augment
+        if how == "none":
+            return None
+        if ("views",) not in self.memo:
+            ds, device = self.dataset, self.cfg.device
+            target = predict_views(self.target.module, ds.x, self.target.logits, how, device)
+            refs = [predict_views(r.module, ds.x, r.logits, how, device) for r in self.references]
+            stacked = np.stack(refs, axis=1) if refs else np.zeros((len(target), 0, *target.shape[1:]))
+            self.memo[("views",)] = (target, stacked)
+        return self.memo[("views",)]
 
     def attack_inputs(self) -> AttackInputs:
         s = self.split
@@ -151,7 +172,9 @@ def progress_bars() -> Progress:
 
 def builtin_recipe(cfg: RunConfig, ds: Dataset, arch: str) -> ModelRecipe:
     """An architecture by name trained by miaudit's loop with ``cfg.train``: fully described, so cached."""
-    spec = {"arch": arch, "input_shape": ds.input_shape, "n_classes": ds.n_classes, "train": cfg.train.model_dump()}
+    # augment: none is left out, so models trained before the option existed keep their cache keys
+    train_spec = cfg.train.model_dump(exclude={"augment"} if cfg.train.augment == "none" else None)
+    spec = {"arch": arch, "input_shape": ds.input_shape, "n_classes": ds.n_classes, "train": train_spec}
     if adapters.is_adapter_name(arch):
         spec["arch_source"] = adapters.source_digest(arch)
     elif io.is_import_path(arch):

@@ -25,8 +25,8 @@ import torch
 import torch.nn as nn
 
 from ..errors import ModelError
-from .adapters import parse, split_last_linear
 from .base import FeatureHeadModel
+from .library import parse, split_last_linear
 
 DEFAULT_MAX_LENGTH = 128
 
