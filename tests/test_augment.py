@@ -13,7 +13,6 @@ import torch.nn as nn
 
 from miaudit import augment, calibration, config, pipeline, training
 from miaudit.attacks import AttackInputs, RecordSet, registry
-from miaudit.attacks.lira import LiraParams, lira
 from miaudit.errors import ConfigError, DataError
 
 
@@ -96,12 +95,13 @@ def _records(rng: np.random.Generator, views: int | None, k: int = 4, n: int = 3
     return replace(rs, target_views=np.stack([target] * views), ref_views=np.stack([refs] * views))
 
 
+@pytest.mark.parametrize("name", ["lira", "bavaria-n", "bavaria-t"])
 @pytest.mark.parametrize("mode", ["offline", "online"])
-def test_lira_identical_views_sum_log_likelihoods(mode: str) -> None:
-    plain = AttackInputs(queries=_records(np.random.default_rng(0), None), mode=mode)
-    viewed = AttackInputs(queries=_records(np.random.default_rng(0), 3), mode=mode)
-    one, three = lira(plain, LiraParams()), lira(viewed, LiraParams())
-    np.testing.assert_allclose(three.scores, 3 * one.scores, rtol=1e-12, atol=1e-12)
+def test_identical_views_sum_log_likelihoods(name: str, mode: str) -> None:
+    plain, viewed = _records(np.random.default_rng(0), None), _records(np.random.default_rng(0), 3)
+    one = registry.score(name, AttackInputs(queries=plain, population=plain, mode=mode), references=4)
+    three = registry.score(name, AttackInputs(queries=viewed, population=viewed, mode=mode), references=4)
+    np.testing.assert_allclose(three.scores, 3 * one.scores, rtol=1e-10, atol=1e-12)
     if mode == "offline":  # the mean standardised statistic of identical views is the view's own
         np.testing.assert_allclose(three.log_pvalues, one.log_pvalues, rtol=1e-9, atol=1e-12)
 
@@ -109,7 +109,7 @@ def test_lira_identical_views_sum_log_likelihoods(mode: str) -> None:
 def test_distinct_views_change_lira_and_rmia() -> None:
     rs = _records(np.random.default_rng(0), 2)
     other = replace(rs, target_views=rs.target_views + np.random.default_rng(1).normal(size=rs.target_views.shape))
-    for name in ("lira", "rmia"):
+    for name in ("lira", "rmia", "bavaria-n"):
         same = registry.score(name, AttackInputs(queries=rs, population=rs), references=4)
         moved = registry.score(name, AttackInputs(queries=other, population=rs), references=4)
         assert not np.allclose(same.scores, moved.scores), name
