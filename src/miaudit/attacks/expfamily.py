@@ -238,17 +238,17 @@ def _over_views(
 @register("bavaria-t", params=BavariaParams, min_references=1, pvalues=True)
 def bavaria_t(inputs: AttackInputs, params: BavariaParams) -> AttackResult:
     """BaVarIA-t: Student-t predictive LLR under empirical-Bayes NIG priors"""
-    nu_out = None
+    nu_out: list[np.ndarray] = []  # degrees of freedom of the OUT predictive: the same in every view
 
     def view(cs: ClassStats, post_in: NIGPosterior, post_out: NIGPosterior) -> ViewResult:
-        nonlocal nu_out
         nu_in, loc_in, scale_in = post_in.predictive()
-        nu_out, loc_out, scale_out = post_out.predictive()
-        llr = stats.t.logpdf(cs.z0, nu_in, loc_in, scale_in) - stats.t.logpdf(cs.z0, nu_out, loc_out, scale_out)
+        nu, loc_out, scale_out = post_out.predictive()
+        nu_out.append(nu)
+        llr = stats.t.logpdf(cs.z0, nu_in, loc_in, scale_in) - stats.t.logpdf(cs.z0, nu, loc_out, scale_out)
         t = (cs.z0 - loc_out) / scale_out
-        return llr, t, t_logsf(t, nu_out)
+        return llr, t, t_logsf(t, nu)
 
-    return _over_views(inputs, params, "bavaria-t", view, lambda t: t_logsf(t, nu_out))
+    return _over_views(inputs, params, "bavaria-t", view, lambda t: t_logsf(t, nu_out[0]))
 
 
 @register("bavaria-n", params=BavariaParams, min_references=1, pvalues=True)

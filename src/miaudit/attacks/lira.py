@@ -30,8 +30,6 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from scipy import stats
-
 from ._refstats import (
     VAR_FLOOR,
     Center,
@@ -92,13 +90,14 @@ def lira(inputs: AttackInputs, params: LiraParams) -> AttackResult:
         )
     require_each(member, "lira", "IN")
     global_var = global_moments(z, np.broadcast_to(member, z.shape))[1]  # released code: np.std(dat_in) for both
-    llr, mu_in, mu_out = np.zeros(z0.shape[1]), None, None
+    llr = np.zeros(z0.shape[1])
+    means = []
     for a in range(len(z)):  # a Gaussian per view, log-likelihood ratios summed (released code)
-        mu_in_a, var_in = _class_gaussian(z[a], member, params, per_record, global_var)
-        mu_out_a, var_out = _class_gaussian(z[a], out, params, per_record, global_var)
-        llr = llr + gaussian_llr(z0[a], mu_in_a, var_in, mu_out_a, var_out)
-        mu_in, mu_out = (mu_in_a, mu_out_a) if a == 0 else (mu_in, mu_out)
-    return AttackResult(scores=llr, extra={"mu_in": mu_in, "mu_out": mu_out})
+        mu_in, var_in = _class_gaussian(z[a], member, params, per_record, global_var)
+        mu_out, var_out = _class_gaussian(z[a], out, params, per_record, global_var)
+        llr = llr + gaussian_llr(z0[a], mu_in, var_in, mu_out, var_out)
+        means.append((mu_in, mu_out))
+    return AttackResult(scores=llr, extra={"mu_in": means[0][0], "mu_out": means[0][1]})
 
 
 def combined_log_sf(z0: np.ndarray, gauss: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
@@ -110,4 +109,4 @@ def combined_log_sf(z0: np.ndarray, gauss: list[tuple[np.ndarray, np.ndarray]]) 
     per-view Gaussian model); the score (summed log tails, the released code's summed
     log-likelihoods) ranks the same records nearly alike."""
     t = np.stack([(z0[a] - mu) / np.sqrt(np.maximum(var, VAR_FLOOR)) for a, (mu, var) in enumerate(gauss)])
-    return stats.norm.logsf(t.mean(axis=0))
+    return gaussian_log_sf(t.mean(axis=0), np.zeros(t.shape[1]), np.ones(t.shape[1]))
