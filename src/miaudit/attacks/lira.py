@@ -30,6 +30,7 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
+
 from ._refstats import (
     VAR_FLOOR,
     Center,
