@@ -35,6 +35,8 @@ def _joined_records(first: RecordSet, second: RecordSet) -> RecordSet:
         ref_logits=np.concatenate([first.ref_logits, second.ref_logits], axis=1),
         ref_in=both(first.ref_in, second.ref_in, axis=1),
         x=both(first.x, second.x),
+        target_views=both(first.target_views, second.target_views, axis=1),
+        ref_views=both(first.ref_views, second.ref_views, axis=2),
     )
 
 

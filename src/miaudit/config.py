@@ -61,6 +61,9 @@ class TrainConfig(_Strict):
     precision: Literal["fp32", "bf16", "fp16"] = Field(
         default="fp32", description="mixed precision (autocast) for the forward pass; fp16 scales the loss"
     )
+    augment: Literal["none", "flip", "flip-crop"] = Field(
+        default="none", description="image data: random horizontal flip, and 4-pixel padded random crop (seeded)"
+    )
 
 
 class SplitConfig(_Strict):
@@ -79,6 +82,20 @@ class SplitConfig(_Strict):
 
     def as_tuple(self) -> tuple[float, float, float, float]:
         return (self.target_train, self.target_test, self.population, self.validation)
+
+
+class QueriesConfig(_Strict):
+    """How the audited records are queried. ``queries: FILE`` is shorthand for ``{indices: FILE}``."""
+
+    indices: Path | None = Field(default=None, description="record indices to audit, membership unknown")
+    augment: Literal["none", "mirror", "mirror-shift"] = Field(
+        default="none",
+        description="image data: signals on the mirrored (2 views) or mirrored and shifted (18 views) records too",
+    )
+
+
+def _queries(v: Any) -> Any:
+    return {} if v is None else {"indices": v} if isinstance(v, (str, Path)) else v
 
 
 class CalibrationConfig(_Strict):
@@ -106,14 +123,18 @@ def _calibration(v: Any) -> Any:
 
 
 def _architecture_name(v: str | None) -> str | None:
-    """A built-in architecture, or ``package.module:factory`` (imported now, so a typo fails before any work)."""
-    from .models import ARCHITECTURES, io
+    """A built-in architecture, another library's (``torchvision:NAME``, ``timm:NAME``, ``hf:PATH``: form and
+    local files checked now), or ``package.module:factory`` (imported now, so a typo fails before any work)."""
+    from .models import ARCHITECTURES, adapters, io
 
-    if v is not None and io.is_import_path(v):
+    if v is not None and adapters.is_adapter_name(v):
+        adapters.check(v)
+    elif v is not None and io.is_import_path(v):
         io.import_factory(v)
     elif v is not None and v not in ARCHITECTURES:
         raise ValueError(
-            f"unknown architecture {v!r}; expected one of {sorted(ARCHITECTURES)} or package.module:factory"
+            f"unknown architecture {v!r}; expected one of {sorted(ARCHITECTURES)}, torchvision:NAME, timm:NAME, "
+            "hf:PATH or package.module:factory"
         )
     return v
 
@@ -196,7 +217,10 @@ class RunConfig(_Strict):
     target: TargetConfig | None = Field(default=None, description="audit this model instead of training one")
     members: Path | None = Field(default=None, description="record indices the target trained on (.npy or text)")
     nonmembers: Path | None = Field(default=None, description="record indices the target did not train on")
-    queries: Path | None = Field(default=None, description="record indices to audit, membership unknown")
+    queries: QueriesConfig = Field(
+        default=QueriesConfig(),
+        description="index file of records to audit (membership unknown), or {indices, augment}",
+    )
     reference_data: DataConfig | None = Field(
         default=None,
         description="robustness: the reference models train on this population (same features and labels)",
@@ -214,6 +238,7 @@ class RunConfig(_Strict):
     _attack_rows = field_validator("attacks", mode="before")(_attack_entries)
     _known_device = field_validator("device")(_device)
     _calibration_none = field_validator("calibration", mode="before")(_calibration)
+    _queries_shorthand = field_validator("queries", mode="before")(_queries)
 
     @field_validator("executor", mode="before")
     @classmethod
@@ -255,14 +280,14 @@ class RunConfig(_Strict):
                 f"{'nonmembers' if self.nonmembers is None else 'members'}: give both members and "
                 "nonmembers index files, or neither"
             )
-        if self.queries is not None and self.members is not None:
+        if self.queries.indices is not None and self.members is not None:
             raise ValueError("queries: give either queries (membership unknown) or members and nonmembers, not both")
-        if self.target is None and (self.members or self.queries):
+        if self.target is None and (self.members or self.queries.indices):
             raise ValueError(
                 f"{'members' if self.members else 'queries'}: index files select records to audit for a "
                 "model you trained; add target: {checkpoint: ...}"
             )
-        if self.min_fpr is not None and self.queries is not None:
+        if self.min_fpr is not None and self.queries.indices is not None:
             raise ValueError("min_fpr: needs members and nonmembers; queries of unknown membership give no ROC")
         return self
 

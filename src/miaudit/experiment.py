@@ -19,11 +19,11 @@ from . import data, executor
 from .attacks import AttackInputs, ModelAccess, RecordSet
 from .config import RunConfig
 from .data import Dataset, Split
-from .models import build_model, io
+from .models import adapters, build_model, io
 from .plan import Plan
 from .progress import ModelProgress, log
 from .store import Store, indices_digest
-from .training import ProgressFn, TrainReport, accuracy, predict_logits, seeded_model, train
+from .training import ProgressFn, TrainReport, accuracy, predict_logits, predict_views, seeded_model, train
 
 
 @dataclass
@@ -115,13 +115,30 @@ class Experiment:
         pos = in_pool[idx]
         # A record outside the pool trained no reference model: False (OUT) for every reference.
         ref_in = np.where(pos >= 0, self.ref_masks[:, np.maximum(pos, 0)], False) if len(self.pool_idx) else None
+        views = self._views()
         return RecordSet(
             labels=ds.y[idx],
             target_logits=np.asarray(self.target.logits[idx], dtype=np.float64),
             ref_logits=ref_logits,
             ref_in=ref_in,
             x=ds.x[idx],
+            target_views=None if views is None else views[0][:, idx],
+            ref_views=None if views is None else views[1][:, :, idx],
         )
+
+    def _views(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """``queries.augment``: (A, N, C) target and (A, K, N, C) reference logits on the A views of every
+        record, once per run (not cached on disk: A - 1 extra inference passes per model)."""
+        how = self.cfg.queries.augment
+        if how == "none":
+            return None
+        if ("views",) not in self.memo:
+            ds, device = self.dataset, self.cfg.device
+            target = predict_views(self.target.module, ds.x, self.target.logits, how, device)
+            refs = [predict_views(r.module, ds.x, r.logits, how, device) for r in self.references]
+            stacked = np.stack(refs, axis=1) if refs else np.zeros((len(target), 0, *target.shape[1:]))
+            self.memo[("views",)] = (target, stacked)
+        return self.memo[("views",)]
 
     def attack_inputs(self) -> AttackInputs:
         s = self.split
@@ -148,22 +165,25 @@ def model_seed(seed: int, role: int) -> int:
     return int(np.random.SeedSequence([seed, role]).generate_state(1)[0])
 
 
-_FP32 = {"precision"}  # fp32 (the default) keeps the cache keys of runs from before the option; others differ
-
-
 def builtin_recipe(cfg: RunConfig, ds: Dataset, arch: str, head_dropout: float = 0.0) -> ModelRecipe:
     """An architecture by name trained by miaudit's loop with ``cfg.train``: fully described, so cached.
     ``head_dropout`` > 0 trains with dropout before the head (the plan asks it of the references when an
     attack samples them by MC Dropout); it is part of the cache key, and absent from it when 0."""
+    # fp32 and augment: none are left out, so models trained before those options keep their cache keys
+    defaults = ({"precision"} if cfg.train.precision == "fp32" else set()) | (
+        {"augment"} if cfg.train.augment == "none" else set()
+    )
     spec = {
         "arch": arch,
         "input_shape": ds.input_shape,
         "n_classes": ds.n_classes,
-        "train": cfg.train.model_dump(exclude=_FP32 if cfg.train.precision == "fp32" else None),
+        "train": cfg.train.model_dump(exclude=defaults),
     }
     if head_dropout > 0:
         spec["head_dropout"] = head_dropout
-    if io.is_import_path(arch):
+    if adapters.is_adapter_name(arch):
+        spec["arch_source"] = adapters.source_digest(arch)
+    elif io.is_import_path(arch):
         spec["arch_source"] = io.source_digest(arch)
     return ModelRecipe(
         arch,
@@ -235,6 +255,7 @@ def load_dataset(cfg: RunConfig) -> Dataset:
         num_classes=cfg.dataset.num_classes,
         subset=cfg.dataset.subset,
         seed=cfg.seed,
+        tokenize=adapters.tokenizer_for(cfg.target_architecture),  # text for hf: models: their tokenizer's ids
     )
 
 

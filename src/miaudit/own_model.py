@@ -61,9 +61,9 @@ def _nonempty(idx: np.ndarray, field: str) -> np.ndarray:
 def membership_from_files(cfg: RunConfig, ds: Dataset) -> tuple[Split, np.ndarray, np.ndarray | None]:
     """The split, the queries and their membership (None: unknown) from the config's index files."""
     n, empty = len(ds), np.zeros(0, dtype=np.int64)
-    if cfg.queries is not None:
+    if cfg.queries.indices is not None:
         members, nonmembers = empty, empty
-        audited = _nonempty(load_indices(cfg.queries, "queries", n), "queries")
+        audited = _nonempty(load_indices(cfg.queries.indices, "queries", n), "queries")
     elif cfg.members is not None:
         members = _nonempty(load_indices(cfg.members, "members", n), "members")
         nonmembers = _nonempty(load_indices(cfg.nonmembers, "nonmembers", n), "nonmembers")
@@ -79,7 +79,7 @@ def membership_from_files(cfg: RunConfig, ds: Dataset) -> tuple[Split, np.ndarra
         )
     population, validation = remainder_split(np.setdiff1d(np.arange(n), audited), cfg)
     split = with_calibration_records(Split(np.sort(members), np.sort(nonmembers), population, validation), cfg)
-    if cfg.queries is not None:
+    if cfg.queries.indices is not None:
         return split, audited, None
     return (split, *shuffled_queries(split, cfg.seed))
 

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
+from .augment import query_views, random_batch, require_images, view
 from .config import TrainConfig
 
 ProgressFn = Callable[[int, int], None]  # (epochs done, total)
@@ -40,7 +41,11 @@ def train(
 
     Shuffling uses a generator seeded by ``seed`` so that the same call gives the
     same weights; the last partial batch is kept (small data sets need it).
+    ``cfg.augment`` (image data) draws each batch's flips and crops from a second
+    generator seeded by ``seed``, so ``augment: none`` shuffles exactly as before.
     """
+    if cfg.augment != "none":
+        require_images(x, "train.augment")
     start = time.perf_counter()
     xt = torch.as_tensor(x, dtype=torch.float32, device=device)
     yt = torch.as_tensor(y, dtype=torch.long, device=device)
@@ -56,6 +61,7 @@ def train(
     half = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(cfg.precision)
     scaler = torch.amp.GradScaler(device_type, enabled=cfg.precision == "fp16" and device_type == "cuda")
     gen = torch.Generator().manual_seed(seed)
+    aug_gen = torch.Generator().manual_seed(int(np.random.SeedSequence([seed, 0xA06]).generate_state(1)[0]))
     n = len(yt)
     for epoch in range(cfg.epochs):
         for idx in torch.randperm(n, generator=gen).split(cfg.batch_size):
@@ -63,7 +69,7 @@ def train(
                 continue
             opt.zero_grad(set_to_none=True)
             with torch.autocast(device_type, dtype=half or torch.float32, enabled=half is not None):
-                batch_loss = loss_fn(model(xt[idx]), yt[idx])
+                batch_loss = loss_fn(model(random_batch(xt[idx], cfg.augment, aug_gen)), yt[idx])
             scaler.scale(batch_loss).backward()  # a no-op scale unless fp16 on CUDA
             scaler.step(opt)
             scaler.update()
@@ -76,14 +82,32 @@ def train(
 
 
 @torch.no_grad()
-def predict_logits(model: nn.Module, x: np.ndarray, batch_size: int = 1024, device: str = "cpu") -> np.ndarray:
-    """Logits in eval mode (BatchNorm running statistics, no dropout), float64."""
+def predict_logits(
+    model: nn.Module,
+    x: np.ndarray,
+    batch_size: int = 1024,
+    device: str = "cpu",
+    transform: Callable[[torch.Tensor], torch.Tensor] | None = None,
+) -> np.ndarray:
+    """Logits in eval mode (BatchNorm running statistics, no dropout), float64; ``transform`` maps each
+    batch of inputs first (a view of ``queries.augment``)."""
     model.eval()
+    fix = transform or (lambda t: t)
     out = [
-        model(torch.as_tensor(x[i : i + batch_size], dtype=torch.float32, device=device)).double().cpu()
+        model(fix(torch.as_tensor(x[i : i + batch_size], dtype=torch.float32, device=device))).double().cpu()
         for i in range(0, len(x), batch_size)
     ]
     return torch.cat(out).numpy() if out else np.zeros((0, 0))
+
+
+def predict_views(model: nn.Module, x: np.ndarray, logits: np.ndarray, how: str, device: str = "cpu") -> np.ndarray:
+    """(A, n, C) logits on the A views of ``queries.augment`` (``augment.query_views``); view 0, the records
+    themselves, is ``logits``, the model's logits already at hand."""
+    views = query_views(how)
+    if len(views) > 1:
+        require_images(x, "queries.augment")
+    rest = [predict_logits(model, x, device=device, transform=lambda t, v=v: view(t, v)) for v in views[1:]]
+    return np.stack([np.asarray(logits, dtype=np.float64), *rest])
 
 
 def accuracy(logits: np.ndarray, y: np.ndarray) -> float:

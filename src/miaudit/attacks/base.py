@@ -50,10 +50,20 @@ class RecordSet:
     ref_logits: np.ndarray  # (K, n, C) float64
     ref_in: np.ndarray | None = None  # (K, n) bool: record in reference k's training set
     x: np.ndarray | None = None  # (n, ...) raw inputs, for attacks that learn from features (QMIA)
+    # queries.augment: logits on A views of each record (view 0: the record itself, = the logits above)
+    target_views: np.ndarray | None = None  # (A, n, C) float64
+    ref_views: np.ndarray | None = None  # (A, K, n, C) float64
 
     def first(self, k: int) -> RecordSet:
         ref_in = None if self.ref_in is None else self.ref_in[:k]
-        return replace(self, ref_logits=self.ref_logits[:k], ref_in=ref_in)
+        ref_views = None if self.ref_views is None else self.ref_views[:, :k]
+        return replace(self, ref_logits=self.ref_logits[:k], ref_in=ref_in, ref_views=ref_views)
+
+    def view_logits(self) -> tuple[np.ndarray, np.ndarray]:
+        """(target (A, n, C), references (A, K, n, C)): the views' logits, A = 1 without augmentation."""
+        if self.target_views is None or self.ref_views is None:
+            return self.target_logits[None], self.ref_logits[None]
+        return self.target_views, self.ref_views
 
 
 @dataclass

@@ -35,6 +35,7 @@ the IN class by design (BASE1 needs no IN class at all).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -57,6 +58,7 @@ from ._refstats import (
     moments,
     observations,
     require_each,
+    view_observations,
 )
 from ._robust import RobustParams, robust_moments
 from .base import AttackInputs, AttackParams, AttackResult
@@ -112,7 +114,8 @@ def _global_class_moments(
     pop = inputs.population
     if not np.isfinite(found[0]) and pop is not None and pop.ref_in is not None:
         pop_in = np.asarray(pop.ref_in, dtype=bool)
-        found = global_moments(observations(pop, signal)[1], pop_in if member else ~pop_in)
+        z_pop = view_observations(pop, signal)[1]  # (A, K, Z): pooled over the views too
+        found = global_moments(z_pop, np.broadcast_to(pop_in if member else ~pop_in, z_pop.shape))
     if not np.isfinite(found[0]):
         raise AttackRequirementError(
             f"{attack}: no {'IN' if member else 'OUT'} reference observations; offline it needs "
@@ -121,16 +124,14 @@ def _global_class_moments(
     return found
 
 
-def class_stats(inputs: AttackInputs, signal: Signal, attack: str) -> ClassStats:
-    z0, z = observations(inputs.queries, signal)
+def class_stats(inputs: AttackInputs, signal: Signal, attack: str) -> list[ClassStats]:
+    """One ClassStats per view of ``queries.augment`` (one without it); the global (prior) class moments are
+    pooled over the views, as LiRA's released code pools its fixed variance."""
+    z0, z = view_observations(inputs.queries, signal)  # (A, n), (A, K, n)
     member, out = membership_masks(inputs, attack)
-    return ClassStats(
-        z0=z0,
-        inside=moments(z, member),
-        outside=moments(z, out),
-        global_in=_global_class_moments(inputs, z, member, True, signal, attack),
-        global_out=_global_class_moments(inputs, z, out, False, signal, attack),
-    )
+    global_in = _global_class_moments(inputs, z, np.broadcast_to(member, z.shape), True, signal, attack)
+    global_out = _global_class_moments(inputs, z, np.broadcast_to(out, z.shape), False, signal, attack)
+    return [ClassStats(z0[a], moments(z[a], member), moments(z[a], out), global_in, global_out) for a in range(len(z))]
 
 
 def _per_record(inputs: AttackInputs, params: BaseParams, attack: str) -> tuple[np.ndarray, Moments, Moments]:
@@ -212,36 +213,59 @@ def nig_posterior(m: Moments, prior: tuple[float, float], kappa0: float, alpha0:
     )
 
 
-def _posteriors(
-    inputs: AttackInputs, params: BavariaParams, attack: str
-) -> tuple[ClassStats, NIGPosterior, NIGPosterior]:
-    cs = class_stats(inputs, params.signal, attack)
-    return (
-        cs,
-        nig_posterior(cs.inside, cs.global_in, params.kappa0, params.alpha0),
-        nig_posterior(cs.outside, cs.global_out, params.kappa0, params.alpha0),
-    )
+ViewResult = tuple[np.ndarray, np.ndarray, np.ndarray]  # (LLR, standardised statistic, one-sided log p), (N,)
+
+
+def _over_views(
+    inputs: AttackInputs,
+    params: BavariaParams,
+    attack: str,
+    per_view: Callable[[ClassStats, NIGPosterior, NIGPosterior], ViewResult],
+    log_sf: Callable[[np.ndarray], np.ndarray],
+) -> AttackResult:
+    """``per_view`` on every view of ``queries.augment``; LLRs summed (LiRA's released code). Offline, one
+    view's p-value is its own; several views' is ``log_sf`` of their mean standardised statistic (the views
+    are dependent: see ``lira.combined_log_sf``)."""
+    parts = [
+        per_view(
+            cs,
+            nig_posterior(cs.inside, cs.global_in, params.kappa0, params.alpha0),
+            nig_posterior(cs.outside, cs.global_out, params.kappa0, params.alpha0),
+        )
+        for cs in class_stats(inputs, params.signal, attack)
+    ]
+    log_p = None
+    if inputs.mode == "offline":
+        log_p = parts[0][2] if len(parts) == 1 else log_sf(np.mean([t for _, t, _ in parts], axis=0))
+    return AttackResult(scores=np.sum([llr for llr, _, _ in parts], axis=0), log_pvalues=log_p)
 
 
 @register("bavaria-t", params=BavariaParams, min_references=1, pvalues=True)
 def bavaria_t(inputs: AttackInputs, params: BavariaParams) -> AttackResult:
     """BaVarIA-t: Student-t predictive LLR under empirical-Bayes NIG priors"""
-    cs, post_in, post_out = _posteriors(inputs, params, "bavaria-t")
-    nu_in, loc_in, scale_in = post_in.predictive()
-    nu_out, loc_out, scale_out = post_out.predictive()
-    llr = stats.t.logpdf(cs.z0, nu_in, loc_in, scale_in) - stats.t.logpdf(cs.z0, nu_out, loc_out, scale_out)
-    offline = inputs.mode == "offline"
-    log_p = t_logsf((cs.z0 - loc_out) / scale_out, nu_out) if offline else None
-    return AttackResult(scores=llr, log_pvalues=log_p)
+    nu_out: list[np.ndarray] = []  # degrees of freedom of the OUT predictive: the same in every view
+
+    def view(cs: ClassStats, post_in: NIGPosterior, post_out: NIGPosterior) -> ViewResult:
+        nu_in, loc_in, scale_in = post_in.predictive()
+        nu, loc_out, scale_out = post_out.predictive()
+        nu_out.append(nu)
+        llr = stats.t.logpdf(cs.z0, nu_in, loc_in, scale_in) - stats.t.logpdf(cs.z0, nu, loc_out, scale_out)
+        t = (cs.z0 - loc_out) / scale_out
+        return llr, t, t_logsf(t, nu)
+
+    return _over_views(inputs, params, "bavaria-t", view, lambda t: t_logsf(t, nu_out[0]))
 
 
 @register("bavaria-n", params=BavariaParams, min_references=1, pvalues=True)
 def bavaria_n(inputs: AttackInputs, params: BavariaParams) -> AttackResult:
     """BaVarIA-n: Gaussian LLR with MLE means and NIG posterior-mean variances"""
-    cs, post_in, post_out = _posteriors(inputs, params, "bavaria-n")
-    # MLE means as in LiRA; at n = 0 the posterior mean is the prior (global) mean
-    mu_in = np.where(cs.inside.n > 0, cs.inside.mean, post_in.mu)
-    mu_out = np.where(cs.outside.n > 0, cs.outside.mean, post_out.mu)
-    var_in, var_out = post_in.mean_variance(), post_out.mean_variance()
-    log_p = gaussian_log_sf(cs.z0, mu_out, var_out) if inputs.mode == "offline" else None
-    return AttackResult(scores=gaussian_llr(cs.z0, mu_in, var_in, mu_out, var_out), log_pvalues=log_p)
+
+    def view(cs: ClassStats, post_in: NIGPosterior, post_out: NIGPosterior) -> ViewResult:
+        # MLE means as in LiRA; at n = 0 the posterior mean is the prior (global) mean
+        mu_in = np.where(cs.inside.n > 0, cs.inside.mean, post_in.mu)
+        mu_out = np.where(cs.outside.n > 0, cs.outside.mean, post_out.mu)
+        var_in, var_out = post_in.mean_variance(), post_out.mean_variance()
+        t = (cs.z0 - mu_out) / np.sqrt(np.maximum(var_out, VAR_FLOOR))
+        return gaussian_llr(cs.z0, mu_in, var_in, mu_out, var_out), t, gaussian_log_sf(cs.z0, mu_out, var_out)
+
+    return _over_views(inputs, params, "bavaria-n", view, stats.norm.logsf)

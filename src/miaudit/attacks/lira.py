@@ -17,6 +17,12 @@ released code replaces per-record variances by one global variance
 same, and ``global``/``per_record`` force either. The global variance is the
 total variance of the IN observations online (the released code uses
 ``np.std(dat_in)`` for both classes) and of the OUT observations offline.
+
+Augmented queries (``queries.augment``): as the released code, one Gaussian per view
+(per-record means per view; the global variance pooled over views and records), the
+per-view log-likelihood ratios (online) or one-sided log tails (offline) summed into the
+score; offline, the p-value is that of the views' mean standardised statistic
+(``combined_log_sf``), not a product of dependent p-values.
 """
 
 from __future__ import annotations
@@ -25,7 +31,15 @@ from typing import Literal
 
 import numpy as np
 
-from ._refstats import Signal, gaussian_llr, gaussian_log_sf, membership_masks, observations, require_each
+from ._refstats import (
+    VAR_FLOOR,
+    Signal,
+    gaussian_llr,
+    gaussian_log_sf,
+    membership_masks,
+    require_each,
+    view_observations,
+)
 from ._robust import RobustParams, robust_global_var, robust_moments
 from .base import AttackInputs, AttackParams, AttackResult
 from .registry import register
@@ -60,18 +74,38 @@ def _class_gaussian(
 @register("lira", params=LiraParams, min_references=1, pvalues=True)
 def lira(inputs: AttackInputs, params: LiraParams) -> AttackResult:
     """LiRA: per-record Gaussian on rescaled logits (offline one-sided test, online IN/OUT ratio)"""
-    z0, z = observations(inputs.queries, params.signal)
+    z0, z = view_observations(inputs.queries, params.signal)  # (A, n), (A, K, n): A views (queries.augment)
     member, out = membership_masks(inputs, "lira")
     per_record = uses_per_record_variance(params.variance, inputs.n_references)
     require_each(out, "lira", "OUT")
     if inputs.mode == "offline":
-        mu_out, var_out = _class_gaussian(z, out, params, per_record, robust_global_var(z, out, params))
-        log_p = gaussian_log_sf(z0, mu_out, var_out)
-        return AttackResult(scores=-log_p, log_pvalues=log_p, extra={"mu_out": mu_out, "sd_out": np.sqrt(var_out)})
+        global_var = robust_global_var(z, np.broadcast_to(out, z.shape), params)  # pooled over views, as released
+        gauss = [_class_gaussian(z[a], out, params, per_record, global_var) for a in range(len(z))]
+        log_sf = np.stack([gaussian_log_sf(z0[a], mu, var) for a, (mu, var) in enumerate(gauss)])
+        log_p = log_sf[0] if len(z) == 1 else combined_log_sf(z0, gauss)
+        mu_out, var_out = gauss[0]
+        return AttackResult(
+            scores=-log_sf.sum(axis=0), log_pvalues=log_p, extra={"mu_out": mu_out, "sd_out": np.sqrt(var_out)}
+        )
     require_each(member, "lira", "IN")
-    global_var = robust_global_var(z, member, params)  # released code: np.std(dat_in) for both classes
-    mu_in, var_in = _class_gaussian(z, member, params, per_record, global_var)
-    mu_out, var_out = _class_gaussian(z, out, params, per_record, global_var)
-    return AttackResult(
-        scores=gaussian_llr(z0, mu_in, var_in, mu_out, var_out), extra={"mu_in": mu_in, "mu_out": mu_out}
-    )
+    global_var = robust_global_var(z, np.broadcast_to(member, z.shape), params)  # released: np.std(dat_in) for both
+    llr = np.zeros(z0.shape[1])
+    means = []
+    for a in range(len(z)):  # a Gaussian per view, log-likelihood ratios summed (released code)
+        mu_in, var_in = _class_gaussian(z[a], member, params, per_record, global_var)
+        mu_out, var_out = _class_gaussian(z[a], out, params, per_record, global_var)
+        llr = llr + gaussian_llr(z0[a], mu_in, var_in, mu_out, var_out)
+        means.append((mu_in, mu_out))
+    return AttackResult(scores=llr, extra={"mu_in": means[0][0], "mu_out": means[0][1]})
+
+
+def combined_log_sf(z0: np.ndarray, gauss: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """One-sided log p-value over A views: log P(N(0, 1) >= mean_a t_a), t_a the view's standardised statistic.
+
+    The views of a record are strongly dependent, so their log p-values cannot be summed as
+    independent tests (Fisher). The mean of A standard Gaussians has variance at most 1 whatever
+    their correlation, so this p-value is conservative above the median (valid under the
+    per-view Gaussian model); the score (summed log tails, the released code's summed
+    log-likelihoods) ranks the same records nearly alike."""
+    t = np.stack([(z0[a] - mu) / np.sqrt(np.maximum(var, VAR_FLOOR)) for a, (mu, var) in enumerate(gauss)])
+    return gaussian_log_sf(t.mean(axis=0), np.zeros(t.shape[1]), np.ones(t.shape[1]))

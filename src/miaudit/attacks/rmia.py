@@ -44,7 +44,7 @@ from sklearn.metrics import roc_auc_score
 
 from ..errors import AttackRequirementError
 from ..pvalues import empirical_log_pvalues
-from ._refstats import log_mean_exp, observations
+from ._refstats import log_mean_exp, view_observations
 from .base import AttackInputs, AttackParams, AttackResult, RecordSet
 from .registry import register
 
@@ -69,12 +69,15 @@ def _log_marginal(log_p_refs: np.ndarray, use: np.ndarray, a: float | None) -> n
 
 
 def _log_ratios(records: RecordSet, a: float | None) -> np.ndarray:
-    """log p(x|target) - log Pr(x) per record (a None: online); nan where no usable reference."""
-    log_p_target, log_p_refs = observations(records, "loss")  # the signed loss is log p_y
-    use = np.ones(log_p_refs.shape, dtype=bool)
+    """log p(x|target) - log Pr(x) per record (a None: online), averaged over the views of
+    ``queries.augment`` (the log of the views' likelihood ratios multiplied, as LiRA sums its
+    per-view log-likelihoods); nan where no usable reference."""
+    log_p_target, log_p_refs = view_observations(records, "loss")  # the signed loss is log p_y; (A, n), (A, K, n)
+    use = np.ones(log_p_refs.shape[1:], dtype=bool)
     if a is not None and records.ref_in is not None:  # offline: only references that did not train on x
         use = ~np.asarray(records.ref_in, dtype=bool)
-    return log_p_target - _log_marginal(log_p_refs, use, a)
+    per_view = [log_p_target[v] - _log_marginal(log_p_refs[v], use, a) for v in range(len(log_p_target))]
+    return np.mean(per_view, axis=0)
 
 
 def search_a(population: RecordSet, default_a: float) -> float:
@@ -86,6 +89,8 @@ def search_a(population: RecordSet, default_a: float) -> float:
         target_logits=population.ref_logits[0],
         ref_logits=population.ref_logits[1:],
         ref_in=population.ref_in[1:],
+        target_views=None if population.ref_views is None else population.ref_views[:, 0],
+        ref_views=None if population.ref_views is None else population.ref_views[:, 1:],
     )
     members = np.asarray(population.ref_in[0], dtype=bool)
     aucs = []

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DataError, did_you_mean
-from .base import LOADERS, Dataset, LoadContext, default_cache_dir, default_data_dir, validate_arrays
+from .base import LOADERS, Dataset, LoadContext, Tokenize, default_cache_dir, default_data_dir, validate_arrays
 from .files import load_file
 from .split import Split, hold_out_validation, reference_subsets, split_indices
 
@@ -28,11 +28,14 @@ def load(
     num_classes: int | None = None,
     subset: int | None = None,
     seed: int = 0,
+    tokenize: Tokenize | None = None,
 ) -> Dataset:
-    """A built-in data set by name, or a user file by path; optionally a seeded random subset."""
+    """A built-in data set by name, or a user file by path; optionally a seeded random subset. ``tokenize``
+    (a model's tokenizer) makes text data sets token ids instead of their default features."""
     ctx = LoadContext(
         data_dir=Path(data_dir).expanduser() if data_dir else default_data_dir(),
         cache_dir=Path(cache_dir).expanduser() if cache_dir else default_cache_dir(),
+        tokenize=tokenize,
     )
     if path is not None:
         ds = load_file(Path(path), label_column, num_classes)

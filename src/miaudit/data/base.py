@@ -47,10 +47,14 @@ class Dataset:
         return self.content_sha256[:16]
 
 
+Tokenize = Callable[[list[str]], np.ndarray]  # texts -> float32 (n, 2, L): token ids and attention mask
+
+
 @dataclass(frozen=True)
 class LoadContext:
     data_dir: Path | None  # where the original files are (None: not configured / not found)
     cache_dir: Path  # where decoded arrays are kept, outside the repository
+    tokenize: Tokenize | None = None  # a model's tokenizer: text sets give token ids (models/hf.py) when set
 
 
 Loader = Callable[[LoadContext], Dataset]

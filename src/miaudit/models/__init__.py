@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import torch.nn as nn
 
-from . import io
+from . import adapters, io
 from .base import ARCHITECTURES, register_model, with_head_dropout
 from .cnn import SmallCNN  # each built-in module registers its architecture on import
 from .mlp import MLP
@@ -18,14 +18,18 @@ from .resnet import SmallResNet
 
 
 def architecture(name: str) -> Callable[..., nn.Module]:
-    """The factory of a built-in architecture, or of a user's ``package.module:factory``."""
+    """The factory of a built-in architecture, of another library's model (``torchvision:NAME``,
+    ``timm:NAME``, ``hf:PATH``; ``models/adapters.py``), or of a user's ``package.module:factory``."""
+    if adapters.is_adapter_name(name):
+        return adapters.factory(name)
     if io.is_import_path(name):
         return io.import_factory(name)
     try:
         return ARCHITECTURES[name]
     except KeyError:
         raise io.ModelError(
-            f"model: unknown architecture {name!r}; expected one of {sorted(ARCHITECTURES)} or package.module:factory"
+            f"model: unknown architecture {name!r}; expected one of {sorted(ARCHITECTURES)}, "
+            "torchvision:NAME, timm:NAME, hf:PATH or package.module:factory"
         ) from None
 
 
@@ -50,6 +54,7 @@ __all__ = [
     "architecture",
     "build_model",
     "io",
+    "adapters",
     "MLP",
     "SmallCNN",
     "SmallResNet",

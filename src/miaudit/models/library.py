@@ -1,0 +1,48 @@
+"""Names of other libraries' models (``SOURCE:NAME[key=value,...]``) and the features/head split
+every adapter shares (``models/adapters.py``, ``models/hf.py``)."""
+
+from __future__ import annotations
+
+import re
+
+import torch.nn as nn
+
+from ..errors import ModelError
+
+SOURCES = ("torchvision", "timm", "hf")
+_NAME = re.compile(r"(?P<source>[a-z]+):(?P<name>[^\[\]]+)(?:\[(?P<options>[^\[\]]*)\])?")
+
+
+def is_adapter_name(name: str) -> bool:
+    """Whether ``name`` names a model of another library (``torchvision:``, ``timm:``, ``hf:``)."""
+    return name.partition(":")[0] in SOURCES
+
+
+def parse(spec: str) -> tuple[str, str, dict[str, str]]:
+    """``SOURCE:NAME[k=v,...]`` -> (source, name, options); a one-line ModelError when malformed."""
+    m = _NAME.fullmatch(spec.strip())
+    if m is None or m["source"] not in SOURCES:
+        raise ModelError(f"model: {spec!r} is not of the form SOURCE:NAME[key=value,...] with SOURCE in {SOURCES}")
+    options: dict[str, str] = {}
+    for item in filter(None, (m["options"] or "").split(",")):
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise ModelError(f"model: option {item!r} of {spec!r} is not key=value")
+        options[key.strip()] = value.strip()
+    return m["source"], m["name"].strip(), options
+
+
+def split_last_linear(model: nn.Module, n_classes: int) -> tuple[nn.Module, nn.Linear]:
+    """(body, head): the model's last ``nn.Linear`` with ``n_classes`` outputs, replaced in the model
+    by ``nn.Identity`` (the body), and that layer (the head)."""
+    found = [(n, m) for n, m in model.named_modules() if isinstance(m, nn.Linear) and m.out_features == n_classes]
+    if not found:
+        raise ModelError(f"model: {type(model).__name__} has no nn.Linear classifier with {n_classes} outputs")
+    path, head = found[-1]
+    parent_path, _, attr = path.rpartition(".")
+    parent = model.get_submodule(parent_path) if parent_path else model
+    if isinstance(parent, nn.Sequential) or attr.isdigit():
+        parent[int(attr)] = nn.Identity()
+    else:
+        setattr(parent, attr, nn.Identity())
+    return model, head
