@@ -1,6 +1,7 @@
 """The command line: a thin shell over the Python API.
 
     miaudit run [CONFIG] [--out DIR] [--force]   one audit (no CONFIG: the built-in default on digits)
+    miaudit dp-audit CONFIG [--out DIR]          one-run DP audit with canaries (miaudit.dp)
     miaudit attacks                              the registered attacks, one line each
 
 Bad input (config, data, attack requirements) exits with code 2 and a one-line
@@ -104,6 +105,33 @@ def bench(
     except MiauditError as e:
         _fail(e)
     Console().print(f"wrote {out}/{suite}.json and {suite}.md in {res['wall_seconds'] / 60:.1f} min")
+
+
+@app.command("dp-audit")
+def dp_audit(
+    config: Path = typer.Argument(..., help="YAML config with train.dp (or not) and canaries: {count, kind}"),
+    out: Path | None = typer.Option(None, "--out", "-o", help="output directory (default ./miaudit-runs/<name>-dp)"),
+    force: bool = typer.Option(False, "--force", "-f", help="write into a non-empty --out"),
+) -> None:
+    """One-run DP audit: canaries in one training run, an epsilon lower bound, a verdict on the declared epsilon."""
+    from . import report
+    from .dp import one_run
+
+    try:
+        cfg = config_mod.load(config)
+        one_run.check(cfg)
+        out = out or Path("miaudit-runs") / f"{config.stem}-dp"
+        outdir.check(out, force)
+        results = report.write(one_run.run(cfg), out)
+    except MiauditError as e:
+        _fail(e)
+    a = results["dp_audit"]
+    Console().print(
+        f"one-run audit ({a['attack']}): epsilon lower bound {a['epsilon_lb']:.3f} at confidence {a['confidence']:g} "
+        f"({a['how']}); declared {a['declared_epsilon']}, accounted {a['accounted_epsilon']}\n{a['verdict']}\n"
+        f"wrote {out}/",
+        highlight=False,
+    )
 
 
 @app.command()

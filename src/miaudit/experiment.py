@@ -18,7 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from . import data
 from .attacks import AttackInputs, ModelAccess, RecordSet
-from .config import RunConfig
+from .config import DPConfig, RunConfig
 from .data import Dataset, Split
 from .models import build_model, io
 from .plan import Plan
@@ -39,6 +39,7 @@ class TrainedModel:
     cached: bool
     architecture: str = ""
     source: str = "trained"  # trained by miaudit, or where a user's model came from
+    privacy: dict | None = None  # DP-SGD: declared and accounted epsilon, noise (miaudit.dp.training)
 
 
 @dataclass(frozen=True)
@@ -149,11 +150,23 @@ def progress_bars() -> Progress:
     )
 
 
-def builtin_recipe(cfg: RunConfig, ds: Dataset, arch: str) -> ModelRecipe:
-    """An architecture by name trained by miaudit's loop with ``cfg.train``: fully described, so cached."""
-    spec = {"arch": arch, "input_shape": ds.input_shape, "n_classes": ds.n_classes, "train": cfg.train.model_dump()}
+def builtin_recipe(cfg: RunConfig, ds: Dataset, arch: str, dp: DPConfig | None = None) -> ModelRecipe:
+    """An architecture by name trained by miaudit's loop with ``cfg.train`` (DP-SGD with ``dp``): fully
+    described, so cached (the DP settings are part of the key; without them the key is as before DP existed)."""
+    train_spec = cfg.train.model_dump(exclude={"dp"})
+    spec = {"arch": arch, "input_shape": ds.input_shape, "n_classes": ds.n_classes, "train": train_spec}
     if io.is_import_path(arch):
         spec["arch_source"] = io.source_digest(arch)
+    if dp is not None:
+        from .dp import training as dp_training
+
+        return ModelRecipe(
+            arch,
+            lambda: dp_training.compatible(build_model(arch, ds.input_shape, ds.n_classes)),
+            lambda m, x, y, seed, progress: dp_training.train_dp(m, x, y, cfg.train, dp, seed, cfg.device, progress),
+            cfg.train.epochs,
+            {**spec, "dp": dp.model_dump(exclude={"references"})},
+        )
     return ModelRecipe(
         arch,
         lambda: build_model(arch, ds.input_shape, ds.n_classes),
@@ -185,7 +198,9 @@ def obtain(
         progress.remove_task(task)
         logits = predict_logits(module, ds.x, device=device)
         seconds, acc = report.seconds, report.train_accuracy
-        return TrainedModel(role, module.eval(), logits, train_idx, seconds, acc, cached=False, architecture=arch)
+        model = TrainedModel(role, module.eval(), logits, train_idx, seconds, acc, cached=False, architecture=arch)
+        model.privacy = report.privacy
+        return model
 
     if recipe.cache_spec is None:
         return trained_now()
@@ -196,9 +211,12 @@ def obtain(
         hit = store.load(entry, recipe.build)
         if hit is not None:
             logits, seconds, acc = hit.logits.astype(np.float64), hit.meta["seconds"], hit.meta["train_accuracy"]
-            return TrainedModel(role, hit.module, logits, train_idx, seconds, acc, cached=True, architecture=arch)
+            cached = TrainedModel(role, hit.module, logits, train_idx, seconds, acc, cached=True, architecture=arch)
+            cached.privacy = hit.meta.get("privacy")
+            return cached
         model = trained_now()
         meta = {"role": role, "spec": spec, "seconds": model.seconds, "train_accuracy": model.train_accuracy}
+        meta.update({"privacy": model.privacy} if model.privacy else {})
         store.save(entry, model.module, meta, model.logits.astype(np.float32))
     return model
 

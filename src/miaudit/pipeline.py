@@ -43,6 +43,7 @@ class AttackRun:
 class RunResult:
     experiment: Experiment
     attacks: list[AttackRun]
+    dp_audit: dict | None = None  # the epsilon lower bound (miaudit.dp.audit), when the config asks for it
 
 
 def prepare(cfg: RunConfig, plan: Plan | None = None) -> Experiment:
@@ -59,7 +60,7 @@ def prepare(cfg: RunConfig, plan: Plan | None = None) -> Experiment:
     with progress_bars() as progress:
         target = obtain(
             store,
-            builtin_recipe(cfg, ds, cfg.model),
+            builtin_recipe(cfg, ds, cfg.model, cfg.train.dp),
             ds,
             "target",
             model_seed(cfg.seed, 0),
@@ -68,7 +69,9 @@ def prepare(cfg: RunConfig, plan: Plan | None = None) -> Experiment:
             cfg.device,
         )
     records = AuditRecords(ds, split, query_idx, is_member)
-    return with_references(cfg, plan, records, target, builtin_recipe(cfg, ds, cfg.reference_architecture), store)
+    dp_refs = cfg.train.dp if cfg.train.dp is not None and cfg.train.dp.references else None
+    ref_recipe = builtin_recipe(cfg, ds, cfg.reference_architecture, dp_refs)
+    return with_references(cfg, plan, records, target, ref_recipe, store)
 
 
 def run_attack(exp: Experiment, attack: PlannedAttack, inputs: AttackInputs | None = None) -> AttackRun:
@@ -116,4 +119,16 @@ def run_experiment(exp: Experiment) -> RunResult:
     for attack in exp.plan.attacks:
         console.print(f"[dim]attack {attack.label} ...[/dim]")
         runs.append(run_attack(exp, attack, inputs))
-    return RunResult(exp, runs)
+    return RunResult(exp, runs, dp_audit(exp, runs))
+
+
+def dp_audit(exp: Experiment, runs: list[AttackRun]) -> dict | None:
+    """results.json's ``dp_audit``: the chosen attack's epsilon lower bound (``miaudit.dp.audit``)."""
+    spec = exp.cfg.dp_audit
+    if spec is None or exp.is_member is None:
+        return None
+    from .dp import audit
+
+    i = audit.chosen_attack([r.attack.label for r in runs], [r.attack.name for r in runs], spec.attack)
+    accounted = (exp.target.privacy or {}).get("accounted_epsilon")
+    return audit.two_run(runs[i].result.scores, exp.is_member, spec, exp.cfg, runs[i].attack.label, accounted)
