@@ -86,7 +86,9 @@ def train_dp(
         data, batch_size=cfg.batch_size, shuffle=True, generator=torch.Generator().manual_seed(seed)
     )
     sample_rate = 1 / len(loader)  # Opacus' Poisson sampling rate for this loader
-    sigma = noise_multiplier(dp, sample_rate, cfg.epochs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sigma = noise_multiplier(dp, sample_rate, cfg.epochs)
     model.to(device).train()
     opt = torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
     sched = (
@@ -94,9 +96,9 @@ def train_dp(
         if cfg.schedule == "cosine"
         else torch.optim.lr_scheduler.LambdaLR(opt, lambda _: 1.0)
     )
-    engine = opacus.PrivacyEngine(accountant=ACCOUNTANT)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # Opacus' notes on secure RNG and full backward hooks
+        warnings.simplefilter("ignore")  # Opacus' notes on secure RNG, alpha ranges and backward hooks
+        engine = opacus.PrivacyEngine(accountant=ACCOUNTANT)
         private, dp_opt, loss_fn, dp_loader = engine.make_private(
             module=model,
             optimizer=opt,
