@@ -90,7 +90,7 @@ def _ranking_table(results: dict) -> Table:
 
 @app.command()
 def bench(
-    suite: str = typer.Argument(..., help="suite name: smoke, quick, paper, ablations"),
+    suite: str = typer.Argument(..., help="suite name: smoke, quick, paper, ablations, dp"),
     out: Path = typer.Option(Path("benchmarks/results"), "--out", "-o", help="folder for <suite>.json and .md"),
     dataset: list[str] | None = typer.Option(None, "--dataset", "-d", help="only these data sets of the suite"),
     seed: list[int] | None = typer.Option(None, "--seed", "-s", help="only these seeds"),
@@ -98,8 +98,8 @@ def bench(
     """Run a benchmark suite and write its aggregated results."""
     from . import bench as bench_mod
 
-    if suite not in bench_mod.SUITES:
-        _fail(config_mod.ConfigError(f"suite: unknown suite {suite!r}; expected one of {sorted(bench_mod.SUITES)}"))
+    if suite not in [*bench_mod.SUITES, "dp"]:
+        _fail(config_mod.ConfigError(f"suite: unknown suite {suite!r}; expected one of {sorted(bench_mod.SUITES)}, dp"))
     try:
         res = bench_mod.run_suite(suite, out, datasets=dataset, seeds=seed, log=lambda m: err.print(m, highlight=False))
     except MiauditError as e:
