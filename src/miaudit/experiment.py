@@ -176,6 +176,21 @@ def builtin_recipe(cfg: RunConfig, ds: Dataset, arch: str, dp: DPConfig | None =
     )
 
 
+def reference_recipe(cfg: RunConfig, ds: Dataset) -> ModelRecipe:
+    """The reference models' recipe: not DP unless ``train.dp.references``."""
+    dp = cfg.train.dp if cfg.train.dp is not None and cfg.train.dp.references else None
+    return builtin_recipe(cfg, ds, cfg.reference_architecture, dp)
+
+
+def trained_target(
+    cfg: RunConfig, ds: Dataset, train_idx: np.ndarray, store: Store, role: str = "target"
+) -> TrainedModel:
+    """The target (DP-SGD with ``train.dp``) trained on ``train_idx``, or loaded from the cache."""
+    with progress_bars() as progress:
+        recipe = builtin_recipe(cfg, ds, cfg.model, cfg.train.dp)
+        return obtain(store, recipe, ds, role, model_seed(cfg.seed, 0), train_idx, progress, cfg.device)
+
+
 def obtain(
     store: Store,
     recipe: ModelRecipe,

@@ -16,14 +16,12 @@ from .config import RunConfig
 from .experiment import (
     AuditRecords,
     Experiment,
-    builtin_recipe,
     console,
     load_dataset,
-    model_seed,
-    obtain,
     open_store,
-    progress_bars,
+    reference_recipe,
     shuffled_queries,
+    trained_target,
     with_calibration_records,
     with_references,
 )
@@ -57,21 +55,9 @@ def prepare(cfg: RunConfig, plan: Plan | None = None) -> Experiment:
     split = with_calibration_records(data.split_indices(len(ds), cfg.seed, cfg.split.as_tuple()), cfg)
     query_idx, is_member = shuffled_queries(split, cfg.seed)
     store = open_store(cfg)
-    with progress_bars() as progress:
-        target = obtain(
-            store,
-            builtin_recipe(cfg, ds, cfg.model, cfg.train.dp),
-            ds,
-            "target",
-            model_seed(cfg.seed, 0),
-            split.members,
-            progress,
-            cfg.device,
-        )
+    target = trained_target(cfg, ds, split.members, store)
     records = AuditRecords(ds, split, query_idx, is_member)
-    dp_refs = cfg.train.dp if cfg.train.dp is not None and cfg.train.dp.references else None
-    ref_recipe = builtin_recipe(cfg, ds, cfg.reference_architecture, dp_refs)
-    return with_references(cfg, plan, records, target, ref_recipe, store)
+    return with_references(cfg, plan, records, target, reference_recipe(cfg, ds), store)
 
 
 def run_attack(exp: Experiment, attack: PlannedAttack, inputs: AttackInputs | None = None) -> AttackRun:

@@ -23,12 +23,10 @@ from ..config import RunConfig
 from ..errors import ConfigError
 from ..experiment import (
     AuditRecords,
-    builtin_recipe,
     load_dataset,
-    model_seed,
-    obtain,
     open_store,
-    progress_bars,
+    reference_recipe,
+    trained_target,
     with_calibration_records,
     with_references,
 )
@@ -114,23 +112,12 @@ def run(cfg: RunConfig) -> RunResult:
     train_idx = np.sort(np.concatenate([split.members, c["idx"][c["included"]]]))
     test_idx = np.setdiff1d(split.nonmembers, c["idx"])
     store = open_store(cfg)
-    with progress_bars() as progress:
-        target = obtain(
-            store,
-            builtin_recipe(cfg, ds_c, cfg.model, cfg.train.dp),
-            ds_c,
-            "target (with canaries)",
-            model_seed(cfg.seed, 0),
-            train_idx,
-            progress,
-            cfg.device,
-        )
+    target = trained_target(cfg, ds_c, train_idx, store, "target (with canaries)")
     query_idx = np.random.default_rng(np.random.SeedSequence([cfg.seed, CANARY_SEED, 2])).permutation(c["idx"])
     is_member = np.isin(query_idx, c["idx"][c["included"]])
     c_split = replace(split, members=train_idx, nonmembers=np.sort(c["idx"][~c["included"]]))
-    dp_refs = cfg.train.dp if cfg.train.dp is not None and cfg.train.dp.references else None
-    ref_recipe = builtin_recipe(cfg, ds_c, cfg.reference_architecture, dp_refs)
-    exp = with_references(cfg, plan, AuditRecords(ds_c, c_split, query_idx, is_member), target, ref_recipe, store)
+    records = AuditRecords(ds_c, c_split, query_idx, is_member)
+    exp = with_references(cfg, plan, records, target, reference_recipe(cfg, ds_c), store)
     inputs = exp.attack_inputs()
     runs = [run_attack(exp, attack, inputs) for attack in plan.attacks]
     accuracies = {

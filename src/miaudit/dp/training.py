@@ -21,7 +21,7 @@ import torch.nn as nn
 
 from ..config import DPConfig, TrainConfig
 from ..errors import ConfigError
-from ..training import ProgressFn, TrainReport, accuracy, predict_logits
+from ..training import ProgressFn, TrainReport, accuracy, predict_logits, sgd_with_schedule
 
 ACCOUNTANT = "rdp"
 # Ghost clipping (Opacus' fast gradient clipping): the exact per-sample gradient norms without materialising
@@ -90,12 +90,7 @@ def train_dp(
         warnings.simplefilter("ignore")
         sigma = noise_multiplier(dp, sample_rate, cfg.epochs)
     model.to(device).train()
-    opt = torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
-    sched = (
-        torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=cfg.epochs)
-        if cfg.schedule == "cosine"
-        else torch.optim.lr_scheduler.LambdaLR(opt, lambda _: 1.0)
-    )
+    opt, sched = sgd_with_schedule(model, cfg)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Opacus' notes on secure RNG, alpha ranges and backward hooks
         engine = opacus.PrivacyEngine(accountant=ACCOUNTANT)
