@@ -105,7 +105,7 @@ def run_suite(
         for seed in seeds or [0]:
             points = []
             for eps in EPSILONS:
-                log(f"[dp] {label} seed {seed} epsilon {eps if eps is not None else 'inf'}")
+                log(f"dp: {label} seed {seed} epsilon {eps if eps is not None else 'inf'}")
                 points.append(run_point(DATASETS[label], seed, eps, cache_dir))
             results["datasets"][f"{label} seed {seed}"] = {"config": DATASETS[label], "points": points}
     results["wall_seconds"] = time.perf_counter() - start
