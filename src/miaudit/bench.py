@@ -24,6 +24,7 @@ import torch
 
 from . import config, pipeline, report
 from ._version import __version__
+from .dp import bench as dp_bench
 
 PEERS = ("attack-r", "lira", "rmia")
 
@@ -294,6 +295,8 @@ def run_suite(
     seeds: list[int] | None = None,
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
+    if name == "dp":  # its own protocol: DP-SGD targets and epsilon lower bounds
+        return dp_bench.run_suite(out_dir, hardware(), cache_dir, datasets, seeds, log)
     suite = SUITES[name]
     start = time.perf_counter()
     results: dict[str, Any] = {

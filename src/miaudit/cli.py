@@ -6,6 +6,7 @@
     miaudit attacks [NAME]              the registered attacks; an attack's parameters and needs
     miaudit score CONFIG [--out DIR]    an audit of precomputed outputs (no models)
     miaudit export [CONFIG] --out PATH  a run's outputs in the npz or LiRA layout, for `score`
+    miaudit dp-audit CONFIG [--out DIR] one-run DP audit with canaries (miaudit.dp)
     miaudit bench SUITE                 a benchmark suite
     miaudit --version
 
@@ -209,7 +210,7 @@ def show_config(
 
 @app.command()
 def bench(
-    suite: str = typer.Argument(..., help="suite name: smoke, quick, paper, ablations"),
+    suite: str = typer.Argument(..., help="suite name: smoke, quick, paper, ablations, dp"),
     out: Path = typer.Option(Path("benchmarks/results"), "--out", "-o", help="folder for <suite>.json and .md"),
     dataset: list[str] | None = typer.Option(None, "--dataset", "-d", help="only these data sets of the suite"),
     seed: list[int] | None = typer.Option(None, "--seed", "-s", help="only these seeds"),
@@ -217,13 +218,40 @@ def bench(
     """Run a benchmark suite and write its aggregated results."""
     from . import bench as bench_mod
 
-    if suite not in bench_mod.SUITES:
-        _fail(config_mod.ConfigError(f"suite: unknown suite {suite!r}; expected one of {sorted(bench_mod.SUITES)}"))
+    if suite not in [*bench_mod.SUITES, "dp"]:
+        _fail(config_mod.ConfigError(f"suite: unknown suite {suite!r}; expected one of {sorted(bench_mod.SUITES)}, dp"))
     try:
         res = bench_mod.run_suite(suite, out, datasets=dataset, seeds=seed, log=lambda m: err.print(m, highlight=False))
     except MiauditError as e:
         _fail(e)
     Console().print(f"wrote {out}/{suite}.json and {suite}.md in {res['wall_seconds'] / 60:.1f} min")
+
+
+@app.command("dp-audit")
+def dp_audit(
+    config: Path = typer.Argument(..., help="YAML config with train.dp (or not) and canaries: {count, kind}"),
+    out: Path | None = typer.Option(None, "--out", "-o", help="output directory (default ./miaudit-runs/<name>-dp)"),
+    force: bool = typer.Option(False, "--force", "-f", help="write into a non-empty --out"),
+) -> None:
+    """One-run DP audit: canaries in one training run, an epsilon lower bound, a verdict on the declared epsilon."""
+    from . import outdir, report
+    from .dp import one_run
+
+    try:
+        cfg = _config(config, None)
+        one_run.check(cfg)
+        out = out or Path("miaudit-runs") / f"{config.stem}-dp"
+        outdir.check(out, force)
+        results = report.write(one_run.run(cfg), out)
+    except MiauditError as e:
+        _fail(e)
+    a = results["dp_audit"]
+    Console().print(
+        f"one-run audit ({a['attack']}): epsilon lower bound {a['epsilon_lb']:.3f} at confidence {a['confidence']:g} "
+        f"({a['how']}); declared {a['declared_epsilon']}, accounted {a['accounted_epsilon']}\n{a['verdict']}\n"
+        f"wrote {out}/",
+        highlight=False,
+    )
 
 
 @app.command()

@@ -49,8 +49,26 @@ class DataConfig(_Strict):
         return self.name if self.name is not None else Path(self.path).stem
 
 
+class DPConfig(_Strict):
+    """DP-SGD (Opacus): per-sample clipping to ``max_grad_norm``, Gaussian noise, Poisson sampling. Give the
+    privacy target (``epsilon``, ``delta``: the noise multiplier is calibrated by the RDP accountant) or the
+    ``noise_multiplier`` itself. The target trains this way; the reference models only with ``references``."""
+
+    epsilon: float | None = Field(default=None, gt=0, description="declared epsilon (noise calibrated to reach it)")
+    delta: float = Field(default=1e-5, ge=0, lt=1)
+    noise_multiplier: float | None = Field(default=None, gt=0)
+    max_grad_norm: float = Field(default=1.0, gt=0)
+    references: bool = Field(default=False, description="train the reference models with DP-SGD as well")
+
+    @model_validator(mode="after")
+    def _one_noise(self) -> DPConfig:
+        if (self.epsilon is None) == (self.noise_multiplier is None):
+            raise ValueError("give exactly one of epsilon (calibrated noise) or noise_multiplier")
+        return self
+
+
 class TrainConfig(_Strict):
-    """SGD with momentum and weight decay: the papers' recipe."""
+    """SGD with momentum and weight decay: the papers' recipe (DP-SGD with ``dp``)."""
 
     epochs: int = Field(default=30, ge=1, description="passes over the training records")
     batch_size: int = Field(default=64, ge=1, description="records per SGD step")
@@ -64,6 +82,7 @@ class TrainConfig(_Strict):
     augment: Literal["none", "flip", "flip-crop"] = Field(
         default="none", description="image data: random horizontal flip, and 4-pixel padded random crop (seeded)"
     )
+    dp: DPConfig | None = Field(default=None, description="train with DP-SGD (Opacus, extra dp)")
 
 
 class SplitConfig(_Strict):
@@ -116,6 +135,39 @@ class ExecutorConfig(_Strict):
     cpus_per_task: float = Field(default=1.0, gt=0)
     gpus_per_task: float = Field(default=0.0, ge=0)
     max_retries: int = Field(default=2, ge=0, description="Ray retries of a failed task")
+
+
+class DPAuditConfig(_Strict):
+    """An epsilon lower bound from one attack's scores (``miaudit.dp``): the threshold is chosen on a seeded
+    half of the queries (``selection: half``) or given (``selection: fixed``) and evaluated on the rest."""
+
+    attack: str = Field(description="the attack's label or name, as in attacks")
+    confidence: float = Field(default=0.95, gt=0, lt=1)
+    delta: float | None = Field(default=None, ge=0, lt=1, description="default: train.dp.delta, else 0")
+    selection: Literal["half", "fixed"] = "half"
+    threshold: float | None = Field(default=None, description="with selection: fixed, member when score >= it")
+    declared_epsilon: float | None = Field(default=None, gt=0, description="default: train.dp.epsilon")
+
+    @model_validator(mode="after")
+    def _fixed_threshold(self) -> DPAuditConfig:
+        if (self.selection == "fixed") != (self.threshold is not None):
+            raise ValueError("threshold: give it with selection: fixed, and only then")
+        return self
+
+
+class CanaryConfig(_Strict):
+    """The one-run audit's canaries (Steinke, Nasr & Jagielski 2023): each in the target's training set
+    with probability 1/2; the auditor guesses on the ``guesses`` highest and lowest scores (default count/10)."""
+
+    count: int = Field(ge=2)
+    kind: Literal["random-label", "natural"] = "random-label"
+    guesses: int | None = Field(default=None, ge=1, description="k: guesses 'in' and 'out' each")
+
+    @model_validator(mode="after")
+    def _enough(self) -> CanaryConfig:
+        if self.guesses is not None and 2 * self.guesses > self.count:
+            raise ValueError(f"guesses: 2 x {self.guesses} exceeds count {self.count}")
+        return self
 
 
 def _calibration(v: Any) -> Any:
@@ -234,6 +286,8 @@ class RunConfig(_Strict):
         lt=1,
         description="smallest FPR the audit must resolve; refused with fewer than 1/min_fpr non-members",
     )
+    dp_audit: DPAuditConfig | None = Field(default=None, description="an epsilon lower bound from one attack")
+    canaries: CanaryConfig | None = Field(default=None, description="canaries of the one-run audit (dp-audit)")
 
     _attack_rows = field_validator("attacks", mode="before")(_attack_entries)
     _known_device = field_validator("device")(_device)
@@ -289,6 +343,18 @@ class RunConfig(_Strict):
             )
         if self.min_fpr is not None and self.queries.indices is not None:
             raise ValueError("min_fpr: needs members and nonmembers; queries of unknown membership give no ROC")
+        return self
+
+    @model_validator(mode="after")
+    def _dp_audit_attack(self) -> RunConfig:
+        if self.dp_audit is None:
+            return self
+        want = self.dp_audit.attack.lower()
+        known = {str(r[k]).lower() for r in self.attacks for k in ("name", "label") if r.get(k)}
+        if want not in known and want.split(" (")[0] not in known:
+            raise ValueError(f"dp_audit.attack: {self.dp_audit.attack!r} is not one of the attacks ({sorted(known)})")
+        if self.queries is not None:
+            raise ValueError("dp_audit: needs members and nonmembers; queries of unknown membership give no bound")
         return self
 
     @property

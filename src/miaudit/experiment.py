@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import torch
 
 from . import data, executor
 from .attacks import AttackInputs, ModelAccess, RecordSet
-from .config import RunConfig
+from .config import DPConfig, RunConfig
 from .data import Dataset, Split
 from .models import adapters, build_model, io
 from .plan import Plan
@@ -37,6 +37,7 @@ class TrainedModel:
     cached: bool
     architecture: str = ""
     source: str = "trained"  # trained by miaudit, or where a user's model came from
+    privacy: dict | None = None  # DP-SGD: declared and accounted epsilon, noise (miaudit.dp.training)
 
 
 @dataclass(frozen=True)
@@ -165,15 +166,17 @@ def model_seed(seed: int, role: int) -> int:
     return int(np.random.SeedSequence([seed, role]).generate_state(1)[0])
 
 
-def builtin_recipe(cfg: RunConfig, ds: Dataset, arch: str, head_dropout: float = 0.0) -> ModelRecipe:
-    """An architecture by name trained by miaudit's loop with ``cfg.train``: fully described, so cached.
-    ``head_dropout`` > 0 trains with dropout before the head (the plan asks it of the references when an
-    attack samples them by MC Dropout); it is part of the cache key, and absent from it when 0."""
-    # fp32 and augment: none are left out, so models trained before those options keep their cache keys
-    defaults = ({"precision"} if cfg.train.precision == "fp32" else set()) | (
-        {"augment"} if cfg.train.augment == "none" else set()
-    )
-    spec = {
+def builtin_recipe(
+    cfg: RunConfig, ds: Dataset, arch: str, head_dropout: float = 0.0, dp: DPConfig | None = None
+) -> ModelRecipe:
+    """An architecture by name trained by miaudit's loop with ``cfg.train`` (DP-SGD with ``dp``): fully
+    described, so cached. ``head_dropout`` > 0 trains with dropout before the head (the plan asks it of the
+    references when an attack samples them by MC Dropout). Options at their defaults (fp32, augment none,
+    no dropout, no DP) are left out of the cache key, so models trained before the options existed keep
+    their keys."""
+    defaults = {"dp"} | ({"precision"} if cfg.train.precision == "fp32" else set())
+    defaults |= {"augment"} if cfg.train.augment == "none" else set()
+    spec: dict[str, Any] = {
         "arch": arch,
         "input_shape": ds.input_shape,
         "n_classes": ds.n_classes,
@@ -185,6 +188,16 @@ def builtin_recipe(cfg: RunConfig, ds: Dataset, arch: str, head_dropout: float =
         spec["arch_source"] = adapters.source_digest(arch)
     elif io.is_import_path(arch):
         spec["arch_source"] = io.source_digest(arch)
+    if dp is not None:
+        from .dp import training as dp_training
+
+        return ModelRecipe(
+            arch,
+            lambda: dp_training.compatible(build_model(arch, ds.input_shape, ds.n_classes)),
+            lambda m, x, y, seed, progress: dp_training.train_dp(m, x, y, cfg.train, dp, seed, cfg.device, progress),
+            cfg.train.epochs,
+            {**spec, "dp": dp.model_dump(exclude={"references"})},
+        )
     return ModelRecipe(
         arch,
         lambda: build_model(arch, ds.input_shape, ds.n_classes, head_dropout=head_dropout),
@@ -192,6 +205,26 @@ def builtin_recipe(cfg: RunConfig, ds: Dataset, arch: str, head_dropout: float =
         cfg.train.epochs,
         spec,
     )
+
+
+def reference_recipe(cfg: RunConfig, ds: Dataset, head_dropout: float = 0.0) -> ModelRecipe:
+    """The reference models' recipe: not DP unless ``train.dp.references``."""
+    dp = cfg.train.dp if cfg.train.dp is not None and cfg.train.dp.references else None
+    return builtin_recipe(cfg, ds, cfg.reference_architecture, head_dropout, dp)
+
+
+def trained_target(
+    cfg: RunConfig,
+    ds: Dataset,
+    train_idx: np.ndarray,
+    store: Store,
+    progress: ModelProgress | None = None,
+    role: str = "target",
+) -> TrainedModel:
+    """The target (DP-SGD with ``train.dp``) trained on ``train_idx``, or loaded from the cache."""
+    recipe = builtin_recipe(cfg, ds, cfg.model, dp=cfg.train.dp)
+    with progress or ModelProgress(1) as tracker:
+        return obtain(store, recipe, ds, role, model_seed(cfg.seed, 0), train_idx, tracker, cfg.device)
 
 
 def obtain(
@@ -215,7 +248,9 @@ def obtain(
         logits = predict_logits(module, ds.x, device=device)
         seconds, acc = report.seconds, report.train_accuracy
         progress.finished(role, seconds, cached=False)
-        return TrainedModel(role, module.eval(), logits, train_idx, seconds, acc, cached=False, architecture=arch)
+        model = TrainedModel(role, module.eval(), logits, train_idx, seconds, acc, cached=False, architecture=arch)
+        model.privacy = report.privacy
+        return model
 
     if recipe.cache_spec is None:
         return trained_now()
@@ -228,9 +263,12 @@ def obtain(
             # the logits stay memory-mapped (float32): rows are read when an attack's inputs are built
             logits, seconds, acc = hit.logits, hit.meta["seconds"], hit.meta["train_accuracy"]
             progress.finished(role, seconds, cached=True)
-            return TrainedModel(role, hit.module, logits, train_idx, seconds, acc, cached=True, architecture=arch)
+            cached = TrainedModel(role, hit.module, logits, train_idx, seconds, acc, cached=True, architecture=arch)
+            cached.privacy = hit.meta.get("privacy")
+            return cached
         model = trained_now()
         meta = {"role": role, "spec": spec, "seconds": model.seconds, "train_accuracy": model.train_accuracy}
+        meta.update({"privacy": model.privacy} if model.privacy else {})
         store.save(entry, model.module, meta, model.logits.astype(np.float32))
     return model
 

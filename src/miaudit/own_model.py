@@ -30,9 +30,9 @@ from .experiment import (
     Experiment,
     ModelRecipe,
     TrainedModel,
-    builtin_recipe,
     load_dataset,
     open_store,
+    reference_recipe,
     shuffled_queries,
     with_calibration_records,
     with_references,
@@ -105,7 +105,7 @@ def from_checkpoint(cfg: RunConfig, plan: Plan) -> Experiment:
     records = AuditRecords(ds, *membership_from_files(cfg, ds))
     arch = cfg.target_architecture
     module = io.load_weights(build_model(arch, ds.input_shape, ds.n_classes), state, arch)
-    recipe = builtin_recipe(cfg, ds, cfg.reference_architecture, plan.head_dropout)
+    recipe = reference_recipe(cfg, ds, plan.head_dropout)
     source = f"checkpoint {Path(cfg.target.checkpoint).name}"
     return audit_given(cfg, plan, records, module, recipe, source=source, architecture=arch)
 

@@ -16,18 +16,17 @@ from .config import RunConfig
 from .experiment import (
     AuditRecords,
     Experiment,
-    builtin_recipe,
     load_dataset,
-    model_seed,
-    obtain,
     open_store,
+    reference_recipe,
     shuffled_queries,
+    trained_target,
     with_calibration_records,
     with_references,
 )
 from .plan import Plan, PlannedAttack
 from .plan import build as build_plan
-from .progress import ModelProgress, log, working
+from .progress import log, working
 
 
 @dataclass
@@ -42,6 +41,7 @@ class AttackRun:
 class RunResult:
     experiment: Experiment
     attacks: list[AttackRun]
+    dp_audit: dict | None = None  # the epsilon lower bound (miaudit.dp.audit), when the config asks for it
 
 
 def prepare(cfg: RunConfig, plan: Plan | None = None) -> Experiment:
@@ -58,22 +58,9 @@ def prepare(cfg: RunConfig, plan: Plan | None = None) -> Experiment:
         ds, split = shift.with_ood_nonmembers(cfg, ds, split)
     query_idx, is_member = shuffled_queries(split, cfg.seed)
     store = open_store(cfg)
-    log.debug("models: the target and %d reference model(s), cache %s", plan.references, store.root)
-    with ModelProgress(1 + plan.references) as progress:
-        target = obtain(
-            store,
-            builtin_recipe(cfg, ds, cfg.model),
-            ds,
-            "target",
-            model_seed(cfg.seed, 0),
-            split.members,
-            progress,
-            cfg.device,
-        )
-        records = AuditRecords(ds, split, query_idx, is_member)
-        recipe = builtin_recipe(cfg, ds, cfg.reference_architecture, plan.head_dropout)
-        pool = shift.reference_pool(cfg, ds, split)
-        return with_references(cfg, plan, records, target, recipe, store, progress, pool)
+    target = trained_target(cfg, ds, split.members, store)
+    records = AuditRecords(ds, split, query_idx, is_member)
+    return with_references(cfg, plan, records, target, reference_recipe(cfg, ds), store)
 
 
 def run_attack(exp: Experiment, attack: PlannedAttack, inputs: AttackInputs | None = None) -> AttackRun:
@@ -122,4 +109,16 @@ def run_experiment(exp: Experiment) -> RunResult:
         with working(f"attack {attack.label}"):
             runs.append(run_attack(exp, attack, inputs))
         log.info("attack %s: %.2f s", attack.label, runs[-1].seconds["attack"])
-    return RunResult(exp, runs)
+    return RunResult(exp, runs, dp_audit(exp, runs))
+
+
+def dp_audit(exp: Experiment, runs: list[AttackRun]) -> dict | None:
+    """results.json's ``dp_audit``: the chosen attack's epsilon lower bound (``miaudit.dp.audit``)."""
+    spec = exp.cfg.dp_audit
+    if spec is None or exp.is_member is None:
+        return None
+    from .dp import audit
+
+    i = audit.chosen_attack([r.attack.label for r in runs], [r.attack.name for r in runs], spec.attack)
+    accounted = (exp.target.privacy or {}).get("accounted_epsilon")
+    return audit.two_run(runs[i].result.scores, exp.is_member, spec, exp.cfg, runs[i].attack.label, accounted)

@@ -20,6 +20,7 @@ ProgressFn = Callable[[int, int], None]  # (epochs done, total)
 class TrainReport:
     seconds: float
     train_accuracy: float
+    privacy: dict | None = None  # DP-SGD: the accountant's record (miaudit.dp.training)
 
 
 def seeded_model(factory: Callable[[], nn.Module], seed: int) -> nn.Module:
@@ -50,12 +51,7 @@ def train(
     xt = torch.as_tensor(x, dtype=torch.float32, device=device)
     yt = torch.as_tensor(y, dtype=torch.long, device=device)
     model.to(device).train()
-    opt = torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
-    sched = (
-        torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=cfg.epochs)
-        if cfg.schedule == "cosine"
-        else torch.optim.lr_scheduler.LambdaLR(opt, lambda _: 1.0)
-    )
+    opt, sched = sgd_with_schedule(model, cfg)
     loss_fn = nn.CrossEntropyLoss()
     device_type = torch.device(device).type
     half = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(cfg.precision)
@@ -79,6 +75,19 @@ def train(
     seconds = time.perf_counter() - start
     acc = accuracy(predict_logits(model, x, device=device), y)
     return TrainReport(seconds=seconds, train_accuracy=acc)
+
+
+def sgd_with_schedule(
+    model: nn.Module, cfg: TrainConfig
+) -> tuple[torch.optim.SGD, torch.optim.lr_scheduler.LRScheduler]:
+    """SGD with momentum and weight decay, and its per-epoch learning-rate schedule (cosine or constant)."""
+    opt = torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
+    sched = (
+        torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=cfg.epochs)
+        if cfg.schedule == "cosine"
+        else torch.optim.lr_scheduler.LambdaLR(opt, lambda _: 1.0)
+    )
+    return opt, sched
 
 
 @torch.no_grad()

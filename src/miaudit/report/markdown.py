@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .. import metrics
+from ..dp.audit import verdict_md
 from ..pipeline import RunResult
 from .ranking import risk_basis, slug
 
@@ -151,5 +152,6 @@ def report_md(res: RunResult, results: dict, frame: pd.DataFrame) -> str:
         f"({metrics.BOOTSTRAP_RESAMPLES} stratified resamples, seed {metrics.BOOTSTRAP_SEED}) for AUC. "
         "Scores of every record: `scores.csv`; ROC: `roc.png`.",
     ]
-    lines += _nan_note(results) + _operating_points_md(results) + exposed_records_md(res, frame)
+    lines += _nan_note(results) + (verdict_md(results["dp_audit"]) if "dp_audit" in results else [])
+    lines += _operating_points_md(results) + exposed_records_md(res, frame)
     return "\n".join(lines) + "\n"

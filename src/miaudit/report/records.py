@@ -95,7 +95,12 @@ def results_json(res: RunResult) -> dict:
         "mode": cfg.mode,
         "seed": cfg.seed,
         "references": len(exp.references),
-        "target": {**exp.target_accuracy(), "training_seconds": exp.target.seconds, "source": exp.target.source},
+        "target": {
+            **exp.target_accuracy(),
+            "training_seconds": exp.target.seconds,
+            "source": exp.target.source,
+            **({"dp": exp.target.privacy} if exp.target.privacy else {}),
+        },
         "reference_models": [
             {"train_accuracy": r.train_accuracy, "seconds": r.seconds, "cached": r.cached} for r in exp.references
         ],
@@ -104,6 +109,7 @@ def results_json(res: RunResult) -> dict:
             "records": len(getattr(exp.split, exp.calibration_part)) if exp.calibrates else 0,
         },
         "attacks": [_attack_json(r, exp) for r in res.attacks],
+        **({"dp_audit": res.dp_audit} if res.dp_audit else {}),
         "config": truthful_config(res),
         "environment": environment(cfg.device),
     }

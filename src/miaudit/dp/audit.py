@@ -1,0 +1,155 @@
+"""The two-run epsilon lower bound of a pipeline run (results.json ``dp_audit``) and the verdict on a declared
+epsilon. Statistics in ``bounds``; here the threshold selection and the record.
+
+Selection (``selection: half``): members and non-members are each cut into two seeded halves. On the first half
+every distinct score is a candidate threshold (member when score >= t) and the one whose bound (the same
+Clopper-Pearson formula) is largest is kept; the bound is then computed on the second half only, so the
+threshold is independent of the records that test it. ``selection: fixed`` uses the given threshold on all
+records. NaN scores are never flagged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import metrics
+from ..config import DPAuditConfig, RunConfig
+from . import bounds
+
+SELECTION_SEED = 0xD9A
+
+
+def audit_delta(spec: DPAuditConfig, cfg: RunConfig) -> float:
+    """The delta of the bound: as given, else the target's DP-SGD delta, else 0 (pure DP)."""
+    if spec.delta is not None:
+        return spec.delta
+    return cfg.train.dp.delta if cfg.train.dp is not None else 0.0
+
+
+def declared_epsilon(spec: DPAuditConfig | None, cfg: RunConfig) -> float | None:
+    if spec is not None and spec.declared_epsilon is not None:
+        return spec.declared_epsilon
+    return cfg.train.dp.epsilon if cfg.train.dp is not None and cfg.target is None else None
+
+
+def verdict(epsilon_lb: float, declared: float | None, confidence: float) -> str:
+    """One line: is the declared epsilon contradicted by the empirical lower bound?"""
+    if declared is None:
+        return (
+            f"no epsilon declared: the target is not epsilon-DP for any epsilon below {epsilon_lb:.3g} "
+            f"(confidence {confidence:g})"
+        )
+    if epsilon_lb > declared:
+        return f"the declared epsilon is violated at confidence {confidence:g}"
+    return "no violation detected"
+
+
+def halves(is_member: np.ndarray, seed: int) -> np.ndarray:
+    """(n,) bool: True for the selection half, a seeded half of the members and a half of the non-members."""
+    rng = np.random.default_rng(np.random.SeedSequence([seed, SELECTION_SEED]))
+    chosen = np.zeros(len(is_member), dtype=bool)
+    for group in (np.flatnonzero(is_member), np.flatnonzero(~is_member)):
+        chosen[rng.permutation(group)[: len(group) // 2]] = True
+    return chosen
+
+
+def select_threshold(scores: np.ndarray, is_member: np.ndarray, delta: float, confidence: float) -> float:
+    """The finite score threshold with the largest bound on these records (ties: the larger point estimate,
+    then the higher threshold)."""
+    points = metrics.operating_points(scores, is_member)
+    finite = np.isfinite(points.thresholds)
+    if not finite.any():
+        raise ValueError("dp_audit: the attack gave no finite score to choose a threshold from")
+    lb = bounds.rate_bounds(points.tp, points.n_members, points.fp, points.n_nonmembers, delta, confidence)
+    point, _ = bounds.epsilon_from_rates(points.tpr, points.fpr, 0.0)
+    order = np.lexsort((-np.arange(len(lb)), np.where(np.isfinite(point), point, 1e9), lb))  # last is best
+    best = next(i for i in order[::-1] if finite[i])
+    return float(points.thresholds[best])
+
+
+def two_run(
+    scores: np.ndarray,
+    is_member: np.ndarray,
+    spec: DPAuditConfig,
+    cfg: RunConfig,
+    label: str,
+    accounted: float | None = None,
+) -> dict[str, Any]:
+    """results.json's ``dp_audit``: the bound from one attack's scores and the true membership."""
+    scores, is_member = np.asarray(scores, dtype=np.float64), np.asarray(is_member, dtype=bool)
+    delta = audit_delta(spec, cfg)
+    if spec.selection == "fixed":
+        threshold, evaluate = float(spec.threshold), np.ones(len(scores), dtype=bool)  # type: ignore[arg-type]
+        selected = {"members": 0, "nonmembers": 0}
+    else:
+        select = halves(is_member, cfg.seed)
+        threshold = select_threshold(scores[select], is_member[select], delta, spec.confidence)
+        evaluate = ~select
+        selected = {"members": int((select & is_member).sum()), "nonmembers": int((select & ~is_member).sum())}
+    flagged = np.where(np.isnan(scores), False, scores >= threshold)[evaluate]
+    member = is_member[evaluate]
+    bound = bounds.rate_bound(
+        int((flagged & member).sum()),
+        int(member.sum()),
+        int((flagged & ~member).sum()),
+        int((~member).sum()),
+        delta,
+        spec.confidence,
+    )
+    b = bound.to_json()
+    declared = declared_epsilon(spec, cfg)
+    return {
+        "attack": label,
+        "kind": "two-run",
+        "epsilon_lb": b.pop("epsilon_lb"),
+        "confidence": spec.confidence,
+        "delta": delta,
+        "selection": spec.selection,
+        "selection_records": selected,
+        "threshold": threshold,
+        "realized_fpr": b.pop("fpr"),
+        **b,
+        "declared_epsilon": declared,
+        "accounted_epsilon": accounted,
+        "verdict": verdict(bound.epsilon_lb, declared, spec.confidence),
+        "formula": bounds.FORMULA_TWO_RUN,
+        "source": bounds.SOURCE_TWO_RUN,
+    }
+
+
+def chosen_attack(labels: list[str], names: list[str], want: str) -> int:
+    """The index of the attack ``dp_audit.attack`` names: a label first, else the first attack of that name."""
+    want = want.lower()
+    for pool, key in ((labels, want), (names, want), (names, want.split(" (")[0])):
+        lowered = [x.lower() for x in pool]
+        if key in lowered:
+            return lowered.index(key)
+    raise ValueError(f"dp_audit.attack: {want!r} is not one of the attacks run ({labels})")
+
+
+def verdict_md(audit: dict[str, Any]) -> list[str]:
+    """The report.md section: declared and accounted epsilon, the lower bound and how it was obtained, the verdict."""
+
+    def eps(x: float | None) -> str:
+        return "-" if x is None else f"{x:.3f}"
+
+    how = (
+        f"threshold {audit['threshold']:.4g} chosen on a seeded half of the records "
+        f"({audit['selection_records']['members']} members, {audit['selection_records']['nonmembers']} "
+        f"non-members), evaluated on the other half: TPR {audit['tpr']:.3f} (lower end {audit['tpr_lower']:.3f}), "
+        f"realized FPR {audit['realized_fpr']:.4f} (upper end {audit['fpr_upper']:.4f})"
+        if audit.get("kind") == "two-run" and audit["selection"] == "half"
+        else audit.get("how", "")
+    )
+    return [
+        "",
+        f"## Differential privacy audit ({audit.get('kind', 'two-run')})",
+        "",
+        f"- declared epsilon: {eps(audit.get('declared_epsilon'))}; accounted epsilon (Opacus): "
+        f"{eps(audit.get('accounted_epsilon'))}; delta {audit['delta']:g}",
+        f"- empirical epsilon lower bound ({audit['attack']}): {audit['epsilon_lb']:.3f} at confidence "
+        f"{audit['confidence']:g}" + (f"; {how}" if how else ""),
+        f"- **{audit['verdict']}**",
+    ]

@@ -1,0 +1,135 @@
+"""DP-SGD with Opacus (optional extra ``dp``): the one training loop of ``miaudit.training``, made private.
+
+Per-sample gradients clipped to ``max_grad_norm`` (ghost clipping: exact norms, no per-sample gradients kept),
+Gaussian noise of ``noise_multiplier`` x ``max_grad_norm``, Poisson sampling of each batch (rate
+batch_size / n), SGD with momentum and weight decay and the same schedule. The noise multiplier is calibrated
+to the declared (epsilon, delta) by Opacus' RDP accountant, which then reports the epsilon actually spent over
+the steps taken (``privacy`` in the TrainReport, results.json ``target.dp.accounted_epsilon``). Models go
+through Opacus' validator first (``compatible``: BatchNorm becomes GroupNorm), in the recipe's ``build``, so a
+cached DP model loads into the same architecture.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+from ..config import DPConfig, TrainConfig
+from ..errors import ConfigError
+from ..training import ProgressFn, TrainReport, accuracy, predict_logits, sgd_with_schedule
+
+ACCOUNTANT = "rdp"
+# Ghost clipping (Opacus' fast gradient clipping): the exact per-sample gradient norms without materialising
+# per-sample gradients, then the clipped mean; the same DP-SGD step as "hooks", 6-7x faster for our MLPs here.
+GRAD_SAMPLE_MODE = "ghost"
+
+
+def _opacus() -> Any:
+    try:
+        import opacus
+    except ImportError:
+        raise ConfigError("train.dp: DP-SGD needs opacus; install the extra: pip install 'miaudit[dp]'") from None
+    return opacus
+
+
+def compatible(model: nn.Module) -> nn.Module:
+    """The model with Opacus' validator fixes applied (e.g. GroupNorm for BatchNorm); unchanged if none apply."""
+    from opacus.validators import ModuleValidator
+
+    _opacus()
+    if ModuleValidator.is_valid(model):
+        return model
+    return ModuleValidator.fix(model)
+
+
+def noise_multiplier(dp: DPConfig, sample_rate: float, epochs: int) -> float:
+    """The given noise multiplier, or the one Opacus' accountant calibrates to (epsilon, delta)."""
+    if dp.noise_multiplier is not None:
+        return dp.noise_multiplier
+    from opacus.accountants.utils import get_noise_multiplier
+
+    return float(
+        get_noise_multiplier(
+            target_epsilon=dp.epsilon,
+            target_delta=dp.delta,
+            sample_rate=sample_rate,
+            epochs=epochs,
+            accountant=ACCOUNTANT,
+            epsilon_tolerance=0.005,
+        )
+    )
+
+
+def train_dp(
+    model: nn.Module,
+    x: np.ndarray,
+    y: np.ndarray,
+    cfg: TrainConfig,
+    dp: DPConfig,
+    seed: int,
+    device: str = "cpu",
+    progress: ProgressFn | None = None,
+) -> TrainReport:
+    """DP-SGD on (x, y), in place; seeded (batch sampling and noise) so the same call gives the same weights."""
+    opacus = _opacus()
+    start = time.perf_counter()
+    torch.manual_seed(seed)
+    data = torch.utils.data.TensorDataset(
+        torch.as_tensor(x, dtype=torch.float32, device=device), torch.as_tensor(y, dtype=torch.long, device=device)
+    )
+    loader = torch.utils.data.DataLoader(
+        data, batch_size=cfg.batch_size, shuffle=True, generator=torch.Generator().manual_seed(seed)
+    )
+    sample_rate = 1 / len(loader)  # Opacus' Poisson sampling rate for this loader
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sigma = noise_multiplier(dp, sample_rate, cfg.epochs)
+    model.to(device).train()
+    opt, sched = sgd_with_schedule(model, cfg)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Opacus' notes on secure RNG, alpha ranges and backward hooks
+        engine = opacus.PrivacyEngine(accountant=ACCOUNTANT)
+        private, dp_opt, loss_fn, dp_loader = engine.make_private(
+            module=model,
+            optimizer=opt,
+            criterion=nn.CrossEntropyLoss(),
+            data_loader=loader,
+            noise_multiplier=sigma,
+            max_grad_norm=dp.max_grad_norm,
+            poisson_sampling=True,
+            grad_sample_mode=GRAD_SAMPLE_MODE,
+            noise_generator=torch.Generator(device=device).manual_seed(seed + 1),
+        )
+        steps = 0
+        for epoch in range(cfg.epochs):
+            for xb, yb in dp_loader:
+                steps += 1
+                if not len(yb):  # an empty Poisson batch (chance (1 - q)^n): skipped, which depends on no record
+                    continue
+                dp_opt.zero_grad(set_to_none=True)
+                loss_fn(private(xb), yb).backward()
+                dp_opt.step()
+            sched.step()
+            if progress is not None:
+                progress(epoch + 1, cfg.epochs)
+        spent = float(engine.accountant.get_epsilon(delta=dp.delta))
+    private.remove_hooks()
+    privacy = {
+        "declared_epsilon": dp.epsilon,
+        "accounted_epsilon": spent,
+        "delta": dp.delta,
+        "noise_multiplier": sigma,
+        "max_grad_norm": dp.max_grad_norm,
+        "sample_rate": sample_rate,
+        "steps": steps,
+        "accountant": f"opacus {opacus.__version__} {ACCOUNTANT}",
+        "poisson_sampling": True,
+        "clipping": f"flat, {GRAD_SAMPLE_MODE}",
+    }
+    acc = accuracy(predict_logits(model, x, device=device), y)
+    return TrainReport(seconds=time.perf_counter() - start, train_accuracy=acc, privacy=privacy)
