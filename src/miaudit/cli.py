@@ -54,6 +54,10 @@ def main_options(
     """Membership inference auditing."""
 
 
+OUT_OPTION = typer.Option(None, "--out", "-o", help="output directory (default ./miaudit-runs/<config name>)")
+FORCE_OPTION = typer.Option(False, "--force", "-f", help="write into a non-empty --out, replacing miaudit's own files")
+
+
 def _config(config: Path | None, overrides: list[str] | None) -> config_mod.RunConfig:
     """The config file (none: the built-in default audit) with ``--set`` overrides, validated."""
     raw = config_mod.read(config) if config else config_mod.DEFAULT_RUN
@@ -102,8 +106,8 @@ def _summary(results: dict, out: Path, start: float) -> None:
 @app.command()
 def score(
     config: Path = typer.Argument(..., help="YAML score config: outputs: {layout: npz|lira, path: ...}, attacks ..."),
-    out: Path | None = typer.Option(None, "--out", "-o", help="output directory (default ./miaudit-runs/<name>)"),
-    force: bool = typer.Option(False, "--force", "-f", help="write into a non-empty --out"),
+    out: Path | None = OUT_OPTION,
+    force: bool = FORCE_OPTION,
 ) -> None:
     """Audit precomputed outputs (logits and membership masks of models trained elsewhere): no models needed."""
     from . import outdir, scores_config, scores_only
@@ -230,18 +234,18 @@ def bench(
 @app.command("dp-audit")
 def dp_audit(
     config: Path = typer.Argument(..., help="YAML config with train.dp (or not) and canaries: {count, kind}"),
-    out: Path | None = typer.Option(None, "--out", "-o", help="output directory (default ./miaudit-runs/<name>-dp)"),
-    force: bool = typer.Option(False, "--force", "-f", help="write into a non-empty --out"),
+    out: Path | None = OUT_OPTION,
+    force: bool = FORCE_OPTION,
 ) -> None:
     """One-run DP audit: canaries in one training run, an epsilon lower bound, a verdict on the declared epsilon."""
     from . import outdir, report
     from .dp import one_run
 
+    out = out or Path("miaudit-runs") / f"{config.stem}-dp"
     try:
+        outdir.check(out, force)  # first, as for run
         cfg = _config(config, None)
         one_run.check(cfg)
-        out = out or Path("miaudit-runs") / f"{config.stem}-dp"
-        outdir.check(out, force)
         results = report.write(one_run.run(cfg), out)
     except MiauditError as e:
         _fail(e)
