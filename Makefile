@@ -69,12 +69,13 @@ format: $(STAMP)
 bench-quick: $(STAMP)
 	$(BIN)/miaudit bench quick
 
-# The lock: every dependency of miaudit and of its test, dev and docs extras, pinned, resolved
+# The lock: every dependency of miaudit and of all its extras (test, dev, docs, ray, dp, hf, timm, bench), pinned, resolved
 # against the torch/torchvision pair in lock-constraints.txt. Commit requirements.lock after.
 # Pins already in the lock are kept where still allowed; LOCKFLAGS=--upgrade moves all to the newest.
 lock: $(STAMP)
 	$(BIN)/pip-compile $(LOCKFLAGS) --quiet --strip-extras --no-emit-index-url --no-emit-find-links \
-		--extra test --extra dev --extra docs -c lock-constraints.txt \
+		--extra test --extra dev --extra docs --extra ray --extra dp --extra hf --extra timm --extra bench \
+		-c lock-constraints.txt \
 		-o requirements.lock pyproject.toml
 
 clean:
