@@ -32,7 +32,7 @@ def listed_attacks() -> list[str]:
     """The names `miaudit attacks` prints, first word of each line."""
     result = CliRunner().invoke(app, ["attacks"])
     assert result.exit_code == 0, result.output
-    return [line.split()[0] for line in result.output.splitlines() if line.strip()]
+    return [line.split()[0] for line in result.stdout.splitlines() if line.strip()]
 
 
 def test_cli_lists_exactly_the_registry() -> None:

@@ -268,11 +268,15 @@ def attacks(name: str | None = typer.Argument(None, help="an attack: show its pa
     if name is None:
         for info in registry.all_attacks():
             print(f"{info.name:<12} {info.summary}")
-        print(f"\n  posterior: (bmia, mr-bmia) {' | '.join(posteriors.names())}")
-        print("  family: (exp-family) exponential | gamma | beta | gaussian | gaussian-equal-var")
-        print("  robust: (lira, base2-4, exp-family gaussian) center: mean|median|trimmed, spread: std|winsorized|iqr,")
-        print("          pool: mean|logsumexp, trim: fraction")
-        print("\n`miaudit attacks NAME` shows an attack's parameters")
+        # the choices within attacks, and the hint, on stderr: stdout stays one attack per line
+        for line in (
+            f"\n  posterior: (bmia, mr-bmia) {' | '.join(posteriors.names())}",
+            "  family: (exp-family) exponential | gamma | beta | gaussian | gaussian-equal-var",
+            "  robust: (lira, base2-4, exp-family gaussian) center: mean|median|trimmed, spread: std|winsorized|iqr,",
+            "          pool: mean|logsumexp, trim: fraction",
+            "\n`miaudit attacks NAME` shows an attack's parameters",
+        ):
+            typer.echo(line, err=True)
         return
     if name.lower() not in registry.names():
         hint = did_you_mean(name.lower(), registry.names()) or f"; expected one of {registry.names()}"
