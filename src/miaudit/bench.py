@@ -36,6 +36,7 @@ class Suite:
     rows: Callable[[int], list[dict[str, Any]]]  # attack rows for a run with K references
     seeds: tuple[int, ...] = (0, 1, 2)
     seeds_for: dict[str, tuple[int, ...]] = field(default_factory=dict)  # fewer seeds where a data set is costly
+    rows_for: dict[str, Callable[[int], list[dict[str, Any]]]] = field(default_factory=dict)  # other rows here
 
 
 def table1_rows(k_max: int, budgets: tuple[int, ...] = (1, 2, 4, 8, 16)) -> list[dict[str, Any]]:
@@ -67,6 +68,25 @@ def ablation_rows(k_max: int) -> list[dict[str, Any]]:
         {"name": "lira", "references": k_max},
     ]
     return rows
+
+
+FRONTIER_BUDGETS = (1, 2, 4, 8, 16)
+FRONTIER_CANDIDATES = ("eb-bmia", "lr-bmia", "rmia-draws")  # attacks/frontier.py
+FRONTIER_SEEDS = (3, 4, 5)  # reporting seeds, fixed in benchmarks/frontier_protocol.md; development used 0-2
+
+
+def frontier_rows(k_max: int) -> list[dict[str, Any]]:
+    """Offline, every reference budget up to k_max: the frontier candidates and the best existing attacks."""
+    ks = [k for k in FRONTIER_BUDGETS if k <= k_max]
+    rows: list[dict[str, Any]] = [{"name": "bmia", "references": 1}]
+    rows += [{"name": "mr-bmia", "references": k} for k in ks if k >= 2]
+    rows += [{"name": n, "references": k} for n in ("lira", "rmia", "bavaria-n", *FRONTIER_CANDIDATES) for k in ks]
+    return rows
+
+
+def ceiling_rows(k_max: int) -> list[dict[str, Any]]:
+    """Online (each query IN for half the references): LiRA and BaVarIA-n with 16 and, where trained, 64."""
+    return [{"name": n, "references": k} for n in ("lira", "bavaria-n") for k in (16, 64) if k <= k_max]
 
 
 LOCATION = {"dataset": "location", "model": "mlp", "train": {"epochs": 30, "batch_size": 64, "lr": 0.1}}
@@ -131,6 +151,26 @@ SUITES: dict[str, Suite] = {
 }
 
 
+SUITES["frontier"] = Suite(
+    "frontier",
+    "the strongest offline attack per reference budget K = 1-16 (the frontier candidates and the best existing "
+    "attacks) against the ceiling, online LiRA and BaVarIA-n with K = 16 and 64; reporting seeds 3-5 "
+    "(benchmarks/frontier_protocol.md)",
+    {
+        "location": {**LOCATION, "references": 16},
+        "digits": {**DIGITS, "references": 16},
+        "cifar10": {**CIFAR10, "references": 16},
+        "ag_news": {**AG_NEWS, "references": 16},
+        "location-online": {**LOCATION, "mode": "online", "references": 64},
+        "digits-online": {**DIGITS, "mode": "online", "references": 64},
+        "cifar10-online": {**CIFAR10, "mode": "online", "references": 16},
+    },
+    frontier_rows,
+    seeds=FRONTIER_SEEDS,
+    rows_for={label: ceiling_rows for label in ("location-online", "digits-online", "cifar10-online")},
+)
+
+
 def hardware() -> dict[str, Any]:
     cpu = (
         next(
@@ -189,7 +229,7 @@ def _row_metrics(entry: dict[str, Any], refs: list[dict[str, Any]]) -> dict[str,
 
 def run_dataset(suite: Suite, label: str, seed: int, cache_dir: Path | None) -> dict[str, Any]:
     base = dict(suite.datasets[label])
-    rows = suite.rows(base.get("references", 0))
+    rows = suite.rows_for.get(label, suite.rows)(base.get("references", 0))
     cfg = config.from_dict(
         {**base, "seed": seed, "attacks": rows, **({"cache_dir": str(cache_dir)} if cache_dir else {})}
     )

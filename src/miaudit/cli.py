@@ -89,7 +89,7 @@ def _ranking_table(results: dict) -> Table:
 
 @app.command()
 def bench(
-    suite: str = typer.Argument(..., help="suite name: smoke, quick, paper, ablations"),
+    suite: str = typer.Argument(..., help="suite name: smoke, quick, paper, ablations, frontier"),
     out: Path = typer.Option(Path("benchmarks/results"), "--out", "-o", help="folder for <suite>.json and .md"),
     dataset: list[str] | None = typer.Option(None, "--dataset", "-d", help="only these data sets of the suite"),
     seed: list[int] | None = typer.Option(None, "--seed", "-s", help="only these seeds"),
