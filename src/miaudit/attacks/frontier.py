@@ -29,6 +29,8 @@ draws, s_0(x) the target's score, s_k(x) reference k's own (MAP) score.
   log rho = mean_k log [sd_{IN_k} s_k(r) / sd_{OUT_k} s_k(r)] (ddof=0): the gap each reference shows
   between its own training records and its held-out records, the role BaVarIA's global IN prior plays
   offline. Score: log N(s_0; mu + delta, rho^2 sigma^2) - log N(s_0; mu, sigma^2); log p-value: eb-bmia's.
+  By default (``scale: false``) rho = 1, and the score is delta (s_0 - mu - delta / 2) / sigma^2, increasing
+  in s_0: with rho < 1 a record far above mu + delta scored low (digits, dev seed 0: AUC 0.40).
 - ``rmia-draws``: RMIA whose references each count as 1 + M models, the reference itself and M draws
   of its last-layer posterior: reference k's confidence p_k(x) is replaced by
   (p_k(x) + M pbar_k(x)) / (1 + M), pbar_k the mean confidence over its draws, on the queries and the
@@ -62,7 +64,10 @@ class EBBMIAParams(MRBMIAParams):
 
 
 class LRBMIAParams(EBBMIAParams):
-    pass
+    scale: bool = Field(
+        default=False,
+        description="scale the IN variance by rho^2 (False: rho = 1; on digits seed 0 rho < 1 inverted the ranking)",
+    )
 
 
 class RmiaDrawsParams(RmiaParams, MRBMIAParams):
@@ -174,7 +179,7 @@ def lr_bmia(inputs: AttackInputs, params: LRBMIAParams) -> AttackResult:
     s0, null = _null(inputs, params)
     delta, rho = in_out_gap(inputs, params.signal)
     var = null.variance
-    score = gaussian_llr(s0, null.mean + delta, rho**2 * var, null.mean, var)
+    score = gaussian_llr(s0, null.mean + delta, (rho**2 if params.scale else 1.0) * var, null.mean, var)
     t, log_p = _t_result(s0, null)
     return AttackResult(scores=score, log_pvalues=log_p, extra={"t": t, "delta": np.full(t.shape, delta)})
 
