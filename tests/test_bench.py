@@ -32,3 +32,17 @@ def test_table1_rows_respect_budget():
     assert max(r.get("references", 0) for r in rows) == 4
     assert {"name": "lira", "references": 8} not in rows
     assert {"name": "bmia", "references": 1} in rows
+
+
+def test_frontier_suite_definition():
+    """Reporting seeds 3-5 (benchmarks/frontier_protocol.md); candidates at every budget; the online ceiling."""
+    suite = bench.SUITES["frontier"]
+    assert suite.seeds == (3, 4, 5) and not suite.seeds_for
+    assert {"location", "digits", "cifar10", "ag_news"} <= set(suite.datasets)
+    for label in ("location", "digits", "cifar10", "ag_news"):
+        rows = suite.rows_for.get(label, suite.rows)(suite.datasets[label]["references"])
+        for name in bench.FRONTIER_CANDIDATES:
+            assert {(name, k) for k in (1, 2, 4, 8, 16)} <= {(r["name"], r["references"]) for r in rows}
+    ceiling = suite.rows_for["location-online"](suite.datasets["location-online"]["references"])
+    assert suite.datasets["location-online"]["mode"] == "online"
+    assert {"name": "lira", "references": 16} in ceiling and {"name": "lira", "references": 64} in ceiling

@@ -73,6 +73,25 @@ def ablation_rows(k_max: int) -> list[dict[str, Any]]:
     return rows
 
 
+FRONTIER_BUDGETS = (1, 2, 4, 8, 16)
+FRONTIER_CANDIDATES = ("eb-bmia", "lr-bmia", "rmia-draws")  # attacks/frontier.py
+FRONTIER_SEEDS = (3, 4, 5)  # reporting seeds, fixed in benchmarks/frontier_protocol.md; development used 0-2
+
+
+def frontier_rows(k_max: int) -> list[dict[str, Any]]:
+    """Offline, every reference budget up to k_max: the frontier candidates and the best existing attacks."""
+    ks = [k for k in FRONTIER_BUDGETS if k <= k_max]
+    rows: list[dict[str, Any]] = [{"name": "bmia", "references": 1}]
+    rows += [{"name": "mr-bmia", "references": k} for k in ks if k >= 2]
+    rows += [{"name": n, "references": k} for n in ("lira", "rmia", "bavaria-n", *FRONTIER_CANDIDATES) for k in ks]
+    return rows
+
+
+def ceiling_rows(k_max: int) -> list[dict[str, Any]]:
+    """Online (each query IN for half the references): LiRA and BaVarIA-n with 16 and, where trained, 64."""
+    return [{"name": n, "references": k} for n in ("lira", "bavaria-n") for k in (16, 64) if k <= k_max]
+
+
 LOCATION = {"dataset": "location", "model": "mlp", "train": {"epochs": 30, "batch_size": 64, "lr": 0.1}}
 # 5,000 records: 1,000 members, 1,000 non-members, references on 1,000 each; sized so that
 # one model trains in one to two minutes on 2 cores and overfits as in the paper.
@@ -190,6 +209,26 @@ SUITES: dict[str, Suite] = {
         SEEDS_SUITE,
     ]
 }
+
+
+SUITES["frontier"] = Suite(
+    "frontier",
+    "the strongest offline attack per reference budget K = 1-16 (the frontier candidates and the best existing "
+    "attacks) against the ceiling, online LiRA and BaVarIA-n with K = 16 and 64; reporting seeds 3-5 "
+    "(benchmarks/frontier_protocol.md)",
+    {
+        "location": {**LOCATION, "references": 16},
+        "digits": {**DIGITS, "references": 16},
+        "cifar10": {**CIFAR10, "references": 16},
+        "ag_news": {**AG_NEWS, "references": 16},
+        "location-online": {**LOCATION, "mode": "online", "references": 64},
+        "digits-online": {**DIGITS, "mode": "online", "references": 64},
+        "cifar10-online": {**CIFAR10, "mode": "online", "references": 16},
+    },
+    frontier_rows,
+    seeds=FRONTIER_SEEDS,
+    rows_for={label: ceiling_rows for label in ("location-online", "digits-online", "cifar10-online")},
+)
 
 
 def hardware() -> dict[str, Any]:

@@ -12,6 +12,8 @@ the attacks wire them to the posteriors.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
@@ -96,7 +98,7 @@ class BMIAParams(MRBMIAParams):
     references: int | None = Field(default=1, ge=1, description="BMIA uses one reference model")
 
 
-def _fitted_posterior(inputs: AttackInputs, k: int, params: MRBMIAParams) -> posteriors.Posterior:
+def fitted_posterior(inputs: AttackInputs, k: int, params: MRBMIAParams) -> posteriors.Posterior:
     """Reference k's posterior, fitted once per run and options."""
     models = inputs.require_models()
     options = posteriors.options_for(params.posterior, params)
@@ -117,38 +119,42 @@ def _fit(inputs: AttackInputs, k: int, posterior: posteriors.Posterior) -> poste
     return posterior
 
 
-def _seed(inputs: AttackInputs, params: MRBMIAParams, k: int) -> int:
+def posterior_seed(inputs: AttackInputs, params: MRBMIAParams, k: int) -> int:
     """An independent, reproducible stream per (run seed, attack seed, reference)."""
     return int(np.random.SeedSequence([inputs.seed, params.seed, k]).generate_state(1)[0])
 
 
-def _moments(inputs: AttackInputs, params: MRBMIAParams) -> tuple[np.ndarray, np.ndarray, int]:
-    """(K, N) sample means and variances (ddof=1) of the queries' score under each reference's posterior,
-    and the number of draws M behind each (``samples``, or an ensemble's members)."""
+def reference_moments(
+    inputs: AttackInputs,
+    params: MRBMIAParams,
+    records: Literal["queries", "population", "validation"] = "queries",
+    signal: Signal | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(K, N) sample means and variances (ddof=1) of the score (``params.signal`` unless ``signal``) of the
+    named record set (the queries, or "population" / "validation") under each reference's posterior."""
     models = inputs.require_models()
+    held = None if records == "queries" else inputs.require(records, inputs_x=True)
     means, variances = [], []
-    n_draws = params.samples
     for k in range(len(models.references)):
-        posterior = _fitted_posterior(inputs, k, params)
-        n_draws = posterior.draws(params.samples)
         mean, var = posteriors.score_moments(
-            posterior,
-            models.query_features(k),
-            inputs.queries.labels,
+            fitted_posterior(inputs, k, params),
+            models.query_features(k) if held is None else models.features(k, records, np.asarray(held.x)),
+            inputs.queries.labels if held is None else held.labels,
             n_samples=params.samples,
-            signal=params.signal,
+            signal=signal or params.signal,
             chunk_size=params.chunk_size,
-            seed=_seed(inputs, params, k),
+            seed=posterior_seed(inputs, params, k),
         )
         means.append(mean)
         variances.append(var)
-    return np.stack(means), np.stack(variances), n_draws
+    return np.stack(means), np.stack(variances)
 
 
 def _attack(inputs: AttackInputs, params: MRBMIAParams) -> AttackResult:
     """Algorithm 1 for one reference, 2 for several; the score is -log p. (Conformal calibration, paper
     F.1, is done for every p-value attack alike by ``miaudit.calibration``.)"""
-    means, variances, n_draws = _moments(inputs, params)
+    means, variances = reference_moments(inputs, params)
+    n_draws = fitted_posterior(inputs, 0, params).draws(params.samples)  # M, or an ensemble's members
     q = inputs.queries
     s0 = signals.oriented(params.signal, q.target_logits, q.labels)
     if means.shape[0] == 1:
@@ -164,7 +170,7 @@ _TEST = {"modes": ("offline",), "needs": frozenset({"models"}), "pvalues": True,
 
 @register("bmia", params=BMIAParams, min_references=1, max_references=1, **_TEST)
 def bmia(inputs: AttackInputs, params: BMIAParams) -> AttackResult:
-    """BMIA: t-test of the score against last-layer posterior draws (posterior: laplace|mc-dropout|swag|ensemble)"""
+    """BMIA: t-test of the score against last-layer posterior draws (posterior: laplace, mc-dropout, swag, ensemble)"""
     return _attack(inputs, params)
 
 

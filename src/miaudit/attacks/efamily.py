@@ -125,7 +125,7 @@ def _fit(family: str, s: dict[str, np.ndarray], mask: np.ndarray, params: ExpFam
 # offline its log_pvalues are the raw tail probabilities under the fitted OUT distribution, uncalibrated.
 @register("exp-family", params=ExpFamilyParams, min_references=1)
 def exp_family(inputs: AttackInputs, params: ExpFamilyParams) -> AttackResult:
-    """Exponential-family LLR (family: exponential | gamma | beta | gaussian | gaussian-equal-var; online, offline)"""
+    """Exponential-family LLR (family: exponential, gamma, beta, gaussian, gaussian-equal-var; online, offline)"""
     st = Stats(inputs.queries)
     refs = {**Stats.logs(st.phi), "phi": st.phi}
     target = {**Stats.logs(st.phi0), "phi": st.phi0}

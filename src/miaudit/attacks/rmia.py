@@ -68,15 +68,18 @@ def _log_marginal(log_p_refs: np.ndarray, use: np.ndarray, a: float | None) -> n
         return np.logaddexp(np.log((1 + a) / 2) + log_mean, log_offset)
 
 
-def _log_ratios(records: RecordSet, a: float | None) -> np.ndarray:
+def _log_ratios(records: RecordSet, a: float | None, log_p_refs: np.ndarray | None = None) -> np.ndarray:
     """log p(x|target) - log Pr(x) per record (a None: online), averaged over the views of
     ``queries.augment`` (the log of the views' likelihood ratios multiplied, as LiRA sums its
-    per-view log-likelihoods); nan where no usable reference."""
-    log_p_target, log_p_refs = view_observations(records, "loss")  # the signed loss is log p_y; (A, n), (A, K, n)
-    use = np.ones(log_p_refs.shape[1:], dtype=bool)
+    per-view log-likelihoods); nan where no usable reference. ``log_p_refs`` (K, n) replaces the
+    references' log confidences read off their logits (one view)."""
+    log_p_target, log_p_views = view_observations(records, "loss")  # the signed loss is log p_y; (A, n), (A, K, n)
+    if log_p_refs is not None:
+        log_p_target, log_p_views = log_p_target[:1], log_p_refs[None]
+    use = np.ones(log_p_views.shape[1:], dtype=bool)
     if a is not None and records.ref_in is not None:  # offline: only references that did not train on x
         use = ~np.asarray(records.ref_in, dtype=bool)
-    per_view = [log_p_target[v] - _log_marginal(log_p_refs[v], use, a) for v in range(len(log_p_target))]
+    per_view = [log_p_target[v] - _log_marginal(log_p_views[v], use, a) for v in range(len(log_p_target))]
     return np.mean(per_view, axis=0)
 
 
@@ -103,9 +106,11 @@ def search_a(population: RecordSet, default_a: float) -> float:
     return float(A_GRID[int(np.argmax(aucs))])
 
 
-def _population_log_ratios(inputs: AttackInputs, params: RmiaParams, a: float | None) -> np.ndarray:
+def _population_log_ratios(
+    inputs: AttackInputs, params: RmiaParams, a: float | None, log_p_refs: np.ndarray | None = None
+) -> np.ndarray:
     """Sorted log ratio_z of the population samples (a random subset of population_size)."""
-    log_rz = _log_ratios(inputs.require("population"), a)
+    log_rz = _log_ratios(inputs.require("population"), a, log_p_refs)
     log_rz = log_rz[np.isfinite(log_rz)]
     if log_rz.size == 0:
         raise AttackRequirementError("rmia: no population record has a reference that did not train on it")
@@ -118,13 +123,24 @@ def _population_log_ratios(inputs: AttackInputs, params: RmiaParams, a: float | 
 @register("rmia", params=RmiaParams, min_references=1, needs=frozenset({"population"}), pvalues=True)
 def rmia(inputs: AttackInputs, params: RmiaParams) -> AttackResult:
     """RMIA: pairwise likelihood ratio against population samples (offline a grid-searched)"""
+    return rmia_result(inputs, params)
+
+
+def rmia_result(
+    inputs: AttackInputs,
+    params: RmiaParams,
+    log_p_queries: np.ndarray | None = None,
+    log_p_population: np.ndarray | None = None,
+) -> AttackResult:
+    """RMIA's scores and p-values; ``log_p_queries`` / ``log_p_population`` ((K, n) each) replace the
+    references' log confidences on the queries / the population (``a`` is searched on the plain ones)."""
     a = None
     if inputs.mode == "offline":
         a = params.a if params.a is not None else search_a(inputs.require("population"), params.default_a)
-    log_rx = _log_ratios(inputs.queries, a)
+    log_rx = _log_ratios(inputs.queries, a, log_p_queries)
     if not np.isfinite(log_rx).all():
         raise AttackRequirementError("rmia: some queries have no reference that did not train on them")
-    log_rz = _population_log_ratios(inputs, params, a)
+    log_rz = _population_log_ratios(inputs, params, a, log_p_population)
     # ratio_x / ratio_z > gamma  <=>  log ratio_z < log ratio_x - log gamma
     shifted = log_rx - np.log(params.gamma)
     n_below = np.searchsorted(log_rz, shifted, side="left")
