@@ -72,7 +72,7 @@ class LRBMIAParams(EBBMIAParams):
 
 class RmiaDrawsParams(RmiaParams, MRBMIAParams):
     samples: int = Field(default=1000, ge=0, description="posterior draws M per reference (0: RMIA)")
-    signal: Literal[Signal.confidence] = Field(  # type: ignore[assignment]
+    signal: Literal[Signal.confidence] = Field(
         default=Signal.confidence, description="RMIA's true-class confidence (fixed)"
     )
 
