@@ -42,7 +42,7 @@ def test_dp_settings_enter_the_cache_key_and_leave_plain_keys_unchanged() -> Non
     ds = experiment.load_dataset(cfg)
     plain = experiment.builtin_recipe(cfg, ds, "mlp").cache_spec
     assert "dp" not in plain and "dp" not in plain["train"]  # the keys every earlier cache entry has
-    private = experiment.builtin_recipe(cfg, ds, "mlp", cfg.train.dp).cache_spec
+    private = experiment.builtin_recipe(cfg, ds, "mlp", dp=cfg.train.dp).cache_spec
     assert private["dp"]["epsilon"] == 2.0 and {k: v for k, v in private.items() if k != "dp"} == plain
 
 

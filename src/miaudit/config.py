@@ -288,7 +288,7 @@ class RunConfig(_Strict):
         known = {str(r[k]).lower() for r in self.attacks for k in ("name", "label") if r.get(k)}
         if want not in known and want.split(" (")[0] not in known:
             raise ValueError(f"dp_audit.attack: {self.dp_audit.attack!r} is not one of the attacks ({sorted(known)})")
-        if self.queries is not None:
+        if self.queries.indices is not None:
             raise ValueError("dp_audit: needs members and nonmembers; queries of unknown membership give no bound")
         return self
 

@@ -130,7 +130,7 @@ class Experiment:
     def _views(self) -> tuple[np.ndarray, np.ndarray] | None:
         """``queries.augment``: (A, N, C) target and (A, K, N, C) reference logits on the A views of every
         record, once per run (not cached on disk: A - 1 extra inference passes per model)."""
-        how = self.cfg.queries.augment
+        how = getattr(self.cfg.queries, "augment", "none")  # a scores-only config has no views
         if how == "none":
             return None
         if ("views",) not in self.memo:

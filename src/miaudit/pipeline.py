@@ -114,7 +114,7 @@ def run_experiment(exp: Experiment) -> RunResult:
 
 def dp_audit(exp: Experiment, runs: list[AttackRun]) -> dict | None:
     """results.json's ``dp_audit``: the chosen attack's epsilon lower bound (``miaudit.dp.audit``)."""
-    spec = exp.cfg.dp_audit
+    spec = getattr(exp.cfg, "dp_audit", None)  # a scores-only config has none
     if spec is None or exp.is_member is None:
         return None
     from .dp import audit
