@@ -35,8 +35,8 @@ def main(run_dir: str, out: str) -> None:
     left.set_title("BMIA (n=1) scores")
     left.legend()
     edges = np.linspace(0, 1, 21)
-    raw = df.loc[~member, "bmia_n1.p_value"].to_numpy()
-    cal = df.loc[~member, "bmia_n1.p_value_calibrated"].to_numpy()
+    raw = df.loc[~member, "bmia_n1.p_value_raw"].to_numpy()  # the attack's own t-test
+    cal = df.loc[~member, "bmia_n1.p_value"].to_numpy()  # the headline: calibrated
     right.hist(raw, bins=edges, histtype="step", linewidth=2, label="raw t-test p-value", color="tab:orange")
     right.hist(cal, bins=edges, histtype="step", linewidth=2, label="calibrated p-value", color="tab:green")
     right.axhline(len(raw) / (len(edges) - 1), color="black", linestyle=":", label="uniform (valid)")
