@@ -22,6 +22,7 @@ from typing import Literal
 import numpy as np
 
 from .attacks import AttackInputs, AttackResult, RecordSet
+from .logitstack import concat_records
 from .pvalues import empirical_log_pvalues
 
 
@@ -32,7 +33,7 @@ def _joined_records(first: RecordSet, second: RecordSet) -> RecordSet:
     return RecordSet(
         labels=np.concatenate([first.labels, second.labels]),
         target_logits=np.concatenate([first.target_logits, second.target_logits]),
-        ref_logits=np.concatenate([first.ref_logits, second.ref_logits], axis=1),
+        ref_logits=concat_records(first.ref_logits, second.ref_logits),
         ref_in=both(first.ref_in, second.ref_in, axis=1),
         x=both(first.x, second.x),
         target_views=both(first.target_views, second.target_views, axis=1),

@@ -19,6 +19,7 @@ from . import data, executor
 from .attacks import AttackInputs, ModelAccess, RecordSet
 from .config import DPConfig, RunConfig
 from .data import Dataset, Split
+from .logitstack import LogitStack
 from .models import adapters, build_model, io
 from .plan import Plan
 from .progress import ModelProgress, log
@@ -106,11 +107,8 @@ class Experiment:
 
     def _record_set(self, idx: np.ndarray) -> RecordSet:
         ds = self.dataset
-        ref_logits = (
-            np.stack([np.asarray(r.logits[idx], dtype=np.float64) for r in self.references])
-            if self.references
-            else np.zeros((0, len(idx), ds.n_classes))
-        )
+        # the references' logits stay in the store's memory maps; attacks read signals from them in chunks
+        ref_logits = LogitStack([r.logits for r in self.references], idx, ds.n_classes)
         in_pool = np.full(max(len(ds), int(self.pool_idx.max(initial=-1)) + 1), -1)
         in_pool[self.pool_idx] = np.arange(len(self.pool_idx))
         pos = in_pool[idx]

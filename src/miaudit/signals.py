@@ -2,7 +2,9 @@
 
 Every function takes logits of shape (..., N, C) and labels of shape (N,) and
 returns an array of shape (..., N). Leading axes (e.g. K reference models) are
-broadcast, so the same code scores the target and a stack of references.
+broadcast, so the same code scores the target and a stack of references. ``compute``
+also takes a ``LogitStack`` (K references' logits left in the store's memory maps) and
+computes the signal model by model, in chunks of records.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from enum import Enum
 
 import numpy as np
 from scipy.special import logsumexp
+
+from .logitstack import LogitStack
 
 __all__ = ["Signal", "hinge", "rescaled_logit", "loss", "confidence", "SIGNALS", "compute", "oriented"]
 
@@ -71,16 +75,18 @@ SIGNALS = {
 }
 
 
-def compute(name: Signal | str, logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+def compute(name: Signal | str, logits: np.ndarray | LogitStack, labels: np.ndarray) -> np.ndarray:
     """Signal by name; raises ValueError naming the choices."""
     try:
         fn = SIGNALS[Signal(name)]
     except ValueError:
         raise ValueError(f"unknown signal {name!r}; expected one of {[s.value for s in Signal]}") from None
+    if isinstance(logits, LogitStack):
+        return logits.map_records(lambda chunk, records: fn(chunk, labels[records]))
     return fn(logits, labels)
 
 
-def oriented(name: Signal | str, logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+def oriented(name: Signal | str, logits: np.ndarray | LogitStack, labels: np.ndarray) -> np.ndarray:
     """The signal with higher = more likely member (the loss is negated)."""
     s = compute(name, logits, labels)
     return -s if name == Signal.loss else s

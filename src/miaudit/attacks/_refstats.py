@@ -38,8 +38,13 @@ def observations(records: RecordSet, signal: Signal) -> tuple[np.ndarray, np.nda
 def view_observations(records: RecordSet, signal: Signal) -> tuple[np.ndarray, np.ndarray]:
     """(target signal (A, n), reference signals (A, K, n)) on the A views of ``queries.augment`` (A = 1 without
     it), oriented so higher means member."""
-    target, refs = records.view_logits()
-    return signals.oriented(signal, target, records.labels), signals.oriented(signal, refs, records.labels)
+    if records.target_views is None or records.ref_views is None:
+        target, refs = observations(records, signal)
+        return target[None], refs[None]
+    return (
+        signals.oriented(signal, records.target_views, records.labels),
+        signals.oriented(signal, records.ref_views, records.labels),
+    )
 
 
 def membership_masks(inputs: AttackInputs, attack: str) -> tuple[np.ndarray, np.ndarray]:

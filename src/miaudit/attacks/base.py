@@ -22,6 +22,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import AttackRequirementError
+from ..logitstack import LogitStack
 from ..models.features import penultimate
 
 T = TypeVar("T")
@@ -47,7 +48,7 @@ class RecordSet:
 
     labels: np.ndarray  # (n,) int64
     target_logits: np.ndarray  # (n, C) float64
-    ref_logits: np.ndarray  # (K, n, C) float64
+    ref_logits: np.ndarray | LogitStack  # (K, n, C) float64, or K models' logits left in the store (at scale)
     ref_in: np.ndarray | None = None  # (K, n) bool: record in reference k's training set
     x: np.ndarray | None = None  # (n, ...) raw inputs, for attacks that learn from features (QMIA)
     # queries.augment: logits on A views of each record (view 0: the record itself, = the logits above)
@@ -58,12 +59,6 @@ class RecordSet:
         ref_in = None if self.ref_in is None else self.ref_in[:k]
         ref_views = None if self.ref_views is None else self.ref_views[:, :k]
         return replace(self, ref_logits=self.ref_logits[:k], ref_in=ref_in, ref_views=ref_views)
-
-    def view_logits(self) -> tuple[np.ndarray, np.ndarray]:
-        """(target (A, n, C), references (A, K, n, C)): the views' logits, A = 1 without augmentation."""
-        if self.target_views is None or self.ref_views is None:
-            return self.target_logits[None], self.ref_logits[None]
-        return self.target_views, self.ref_views
 
 
 @dataclass

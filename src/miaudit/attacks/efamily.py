@@ -64,7 +64,7 @@ class Stats:
 
     def __init__(self, records: RecordSet):
         self.phi0 = signals.rescaled_logit(records.target_logits, records.labels)
-        self.phi = signals.rescaled_logit(records.ref_logits, records.labels)
+        self.phi = signals.compute(signals.Signal.rescaled_logit, records.ref_logits, records.labels)
 
     @staticmethod
     def logs(phi: np.ndarray) -> dict[str, np.ndarray]:
