@@ -1,5 +1,5 @@
-"""The executor: Ray tasks train the reference models into the store and give a local run's numbers; a
-task that fails once is retried. Skipped without Ray (``pip install miaudit[ray]``); one small local
+"""The executor: Ray tasks train the reference models into the store, and fit and sample BMIA's posteriors,
+and give a local run's numbers; a task that fails once is retried. Skipped without Ray (``pip install miaudit[ray]``); one small local
 cluster (1 CPU) serves the module."""
 
 from __future__ import annotations
@@ -37,6 +37,22 @@ def test_ray_run_equals_local_run(make_config: Callable[..., RunConfig], tmp_pat
     assert list((tmp_path / "ray" / "models").glob("*/meta.json"))  # the tasks wrote into the store
     for a, b in zip(local.experiment.references, remote.experiment.references):
         np.testing.assert_array_equal(a.logits, b.logits)
+    for a, b in zip(local.attacks, remote.attacks):
+        np.testing.assert_array_equal(a.result.scores, b.result.scores)
+        assert a.metrics.to_json() == b.metrics.to_json()
+
+
+def test_posterior_tasks_on_ray_equal_local(make_config: Callable[..., RunConfig], tmp_path: Path) -> None:
+    """BMIA / MR-BMIA: each reference's posterior fit and sampling as a Ray task gives the local numbers."""
+    attacks = [
+        {"name": "bmia", "samples": 50, "hessian": "diag"},
+        {"name": "mr-bmia", "references": 2, "samples": 50, "hessian": "diag"},
+        {"name": "bmia", "posterior": "swag", "swag_snapshots": 4, "swag_rank": 2, "samples": 20},
+    ]
+    cache = str(tmp_path / "store")  # the models once; the posteriors are what differs
+    local = pipeline.run_config(make_config(attacks=attacks, references=2, cache_dir=cache))
+    remote = pipeline.run_config(make_config(attacks=attacks, references=2, cache_dir=cache, executor={"kind": "ray"}))
+    assert remote.experiment.attack_inputs().models.executor.kind == "ray"
     for a, b in zip(local.attacks, remote.attacks):
         np.testing.assert_array_equal(a.result.scores, b.result.scores)
         assert a.metrics.to_json() == b.metrics.to_json()

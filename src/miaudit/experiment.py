@@ -149,6 +149,7 @@ class Experiment:
             query_x=self.dataset.x[self.query_idx],
             device=self.cfg.device,
             memo=self.memo,
+            executor=self.cfg.executor,
         )
         return AttackInputs(
             queries=self._record_set(self.query_idx),
@@ -354,7 +355,7 @@ def with_references(
             (f"reference {k + 1}/{plan.references}", model_seed(cfg.seed, k + 1), pool_idx[ref_masks[k]])
             for k in range(plan.references)
         ]
-        shared = (str(store.root), recipe, ds, cfg.device, torch.get_num_threads())
+        shared = (str(store.root), recipe, ref_ds or ds, cfg.device, torch.get_num_threads())
         executor.run_tasks(cfg.executor, train_into_store, shared, jobs, log=log.info)
     with progress or ModelProgress(plan.references) as tracker:
         refs = [

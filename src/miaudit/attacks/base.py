@@ -21,6 +21,7 @@ import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..config_options import ExecutorConfig
 from ..errors import AttackRequirementError
 from ..logitstack import LogitStack
 from ..models.features import penultimate
@@ -78,6 +79,7 @@ class ModelAccess:
     query_set: str = "queries"  # names the records query_x holds, in memo keys
     device: str = "cpu"
     memo: dict[tuple, Any] = field(default_factory=dict)
+    executor: ExecutorConfig = field(default_factory=ExecutorConfig)  # where posterior fits run (bmia)
 
     def first(self, k: int) -> ModelAccess:
         return replace(self, references=self.references[:k], reference_train=self.reference_train[:k])

@@ -15,9 +15,10 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
+import torch
 from pydantic import Field, field_validator, model_validator
 
-from .. import posteriors, signals
+from .. import executor, posteriors, signals
 from ..errors import AttackRequirementError
 from ..posteriors.laplace import Hessian, Predictive, Prior, import_laplace
 from ..pvalues import t_logsf
@@ -103,10 +104,20 @@ def fitted_posterior(inputs: AttackInputs, k: int, params: MRBMIAParams) -> post
     models = inputs.require_models()
     options = posteriors.options_for(params.posterior, params)
     key = ("posterior", k, params.posterior, tuple(sorted(options.items())))
-    return models.memoized(key, lambda: _fit(inputs, k, posteriors.create(params.posterior, **options)))
+
+    def fit() -> posteriors.Posterior:
+        posterior = posteriors.create(params.posterior, **options)
+        posterior.fit(models.references[k].head, *_fit_data(inputs, k, posterior))
+        return posterior
+
+    return models.memoized(key, fit)
 
 
-def _fit(inputs: AttackInputs, k: int, posterior: posteriors.Posterior) -> posteriors.Posterior:
+def _fit_data(
+    inputs: AttackInputs, k: int, posterior: posteriors.Posterior
+) -> tuple[posteriors.FeatureSet, posteriors.FeatureSet | None]:
+    """What reference k's posterior fits on: its training records' features, and the validation records' when
+    the posterior's options need them."""
     models = inputs.require_models()
     x, y = models.reference_train[k]
     validation = None
@@ -115,8 +126,7 @@ def _fit(inputs: AttackInputs, k: int, posterior: posteriors.Posterior) -> poste
         if v is None or v.x is None:
             raise AttackRequirementError(f"bmia: the {posterior.name} posterior's options need validation records")
         validation = (models.features(k, "validation", v.x), v.labels)
-    posterior.fit(models.references[k].head, (models.features(k, "train", x), y), validation)
-    return posterior
+    return (models.features(k, "train", x), y), validation
 
 
 def posterior_seed(inputs: AttackInputs, params: MRBMIAParams, k: int) -> int:
@@ -131,30 +141,51 @@ def reference_moments(
     signal: Signal | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(K, N) sample means and variances (ddof=1) of the score (``params.signal`` unless ``signal``) of the
-    named record set (the queries, or "population" / "validation") under each reference's posterior."""
+    named record set (the queries, or "population" / "validation") under each reference's posterior.
+
+    With the local executor each posterior is fitted once per run and shared by the attacks that use it.
+    With Ray, each reference's fit and sampling is one task (``posteriors.fit_and_score``), on the features the
+    driver computed: a posterior is then fitted once per call rather than per run, the price of not shipping
+    fitted posteriors (laplace-torch objects) between processes."""
     models = inputs.require_models()
     held = None if records == "queries" else inputs.require(records, inputs_x=True)
-    means, variances = [], []
-    for k in range(len(models.references)):
-        mean, var = posteriors.score_moments(
-            fitted_posterior(inputs, k, params),
-            models.query_features(k) if held is None else models.features(k, records, np.asarray(held.x)),
-            inputs.queries.labels if held is None else held.labels,
-            n_samples=params.samples,
-            signal=signal or params.signal,
-            chunk_size=params.chunk_size,
-            seed=posterior_seed(inputs, params, k),
-        )
-        means.append(mean)
-        variances.append(var)
-    return np.stack(means), np.stack(variances)
+    labels = inputs.queries.labels if held is None else held.labels
+    k_all = range(len(models.references))
+    features = [
+        models.query_features(k) if held is None else models.features(k, records, np.asarray(held.x)) for k in k_all
+    ]
+    seeds = [posterior_seed(inputs, params, k) for k in k_all]
+    signal = signal or params.signal
+    if models.executor.kind == "local":
+        moments = [
+            posteriors.score_moments(
+                fitted_posterior(inputs, k, params),
+                features[k],
+                labels,
+                n_samples=params.samples,
+                signal=signal,
+                chunk_size=params.chunk_size,
+                seed=seeds[k],
+            )
+            for k in k_all
+        ]
+    else:
+        options = posteriors.options_for(params.posterior, params)
+        shared = (params.posterior, options, params.samples, signal, params.chunk_size, torch.get_num_threads())
+        unfitted = posteriors.create(params.posterior, **options)
+        per_task = [
+            (models.references[k].head, *_fit_data(inputs, k, unfitted), features[k], labels, seeds[k]) for k in k_all
+        ]
+        moments = executor.run_tasks(models.executor, posteriors.fit_and_score, shared, per_task)
+    return np.stack([m[0] for m in moments]), np.stack([m[1] for m in moments])
 
 
 def _attack(inputs: AttackInputs, params: MRBMIAParams) -> AttackResult:
     """Algorithm 1 for one reference, 2 for several; the score is -log p. (Conformal calibration, paper
     F.1, is done for every p-value attack alike by ``miaudit.calibration``.)"""
     means, variances = reference_moments(inputs, params)
-    n_draws = fitted_posterior(inputs, 0, params).draws(params.samples)  # M, or an ensemble's members
+    options = posteriors.options_for(params.posterior, params)
+    n_draws = posteriors.create(params.posterior, **options).draws(params.samples)  # M, or an ensemble's members
     q = inputs.queries
     s0 = signals.oriented(params.signal, q.target_logits, q.labels)
     if means.shape[0] == 1:

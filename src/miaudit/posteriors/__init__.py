@@ -7,12 +7,23 @@ pick one by name (their ``posterior:`` parameter).
 from __future__ import annotations
 
 from . import ensemble, laplace, mc_dropout, swag
-from .base import FeatureSet, Posterior, create, names, options_for, register, score_moments, signed_signal
+from .base import (
+    FeatureSet,
+    Posterior,
+    create,
+    fit_and_score,
+    names,
+    options_for,
+    register,
+    score_moments,
+    signed_signal,
+)
 
 __all__ = [
     "FeatureSet",
     "Posterior",
     "create",
+    "fit_and_score",
     "names",
     "options_for",
     "register",

@@ -155,6 +155,30 @@ def score_moments(
     return mean, var
 
 
+def fit_and_score(
+    name: str,
+    options: dict[str, object],
+    n_samples: int,
+    signal: Signal | str,
+    chunk_size: int | None,
+    threads: int,
+    head: nn.Linear,
+    train: FeatureSet,
+    validation: FeatureSet | None,
+    features: torch.Tensor,
+    labels: np.ndarray,
+    seed: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One reference's whole posterior work, fit then ``score_moments``: what an executor task runs (``threads``,
+    the driver's torch threads, so that a task computes what the driver would, to the bit)."""
+    torch.set_num_threads(threads)
+    posterior = create(name, **options)
+    posterior.fit(head, train, validation)
+    return score_moments(
+        posterior, features, labels, n_samples=n_samples, signal=signal, chunk_size=chunk_size, seed=seed
+    )
+
+
 def predictive_loglik(logits: torch.Tensor, y: torch.Tensor) -> float:
     """sum_n log mean_m softmax(logits[n, :, m])_{y_n}: the log-likelihood of the sampled predictive."""
     log_probs = torch.log_softmax(logits.double(), dim=1)
