@@ -1,6 +1,6 @@
 """The executor: Ray tasks train the reference models into the store, and fit and sample BMIA's posteriors,
-and give a local run's numbers; a task that fails once is retried. Skipped without Ray (``pip install miaudit[ray]``); one small local
-cluster (1 CPU) serves the module."""
+and give a local run's numbers; a task that fails once is retried. Skipped without Ray
+(``pip install miaudit[ray]``); one small local cluster (1 CPU) serves the module."""
 
 from __future__ import annotations
 

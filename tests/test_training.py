@@ -53,3 +53,25 @@ def test_logits_in_eval_mode_even_from_a_model_left_in_training_mode() -> None:
 
 def test_accuracy_of_no_records_is_nan() -> None:
     assert np.isnan(accuracy(np.zeros((0, 2)), np.zeros(0, dtype=np.int64)))
+
+
+def test_loader_workers_give_the_same_weights() -> None:
+    """Batches prepared (and augmented) by DataLoader worker processes train the same model as in-process."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(40, 3, 8, 8)).astype(np.float32)
+    y = rng.integers(0, 3, size=40)
+    weights = []
+    for workers in (0, 2):
+        cfg = TrainConfig(epochs=2, batch_size=16, augment="flip-crop", loader_workers=workers)
+        model = seeded_model(lambda: nn.Sequential(nn.Flatten(), nn.Linear(192, 3)), seed=1)
+        train(model, x, y, cfg, seed=5)
+        weights.append(torch.cat([p.detach().flatten() for p in model.parameters()]))
+    torch.testing.assert_close(weights[0], weights[1], rtol=0, atol=0)
+
+
+def test_every_epoch_steps_the_schedule_once() -> None:
+    """The cosine schedule reaches its end after exactly cfg.epochs steps, single-record batches skipped."""
+    seen = []
+    x, y = np.zeros((5, 2), np.float32), np.array([0, 1, 0, 1, 0])
+    train(nn.Linear(2, 2), x, y, TrainConfig(epochs=3, batch_size=2), seed=0, progress=lambda d, t: seen.append((d, t)))
+    assert seen == [(1, 3), (2, 3), (3, 3)]

@@ -62,6 +62,9 @@ class TrainConfig(_Strict):
     augment: Literal["none", "flip", "flip-crop"] = Field(
         default="none", description="image data: random horizontal flip, and 4-pixel padded random crop (seeded)"
     )
+    loader_workers: int = Field(
+        default=0, ge=0, description="DataLoader processes preparing (augmenting) batches; same weights as 0"
+    )
     dp: DPConfig | None = Field(default=None, description="train with DP-SGD (Opacus, extra dp)")
 
 

@@ -172,8 +172,8 @@ def builtin_recipe(
     described, so cached. ``head_dropout`` > 0 trains with dropout before the head (the plan asks it of the
     references when an attack samples them by MC Dropout). Options at their defaults (fp32, augment none,
     no dropout, no DP) are left out of the cache key, so models trained before the options existed keep
-    their keys."""
-    defaults = {"dp"} | ({"precision"} if cfg.train.precision == "fp32" else set())
+    their keys; so is ``loader_workers``, which never changes the weights."""
+    defaults = {"dp", "loader_workers"} | ({"precision"} if cfg.train.precision == "fp32" else set())
     defaults |= {"augment"} if cfg.train.augment == "none" else set()
     spec: dict[str, Any] = {
         "arch": arch,

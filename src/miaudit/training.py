@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -42,39 +43,81 @@ def train(
 
     Shuffling uses a generator seeded by ``seed`` so that the same call gives the
     same weights; the last partial batch is kept (small data sets need it).
-    ``cfg.augment`` (image data) draws each batch's flips and crops from a second
-    generator seeded by ``seed``, so ``augment: none`` shuffles exactly as before.
+    ``cfg.augment`` (image data) draws each batch's flips and crops from a generator
+    seeded by (seed, epoch, batch), so ``cfg.loader_workers`` processes preparing the
+    batches give the same weights as the training process alone.
     """
     if cfg.augment != "none":
         require_images(x, "train.augment")
     start = time.perf_counter()
-    xt = torch.as_tensor(x, dtype=torch.float32, device=device)
-    yt = torch.as_tensor(y, dtype=torch.long, device=device)
+    # worker processes prepare batches on the CPU; the training process alone may hold them on the device
+    data_device = device if cfg.loader_workers == 0 else "cpu"
+    xt = torch.as_tensor(x, dtype=torch.float32, device=data_device)
+    yt = torch.as_tensor(y, dtype=torch.long, device=data_device)
     model.to(device).train()
     opt, sched = sgd_with_schedule(model, cfg)
     loss_fn = nn.CrossEntropyLoss()
     device_type = torch.device(device).type
     half = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(cfg.precision)
     scaler = torch.amp.GradScaler(device_type, enabled=cfg.precision == "fp16" and device_type == "cuda")
-    gen = torch.Generator().manual_seed(seed)
-    aug_gen = torch.Generator().manual_seed(int(np.random.SeedSequence([seed, 0xA06]).generate_state(1)[0]))
-    n = len(yt)
-    for epoch in range(cfg.epochs):
-        for idx in torch.randperm(n, generator=gen).split(cfg.batch_size):
-            if len(idx) < 2 and n > 1:  # BatchNorm cannot train on a single record
-                continue
-            opt.zero_grad(set_to_none=True)
-            with torch.autocast(device_type, dtype=half or torch.float32, enabled=half is not None):
-                batch_loss = loss_fn(model(random_batch(xt[idx], cfg.augment, aug_gen)), yt[idx])
-            scaler.scale(batch_loss).backward()  # a no-op scale unless fp16 on CUDA
-            scaler.step(opt)
-            scaler.update()
-        sched.step()
-        if progress is not None:
-            progress(epoch + 1, cfg.epochs)
+    batches = EpochBatches(xt, yt, cfg, seed)
+    loader = batches if cfg.loader_workers == 0 else _worker_loader(batches, cfg.loader_workers, device_type)
+    epochs_done = 0
+
+    def finish_epochs(until: int) -> None:
+        nonlocal epochs_done
+        for _ in range(epochs_done, until):
+            sched.step()
+            epochs_done += 1
+            if progress is not None:
+                progress(epochs_done, cfg.epochs)
+
+    for epoch, xb, yb in loader:
+        finish_epochs(epoch)
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast(device_type, dtype=half or torch.float32, enabled=half is not None):
+            batch_loss = loss_fn(model(xb.to(device, non_blocking=True)), yb.to(device, non_blocking=True))
+        scaler.scale(batch_loss).backward()  # a no-op scale unless fp16 on CUDA
+        scaler.step(opt)
+        scaler.update()
+    finish_epochs(cfg.epochs)
     seconds = time.perf_counter() - start
     acc = accuracy(predict_logits(model, x, device=device), y)
     return TrainReport(seconds=seconds, train_accuracy=acc)
+
+
+class EpochBatches(torch.utils.data.Dataset):
+    """Every training batch of every epoch, in order: item j is (epoch, inputs, labels), augmented by
+    ``train.augment`` with a generator seeded by (seed, j), whichever process prepares it."""
+
+    def __init__(self, x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig, seed: int):
+        self.x, self.y, self.how, self.seed = x, y, cfg.augment, seed
+        gen = torch.Generator().manual_seed(seed)
+        n = len(y)
+        self.items: list[tuple[int, torch.Tensor]] = [
+            (epoch, idx)
+            for epoch in range(cfg.epochs)
+            for idx in torch.randperm(n, generator=gen).split(cfg.batch_size)
+            if len(idx) >= 2 or n == 1  # BatchNorm cannot train on a single record
+        ]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, j: int) -> tuple[int, torch.Tensor, torch.Tensor]:
+        epoch, idx = self.items[j]
+        gen = torch.Generator().manual_seed(int(np.random.SeedSequence([self.seed, 0xA06, j]).generate_state(1)[0]))
+        return epoch, random_batch(self.x[idx], self.how, gen), self.y[idx]
+
+    def __iter__(self) -> Iterator[tuple[int, torch.Tensor, torch.Tensor]]:
+        return (self[j] for j in range(len(self)))
+
+
+def _worker_loader(batches: EpochBatches, workers: int, device_type: str) -> Iterable[Any]:
+    """``batches`` prepared by ``workers`` DataLoader processes (in order), pinned for a GPU."""
+    return torch.utils.data.DataLoader(
+        batches, batch_size=None, num_workers=workers, pin_memory=device_type == "cuda", persistent_workers=False
+    )
 
 
 def sgd_with_schedule(
