@@ -142,7 +142,11 @@ def _image_run(tmp_path: Path, train_augment: str, query_augment: str) -> pipeli
             "train": {"epochs": 3, "batch_size": 16, "lr": 0.05, "augment": train_augment},
             "queries": {"augment": query_augment},
             "references": 2,
-            "attacks": [{"name": "lira", "references": 2}, {"name": "rmia", "references": 2}],
+            "attacks": [
+                {"name": "lira", "references": 2},
+                {"name": "rmia", "references": 2},
+                {"name": "bmia", "samples": 50, "hessian": "diag"},
+            ],
             "cache_dir": str(tmp_path / "cache"),
         }
     )

@@ -138,6 +138,23 @@ def test_chunking_does_not_change_moments(digits: dict) -> None:
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)  # float32 logits: blocking may differ
 
 
+def test_view_moments_average_each_draw_over_the_views(digits: dict) -> None:
+    """queries.augment: draw m's score is the mean over the views of draw m's scores (the same heads)."""
+    post, features, labels = _reference_posterior(digits)
+    one = posteriors.score_moments(post, features, labels, n_samples=200, signal="hinge", seed=5)
+    same = posteriors.score_moments(post, [features, features], labels, n_samples=200, signal="hinge", seed=5)
+    for a, b in zip(one, same):  # identical views: the single view's moments
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    shifted = features + 0.05 * torch.randn(features.shape, generator=torch.Generator().manual_seed(0)).double()
+    ((_, a),) = post.logit_chunks(features, 200, seed=5)
+    ((_, b),) = post.logit_chunks(shifted, 200, seed=5)
+    y = torch.as_tensor(labels)
+    by_hand = (posteriors.signed_signal("hinge", a, y).double() + posteriors.signed_signal("hinge", b, y).double()) / 2
+    mean, var = posteriors.score_moments(post, [features, shifted], labels, n_samples=200, signal="hinge", seed=5)
+    np.testing.assert_allclose(mean, by_hand.mean(1).numpy(), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(var, by_hand.var(1).numpy(), rtol=1e-10, atol=1e-10)
+
+
 def test_glm_and_weight_predictives_rank_alike(digits: dict) -> None:
     """For a linear last layer both predictives are the same Gaussian over logits."""
     post, features, labels = _reference_posterior(digits)

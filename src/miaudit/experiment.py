@@ -15,7 +15,7 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from . import data, executor
+from . import augment, data, executor
 from .attacks import AttackInputs, ModelAccess, RecordSet
 from .config import DPConfig, RunConfig
 from .data import Dataset, Split
@@ -128,7 +128,7 @@ class Experiment:
     def _views(self) -> tuple[np.ndarray, np.ndarray] | None:
         """``queries.augment``: (A, N, C) target and (A, K, N, C) reference logits on the A views of every
         record, once per run (not cached on disk: A - 1 extra inference passes per model)."""
-        how = getattr(self.cfg.queries, "augment", "none")  # a scores-only config has no views
+        how = self._augment()
         if how == "none":
             return None
         if ("views",) not in self.memo:
@@ -138,6 +138,9 @@ class Experiment:
             stacked = np.stack(refs, axis=1) if refs else np.zeros((len(target), 0, *target.shape[1:]))
             self.memo[("views",)] = (target, stacked)
         return self.memo[("views",)]
+
+    def _augment(self) -> str:
+        return getattr(self.cfg.queries, "augment", "none")  # a scores-only config has no views
 
     def attack_inputs(self) -> AttackInputs:
         s = self.split
@@ -150,6 +153,7 @@ class Experiment:
             device=self.cfg.device,
             memo=self.memo,
             executor=self.cfg.executor,
+            query_views=augment.query_views(how) if (how := self._augment()) != "none" else (),
         )
         return AttackInputs(
             queries=self._record_set(self.query_idx),

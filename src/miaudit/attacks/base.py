@@ -21,6 +21,8 @@ import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
+from .. import augment
+from ..augment import View
 from ..config_options import ExecutorConfig
 from ..errors import AttackRequirementError
 from ..logitstack import LogitStack
@@ -80,6 +82,7 @@ class ModelAccess:
     device: str = "cpu"
     memo: dict[tuple, Any] = field(default_factory=dict)
     executor: ExecutorConfig = field(default_factory=ExecutorConfig)  # where posterior fits run (bmia)
+    query_views: tuple[View, ...] = ()  # queries.augment's views of the queries (empty: none asked)
 
     def first(self, k: int) -> ModelAccess:
         return replace(self, references=self.references[:k], reference_train=self.reference_train[:k])
@@ -96,6 +99,14 @@ class ModelAccess:
     def query_features(self, which: int | None) -> torch.Tensor:
         """Penultimate features of model ``which`` (None: the target) on the queries."""
         return self.features(which, self.query_set, self.query_x)
+
+    def query_view_features(self, which: int | None) -> list[torch.Tensor]:
+        """Penultimate features of model ``which`` on each view of the queries (``queries.augment``)."""
+        images = torch.as_tensor(self.query_x)
+        return [
+            self.features(which, f"{self.query_set}@{tuple(v)}", augment.view(images, v).numpy())
+            for v in self.query_views
+        ]
 
     def memoized(self, key: tuple, build: Callable[[], T]) -> T:
         """``build()`` once per run for ``key``, which must name every option the value depends on."""

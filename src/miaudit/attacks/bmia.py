@@ -12,7 +12,7 @@ the attacks wire them to the posteriors.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -139,9 +139,11 @@ def reference_moments(
     params: MRBMIAParams,
     records: Literal["queries", "population", "validation"] = "queries",
     signal: Signal | None = None,
+    views: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(K, N) sample means and variances (ddof=1) of the score (``params.signal`` unless ``signal``) of the
     named record set (the queries, or "population" / "validation") under each reference's posterior.
+    ``views``: of the queries' score averaged over the views of ``queries.augment`` (where asked).
 
     With the local executor each posterior is fitted once per run and shared by the attacks that use it.
     With Ray, each reference's fit and sampling is one task (``posteriors.fit_and_score``), on the features the
@@ -151,8 +153,13 @@ def reference_moments(
     held = None if records == "queries" else inputs.require(records, inputs_x=True)
     labels = inputs.queries.labels if held is None else held.labels
     k_all = range(len(models.references))
-    features = [
-        models.query_features(k) if held is None else models.features(k, records, np.asarray(held.x)) for k in k_all
+    features: list[Any] = [
+        models.features(k, records, np.asarray(held.x))
+        if held is not None
+        else models.query_view_features(k)
+        if views and models.query_views
+        else models.query_features(k)
+        for k in k_all
     ]
     seeds = [posterior_seed(inputs, params, k) for k in k_all]
     signal = signal or params.signal
@@ -183,11 +190,14 @@ def reference_moments(
 def _attack(inputs: AttackInputs, params: MRBMIAParams) -> AttackResult:
     """Algorithm 1 for one reference, 2 for several; the score is -log p. (Conformal calibration, paper
     F.1, is done for every p-value attack alike by ``miaudit.calibration``.)"""
-    means, variances = reference_moments(inputs, params)
+    means, variances = reference_moments(inputs, params, views=True)
     options = posteriors.options_for(params.posterior, params)
     n_draws = posteriors.create(params.posterior, **options).draws(params.samples)  # M, or an ensemble's members
     q = inputs.queries
-    s0 = signals.oriented(params.signal, q.target_logits, q.labels)
+    # queries.augment: the target's score averaged over the views, as each draw's is (reference_moments)
+    views = q.target_views if q.target_views is not None and inputs.require_models().query_views else None
+    s0 = signals.oriented(params.signal, q.target_logits if views is None else views, q.labels)
+    s0 = s0 if views is None else s0.mean(axis=0)
     if means.shape[0] == 1:
         t, df, log_p = bmia_test(s0, means[0], variances[0], n_draws)
     else:

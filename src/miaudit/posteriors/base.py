@@ -133,7 +133,7 @@ def signed_signal(name: Signal | str, logits: torch.Tensor, labels: torch.Tensor
 
 def score_moments(
     posterior: Posterior,
-    features: torch.Tensor,
+    features: torch.Tensor | list[torch.Tensor],
     labels: np.ndarray,
     *,
     n_samples: int,
@@ -142,14 +142,21 @@ def score_moments(
     seed: int = 0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per-record mean and variance (ddof=1) of the signed score over M
-    posterior draws, float64, never holding more than one chunk of scores."""
-    y = torch.as_tensor(labels, dtype=torch.long, device=features.device)
-    mean = np.empty(len(features))
-    var = np.empty(len(features))
-    for start, logits in posterior.logit_chunks(features, n_samples, seed, chunk_size):
-        part = slice(start, start + len(logits))
-        scores = signed_signal(signal, logits, y[part]).double()  # moments in float64
-        chunk_var, chunk_mean = torch.var_mean(scores, dim=1, correction=1)
+    posterior draws, float64, never holding more than one chunk of scores.
+
+    ``features`` as a list holds the records' A augmented views (``queries.augment``): the score of draw m
+    is then the mean over the views of draw m's scores, every view scored with the same seed and so the
+    same draws (the same heads; for draws made per record, the same random numbers)."""
+    views = features if isinstance(features, list) else [features]
+    y = torch.as_tensor(labels, dtype=torch.long, device=views[0].device)
+    mean = np.empty(len(views[0]))
+    var = np.empty(len(views[0]))
+    chunks = [posterior.logit_chunks(f, n_samples, seed, chunk_size) for f in views]
+    for per_view in zip(*chunks, strict=True):
+        start, first = per_view[0]
+        part = slice(start, start + len(first))
+        scores = torch.stack([signed_signal(signal, logits, y[part]).double() for _, logits in per_view]).mean(0)
+        chunk_var, chunk_mean = torch.var_mean(scores, dim=1, correction=1)  # moments in float64
         mean[part] = chunk_mean.cpu().numpy()
         var[part] = chunk_var.cpu().numpy()
     return mean, var
@@ -165,7 +172,7 @@ def fit_and_score(
     head: nn.Linear,
     train: FeatureSet,
     validation: FeatureSet | None,
-    features: torch.Tensor,
+    features: torch.Tensor | list[torch.Tensor],
     labels: np.ndarray,
     seed: int,
 ) -> tuple[np.ndarray, np.ndarray]:
