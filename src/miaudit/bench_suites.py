@@ -199,7 +199,7 @@ SUITES["frontier"] = Suite(
     {
         "location": {**LOCATION, "references": 16},
         "digits": {**DIGITS, "references": 16},
-        "cifar10": {**CIFAR10, "references": 16},
+        "cifar10": {**CIFAR10, "references": 8},  # amendment 1 of the protocol: compute
         "ag_news": {**AG_NEWS, "references": 16},
         "location-online": {**LOCATION, "mode": "online", "references": 64},
         "digits-online": {**DIGITS, "mode": "online", "references": 64},
@@ -207,5 +207,6 @@ SUITES["frontier"] = Suite(
     },
     frontier_rows,
     seeds=FRONTIER_SEEDS,
+    seeds_for={label: FRONTIER_SEEDS[:1] for label in ("location-online", "digits-online", "cifar10-online")},
     rows_for={label: ceiling_rows for label in ("location-online", "digits-online", "cifar10-online")},
 )
