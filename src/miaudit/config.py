@@ -203,7 +203,10 @@ class RunConfig(_Strict):
     )
     cache_dir: Path | None = Field(default=None, description="trained models and decoded data ($MIAUDIT_CACHE_DIR)")
     device: str = Field(default="cpu", description="auto, cpu, cuda, cuda:N or mps; checked against this machine")
-    executor: ExecutorConfig = Field(default=ExecutorConfig(), description="where reference models train: local or ray")
+    executor: ExecutorConfig = Field(
+        default=ExecutorConfig(),
+        description="where reference models train and BMIA's posteriors are fitted: local or ray",
+    )
     target: TargetConfig | None = Field(default=None, description="audit this model instead of training one")
     members: Path | None = Field(default=None, description="record indices the target trained on (.npy or text)")
     nonmembers: Path | None = Field(default=None, description="record indices the target did not train on")
