@@ -17,6 +17,7 @@ from miaudit import config, pipeline
 from miaudit.errors import ConfigError, MiauditError, ModelError
 from miaudit.models import adapters, build_model
 from miaudit.models.library import parse, split_last_linear
+from miaudit.models.tiny_bert import build as build_tiny_bert
 
 needs_transformers = pytest.mark.skipif(
     importlib.util.find_spec("transformers") is None, reason="needs transformers (pip install 'miaudit[hf]')"
@@ -121,31 +122,7 @@ def test_torchvision_resnet18_audit_end_to_end(tmp_path: Path) -> None:
 
 def tiny_bert(directory: Path, words: list[str], n_labels: int = 4) -> Path:
     """A 2-layer, 32-wide BERT with a word-level tokenizer over ``words``, saved as a local directory."""
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
-    from transformers import BertConfig, BertForSequenceClassification, PreTrainedTokenizerFast
-
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]
-    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(vocab)}, unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
-    )
-    special = {"unk_token": "[UNK]", "pad_token": "[PAD]", "cls_token": "[CLS]", "sep_token": "[SEP]"}
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, mask_token="[MASK]", model_max_length=16, **special)
-    fast.save_pretrained(directory)
-    torch.manual_seed(0)
-    cfg = BertConfig(
-        vocab_size=len(vocab),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=32,
-        num_labels=n_labels,
-    )
-    BertForSequenceClassification(cfg).save_pretrained(directory)
-    return directory
+    return build_tiny_bert(directory, words, n_labels, max_length=16)
 
 
 @needs_transformers

@@ -210,3 +210,25 @@ SUITES["frontier"] = Suite(
     seeds_for={label: FRONTIER_SEEDS[:1] for label in ("location-online", "digits-online", "cifar10-online")},
     rows_for={label: ceiling_rows for label in ("location-online", "digits-online", "cifar10-online")},
 )
+
+
+def augmentation_rows(k_max: int) -> list[dict[str, Any]]:
+    """Issue 15's rows: LiRA (n=1, 4, 8), RMIA (n=1, 4), BMIA (n=1)."""
+    rows = [{"name": "lira", "references": k} for k in (1, 4, 8) if k <= k_max]
+    rows += [{"name": "rmia", "references": k} for k in (1, 4) if k <= k_max]
+    return rows + [{"name": "bmia", "references": 1}]
+
+
+# The frontier suite's reporting seeds, so the unaugmented CIFAR-10 models are the frontier's (shared in the cache).
+SUITES["realmodels"] = Suite(
+    "realmodels",
+    "augmentation on the CIFAR-10 subset (small CNN, 8 references): none, flip-crop training, and mirrored "
+    "queries (2 views; LiRA, RMIA a Gaussian / ratio per view, BMIA the mean score over views); 3 seeds",
+    {
+        "cifar10": {**CIFAR10, "references": 8},
+        "cifar10-flip-crop": {**CIFAR10, "train": {**CIFAR10["train"], "augment": "flip-crop"}, "references": 8},
+        "cifar10-mirror-queries": {**CIFAR10, "queries": {"augment": "mirror"}, "references": 8},
+    },
+    augmentation_rows,
+    seeds=FRONTIER_SEEDS,
+)
