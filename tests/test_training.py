@@ -75,3 +75,16 @@ def test_every_epoch_steps_the_schedule_once() -> None:
     x, y = np.zeros((5, 2), np.float32), np.array([0, 1, 0, 1, 0])
     train(nn.Linear(2, 2), x, y, TrainConfig(epochs=3, batch_size=2), seed=0, progress=lambda d, t: seen.append((d, t)))
     assert seen == [(1, 3), (2, 3), (3, 3)]
+
+
+def test_adamw_trains_and_differs_from_sgd() -> None:
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(200, 4)).astype(np.float32)
+    y = (x[:, 0] + x[:, 1] > 0).astype(np.int64)
+    heads = []
+    for optimizer, lr in (("adamw", 0.01), ("sgd", 0.1)):
+        model = seeded_model(lambda: nn.Linear(4, 2), seed=0)
+        report = train(model, x, y, TrainConfig(epochs=20, batch_size=32, lr=lr, optimizer=optimizer), seed=0)
+        assert report.train_accuracy > 0.9, optimizer
+        heads.append(model.weight.detach().clone())
+    assert not torch.allclose(heads[0], heads[1])

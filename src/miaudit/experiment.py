@@ -178,6 +178,7 @@ def builtin_recipe(
     no dropout, no DP) are left out of the cache key, so models trained before the options existed keep
     their keys; so is ``loader_workers``, which never changes the weights."""
     defaults = {"dp", "loader_workers"} | ({"precision"} if cfg.train.precision == "fp32" else set())
+    defaults |= {"optimizer"} if cfg.train.optimizer == "sgd" else set()
     defaults |= {"augment"} if cfg.train.augment == "none" else set()
     spec: dict[str, Any] = {
         "arch": arch,

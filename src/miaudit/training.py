@@ -122,9 +122,14 @@ def _worker_loader(batches: EpochBatches, workers: int, device_type: str) -> Ite
 
 def sgd_with_schedule(
     model: nn.Module, cfg: TrainConfig
-) -> tuple[torch.optim.SGD, torch.optim.lr_scheduler.LRScheduler]:
-    """SGD with momentum and weight decay, and its per-epoch learning-rate schedule (cosine or constant)."""
-    opt = torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
+) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler]:
+    """The optimizer (SGD with momentum and weight decay, or AdamW with that weight decay: transformers
+    train poorly with plain SGD) and its per-epoch learning-rate schedule (cosine or constant)."""
+    opt: torch.optim.Optimizer = (
+        torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        if cfg.optimizer == "adamw"
+        else torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
+    )
     sched = (
         torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=cfg.epochs)
         if cfg.schedule == "cosine"
