@@ -152,6 +152,8 @@ def run_suite(
         "datasets": {},
     }
     for label in datasets or list(suite.datasets):
+        if label in suite.prepare:
+            suite.prepare[label]()
         per_seed = []
         for seed in seeds or suite.seeds_for.get(label, suite.seeds):
             log(f"[{name}] {label} seed {seed}")

@@ -20,7 +20,7 @@ AG_NEWS_CLASSES = 4
 TFIDF_MAX_FEATURES = 2000  # vocabulary size = input width of the MLP; part of the cache key
 
 
-def _read_news(path: Path) -> tuple[list[str], np.ndarray]:
+def read_news(path: Path) -> tuple[list[str], np.ndarray]:
     """CSV without header (class 1-4, title, description) -> (title + " " + description, labels 0..3)."""
     try:
         frame = pd.read_csv(
@@ -42,7 +42,7 @@ def _tfidf_arrays(path: Path) -> dict[str, np.ndarray]:
     The vocabulary and idf weights are fitted on all records, members and non-members
     pooled: the membership split is made later, from these rows.
     """
-    texts, y = _read_news(path)
+    texts, y = read_news(path)
     vectorizer = TfidfVectorizer(
         max_features=TFIDF_MAX_FEATURES, sublinear_tf=True, stop_words="english", dtype=np.float32
     )
@@ -56,7 +56,7 @@ def ag_news(ctx: LoadContext) -> Dataset:
     ids and attention mask of title + description by the model's own tokenizer (``models/hf.py``)."""
     path = require_file(ctx, AG_NEWS_FILE, AG_NEWS_SHA256, "ag_news")
     if ctx.tokenize is not None:  # fast tokenizers take about a second for the whole file: not cached
-        texts, y = _read_news(path)
+        texts, y = read_news(path)
         return validate_arrays("ag_news", ctx.tokenize(texts), y, AG_NEWS_CLASSES)
     key = f"ag_news-tfidf{TFIDF_MAX_FEATURES}-{file_key(path, AG_NEWS_SHA256)}"
     arrays = cached_arrays(ctx, key, lambda: _tfidf_arrays(path))

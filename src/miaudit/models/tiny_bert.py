@@ -36,9 +36,13 @@ def build(
     seed: int = 0,
 ) -> Path:
     """Save a word-level tokenizer over ``words`` and a BERT of ``layers`` x ``hidden`` (initial weights from
-    ``seed``) into ``directory``; returns it. miaudit trains the model itself (``train:``)."""
+    ``seed``) into ``directory``; returns it. miaudit trains the model itself (``train:``); every model of a
+    run starts from this one saved initialisation, as fine-tuning from one checkpoint does."""
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
     from transformers import BertConfig, BertForSequenceClassification, PreTrainedTokenizerFast
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()  # "Writing model shards" is noise in a benchmark's log
 
     vocab = SPECIAL + [w for w in dict.fromkeys(words) if w not in SPECIAL]
     tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(vocab)}, unk_token="[UNK]"))
