@@ -126,19 +126,23 @@ def shift_rows(k: int) -> list[dict[str, Any]]:
 SEEDS_SUITE = Suite(
     "seeds",
     "the seeds' methods on the paper configurations: (a) BMIA per posterior on the CIFAR-10 subset (Table 5), "
-    "3 seeds; (b) each exponential family and robust estimator online at K = 2/8/16 on location and digits, "
-    "1 seed; (c) BMIA, LiRA, RMIA with references on noisy CIFAR-10 and with noisy CIFAR-10 non-members, 1 seed",
+    "3 seeds; (b) each exponential family and robust estimator online at K = 2/8/16 on location, digits and "
+    "the CIFAR-10 subset, 1 seed; (c) BMIA, LiRA, RMIA with references on noisy CIFAR-10 and with noisy "
+    "CIFAR-10 non-members, 1 seed",
     {
         "cifar10-posteriors": {**CIFAR10, "references": 1, "min_fpr": 0.005},
         "location-online": {**LOCATION, "mode": "online", "references": 16},
         "digits-online": {**DIGITS, "mode": "online", "references": 16},
+        "cifar10-online": {**CIFAR10, "mode": "online", "references": 16},
         "cifar10-shifted-population": {**CIFAR10, "references": 4, "reference_data": "cifar10-noise"},
         "cifar10-ood-nonmembers": {**CIFAR10, "references": 4, "nonmember_data": "cifar10-noise"},
     },
     lambda k: shift_rows(k),
+    # cifar10-online on seed 3: the frontier suite's online CIFAR-10 models (the same configuration), shared
     seeds_for={d: (0,) for d in ("location-online", "digits-online", "cifar10-shifted-population")}
-    | {"cifar10-ood-nonmembers": (0,)},
-    rows_for={"cifar10-posteriors": posterior_rows, "location-online": family_rows, "digits-online": family_rows},
+    | {"cifar10-ood-nonmembers": (0,), "cifar10-online": (3,)},
+    rows_for={label: family_rows for label in ("location-online", "digits-online", "cifar10-online")}
+    | {"cifar10-posteriors": posterior_rows},
 )
 
 SUITES: dict[str, Suite] = {
