@@ -18,6 +18,7 @@ import torch
 from . import augment, data, executor
 from .attacks import AttackInputs, ModelAccess, RecordSet
 from .config import DPConfig, RunConfig
+from .config_options import ExecutorConfig
 from .data import Dataset, Split
 from .logitstack import LogitStack
 from .models import adapters, build_model, io
@@ -152,7 +153,7 @@ class Experiment:
             query_x=self.dataset.x[self.query_idx],
             device=self.cfg.device,
             memo=self.memo,
-            executor=self.cfg.executor,
+            executor=getattr(self.cfg, "executor", ExecutorConfig()),  # a scores-only config trains nothing
             query_views=augment.query_views(how) if (how := self._augment()) != "none" else (),
         )
         return AttackInputs(
