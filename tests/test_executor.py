@@ -58,6 +58,34 @@ def test_posterior_tasks_on_ray_equal_local(make_config: Callable[..., RunConfig
         assert a.metrics.to_json() == b.metrics.to_json()
 
 
+def test_a_session_starts_ray_once_and_stops_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One cluster per run: a session starts Ray once, nested sessions and calls inside reuse it, and the
+    session stops it at the end (a stand-in Ray: the module's real cluster stays untouched)."""
+
+    class StandIn:
+        up, calls = False, []
+
+        def is_initialized(self) -> bool:
+            return self.up
+
+        def shutdown(self) -> None:
+            self.calls.append("shutdown")
+            self.up = False
+
+    fake = StandIn()
+
+    def start(_ray: object, _ex: ExecutorConfig) -> str:
+        fake.calls.append("start")
+        fake.up = True
+        return "started"
+
+    monkeypatch.setattr(executor, "_ray", lambda: fake)
+    monkeypatch.setattr(executor, "_start", start)
+    with executor.session(RAY), executor.session(RAY):
+        assert fake.up
+    assert fake.calls == ["start", "shutdown"]
+
+
 def fails_once(marker: str, value: int) -> int:
     """Raise on the first call (no marker yet), succeed on the retry."""
     path = Path(marker)

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from .config import ExecutorConfig
@@ -53,6 +54,26 @@ def _start(ray: Any, ex: ExecutorConfig) -> str:
     return f"started a local Ray cluster ({int(ray.cluster_resources().get('CPU', 0))} CPUs)"
 
 
+@contextmanager
+def session(ex: ExecutorConfig, log: Log | None = None) -> Iterator[None]:
+    """One Ray cluster for a whole run (reference training, then every attack's posterior tasks), instead of
+    one per ``run_tasks`` call: a local cluster takes seconds to start. Local executor: nothing."""
+    if ex.kind == "local":
+        yield
+        return
+    ray = _ray()
+    if ray.is_initialized():  # the caller's own ray.init, or an enclosing session
+        yield
+        return
+    where = _start(ray, ex)
+    if log is not None:
+        log(f"executor ray: {where}")
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
 def run_tasks(
     ex: ExecutorConfig,
     fn: Callable[..., Any],
@@ -61,7 +82,8 @@ def run_tasks(
     log: Log | None = None,
 ) -> list[Any]:
     """``[fn(*shared, *args) for args in per_task]``, locally or as Ray tasks (``shared`` is put in Ray's
-    object store once). Results come back in task order."""
+    object store once). Results come back in task order. Outside a ``session`` a Ray cluster is started
+    for this call and stopped after it."""
     if ex.kind == "local" or not per_task:
         return [fn(*shared, *args) for args in per_task]
     ray = _ray()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from . import calibration, data, metrics, own_model, shift
+from . import calibration, data, executor, metrics, own_model, shift
 from .attacks import AttackInputs, AttackResult, registry
 from .config import RunConfig
 from .experiment import (
@@ -97,8 +97,10 @@ def evaluate(exp: Experiment, result: AttackResult) -> metrics.AttackMetrics | N
 
 
 def run_config(cfg: RunConfig) -> RunResult:
-    """The whole audit of a config in memory; ``report.write`` puts it on disk."""
-    return run_experiment(prepare(cfg))
+    """The whole audit of a config in memory; ``report.write`` puts it on disk. With ``executor: ray`` one
+    cluster serves the run's training and attack tasks."""
+    with executor.session(cfg.executor, log.info):
+        return run_experiment(prepare(cfg))
 
 
 def run_experiment(exp: Experiment) -> RunResult:
