@@ -15,6 +15,7 @@ No scheduler of our own: Ray places the tasks; ``num_workers`` only caps how man
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -41,6 +42,10 @@ def _start(ray: Any, ex: ExecutorConfig) -> str:
         ray.init(address=ex.address, include_dashboard=False, configure_logging=False, log_to_driver=False)
         return f"joined the Ray cluster at {ex.address}"
     cpus = math.ceil(ex.num_workers * ex.cpus_per_task) if ex.num_workers else None
+    # Ray runs task workers at niceness 15; on a machine shared with other work that starves the run's own
+    # tasks (a posterior task took minutes beside two busy processes). A cluster started for this run
+    # does the run's work: its workers get the driver's priority (read by the raylet at start).
+    os.environ.setdefault("RAY_worker_niceness", "0")
     for attempt in range(START_ATTEMPTS):  # Ray gives a raylet 30 s to register: a loaded machine can miss it
         try:
             ray.init(
