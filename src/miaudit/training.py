@@ -55,7 +55,7 @@ def train(
     xt = torch.as_tensor(x, dtype=torch.float32, device=data_device)
     yt = torch.as_tensor(y, dtype=torch.long, device=data_device)
     model.to(device).train()
-    opt, sched = sgd_with_schedule(model, cfg)
+    opt, sched = optimizer_with_schedule(model, cfg)
     loss_fn = nn.CrossEntropyLoss()
     device_type = torch.device(device).type
     half = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(cfg.precision)
@@ -120,7 +120,7 @@ def _worker_loader(batches: EpochBatches, workers: int, device_type: str) -> Ite
     )
 
 
-def sgd_with_schedule(
+def optimizer_with_schedule(
     model: nn.Module, cfg: TrainConfig
 ) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler]:
     """The optimizer (SGD with momentum and weight decay, or AdamW with that weight decay: transformers

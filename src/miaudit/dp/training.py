@@ -21,7 +21,7 @@ import torch.nn as nn
 
 from ..config import DPConfig, TrainConfig
 from ..errors import ConfigError
-from ..training import ProgressFn, TrainReport, accuracy, predict_logits, sgd_with_schedule
+from ..training import ProgressFn, TrainReport, accuracy, optimizer_with_schedule, predict_logits
 
 ACCOUNTANT = "rdp"
 # Ghost clipping (Opacus' fast gradient clipping): the exact per-sample gradient norms without materialising
@@ -90,7 +90,7 @@ def train_dp(
         warnings.simplefilter("ignore")
         sigma = noise_multiplier(dp, sample_rate, cfg.epochs)
     model.to(device).train()
-    opt, sched = sgd_with_schedule(model, cfg)
+    opt, sched = optimizer_with_schedule(model, cfg)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Opacus' notes on secure RNG, alpha ranges and backward hooks
         engine = opacus.PrivacyEngine(accountant=ACCOUNTANT)
