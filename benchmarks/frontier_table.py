@@ -21,8 +21,10 @@ CEILINGS = {1: 16, 8: 64}  # the protocol's targets: K = 1 vs online LiRA K = 16
 
 
 def _tpr(row: dict) -> str:
-    stat = row["tpr@0.01"]
-    return f"{100 * stat['mean']:.2f} ± {100 * stat['sd']:.2f}"
+    """mean ± sd over seeds [mean per-seed 95% interval]; a single seed's row shows only its interval."""
+    stat, ci = row["tpr@0.01"], row.get("tpr@0.01_ci")
+    spread = f" ± {100 * stat['sd']:.2f}" if stat["sd"] > 0 else ""
+    return f"{100 * stat['mean']:.2f}{spread}" + ("" if ci is None else f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]")
 
 
 def _fpr(row: dict) -> str:
