@@ -247,13 +247,20 @@ def build_tiny_bert() -> None:
 # The frontier suite's reporting seeds, so the unaugmented CIFAR-10 models are the frontier's (shared in the cache).
 SUITES["realmodels"] = Suite(
     "realmodels",
-    "augmentation on the CIFAR-10 subset (small CNN, 8 references): none, flip-crop training, and mirrored "
-    "queries (2 views; LiRA, RMIA a Gaussian / ratio per view, BMIA the mean score over views); the text path: "
-    "a 2-layer, 32-wide BERT trained from scratch (AdamW) on AG News token ids; 3 seeds",
+    "augmentation on the CIFAR-10 subset (small CNN, 8 references): none, flip-crop training, mirrored "
+    "queries, and both (2 views; LiRA, RMIA a Gaussian / ratio per view, BMIA the mean score over views); "
+    "the text path: a 2-layer, 32-wide BERT trained from scratch (AdamW) on AG News token ids; 3 seeds",
     {
         "cifar10": {**CIFAR10, "references": 8},
         "cifar10-flip-crop": {**CIFAR10, "train": {**CIFAR10["train"], "augment": "flip-crop"}, "references": 8},
         "cifar10-mirror-queries": {**CIFAR10, "queries": {"augment": "mirror"}, "references": 8},
+        # the LiRA paper's setting: queries augmented as the models were trained (flip-crop models shared)
+        "cifar10-flip-crop-mirror-queries": {
+            **CIFAR10,
+            "train": {**CIFAR10["train"], "augment": "flip-crop"},
+            "queries": {"augment": "mirror"},
+            "references": 8,
+        },
         "ag_news-bert": {
             "dataset": "ag_news",
             "model": f"hf:{TINY_BERT}[max_length={TINY_BERT_LENGTH}]",
