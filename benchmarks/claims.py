@@ -333,7 +333,7 @@ def table1() -> str:
 if __name__ == "__main__":
     table = claims_table(CLAIMS) + (
         "\n## The seeds' other methods (`miaudit bench seeds`: posteriors and shifts on the CIFAR-10 subset, "
-        "families online on location and digits, one seed where stated in results/seeds.md)\n\n"
+        "families online on location, digits and the CIFAR-10 subset, one seed where stated in results/seeds.md)\n\n"
         + claims_table(SEED_CLAIMS)
     )
     if (RESULTS / "realmodels.json").exists():
