@@ -43,3 +43,19 @@ def test_other_data_must_match_features_and_classes() -> None:
     cfg = config.from_dict({"nonmember_data": "iris"})
     with pytest.raises(DataError, match="nonmember_data: iris has records of shape"):
         shift.load_other(cfg, cfg.nonmember_data, "nonmember_data", data.load("digits"))
+
+
+def test_reference_data_trains_the_references_on_the_other_population(make_config, tmp_path) -> None:
+    """End to end: with reference_data the references train on the other data set's records (appended after
+    the target's), so their logits and the attacks' scores change; the target is the same model."""
+    from miaudit import pipeline
+
+    attacks = [{"name": "lira", "references": 1}]
+    plain = pipeline.run_config(make_config(attacks=attacks, references=1, cache_dir=str(tmp_path)))
+    shifted = pipeline.run_config(
+        make_config(attacks=attacks, references=1, cache_dir=str(tmp_path), reference_data="digits-noise")
+    )
+    n = len(plain.experiment.dataset)
+    assert (shifted.experiment.references[0].train_idx >= n).all()  # the other population's records only
+    np.testing.assert_array_equal(plain.experiment.target.logits, shifted.experiment.target.logits)
+    assert not np.allclose(plain.attacks[0].result.scores, shifted.attacks[0].result.scores)

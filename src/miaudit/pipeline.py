@@ -60,7 +60,8 @@ def prepare(cfg: RunConfig, plan: Plan | None = None) -> Experiment:
     store = open_store(cfg)
     target = trained_target(cfg, ds, split.members, store)
     records = AuditRecords(ds, split, query_idx, is_member)
-    return with_references(cfg, plan, records, target, reference_recipe(cfg, ds), store)
+    other_pool = shift.reference_pool(cfg, ds, split)  # reference_data: the references' own population
+    return with_references(cfg, plan, records, target, reference_recipe(cfg, ds), store, other_pool=other_pool)
 
 
 def run_attack(exp: Experiment, attack: PlannedAttack, inputs: AttackInputs | None = None) -> AttackRun:
