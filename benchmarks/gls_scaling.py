@@ -23,7 +23,7 @@ import numpy as np
 from scipy.special import softmax
 from threadpoolctl import threadpool_limits
 
-from miaudit import leverage
+from miaudit.stats import leverage
 
 DIMS, CLASSES = 512, 10
 OUT = Path(__file__).parent / "results" / "gls_scaling.json"

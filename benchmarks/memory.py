@@ -33,8 +33,8 @@ def write_logits(folder: Path, k: int, n: int, c: int) -> None:
 
 
 def measure(folder: Path, k: int, n: int, how: str) -> dict:
-    from miaudit import signals
-    from miaudit.logitstack import LogitStack
+    from miaudit.stats import signals
+    from miaudit.stats.logitstack import LogitStack
 
     per_model = [np.load(folder / f"m{i}.npy", mmap_mode="r") for i in range(k)]
     c = per_model[0].shape[1]

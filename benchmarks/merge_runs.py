@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from miaudit import bench
+from miaudit.bench import run as bench
 
 
 def merge(paths: list[str], out: Path = Path("benchmarks/results")) -> dict:

@@ -29,7 +29,8 @@ from pathlib import Path
 
 import torch
 
-from miaudit import config, pipeline
+from miaudit import pipeline
+from miaudit.config import run as config
 
 
 def one(ks: int, executor: str, epochs: int, dataset: str) -> dict:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import torch
 
-from miaudit import config
+from miaudit.config import run as config
 
 # Several pytest workers and engineers share two cores: more threads only contend.
 torch.set_num_threads(1)

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from miaudit import config, plan
+from miaudit import plan
+from miaudit.config import run as config
 from miaudit.errors import AttackRequirementError, ConfigError
 
 

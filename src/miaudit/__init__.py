@@ -6,7 +6,7 @@ audit from a config (dict, YAML path or RunConfig). Both return an
 ``AuditResult``. ``miaudit.attacks.registry`` lists and runs attacks on plain
 arrays.
 
-The front doors are imported on first use (PEP 562), so ``import miaudit.config``
+The front doors are imported on first use (PEP 562), so ``import miaudit.config.run``
 or ``miaudit --help`` does not pay for torch.
 """
 
@@ -17,19 +17,14 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__
 
 if TYPE_CHECKING:
-    from .api import AuditResult, audit, run
-    from .scores_only import score
+    from .api import AuditResult, audit, run, score
 
 __all__ = ["audit", "run", "score", "AuditResult", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("audit", "run", "AuditResult"):
+    if name in ("audit", "run", "score", "AuditResult"):
         from . import api
 
         return getattr(api, name)
-    if name == "score":
-        from .scores_only import score
-
-        return score
     raise AttributeError(f"module 'miaudit' has no attribute {name!r}")

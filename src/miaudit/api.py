@@ -28,15 +28,17 @@ import pandas as pd
 import torch
 import torch.nn as nn
 
-from . import config as config_mod
-from . import outdir, own_model, pipeline, report, validate
+from . import pipeline, report
 from . import plan as plan_mod
-from .config import RunConfig, TrainConfig
+from .config import run as config_mod
+from .config.run import RunConfig, TrainConfig
 from .data import Dataset, Split
 from .data.base import validate_arrays, validate_features
 from .errors import ConfigError, DataError, ModelError
-from .experiment import AuditRecords, ModelRecipe, shuffled_queries, with_calibration_records
-from .training import TrainReport, accuracy, predict_logits, train
+from .experiment import own_model, validate
+from .experiment.build import AuditRecords, ModelRecipe, shuffled_queries, with_calibration_records
+from .report import outdir
+from .training.loop import TrainReport, accuracy, predict_logits, train
 
 SETS = ("members", "nonmembers", "queries", "population", "validation")
 TrainFn = Callable[[nn.Module, np.ndarray, np.ndarray], Any]
@@ -217,6 +219,20 @@ def _config(
         train_settings = train_settings.model_dump()
     refs = plan_mod.fewest_references(attacks) if references is None else references
     return config_mod.from_dict({**keys, "attacks": attacks, "references": refs, "train": train_settings or {}})
+
+
+def score(config: Any) -> AuditResult:
+    """Audit precomputed outputs (logits and membership masks of models trained elsewhere).
+
+    Args:
+        config: a ``ScoreConfig``, a mapping, or the path of a YAML score config.
+
+    Returns:
+        The ``AuditResult`` (``.metrics``, ``.scores``, ``.report(dir)``), as ``run`` gives.
+    """
+    from .experiment import precomputed
+
+    return AuditResult(pipeline.run_experiment(precomputed.prepare(precomputed.as_config(config))))
 
 
 def audit(

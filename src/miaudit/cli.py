@@ -27,8 +27,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from . import config as config_mod
 from ._version import __version__
+from .config import run as config_mod
 from .errors import MiauditError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Membership inference auditing.")
@@ -78,7 +78,8 @@ def run(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="also print debug lines"),
 ) -> None:
     """Run one audit and write results.json, report.md, report.html, roc.png, scores.csv and scores.parquet."""
-    from . import outdir, progress
+    from . import progress
+    from .report import outdir
 
     progress.configure_logging(logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO)
     try:
@@ -110,14 +111,16 @@ def score(
     force: bool = FORCE_OPTION,
 ) -> None:
     """Audit precomputed outputs (logits and membership masks of models trained elsewhere): no models needed."""
-    from . import outdir, scores_config, scores_only
+    from . import api
+    from .config import scores as scores_config
+    from .report import outdir
 
     try:
         cfg = scores_config.load(config)
         out = out or Path("miaudit-runs") / config.stem
         outdir.check(out, force)
         start = time.perf_counter()
-        results = scores_only.score(cfg).report(out, force=force)
+        results = api.score(cfg).report(out, force=force)
     except MiauditError as e:
         _fail(e)
     _summary(results, out, start)
@@ -130,7 +133,8 @@ def export(
     layout: str = typer.Option("npz", "--layout", "-l", help="npz (ours) or lira (the LiRA code's directory)"),
 ) -> None:
     """Write a run's model outputs (target and references, from the cache or trained) for `miaudit score`."""
-    from . import pipeline, scores_export
+    from . import pipeline
+    from .experiment import export as scores_export
 
     if layout not in ("npz", "lira"):
         _fail(config_mod.ConfigError(f"--layout: {layout!r} is not npz or lira"))
@@ -177,7 +181,7 @@ def init(
     force: bool = typer.Option(False, "--force", "-f", help="replace an existing file"),
 ) -> None:
     """Write a commented config with every key and its default."""
-    from . import configdoc
+    from .config import describe as configdoc
 
     if path.exists() and not force:
         _fail(config_mod.ConfigError(f"init: {path} exists; give another path, or --force to replace it"))
@@ -195,7 +199,7 @@ def show_config(
     overrides: list[str] | None = typer.Option(None, "--set", "-s", help=SET_HELP),
 ) -> None:
     """Print a config as miaudit reads it (every key, defaults filled in, checked), or the JSON schema."""
-    from . import configdoc
+    from .config import describe as configdoc
 
     if schema:
         print(json.dumps(configdoc.schema(), indent=1))
@@ -222,7 +226,7 @@ def bench(
     seed: list[int] | None = typer.Option(None, "--seed", "-s", help="only these seeds"),
 ) -> None:
     """Run a benchmark suite and write its aggregated results."""
-    from . import bench as bench_mod
+    from .bench import run as bench_mod
 
     if suite not in [*bench_mod.SUITES, "dp"]:
         _fail(config_mod.ConfigError(f"suite: unknown suite {suite!r}; expected one of {sorted(bench_mod.SUITES)}, dp"))
@@ -240,8 +244,9 @@ def dp_audit(
     force: bool = FORCE_OPTION,
 ) -> None:
     """One-run DP audit: canaries in one training run, an epsilon lower bound, a verdict on the declared epsilon."""
-    from . import outdir, report
+    from . import report
     from .dp import one_run
+    from .report import outdir
 
     out = out or Path("miaudit-runs") / f"{config.stem}-dp"
     try:
@@ -263,8 +268,9 @@ def dp_audit(
 @app.command()
 def attacks(name: str | None = typer.Argument(None, help="an attack: show its parameters and needs")) -> None:
     """List the registered attacks, or show one attack's parameters (type, default, limits) and needs."""
-    from . import configdoc, posteriors
+    from . import posteriors
     from .attacks import registry
+    from .config import describe as configdoc
     from .errors import did_you_mean
 
     if name is None:

@@ -10,10 +10,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from . import calibration, data, executor, metrics, own_model, shift
+from . import data
 from .attacks import AttackInputs, AttackResult, registry
-from .config import RunConfig
-from .experiment import (
+from .config.run import RunConfig
+from .experiment import datasets as shift
+from .experiment import own_model
+from .experiment.build import (
     AuditRecords,
     Experiment,
     load_dataset,
@@ -27,6 +29,8 @@ from .experiment import (
 from .plan import Plan, PlannedAttack
 from .plan import build as build_plan
 from .progress import log, working
+from .stats import calibration, metrics
+from .training import executor
 
 
 @dataclass

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .attacks import AttackParams, registry
-from .config import RunConfig, one_line
+from .config.run import RunConfig, one_line
 from .errors import AttackRequirementError, ConfigError, did_you_mean
 
 ALWAYS_PROVIDED = frozenset({"models", "x"})  # every pipeline audit holds the models and the records' inputs

@@ -15,8 +15,8 @@ import numpy as np
 from scipy import stats
 from scipy.special import logsumexp
 
-from .. import signals
 from ..errors import AttackRequirementError
+from ..stats import signals
 from .base import AttackInputs, RecordSet
 
 Signal = Literal["hinge", "rescaled_logit", "loss", "confidence"]

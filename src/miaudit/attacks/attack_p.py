@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from .. import signals
-from ..pvalues import empirical_log_pvalues
+from ..stats import signals
+from ..stats.pvalues import empirical_log_pvalues
 from .base import AttackInputs, AttackParams, AttackResult
 from .registry import register
 

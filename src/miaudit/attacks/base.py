@@ -21,12 +21,12 @@ import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-from .. import augment
-from ..augment import View
-from ..config_options import ExecutorConfig
+from ..config.options import ExecutorConfig
 from ..errors import AttackRequirementError
-from ..logitstack import LogitStack
 from ..models.features import penultimate
+from ..stats.logitstack import LogitStack
+from ..training import augment
+from ..training.augment import View
 
 T = TypeVar("T")
 

@@ -18,11 +18,13 @@ import numpy as np
 import torch
 from pydantic import Field, field_validator, model_validator
 
-from .. import executor, posteriors, signals
+from .. import posteriors
 from ..errors import AttackRequirementError
 from ..posteriors.laplace import Hessian, Predictive, Prior, import_laplace
-from ..pvalues import t_logsf
-from ..signals import Signal
+from ..stats import signals
+from ..stats.pvalues import t_logsf
+from ..stats.signals import Signal
+from ..training import executor
 from .base import AttackInputs, AttackParams, AttackResult
 from .registry import register
 
@@ -189,7 +191,7 @@ def reference_moments(
 
 def _attack(inputs: AttackInputs, params: MRBMIAParams) -> AttackResult:
     """Algorithm 1 for one reference, 2 for several; the score is -log p. (Conformal calibration, paper
-    F.1, is done for every p-value attack alike by ``miaudit.calibration``.)"""
+    F.1, is done for every p-value attack alike by ``miaudit.stats.calibration``.)"""
     means, variances = reference_moments(inputs, params, views=True)
     options = posteriors.options_for(params.posterior, params)
     n_draws = posteriors.create(params.posterior, **options).draws(params.samples)  # M, or an ensemble's members

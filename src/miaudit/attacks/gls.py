@@ -40,8 +40,8 @@ import numpy as np
 from pydantic import Field
 from scipy.special import softmax
 
-from .. import leverage
 from ..errors import AttackRequirementError
+from ..stats import leverage
 from .base import AttackInputs, AttackParams, AttackResult, ModelAccess
 from .registry import register
 

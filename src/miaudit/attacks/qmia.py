@@ -23,8 +23,8 @@ from pydantic import Field
 from sklearn.decomposition import PCA
 from sklearn.ensemble import HistGradientBoostingRegressor
 
-from .. import signals
 from ..errors import AttackRequirementError
+from ..stats import signals
 from ._refstats import Signal
 from .base import AttackInputs, AttackParams, AttackResult
 from .registry import register

@@ -43,7 +43,7 @@ from pydantic import Field
 from sklearn.metrics import roc_auc_score
 
 from ..errors import AttackRequirementError
-from ..pvalues import empirical_log_pvalues
+from ..stats.pvalues import empirical_log_pvalues
 from ._refstats import log_mean_exp, view_observations
 from .base import AttackInputs, AttackParams, AttackResult, RecordSet
 from .registry import register

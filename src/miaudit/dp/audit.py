@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import metrics
-from ..config import DPAuditConfig, RunConfig
+from ..config.run import DPAuditConfig, RunConfig
+from ..stats import metrics
 from . import bounds
 
 SELECTION_SEED = 0xD9A

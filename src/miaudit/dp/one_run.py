@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 
 from .. import data
-from ..config import RunConfig
+from ..config.run import RunConfig
 from ..errors import ConfigError
-from ..experiment import (
+from ..experiment.build import (
     AuditRecords,
     load_dataset,
     open_store,
@@ -32,7 +32,7 @@ from ..experiment import (
 )
 from ..pipeline import AttackRun, RunResult, run_attack
 from ..plan import build as build_plan
-from ..training import accuracy
+from ..training.loop import accuracy
 from . import audit, bounds
 
 CANARY_SEED = 0xCA7

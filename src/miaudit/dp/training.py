@@ -1,4 +1,4 @@
-"""DP-SGD with Opacus (optional extra ``dp``): the one training loop of ``miaudit.training``, made private.
+"""DP-SGD with Opacus (optional extra ``dp``): the one training loop of ``miaudit.training.loop``, made private.
 
 Per-sample gradients clipped to ``max_grad_norm`` (ghost clipping: exact norms, no per-sample gradients kept),
 Gaussian noise of ``noise_multiplier`` x ``max_grad_norm``, Poisson sampling of each batch (rate
@@ -19,9 +19,9 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from ..config import DPConfig, TrainConfig
+from ..config.run import DPConfig, TrainConfig
 from ..errors import ConfigError
-from ..training import ProgressFn, TrainReport, accuracy, optimizer_with_schedule, predict_logits
+from ..training.loop import ProgressFn, TrainReport, accuracy, optimizer_with_schedule, predict_logits
 
 ACCOUNTANT = "rdp"
 # Ghost clipping (Opacus' fast gradient clipping): the exact per-sample gradient norms without materialising

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from ..signals import Signal
+from ..stats.signals import Signal
 
 FeatureSet = tuple[torch.Tensor, np.ndarray]  # penultimate features (n, d) float64 and labels (n,)
 CHUNK_ELEMENTS = 2**24  # logits held per chunk (64 MB in float32) when chunk_size is None
@@ -117,7 +117,7 @@ def head_vector(head: nn.Linear) -> torch.Tensor:
 
 
 def signed_signal(name: Signal | str, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """``miaudit.signals`` in torch over (n, C, M) logits -> (n, M), higher = member
+    """``miaudit.stats.signals`` in torch over (n, C, M) logits -> (n, M), higher = member
     (the loss is negated to log p_y). Torch because this is the hot loop: M x N
     scores; tests check it against the float64 numpy signals. Overwrites
     ``logits`` (the caller's chunk is a temporary) to spare a copy."""

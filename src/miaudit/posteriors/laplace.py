@@ -30,15 +30,7 @@ import torch
 import torch.nn as nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from .base import (
-    FeatureSet,
-    Posterior,
-    chunk_size_for,
-    generator,
-    head_logit_chunks,
-    predictive_loglik,
-    register,
-)
+from .base import FeatureSet, Posterior, chunk_size_for, generator, head_logit_chunks, predictive_loglik, register
 
 Hessian = Literal["diag", "kron", "full"]
 Prior = Literal["marglik", "validation"]

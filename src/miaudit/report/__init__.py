@@ -13,9 +13,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .. import outdir
 from ..pipeline import RunResult
-from . import html
+from . import html, outdir
 from .markdown import report_md
 from .plots import roc_plot
 from .ranking import risk_basis, scores_frame, slug

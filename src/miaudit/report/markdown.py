@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .. import metrics
 from ..dp.audit import verdict_md
 from ..pipeline import RunResult
+from ..stats import metrics
 from .ranking import risk_basis, slug
 
 

@@ -13,8 +13,8 @@ matplotlib.use("Agg")  # files only, never a window
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .. import metrics
 from ..pipeline import RunResult
+from ..stats import metrics
 
 
 def roc_plot(res: RunResult, path: Path) -> None:

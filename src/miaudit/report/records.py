@@ -10,10 +10,10 @@ from importlib import metadata
 import numpy as np
 import torch
 
-from .. import metrics
 from .._version import __version__
-from ..experiment import Experiment
+from ..experiment.build import Experiment
 from ..pipeline import AttackRun, RunResult
+from ..stats import metrics
 from .ranking import headline_log_pvalues, risk_values
 
 UNKNOWN_MEMBERSHIP_NOTE = (

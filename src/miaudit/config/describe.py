@@ -1,0 +1,160 @@
+"""The configuration, described from its own models: every key with its type, default and description.
+
+One walk over ``RunConfig``'s JSON schema serves ``miaudit init`` (a commented YAML file of every key and
+its default), ``miaudit config --schema`` (the schema, with every attack's parameters under ``$defs``),
+``miaudit attacks NAME`` (an attack's parameters) and the README's key table, which a test compares with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from .run import RunConfig
+
+REQUIRED = object()  # the default of a key that has none
+
+
+@dataclass(frozen=True)
+class Key:
+    path: str  # dotted: train.epochs
+    depth: int
+    default: Any  # REQUIRED when the key must be given
+    prop: dict  # its JSON schema
+    section: bool  # a mapping of further keys
+
+
+def _resolve(prop: dict, defs: dict) -> dict:
+    return defs[prop["$ref"].rsplit("/", 1)[1]] if "$ref" in prop else prop
+
+
+def _section(prop: dict, defs: dict) -> dict | None:
+    """The schema of the mapping a key holds (also when it may be null), or None for a plain value."""
+    for option in [prop, *prop.get("anyOf", [])]:
+        resolved = _resolve(option, defs)
+        if "properties" in resolved:
+            return resolved
+    return None
+
+
+def keys(schema: dict | None = None) -> Iterator[Key]:
+    """Every key of the config, depth-first, with the default it has in context."""
+    schema = schema or RunConfig.model_json_schema()
+    defs = schema.get("$defs", {})
+
+    def walk(obj: dict, defaults: Any, prefix: str, depth: int) -> Iterator[Key]:
+        for name, prop in obj["properties"].items():
+            if isinstance(defaults, dict) and name in defaults:
+                default = defaults[name]
+            else:
+                default = prop.get("default", REQUIRED if name in obj.get("required", ()) else None)
+            inner = _section(prop, defs)
+            yield Key(prefix + name, depth, default, prop, inner is not None)
+            if inner is not None:
+                yield from walk(inner, default, f"{prefix}{name}.", depth + 1)
+
+    yield from walk(schema, {}, "", 0)
+
+
+def type_of(prop: dict, defs: dict) -> str:
+    """A short type: int, float | null, kron | diag, list of mapping ..."""
+    prop = _resolve(prop, defs)
+    if "enum" in prop:
+        return " | ".join(map(str, prop["enum"]))
+    if "anyOf" in prop:
+        return " | ".join(type_of(p, defs) for p in prop["anyOf"])
+    kind = {"integer": "int", "number": "float", "boolean": "bool", "object": "mapping"}.get(prop.get("type", ""), "")
+    if prop.get("type") == "array":
+        return f"list of {type_of(prop.get('items', {}), defs)}"
+    return "path" if prop.get("format") == "path" else kind or prop.get("type", "any")
+
+
+def bounds(prop: dict) -> str:
+    """Numeric limits, e.g. ``>= 1, <= 1024``."""
+    signs = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<", "minItems": "items >="}
+    found = [
+        f"{sign} {option[k]}" for option in [prop, *prop.get("anyOf", [])] for k, sign in signs.items() if k in option
+    ]
+    return ", ".join(found)
+
+
+def description(prop: dict, defs: dict) -> str:
+    """The key's description, else its type's (an enum's docstring: first clause only)."""
+    text = prop.get("description") or _resolve(prop, defs).get("description", "").split(" (")[0]
+    return " ".join(text.split()).split(". ")[0].rstrip(".")
+
+
+def yaml_value(value: Any) -> str:
+    return (
+        ""
+        if value is REQUIRED
+        else yaml.safe_dump(value, default_flow_style=True, width=1000).strip().removesuffix("\n...").strip()
+    )
+
+
+def init_yaml() -> str:
+    """A commented YAML config with every key and its default (keys whose default is null commented out,
+    to fill in); loading it gives ``RunConfig()``."""
+    schema = RunConfig.model_json_schema()
+    defs = schema["$defs"]
+    lines = [
+        "# miaudit configuration: every key with its default (`miaudit config --schema`: the JSON schema).",
+        "# Keys set to null are commented out; `miaudit attacks NAME` lists an attack's parameters.",
+    ]
+    hidden_below: int | None = None  # depth of a commented-out section: its keys are commented out too
+    for key in keys(schema):
+        if hidden_below is not None and key.depth <= hidden_below:
+            hidden_below = None
+        hide = hidden_below is not None or key.default is None
+        if key.section and key.default is None:
+            hidden_below = key.depth
+        value = "" if key.section and key.default is not None else yaml_value(key.default)
+        note = ", ".join(p for p in (type_of(key.prop, defs), bounds(key.prop), description(key.prop, defs)) if p)
+        if key.default is REQUIRED:
+            note = f"required: {note}"
+        text = f"{'  ' * key.depth}{'# ' if hide else ''}{key.path.rsplit('.', 1)[-1]}: {value}".rstrip()
+        lines.append(f"{text:<38}  # {note}")
+    return "\n".join(lines) + "\n"
+
+
+def schema() -> dict:
+    """RunConfig's JSON schema, each attack row described by its attack's parameters (``$defs``, by name)."""
+    from ..attacks import registry
+
+    out = RunConfig.model_json_schema()
+    defs = out.setdefault("$defs", {})
+    rows: list[dict] = [{"enum": registry.names(), "description": "an attack by name, with its defaults"}]
+    for info in registry.all_attacks():
+        params = info.params.model_json_schema()
+        defs.update(params.pop("$defs", {}))
+        params["properties"] = {"name": {"const": info.name}, **params["properties"]}
+        params["required"] = ["name", *params.get("required", [])]
+        defs[info.name] = {**params, "title": info.name, "description": info.summary}
+        rows.append({"$ref": f"#/$defs/{info.name}"})
+    out["properties"]["attacks"]["items"] = {"anyOf": rows}
+    return out
+
+
+def attack_help(name: str) -> tuple[list[str], list[list[str]]]:
+    """An attack's summary and needs (lines), and its parameters (name, type, default, limits, description)."""
+    from ..attacks import registry
+
+    info = registry.get(name)
+    params = info.params.model_json_schema()
+    defs = params.get("$defs", {})
+    most = "any number" if info.max_references is None else f"at most {info.max_references}"
+    mode_note = f" ({info.mode_note})" if info.mode_note else ""
+    head = [
+        f"{info.name}: {info.summary}",
+        f"reference models: at least {info.min_references}, {most}",
+        f"modes: {', '.join(info.modes)}{mode_note}",
+        f"needs: {', '.join(sorted(info.needs)) or 'logits only'}; p-values: {'yes' if info.pvalues else 'no'}",
+    ]
+    rows = [
+        [key, type_of(prop, defs), yaml_value(prop.get("default", REQUIRED)), bounds(prop), description(prop, defs)]
+        for key, prop in params["properties"].items()
+    ]
+    return head, rows

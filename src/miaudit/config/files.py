@@ -1,0 +1,89 @@
+"""Reading a config file, and ``--set`` overrides: plain mappings in, one-line ``ConfigError``s out.
+
+Validation is ``config.from_dict``'s; this module only turns bytes into the mapping of keys.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import ConfigError
+
+
+def read(path: str | Path) -> dict[str, Any]:
+    """A config file's keys: UTF-8 YAML holding a non-empty mapping. An empty file is refused, not taken
+    as the defaults (which are not the default audit that ``miaudit run`` without a config runs)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config: file {path} not found")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        byte = f"byte {e.object[e.start]:#04x} at offset {e.start}"
+        raise ConfigError(f"config: {path.name} is not a text file ({byte} is not UTF-8); expected YAML") from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ConfigError(f"config: {path.name} is not valid YAML: {_yaml_problem(e, text)}") from None
+    if raw is None or raw == {}:
+        raise ConfigError(
+            f"config: {path.name} is empty; give the keys to change (`miaudit init` writes them all), "
+            "or run `miaudit run` without a config for the built-in default audit"
+        )
+    if not isinstance(raw, dict):
+        raise ConfigError(f"config: {path.name} holds a {type(raw).__name__}; expected a mapping of keys")
+    return raw
+
+
+def _yaml_problem(e: yaml.YAMLError, text: str) -> str:
+    """PyYAML's error as ``line L, column C: problem (context)``, 1-based, on one line."""
+    mark = getattr(e, "problem_mark", None)
+    if isinstance(e, yaml.reader.ReaderError):  # a character YAML does not allow
+        line = text.count("\n", 0, e.position) + 1
+        column = e.position - (text.rfind("\n", 0, e.position) + 1) + 1
+        return f"line {line}, column {column}: character {e.character!r} is not allowed in YAML"
+    if mark is None:
+        return str(e).splitlines()[0]
+    problem = getattr(e, "problem", None) or "syntax error"
+    context, cmark = getattr(e, "context", None), getattr(e, "context_mark", None)
+    where = f" at line {cmark.line + 1}, column {cmark.column + 1}" if cmark is not None else ""
+    return f"line {mark.line + 1}, column {mark.column + 1}: {problem}" + (f" ({context}{where})" if context else "")
+
+
+def with_overrides(raw: dict[str, Any], overrides: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    """``raw`` with each ``key.path=value`` of ``--set`` applied: the value read as YAML, a number indexing
+    a list (``attacks.0.samples=200``), a bare name expanded to ``{name: ...}`` where a key goes below it."""
+    raw = copy.deepcopy(raw)
+    for item in overrides:
+        key, eq, text = item.partition("=")
+        *path, last = key.strip().split(".")
+        if not eq or not last or not all(path):
+            raise ConfigError(f"--set {item}: expected key=value, e.g. train.epochs=5")
+        node: Any = raw
+        for part in path:
+            holder, slot = _slot(node, part, key)
+            child = holder[slot] if isinstance(holder, list) else holder.get(slot)
+            if child is None or isinstance(child, str):  # absent, or a bare name (dataset: digits)
+                child = holder[slot] = {} if child is None else {"name": child}
+            node = child
+        holder, slot = _slot(node, last, key)
+        try:
+            holder[slot] = yaml.safe_load(text)
+        except yaml.YAMLError:
+            holder[slot] = text
+    return raw
+
+
+def _slot(node: Any, part: str, key: str) -> tuple[Any, Any]:
+    """Where ``part`` of a ``--set`` key lives in ``node``: (the container, the index or key)."""
+    if isinstance(node, list):
+        if part.isdigit() and int(part) < len(node):
+            return node, int(part)
+        raise ConfigError(f"--set {key}: no item {part} in a list of {len(node)}")
+    if not isinstance(node, dict):
+        raise ConfigError(f"--set {key}: {part} is below a plain value")
+    return node, part

@@ -1,0 +1,373 @@
+"""The one configuration model: YAML in, validated once at the edge, immutable after.
+
+Every error is one line naming the offending key (``attacks.1.samples: ...``);
+the CLI turns ``ConfigError`` into exit code 2 before anything is written.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+
+from ..errors import ConfigError, did_you_mean
+from .files import read, with_overrides
+from .options import CanaryConfig, DPAuditConfig, DPConfig, ExecutorConfig
+from .options import Strict as _Strict
+
+
+class DataConfig(_Strict):
+    """A built-in data set (``name``) or a user file (``path``: .npz with x, y or .csv)."""
+
+    name: str | None = Field(
+        default=None,
+        description="built-in data set (digits, iris, wine, breast_cancer, location, purchase100, texas100, cifar10, "
+        "cifar100, ag_news); a bare name is shorthand: dataset: digits",
+    )
+    path: Path | None = Field(default=None, description="your data: .npz (arrays x, y), .csv or a folder of images")
+    label_column: str = Field(default="y", description=".csv: the column holding the class labels")
+    num_classes: int | None = Field(
+        default=None, ge=2, description="a file's classes, when some have no records (default: its distinct labels)"
+    )
+    subset: int | None = Field(default=None, ge=20, description="random subset of this many records (seeded)")
+    data_dir: Path | None = Field(default=None, description="built-in data files (default: $MIAUDIT_DATA_DIR)")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> DataConfig:
+        if (self.name is None) == (self.path is None):
+            raise ValueError("give exactly one of name (a built-in data set) or path (a .npz/.csv file)")
+        if self.num_classes is not None and self.path is None:
+            raise ValueError("num_classes is only for a data file (path); a built-in data set knows its classes")
+        return self
+
+    @property
+    def label(self) -> str:
+        return self.name if self.name is not None else Path(self.path).stem
+
+
+class TrainConfig(_Strict):
+    """SGD with momentum and weight decay: the papers' recipe (DP-SGD with ``dp``)."""
+
+    epochs: int = Field(default=30, ge=1, description="passes over the training records")
+    batch_size: int = Field(default=64, ge=1, description="records per SGD step")
+    lr: float = Field(default=0.1, gt=0, description="learning rate")
+    optimizer: Literal["sgd", "adamw"] = Field(default="sgd", description="sgd (with momentum), or adamw")
+    momentum: float = Field(default=0.9, ge=0, lt=1, description="SGD momentum")
+    weight_decay: float = Field(default=5e-4, ge=0, description="L2 penalty")
+    schedule: Literal["cosine", "constant"] = Field(default="cosine", description="learning-rate schedule")
+    precision: Literal["fp32", "bf16", "fp16"] = Field(
+        default="fp32", description="mixed precision (autocast) for the forward pass; fp16 scales the loss"
+    )
+    augment: Literal["none", "flip", "flip-crop"] = Field(
+        default="none", description="image data: random horizontal flip, and 4-pixel padded random crop (seeded)"
+    )
+    loader_workers: int = Field(
+        default=0, ge=0, description="DataLoader processes preparing (augmenting) batches; same weights as 0"
+    )
+    dp: DPConfig | None = Field(default=None, description="train with DP-SGD (Opacus, extra dp)")
+
+
+class SplitConfig(_Strict):
+    """Fractions of the data set (BMIA paper 4.1: 20/20/40/20)."""
+
+    target_train: float = Field(default=0.2, gt=0, lt=1, description="the target's training records: members")
+    target_test: float = Field(default=0.2, gt=0, lt=1, description="records the target never saw: non-members")
+    population: float = Field(default=0.4, ge=0, lt=1, description="records the reference models train on")
+    validation: float = Field(default=0.2, ge=0, lt=1, description="held-out records (QMIA, calibration)")
+
+    @model_validator(mode="after")
+    def _sums_to_one(self) -> SplitConfig:
+        if self.as_tuple() and sum(self.as_tuple()) > 1 + 1e-9:
+            raise ValueError(f"fractions sum to {sum(self.as_tuple()):.3f}, must be at most 1")
+        return self
+
+    def as_tuple(self) -> tuple[float, float, float, float]:
+        return (self.target_train, self.target_test, self.population, self.validation)
+
+
+class QueriesConfig(_Strict):
+    """How the audited records are queried. ``queries: FILE`` is shorthand for ``{indices: FILE}``."""
+
+    indices: Path | None = Field(default=None, description="record indices to audit, membership unknown")
+    augment: Literal["none", "mirror", "mirror-shift"] = Field(
+        default="none",
+        description="image data: signals on the mirrored (2 views) or mirrored and shifted (18 views) records too",
+    )
+
+
+def _queries(v: Any) -> Any:
+    return {} if v is None else {"indices": v} if isinstance(v, (str, Path)) else v
+
+
+class CalibrationConfig(_Strict):
+    """Conformal calibration of every p-value (BMIA paper F.1) on records known not to be members: the
+    validation records, or, where there are none, this fraction of the population held out from every
+    model's training. ``calibration: none`` turns it off (p-values are then the attacks' raw ones)."""
+
+    fraction: float = Field(default=0.2, gt=0, lt=1, description="population share held out when no validation")
+
+
+def _calibration(v: Any) -> Any:
+    return None if v is None or (isinstance(v, str) and v.lower() == "none") else v
+
+
+def _architecture_name(v: str | None) -> str | None:
+    """A built-in architecture, another library's (``torchvision:NAME``, ``timm:NAME``, ``hf:PATH``: form and
+    local files checked now), or ``package.module:factory`` (imported now, so a typo fails before any work)."""
+    from ..models import ARCHITECTURES, adapters, io
+
+    if v is not None and adapters.is_adapter_name(v):
+        adapters.check(v)
+    elif v is not None and io.is_import_path(v):
+        io.import_factory(v)
+    elif v is not None and v not in ARCHITECTURES:
+        raise ValueError(
+            f"unknown architecture {v!r}; expected one of {sorted(ARCHITECTURES)}, torchvision:NAME, timm:NAME, "
+            "hf:PATH or package.module:factory"
+        )
+    return v
+
+
+class TargetConfig(_Strict):
+    """A model the user trained outside miaudit: how to build it and where its weights are."""
+
+    architecture: str | None = Field(
+        default=None,
+        description="built-in name or package.module:factory "
+        "(called as factory(input_shape, n_classes)); default: model",
+    )
+    checkpoint: Path = Field(description=".safetensors, or a weights-only .pt/.pth state_dict")
+
+    _known = field_validator("architecture")(_architecture_name)
+
+
+def _attack_entries(raw: Any) -> Any:
+    """Attack rows as mappings with a name (a bare name is shorthand for ``{name: ...}``). Their
+    parameters are validated by the Plan (``miaudit.plan``), which knows every attack."""
+    if not isinstance(raw, (list, tuple)):
+        return raw
+    rows = [{"name": r} if isinstance(r, str) else r for r in raw]
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict) or "name" not in row:
+            raise ValueError(f"row {i} is not a mapping with a name; each attack is e.g. {{name: lira, references: 8}}")
+    return rows
+
+
+DEVICE = re.compile(r"auto|cpu|mps|cuda(:[0-9]+)?")
+
+
+def _device(v: str) -> str:
+    """A device this machine has; ``auto`` becomes cuda where a GPU is available, else cpu."""
+    v = v.strip().lower()
+    if not DEVICE.fullmatch(v):
+        raise ValueError(f"unknown device {v!r}; expected auto, cpu, cuda, cuda:N or mps")
+    if v == "cpu":
+        return v
+    import torch  # only for a device other than cpu: importing this module stays light
+
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    mps = torch.backends.mps.is_available()
+    if v == "auto":
+        return "cuda" if gpus else "cpu"
+    has = f"{gpus} CUDA GPU(s)" if gpus else f"no CUDA GPU{' (mps is available)' if mps else ''}"
+    if (v == "mps" and not mps) or (v.startswith("cuda") and int(v.partition(":")[2] or 0) >= gpus):
+        raise ValueError(f"{v} is not available: this machine has {has}; use device: cpu (or auto)")
+    return v
+
+
+class RunConfig(_Strict):
+    dataset: DataConfig = Field(default=DataConfig(name="digits"), description="the records to audit on")
+    model: str = Field(
+        default="mlp", description="the target's architecture: mlp, cnn, resnet or package.module:factory"
+    )
+    reference_model: str | None = Field(
+        default=None, description="architecture of the reference models (default: model)"
+    )
+    seed: int = Field(default=0, ge=0, description="fixes the split, every model and every attack")
+    train: TrainConfig = Field(default=TrainConfig(), description="how the target and the reference models train")
+    references: int = Field(
+        default=4, ge=0, le=1024, description="reference models available; only those some attack uses are trained"
+    )
+    mode: Literal["offline", "online"] = Field(
+        default="offline", description="online: each query is IN for half the references (LiRA/RMIA online, BASE2-4)"
+    )
+    split: SplitConfig = Field(default=SplitConfig(), description="fractions of the data set per role")
+    calibration: CalibrationConfig | None = Field(
+        default=CalibrationConfig(), description="conformal p-values on held-out non-members; none: raw p-values"
+    )
+    attacks: list[dict[str, Any]] = Field(
+        default=[{"name": "attack-p"}],
+        min_length=1,
+        description="attack rows: a name, or {name: ..., parameters}; see `miaudit attacks`",
+    )
+    cache_dir: Path | None = Field(default=None, description="trained models and decoded data ($MIAUDIT_CACHE_DIR)")
+    device: str = Field(default="cpu", description="auto, cpu, cuda, cuda:N or mps; checked against this machine")
+    executor: ExecutorConfig = Field(
+        default=ExecutorConfig(),
+        description="where reference models train and BMIA's posteriors are fitted: local or ray",
+    )
+    target: TargetConfig | None = Field(default=None, description="audit this model instead of training one")
+    members: Path | None = Field(default=None, description="record indices the target trained on (.npy or text)")
+    nonmembers: Path | None = Field(default=None, description="record indices the target did not train on")
+    queries: QueriesConfig = Field(
+        default=QueriesConfig(),
+        description="index file of records to audit (membership unknown), or {indices, augment}",
+    )
+    reference_data: DataConfig | None = Field(
+        default=None,
+        description="robustness: the reference models train on this population (same features and labels)",
+    )
+    nonmember_data: DataConfig | None = Field(
+        default=None, description="robustness: non-member queries drawn from this source instead of the target's"
+    )
+    min_fpr: float | None = Field(
+        default=None,
+        gt=0,
+        lt=1,
+        description="smallest FPR the audit must resolve; refused with fewer than 1/min_fpr non-members",
+    )
+    dp_audit: DPAuditConfig | None = Field(default=None, description="an epsilon lower bound from one attack")
+    canaries: CanaryConfig | None = Field(default=None, description="canaries of the one-run audit (dp-audit)")
+
+    _attack_rows = field_validator("attacks", mode="before")(_attack_entries)
+    _known_device = field_validator("device")(_device)
+    _calibration_none = field_validator("calibration", mode="before")(_calibration)
+    _queries_shorthand = field_validator("queries", mode="before")(_queries)
+
+    @field_validator("executor", mode="before")
+    @classmethod
+    def _executor_shorthand(cls, v: Any) -> Any:
+        return {"kind": v} if isinstance(v, str) else v
+
+    @field_validator("dataset", "reference_data", "nonmember_data", mode="before")
+    @classmethod
+    def _dataset_shorthand(cls, v: Any) -> Any:
+        """A bare string is a built-in name, or a file path when it names a .npz/.csv file."""
+        if isinstance(v, str):
+            return {"path": v} if v.lower().endswith((".npz", ".csv")) else {"name": v}
+        return v
+
+    @model_validator(mode="after")
+    def _shift_scenarios(self) -> RunConfig:
+        if self.target is not None and (self.reference_data or self.nonmember_data):
+            raise ValueError("reference_data: the shift scenarios train the target; they do not apply to target:")
+        if self.reference_data is not None and self.mode == "online":
+            raise ValueError(
+                "reference_data: online references train on the queries, from the target's data; use mode: offline"
+            )
+        return self
+
+    _known_architecture = field_validator("model", "reference_model")(_architecture_name)
+
+    @model_validator(mode="after")
+    def _even_online(self) -> RunConfig:
+        if self.mode == "online" and self.references % 2:
+            raise ValueError(
+                f"references: online mode needs an even number (each query IN for half), got {self.references}"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _membership_files(self) -> RunConfig:
+        if (self.members is None) != (self.nonmembers is None):
+            raise ValueError(
+                f"{'nonmembers' if self.nonmembers is None else 'members'}: give both members and "
+                "nonmembers index files, or neither"
+            )
+        if self.queries.indices is not None and self.members is not None:
+            raise ValueError("queries: give either queries (membership unknown) or members and nonmembers, not both")
+        if self.target is None and (self.members or self.queries.indices):
+            raise ValueError(
+                f"{'members' if self.members else 'queries'}: index files select records to audit for a "
+                "model you trained; add target: {checkpoint: ...}"
+            )
+        if self.min_fpr is not None and self.queries.indices is not None:
+            raise ValueError("min_fpr: needs members and nonmembers; queries of unknown membership give no ROC")
+        return self
+
+    @model_validator(mode="after")
+    def _dp_audit_attack(self) -> RunConfig:
+        if self.dp_audit is None:
+            return self
+        want = self.dp_audit.attack.lower()
+        known = {str(r[k]).lower() for r in self.attacks for k in ("name", "label") if r.get(k)}
+        if want not in known and want.split(" (")[0] not in known:
+            raise ValueError(f"dp_audit.attack: {self.dp_audit.attack!r} is not one of the attacks ({sorted(known)})")
+        if self.queries.indices is not None:
+            raise ValueError("dp_audit: needs members and nonmembers; queries of unknown membership give no bound")
+        return self
+
+    @property
+    def target_architecture(self) -> str:
+        return (self.target.architecture if self.target else None) or self.model
+
+    @property
+    def reference_architecture(self) -> str:
+        return self.reference_model or self.target_architecture
+
+
+def one_line(e: ValidationError, model: type[BaseModel] = BaseModel, also: tuple[str, ...] = ()) -> str:
+    """A pydantic error as ``key.path: message (and N more)``; an unknown key of ``model`` (whose other
+    accepted keys are ``also``) gets the closest known key as a suggestion."""
+    err = e.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"])
+    msg = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden":
+        known = [*_fields_at(model, err["loc"][:-1]), *also]
+        msg = f"unknown key{did_you_mean(str(err['loc'][-1]), known) or f'; known keys: {sorted(known)}'}"
+    more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
+    return f"{loc}: {msg}{more}" if loc else f"{msg}{more}"
+
+
+def _fields_at(model: Any, loc: tuple) -> list[str]:
+    """The keys the (nested) model at ``loc`` accepts."""
+    for part in loc:
+        field = model.model_fields.get(part) if isinstance(model, type) and issubclass(model, BaseModel) else None
+        if field is None:
+            return []
+        options = getattr(field.annotation, "__args__", (field.annotation,))  # X | None
+        model = next((t for t in options if isinstance(t, type) and issubclass(t, BaseModel)), None)
+    return list(model.model_fields) if isinstance(model, type) and issubclass(model, BaseModel) else []
+
+
+def from_dict(raw: Any, source: str = "config") -> RunConfig:
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: expected a mapping of keys, got {type(raw).__name__}")
+    try:
+        return RunConfig(**raw)
+    except ValidationError as e:
+        raise ConfigError(one_line(e, RunConfig)) from None
+
+
+def load(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:
+    return from_dict(with_overrides(read(path), overrides))
+
+
+# The built-in default audit: scikit-learn's digits (ships with a dependency, so it
+# runs on a fresh machine with no data directory) in well under 3 minutes on 2 cores.
+DEFAULT_RUN: dict[str, Any] = {
+    "dataset": "digits",
+    "model": "mlp",
+    "seed": 0,
+    "train": {"epochs": 40, "batch_size": 32, "lr": 0.05},
+    "references": 4,
+    "attacks": [
+        {"name": "attack-p"},
+        {"name": "gls"},
+        {"name": "qmia"},
+        {"name": "bmia", "references": 1},
+        {"name": "mr-bmia", "references": 4},
+        {"name": "lira", "references": 4},
+        {"name": "rmia", "references": 4},
+        {"name": "attack-r", "references": 4},
+        {"name": "bavaria-n", "references": 4},
+    ],
+}
+
+
+def default() -> RunConfig:
+    return from_dict(DEFAULT_RUN)

@@ -1,0 +1,179 @@
+"""Auditing a model the user trained: no target is trained, its weights come in.
+
+Both front doors end in ``audit_given``: the config (``target: {architecture,
+checkpoint}`` with member/non-member or query index files, ``from_checkpoint``)
+and the Python API (a module and arrays, ``miaudit.api``). Records the auditor
+does not ask about are taken as data the target never saw: the population the
+reference models train on and a validation split, in the proportion of the
+config's ``split.population : split.validation``.
+
+Order matters: the checkpoint is read first (a pickle is refused before
+anything else happens), every input check runs before the first reference
+model trains, and nothing is written here at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch.nn as nn
+
+from ..config.run import RunConfig
+from ..data import Dataset, Split
+from ..data.files import load_indices
+from ..errors import ConfigError, DataError, ModelError
+from ..models import build_model, io
+from ..plan import Plan
+from ..training.loop import accuracy, predict_logits
+from . import validate
+from .build import (
+    AuditRecords,
+    Experiment,
+    ModelRecipe,
+    TrainedModel,
+    load_dataset,
+    open_store,
+    reference_recipe,
+    shuffled_queries,
+    with_calibration_records,
+    with_references,
+)
+
+MIN_POOL = 4  # each reference model trains on a random half of the pool: at least 2 records
+
+
+def remainder_split(rest: np.ndarray, cfg: RunConfig) -> tuple[np.ndarray, np.ndarray]:
+    """(population, validation) out of the records nobody asked about, seeded."""
+    p, v = cfg.split.population, cfg.split.validation
+    n_val = int(np.floor(len(rest) * v / (p + v))) if p + v > 0 else 0
+    perm = np.random.default_rng(np.random.SeedSequence([cfg.seed, 0x7E57])).permutation(rest)
+    return np.sort(perm[n_val:]), np.sort(perm[:n_val])
+
+
+def _nonempty(idx: np.ndarray, field: str) -> np.ndarray:
+    if not len(idx):
+        raise DataError(f"{field}: no records; the audit needs at least one")
+    return idx
+
+
+def membership_from_files(cfg: RunConfig, ds: Dataset) -> tuple[Split, np.ndarray, np.ndarray | None]:
+    """The split, the queries and their membership (None: unknown) from the config's index files."""
+    n, empty = len(ds), np.zeros(0, dtype=np.int64)
+    if cfg.queries.indices is not None:
+        members, nonmembers = empty, empty
+        audited = _nonempty(load_indices(cfg.queries.indices, "queries", n), "queries")
+    elif cfg.members is not None:
+        members = _nonempty(load_indices(cfg.members, "members", n), "members")
+        nonmembers = _nonempty(load_indices(cfg.nonmembers, "nonmembers", n), "nonmembers")
+        validate.check_disjoint_indices(members, nonmembers)
+        validate.check_disjoint_rows(
+            (ds.x[members], ds.y[members], members), (ds.x[nonmembers], ds.y[nonmembers], nonmembers)
+        )
+        audited = np.concatenate([members, nonmembers])
+    else:
+        raise ConfigError(
+            "members: to audit target.checkpoint, give members and nonmembers index files (records it "
+            "trained on and records it did not), or queries (records of unknown membership)"
+        )
+    population, validation = remainder_split(np.setdiff1d(np.arange(n), audited), cfg)
+    split = with_calibration_records(Split(np.sort(members), np.sort(nonmembers), population, validation), cfg)
+    if cfg.queries.indices is not None:
+        return split, audited, None
+    return (split, *shuffled_queries(split, cfg.seed))
+
+
+def _with_checkpoint_classes(ds: Dataset, state: io.StateDict) -> Dataset:
+    """A built-in head (``head.weight``) says how many classes the target has; labels must fit them."""
+    head = state.get("head.weight")
+    if head is None or head.ndim != 2 or head.shape[0] == ds.n_classes:
+        return ds
+    n_classes = int(head.shape[0])
+    if ds.n_classes > n_classes:
+        raise DataError(
+            f"dataset: labels go up to {ds.n_classes - 1} but the target has {n_classes} outputs; "
+            f"labels must be in [0, {n_classes})"
+        )
+    return Dataset(ds.name, ds.x, ds.y, n_classes)
+
+
+def from_checkpoint(cfg: RunConfig, plan: Plan) -> Experiment:
+    """The experiment for ``target: {architecture, checkpoint}``: load, check, train the references."""
+    state = io.read_state_dict(cfg.target.checkpoint)
+    ds = _with_checkpoint_classes(load_dataset(cfg), state)
+    records = AuditRecords(ds, *membership_from_files(cfg, ds))
+    arch = cfg.target_architecture
+    module = io.load_weights(build_model(arch, ds.input_shape, ds.n_classes), state, arch)
+    recipe = reference_recipe(cfg, ds, plan.head_dropout)
+    source = f"checkpoint {Path(cfg.target.checkpoint).name}"
+    return audit_given(cfg, plan, records, module, recipe, source=source, architecture=arch)
+
+
+def _check_models(plan: Plan, ds: Dataset, module: nn.Module, recipe: ModelRecipe, reference_field: str) -> None:
+    """The target and a fresh reference model fit the data and the attacks, checked on a dry forward pass."""
+    n_classes = validate.model_classes(module, ds.x, "target")
+    if n_classes != ds.n_classes:
+        raise ModelError(f"target: outputs {n_classes} classes, the data has {ds.n_classes}")
+    probe = recipe.build() if plan.references else None
+    if probe is not None and (probe_classes := validate.model_classes(probe, ds.x, reference_field)) != n_classes:
+        raise ModelError(f"{reference_field}: builds models with {probe_classes} outputs, the target has {n_classes}")
+    attack = plan.needs_last_layer
+    if attack is not None:
+        validate.check_last_layer(module, ds.x, "target", attack)
+        if probe is not None:
+            validate.check_last_layer(probe, ds.x, reference_field, attack)
+
+
+def _check_pool(plan: Plan, split: Split, query_idx: np.ndarray) -> None:
+    pool = len(split.population) + (len(query_idx) if plan.mode == "online" else 0)
+    if plan.references and pool < MIN_POOL:
+        raise DataError(
+            f"population: {pool} record(s) cannot train {plan.references} reference model(s) on random "
+            f"halves; give at least {MIN_POOL}"
+        )
+
+
+def _check_roles(plan: Plan, split: Split) -> None:
+    """The record sets the plan counted on are there (records left over for them may run out)."""
+    for role in sorted(plan.roles):
+        if not len(getattr(split, role)):
+            raise DataError(f"{role}: no records are left for it once members and non-members are set aside")
+
+
+def audit_given(
+    cfg: RunConfig,
+    plan: Plan,
+    records: AuditRecords,
+    module: nn.Module,
+    recipe: ModelRecipe,
+    *,
+    source: str,
+    architecture: str,
+    reference_field: str = "reference_model",
+    record_name: Callable[[int], str] = lambda i: f"record {i}",
+) -> Experiment:
+    """Check everything, then wrap the user's model as the target and train the references."""
+    ds, split, query_idx, is_member = records.dataset, records.split, records.query_idx, records.is_member
+    if is_member is not None:
+        validate.check_min_fpr(cfg.min_fpr, int((~is_member).sum()))
+    elif cfg.min_fpr is not None:
+        raise ConfigError("min_fpr: needs members and nonmembers; queries of unknown membership give no ROC")
+    _check_roles(plan, split)
+    _check_pool(plan, split, query_idx)
+    _check_models(plan, ds, module, recipe, reference_field)
+    logits = predict_logits(module, ds.x, device=cfg.device)
+    validate.check_logits(logits, "target", record_name)
+    train_acc = accuracy(logits[split.members], ds.y[split.members])
+    target = TrainedModel(
+        "target",
+        module.eval(),
+        logits,
+        split.members,
+        0.0,
+        train_acc,
+        cached=False,
+        architecture=architecture,
+        source=source,
+    )
+    return with_references(cfg, plan, records, target, recipe, open_store(cfg))

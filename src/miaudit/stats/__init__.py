@@ -1,0 +1,2 @@
+"""Torch-free numerics: per-record signals, the reference logit stack, p-values, conformal
+calibration, metrics with intervals and leverage scores. Plain arrays in, plain arrays out."""

@@ -1,0 +1,169 @@
+"""Artifact cache: trained models (safetensors) and their logits, keyed by a hash of
+everything that determines them (data content, training indices, architecture,
+training config, seed). A finished model is never retrained; an interrupted run
+resumes at the first model not yet saved. Writes are atomic (temp file + rename).
+
+Integrity: meta.json, written last, records the sha256 of the weights and logits; an
+entry is verified on load, and a damaged one is reported in one line and removed so
+it is trained again. Concurrency: a file lock per entry, held while the entry is read
+or trained, so runs sharing a cache train each model once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from filelock import FileLock, Timeout
+from safetensors.torch import load_file, save_file
+
+from ..data.base import sha256_file
+
+log = logging.getLogger(__name__)
+CHECKSUMMED = ("model.safetensors", "logits.npy")
+
+
+def spec_key(spec: dict[str, Any]) -> str:
+    blob = json.dumps(spec, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:24]
+
+
+def indices_digest(idx: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(idx, dtype=np.int64).tobytes()).hexdigest()[:16]
+
+
+def _atomic_write(path: Path, write) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    write(tmp)
+    os.replace(tmp, path)
+
+
+def _save_npy(path: Path, array: np.ndarray) -> None:
+    with open(path, "wb") as f:  # a file object: np.save would append ".npy" to a temp name
+        np.save(f, array)
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    key: str
+    dir: Path
+
+    @property
+    def weights(self) -> Path:
+        return self.dir / "model.safetensors"
+
+    @property
+    def meta_path(self) -> Path:
+        return self.dir / "meta.json"
+
+    @property
+    def logits_path(self) -> Path:
+        return self.dir / "logits.npy"
+
+    @property
+    def lock_path(self) -> Path:
+        # Beside the entry, not inside: removing a damaged entry's folder must not remove its lock.
+        return self.dir.with_name(self.dir.name + ".lock")
+
+
+@dataclass
+class CachedModel:
+    module: torch.nn.Module
+    logits: np.ndarray
+    meta: dict[str, Any]
+
+
+class DamagedEntry(Exception):
+    """A cache entry whose files do not match the checksums in its meta.json (or cannot be read)."""
+
+
+class Store:
+    """A directory of ``models/<key>/{model.safetensors, meta.json, logits.npy}`` and ``models/<key>.lock``."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    def entry(self, spec: dict[str, Any]) -> ModelEntry:
+        return ModelEntry(key=spec_key(spec), dir=self.root / "models" / spec_key(spec))
+
+    @contextmanager
+    def lock(self, entry: ModelEntry, waiting: Callable[[], None] | None = None) -> Iterator[None]:
+        """Hold the entry's lock; ``waiting()`` is called once if another process holds it.
+
+        An OS-level lock (flock): a crashed holder releases it, so no stale lock survives a run."""
+        entry.lock_path.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(entry.lock_path))
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            if waiting is not None:
+                waiting()
+            lock.acquire()
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def save(self, entry: ModelEntry, model: torch.nn.Module, meta: dict[str, Any], logits: np.ndarray) -> None:
+        entry.dir.mkdir(parents=True, exist_ok=True)
+        state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+        _atomic_write(entry.weights, lambda p: save_file(state, str(p)))
+        _atomic_write(entry.logits_path, lambda p: _save_npy(p, logits))
+        meta = {**meta, "sha256": {name: sha256_file(entry.dir / name) for name in CHECKSUMMED}}
+        _atomic_write(
+            entry.meta_path, lambda p: p.write_text(json.dumps(meta, indent=1, default=str))
+        )  # last: marks complete
+
+    def verify(self, entry: ModelEntry) -> dict[str, Any]:
+        """The entry's meta, once every file matches its recorded sha256; else ``DamagedEntry``."""
+        try:
+            meta = json.loads(entry.meta_path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise DamagedEntry(f"meta.json unreadable: {type(e).__name__}") from None
+        sums = meta.get("sha256") if isinstance(meta, dict) else None
+        if not isinstance(sums, dict) or set(sums) != set(CHECKSUMMED):
+            raise DamagedEntry("meta.json records no checksums")
+        for name in CHECKSUMMED:
+            path = entry.dir / name
+            if not path.is_file():
+                raise DamagedEntry(f"{name} missing")
+            if sha256_file(path) != sums[name]:
+                raise DamagedEntry(f"{name} does not match its sha256, {path.stat().st_size} bytes")
+        return meta
+
+    def load(self, entry: ModelEntry, build: Callable[[], torch.nn.Module]) -> CachedModel | None:
+        """The verified entry, or None when it is absent or damaged (then reported and removed)."""
+        if not entry.meta_path.is_file():
+            return None  # never finished (or not started): trained afresh, nothing to report
+        try:
+            meta = self.verify(entry)
+            module = self.load_weights(entry, build())
+            logits = self.load_logits(entry)
+        except DamagedEntry as e:
+            return self._discard(entry, str(e))
+        except Exception as e:  # checksums match but the content does not fit: still not usable
+            return self._discard(entry, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+        return CachedModel(module, logits, meta)
+
+    def _discard(self, entry: ModelEntry, why: str) -> None:
+        """Report a damaged entry in one line and delete its files, so it is trained again."""
+        log.warning("cache entry %s is damaged (%s); retraining", entry.dir, why)
+        shutil.rmtree(entry.dir, ignore_errors=True)
+        return None
+
+    def load_weights(self, entry: ModelEntry, model: torch.nn.Module) -> torch.nn.Module:
+        model.load_state_dict(load_file(str(entry.weights)))
+        return model.eval()
+
+    def load_logits(self, entry: ModelEntry) -> np.ndarray:
+        return np.load(entry.logits_path, allow_pickle=False, mmap_mode="r")  # K x N logits never all in memory

@@ -1,0 +1,97 @@
+"""DP-SGD training (Opacus), the config keys of the DP audits and both audits end to end on a tiny run.
+Tests that train with DP-SGD need opacus (the ``dp`` extra) and skip without it."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from conftest import TINY_RUN
+
+from miaudit import pipeline
+from miaudit.config import run as config
+from miaudit.errors import ConfigError
+from miaudit.experiment import build as experiment
+
+DP = {"epsilon": 2.0, "delta": 1e-5, "max_grad_norm": 1.0}
+
+
+def raw(**overrides: Any) -> dict[str, Any]:
+    out = copy.deepcopy(TINY_RUN)
+    out["train"] = {**out["train"], "dp": DP}
+    return {**out, **overrides}
+
+
+def test_config_keys_and_their_refusals() -> None:
+    cfg = config.from_dict(raw(dp_audit={"attack": "attack-r"}, canaries={"count": 40}))
+    assert cfg.train.dp.epsilon == 2.0 and cfg.dp_audit.confidence == 0.95 and cfg.canaries.kind == "random-label"
+    bad = [
+        raw(train={"dp": {"epsilon": 1.0, "noise_multiplier": 1.0}}),  # both ways of setting the noise
+        raw(dp_audit={"attack": "lira"}),  # not among the attacks
+        raw(dp_audit={"attack": "attack-r", "selection": "fixed"}),  # fixed needs its threshold
+        raw(canaries={"count": 10, "guesses": 6}),  # 2k > m
+    ]
+    for r in bad:
+        with pytest.raises(ConfigError):
+            config.from_dict(r)
+
+
+def test_dp_settings_enter_the_cache_key_and_leave_plain_keys_unchanged() -> None:
+    cfg = config.from_dict(raw())
+    ds = experiment.load_dataset(cfg)
+    plain = experiment.builtin_recipe(cfg, ds, "mlp").cache_spec
+    assert "dp" not in plain and "dp" not in plain["train"]  # the keys every earlier cache entry has
+    private = experiment.builtin_recipe(cfg, ds, "mlp", dp=cfg.train.dp).cache_spec
+    assert private["dp"]["epsilon"] == 2.0 and {k: v for k, v in private.items() if k != "dp"} == plain
+
+
+@pytest.fixture
+def opacus() -> Any:
+    return pytest.importorskip("opacus", reason="DP-SGD needs opacus: pip install -e '.[dp]'")
+
+
+def test_dp_sgd_accounts_its_epsilon_is_seeded_and_fixes_batchnorm(opacus: Any) -> None:
+    from miaudit.dp import training as dp_training
+    from miaudit.models import build_model
+
+    cfg = config.from_dict(raw())
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((64, 6)).astype(np.float32), rng.integers(0, 3, 64)
+    weights, reports = [], []
+    for _ in range(2):
+        torch.manual_seed(0)
+        model = build_model("mlp", (6,), 3, hidden=(16,))
+        reports.append(dp_training.train_dp(model, x, y, cfg.train, cfg.train.dp, seed=5))
+        weights.append(torch.cat([p.detach().flatten() for p in model.parameters()]))
+    assert torch.equal(weights[0], weights[1])  # same seed, same weights
+    privacy = reports[0].privacy
+    assert 1.9 <= privacy["accounted_epsilon"] <= 2.0 and privacy["noise_multiplier"] > 0
+    assert privacy["steps"] == 3 * 4 and privacy["sample_rate"] == pytest.approx(1 / 4)
+    cnn = dp_training.compatible(build_model("cnn", (1, 8, 8), 3))
+    kinds = {type(m).__name__ for m in cnn.modules()}
+    assert "GroupNorm" in kinds and not any(k.startswith("BatchNorm") for k in kinds)
+
+
+def test_two_run_and_one_run_audits_end_to_end(opacus: Any, tmp_path: Any) -> None:
+    from miaudit import report
+    from miaudit.dp import one_run
+
+    cfg = config.from_dict(raw(dp_audit={"attack": "attack-r"}))
+    res = pipeline.run_config(cfg)
+    results = report.results_json(res)
+    assert results["target"]["dp"]["accounted_epsilon"] <= 2.0
+    a = results["dp_audit"]
+    assert a["attack"] == "attack-r (n=2)" and a["kind"] == "two-run" and np.isfinite(a["threshold"])
+    assert a["epsilon_lb"] >= 0 and 0 <= a["realized_fpr"] <= 1 and a["accounted_epsilon"] <= 2.0
+    assert a["verdict"] in ("no violation detected", "the declared epsilon is violated at confidence 0.95")
+    one = report.write(one_run.run(config.from_dict(raw(canaries={"count": 40, "guesses": 5}))), tmp_path / "one")
+    b = one["dp_audit"]
+    assert b["kind"] == "one-run" and b["canaries"] == 40 and b["guesses"] == 10 and 0 <= b["correct"] <= 10
+    assert b["epsilon_lb"] <= b["epsilon_lb_pure_dp"] and len(b["all_attacks"]) == 2
+    assert results["n_records"] == one["n_records"] and one["n_queries"] == 40
+    assert "Differential privacy audit (one-run)" in (tmp_path / "one" / "report.md").read_text()
+    with pytest.raises(ConfigError, match="online"):
+        one_run.check(config.from_dict(raw(canaries={"count": 40}, mode="online")))

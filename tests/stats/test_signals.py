@@ -1,0 +1,70 @@
+"""Signals against their textbook formulas (SPEC: hinge, LiRA's rescaled logit, loss, confidence)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from miaudit.stats import signals
+
+LOGITS = np.array([[2.0, 5.0, 1.0], [0.0, -1.0, 1.5], [4.0, 4.0, 0.0]])
+LABELS = np.array([1, 2, 0])
+
+
+def naive(logits: np.ndarray, labels: np.ndarray) -> dict[str, np.ndarray]:
+    """Every signal straight from the softmax, valid only where nothing overflows or saturates."""
+    p = np.exp(logits) / np.exp(logits).sum(axis=-1, keepdims=True)
+    p_y = p[np.arange(len(labels)), labels]
+    return {"rescaled_logit": np.log(p_y / (1 - p_y)), "loss": -np.log(p_y), "confidence": p_y}
+
+
+def test_hinge_is_true_logit_minus_largest_other() -> None:
+    # 5 - max(2, 1); 1.5 - max(0, -1); 4 - max(4, 0): a tie with another class gives 0.
+    np.testing.assert_array_equal(signals.hinge(LOGITS, LABELS), [3.0, 1.5, 0.0])
+
+
+@pytest.mark.parametrize("name", ["rescaled_logit", "loss", "confidence"])
+def test_softmax_signals_match_naive_formulas(name: str) -> None:
+    rng = np.random.default_rng(0)
+    logits = np.vstack([LOGITS, rng.normal(scale=3.0, size=(20, 3))])
+    labels = np.concatenate([LABELS, rng.integers(0, 3, 20)])
+    np.testing.assert_allclose(
+        signals.compute(name, logits, labels), naive(logits, labels)[name], rtol=1e-12, atol=1e-14
+    )
+
+
+def test_two_classes_rescaled_logit_equals_hinge() -> None:
+    logits = np.array([[3.0, -1.0], [0.5, 2.0]])
+    labels = np.array([0, 0])
+    np.testing.assert_allclose(signals.rescaled_logit(logits, labels), [4.0, -1.5], rtol=1e-15)
+    np.testing.assert_allclose(signals.hinge(logits, labels), [4.0, -1.5], rtol=1e-15)
+
+
+def test_stable_where_the_naive_formula_overflows() -> None:
+    # Logits 1000 apart: exp(1000) overflows, and 1 - p_y rounds to 0 already at a gap of 40.
+    logits = np.array([[1000.0, 0.0, -5.0], [1000.0, 0.0, -5.0], [40.0, 0.0, 0.0]])
+    labels = np.array([0, 1, 0])
+    np.testing.assert_allclose(
+        signals.rescaled_logit(logits, labels),
+        [1000.0 - np.log1p(np.exp(-5.0)), -1000.0, 40.0 - np.log(2.0)],
+        rtol=1e-15,
+    )
+    np.testing.assert_allclose(signals.loss(logits, labels), [0.0, 1000.0, 2 * np.exp(-40.0)], rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(signals.confidence(logits, labels), [1.0, 0.0, 1.0], atol=1e-15)
+    np.testing.assert_array_equal(signals.hinge(logits, labels), [1000.0, -1000.0, 40.0])
+
+
+@pytest.mark.parametrize("name", sorted(signals.SIGNALS))
+def test_leading_reference_axis_broadcasts_in_float64(name: str) -> None:
+    rng = np.random.default_rng(1)
+    stack = rng.normal(scale=4.0, size=(3, 5, 4)).astype(np.float32)  # K=3 models, N=5, C=4
+    labels = rng.integers(0, 4, 5)
+    out = signals.compute(name, stack, labels)
+    assert out.shape == (3, 5) and out.dtype == np.float64
+    for k in range(3):
+        np.testing.assert_array_equal(out[k], signals.compute(name, stack[k], labels))
+
+
+def test_unknown_signal_names_the_choices() -> None:
+    with pytest.raises(ValueError, match="unknown signal 'margin'.*hinge"):
+        signals.compute("margin", LOGITS, LABELS)
