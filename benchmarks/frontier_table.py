@@ -1,6 +1,7 @@
 """The frontier table: the strongest offline attack per reference budget K against the online ceiling.
 
-    python benchmarks/frontier_table.py     # reads results/frontier.json, writes results/frontier_table.md
+    python benchmarks/frontier_table.py            # reads results/frontier.json, writes results/frontier_table.md
+    python benchmarks/frontier_table.py --round 2  # reads results/frontier2.json too, writes frontier2_table.md
 
 Rules (benchmarks/frontier_protocol.md): per data set and K, the best attack is the row with the highest
 mean TPR@1% over the reporting seeds; it "reaches" a ceiling row when its mean is above, or below by no
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 
 from claims import RESULTS, _noise
 
@@ -92,7 +94,75 @@ def table(results: dict) -> list[str]:
     return lines + ["", *verdicts]
 
 
-if __name__ == "__main__":
+def _tpr_low(row: dict) -> str:
+    stat = row["tpr@0.001"]
+    return f"{100 * stat['mean']:.2f} ± {100 * stat['sd']:.2f}"
+
+
+def tied_or_best(rows: list[dict], k: int, n_members: int, n_seeds: int) -> set[str]:
+    """The attacks whose mean TPR@1% at K is the best or within one sd of the difference from it."""
+    top = best(rows, k)
+    pool = [r for r in rows if r["references"] == k]
+    return {r["name"] for r in pool if top and reaches(r, top, n_members, n_seeds, n_seeds)}
+
+
+def table2(results: dict, first: dict) -> list[str]:
+    """Round two: each candidate beside the best of the first round's attacks on the same models, the first
+    round's own best (its models, frontier.json) and the online ceilings (frontier.json, seed 3)."""
+    lines = [
+        "| data set | K | pair-lr TPR@1% | TPR@0.1% | cal. FPR@5% | pair-logit TPR@1% | TPR@0.1% | cal. FPR@5% "
+        "| best of round one's attacks, same models | TPR@1% | round one's best (its run) | TPR@1% "
+        "| online LiRA K=16 | online LiRA K=64 |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    everywhere: dict[int, list[set[str]]] = {}
+    for label, d in results["datasets"].items():
+        old = first["datasets"].get(label)
+        for k in sorted({r["references"] for r in d["rows"]}):
+            lr, logit = (next(r for r in d["rows"] if r["name"] == n and r["references"] == k) for n in CANDIDATES2)
+            peer = best(d["rows"], k, tuple({r["name"] for r in d["rows"]} - set(CANDIDATES2)))
+            then = best(old["rows"], k) if old else None
+            ceilings = [ceiling_row(first["datasets"], label, ck) for ck in (16, 64)]
+            everywhere.setdefault(k, []).append(tied_or_best(d["rows"], k, d["n_members"], len(d["seeds"])))
+            lines.append(
+                f"| {label} | {k} | {_tpr(lr)} | {_tpr_low(lr)} | {_fpr(lr)} | {_tpr(logit)} | {_tpr_low(logit)} | "
+                f"{_fpr(logit)} | {peer['label'] if peer else '-'} | {_tpr(peer) if peer else '-'} | "
+                f"{then['label'] if then else '-'} | {_tpr(then) if then else '-'} | "
+                + " | ".join("-" if c is None else _tpr(c[0]) for c in ceilings)
+                + " |"
+            )
+    verdicts = []
+    for k, sets in everywhere.items():
+        common = sorted(set.intersection(*sets)) if len(sets) == len(results["datasets"]) else []
+        verdicts.append(f"- K = {k}: best or tied on all {len(sets)} data sets: {', '.join(common) or 'no attack'}.")
+    return lines + ["", *verdicts]
+
+
+CANDIDATES2 = ("pair-lr", "pair-logit")
+
+
+def round_two() -> None:
+    results = json.loads((RESULTS / "frontier2.json").read_text())
+    first = json.loads((RESULTS / "frontier.json").read_text())
+    text = [
+        "# The frontier, round two: per-record IN estimates from few references",
+        "",
+        f"From `{results['command']}` (seeds {results['datasets']['location']['seeds']}; protocol amendment 2 in "
+        "`benchmarks/frontier_protocol.md`; models trained on an NVIDIA H200, attacks on its CPU), mean ± sd over "
+        "seeds, TPR in percent, [brackets] the mean per-seed 95% interval; 'cal. FPR@5%': non-members with "
+        "calibrated p < 5%. 'Round one's best (its run)' and the online ceilings (seed 3) are "
+        "`benchmarks/results/frontier.json`: the same configurations and seeds, models trained on CPU. "
+        "'Tied': within one sd of the difference from the best (seed spread and binomial error).",
+        "",
+        *table2(results, first),
+    ]
+    (RESULTS / "frontier2_table.md").write_text("\n".join(text) + "\n")
+    print("\n".join(text))
+
+
+if __name__ == "__main__" and "--round" in sys.argv:
+    round_two()
+elif __name__ == "__main__":
     results = json.loads((RESULTS / "frontier.json").read_text())
     text = [
         "# The frontier: the strongest offline attack per reference budget",

@@ -218,6 +218,33 @@ SUITES["frontier"] = Suite(
 )
 
 
+FRONTIER2_CANDIDATES = ("pair-lr", "pair-logit")  # attacks/pair.py (issue 27)
+FRONTIER2_BUDGETS = (1, 2, 4, 8)
+# the first round's candidates and the existing attacks that were best somewhere in it (frontier_table.md)
+FRONTIER2_PEERS = ("lira", "rmia", "bavaria-n", "rmia-draws", "lr-bmia")
+
+
+def frontier2_rows(k_max: int) -> list[dict[str, Any]]:
+    """Offline, K = 1, 2, 4, 8: the round-two candidates beside the first round's best on the same models."""
+    ks = [k for k in FRONTIER2_BUDGETS if k <= k_max]
+    return [{"name": n, "references": k} for n in (*FRONTIER2_CANDIDATES, *FRONTIER2_PEERS) for k in ks]
+
+
+# Protocol amendment 2 (benchmarks/frontier_protocol.md): the first round's configurations, 8 references.
+SUITES["frontier2"] = Suite(
+    "frontier2",
+    "round two of the frontier: offline attacks that predict each record's IN behaviour (pair-lr, pair-logit) "
+    "beside the first round's best, K = 1, 2, 4, 8 on location, digits, the CIFAR-10 subset and AG News; "
+    "reporting seeds 3-5 (benchmarks/frontier_protocol.md, amendment 2)",
+    {
+        label: {**base, "references": 8}
+        for label, base in (("location", LOCATION), ("digits", DIGITS), ("cifar10", CIFAR10), ("ag_news", AG_NEWS))
+    },
+    frontier2_rows,
+    seeds=FRONTIER_SEEDS,
+)
+
+
 def augmentation_rows(k_max: int) -> list[dict[str, Any]]:
     """Issue 15's rows: LiRA (n=1, 4, 8), RMIA (n=1, 4), BMIA (n=1)."""
     rows = [{"name": "lira", "references": k} for k in (1, 4, 8) if k <= k_max]
