@@ -141,38 +141,33 @@ def table2(results: dict, first: dict) -> list[str]:
 CANDIDATES2 = ("pair-lr", "pair-logit")
 
 
-def round_two() -> None:
+def write(name: str, title: str, intro: str, lines: list[str]) -> None:
+    text = "\n".join([f"# {title}", "", intro, "", *lines]) + "\n"
+    (RESULTS / name).write_text(text)
+    print(text)
+
+
+if __name__ == "__main__" and "--round" in sys.argv:
     results = json.loads((RESULTS / "frontier2.json").read_text())
-    first = json.loads((RESULTS / "frontier.json").read_text())
-    text = [
-        "# The frontier, round two: per-record IN estimates from few references",
-        "",
+    write(
+        "frontier2_table.md",
+        "The frontier, round two: per-record IN estimates from few references",
         f"From `{results['command']}` (seeds {results['datasets']['location']['seeds']}; protocol amendment 2 in "
         "`benchmarks/frontier_protocol.md`; models trained on an NVIDIA H200, attacks on its CPU), mean ± sd over "
         "seeds, TPR in percent, [brackets] the mean per-seed 95% interval; 'cal. FPR@5%': non-members with "
         "calibrated p < 5%. 'Round one's best (its run)' and the online ceilings (seed 3) are "
         "`benchmarks/results/frontier.json`: the same configurations and seeds, models trained on CPU. "
         "'Tied': within one sd of the difference from the best (seed spread and binomial error).",
-        "",
-        *table2(results, first),
-    ]
-    (RESULTS / "frontier2_table.md").write_text("\n".join(text) + "\n")
-    print("\n".join(text))
-
-
-if __name__ == "__main__" and "--round" in sys.argv:
-    round_two()
+        table2(results, json.loads((RESULTS / "frontier.json").read_text())),
+    )
 elif __name__ == "__main__":
     results = json.loads((RESULTS / "frontier.json").read_text())
-    text = [
-        "# The frontier: the strongest offline attack per reference budget",
-        "",
+    write(
+        "frontier_table.md",
+        "The frontier: the strongest offline attack per reference budget",
         f"From `{results['command']}` (reporting seeds; `benchmarks/frontier_protocol.md`), mean ± sd over seeds "
         "of TPR@1% in percent; 'cal. FPR@5%': the share of non-members with calibrated p < 5%. "
         "'(reached)': the best attack at K = 1 (K = 8) is within one sd of online LiRA with 16 (64) references, "
         "or above it; the online ceiling ran on seed 3 only (protocol amendment 1).",
-        "",
-        *table(results),
-    ]
-    (RESULTS / "frontier_table.md").write_text("\n".join(text) + "\n")
-    print("\n".join(text))
+        table(results),
+    )
