@@ -49,3 +49,41 @@ def test_frontier_suite_definition():
     ceiling = suite.rows_for["location-online"](suite.datasets["location-online"]["references"])
     assert suite.datasets["location-online"]["mode"] == "online"
     assert {"name": "lira", "references": 16} in ceiling and {"name": "lira", "references": 64} in ceiling
+
+
+def test_frontier2_suite_definition():
+    """Protocol amendment 2: the first round's configurations with 8 references, seeds 3-5, the candidates and
+    the first round's best at K = 1, 2, 4, 8 on every data set."""
+    suite, first = bench.SUITES["frontier2"], bench.SUITES["frontier"]
+    assert suite.seeds == (3, 4, 5)
+    for label in ("location", "digits", "cifar10", "ag_news"):
+        config = suite.datasets[label]
+        assert config == {**first.datasets[label], "references": 8}
+        rows = {(r["name"], r["references"]) for r in suite.rows(config["references"])}
+        assert {(n, k) for n in ("pair-lr", "pair-logit", "bavaria-n", "rmia") for k in (1, 2, 4, 8)} <= rows
+
+
+def test_merge_pools_single_seed_parts_by_hand():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from merge_runs import pool_seeds
+
+    def part(seed: int, tpr: float, levels: list[str]) -> dict:
+        row = {
+            "name": "x",
+            "label": "x (n=1)",
+            "references": 1,
+            "unreliable_fpr_levels": levels,
+            "tpr@0.01": {"mean": tpr, "sd": 0.0},
+            "tpr@0.01_ci": [tpr - 0.05, tpr + 0.05],
+        }
+        return {"n_members": 10, "seeds": [seed], "target_test_accuracy": {"mean": tpr, "sd": 0.0}, "rows": [row]}
+
+    pooled = pool_seeds([part(4, 0.3, []), part(3, 0.1, ["0.001"])])
+    row = pooled["rows"][0]
+    assert pooled["seeds"] == [3, 4] and pooled["n_members"] == 10
+    assert row["tpr@0.01"]["mean"] == 0.2 and abs(row["tpr@0.01"]["sd"] - 0.2 / 2**0.5) < 1e-12
+    assert row["tpr@0.01_ci"] == [0.15, 0.25] and row["unreliable_fpr_levels"] == ["0.001"]
+    assert pooled["target_test_accuracy"]["mean"] == 0.2
