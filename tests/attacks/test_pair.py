@@ -106,9 +106,7 @@ def test_calibrated_fpr_at_five_percent(attack):
         inputs, is_member = synthetic(np.random.default_rng(100 + rep), k=1, n_pop=1000)
         joined = calibration.with_calibration_queries(inputs)
         info = registry.get(attack)
-        result = calibration.split_calibrated(
-            registry.execute(info, info.params(), 1, joined), len(is_member)
-        )
+        result = calibration.split_calibrated(registry.execute(info, info.params(), 1, joined), len(is_member))
         fprs.append(np.mean(result.log_pvalues_calibrated[~is_member] < np.log(0.05)))
     assert 0.035 <= np.mean(fprs) <= 0.065
 
