@@ -4,10 +4,11 @@
 # pass 2 runs the suite's attacks on the CPU from the cache (the cache key holds no device), one
 # single-threaded process per data set and seed; benchmarks/merge_runs.py pools the seeds.
 #   MIAUDIT_DATA_DIR=../shared/data benchmarks/frontier2_device.sh [OUT] [SEEDS] [DATASETS]
+# (FRONTIER2_PARTS: the folder for the per-run parts, kept; default a temporary one)
 set -u
 cd "$(dirname "$0")/.."
 out=${1:-benchmarks/results}; seeds=${2:-3 4 5}; datasets=${3:-location digits cifar10 ag_news}
-parts=$(mktemp -d); export OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1
+parts=${FRONTIER2_PARTS:-$(mktemp -d)}; mkdir -p "$parts"; export OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1
 export MIAUDIT_CACHE_DIR=${MIAUDIT_CACHE_DIR:-$parts/cache}
 device=$(python3 -c "import torch; print('cuda' if torch.cuda.is_available() else 'cpu')")
 train() {  # train DATASET SEED: the target and the references of the suite's run, into the cache
