@@ -208,16 +208,18 @@ def _config(
     references: int | None,
     train_settings: dict | TrainConfig | None,
     train_fn: TrainFn | None,
+    has_population: bool = True,
     **keys: Any,
 ) -> RunConfig:
-    attacks = [attacks] if isinstance(attacks, (str, dict)) else list(attacks)
+    if attacks != "auto":
+        attacks = [attacks] if isinstance(attacks, (str, dict)) else list(attacks)
     if train_fn is not None and train_settings is not None:
         raise ConfigError(
             "train: settings of miaudit's training loop; with train_fn your function trains the references"
         )
     if isinstance(train_settings, TrainConfig):
         train_settings = train_settings.model_dump()
-    refs = plan_mod.fewest_references(attacks) if references is None else references
+    refs = plan_mod.fewest_references(attacks, has_population) if references is None else references
     return config_mod.from_dict({**keys, "attacks": attacks, "references": refs, "train": train_settings or {}})
 
 
@@ -243,7 +245,7 @@ def audit(
     queries: Any = None,
     population: Any = None,
     validation: Any = None,
-    attacks: Sequence[str | dict] | str = ("attack-p",),
+    attacks: Sequence[str | dict] | str = "auto",
     references: int | None = None,
     model_factory: Callable[[], nn.Module] | None = None,
     train_fn: TrainFn | None = None,
@@ -254,13 +256,16 @@ def audit(
     device: str = "cpu",
     name: str = "audit",
     calibration: float | None = 0.2,
+    fdr: float = 0.05,
 ) -> AuditResult:
     """Audit ``target`` (a trained torch module, put in eval mode) on the records given.
 
     ``members``/``nonmembers``: records it trained on / did not (ROC metrics), or ``queries`` of unknown
     membership (p-values and a ranking). ``population``: records it never saw, for reference models and
     population-based attacks; ``validation``: more such records, for QMIA and calibration. ``references``:
-    how many reference models to train (default: the fewest the attacks need). ``calibration``: without
+    how many reference models to train (default: the fewest the attacks need; with ``attacks="auto"``, the
+    strongest attacks for the references from the committed frontier results, 4 references when there is a
+    ``population``, else none). ``fdr``: the false discovery rate of the records at risk. ``calibration``: without
     ``validation``, the share of ``population`` held out to calibrate every p-value (None: raw p-values,
     which can be far from valid). Bad input raises a one-line ValueError subclass naming the argument,
     before anything is trained.
@@ -276,6 +281,8 @@ def audit(
         min_fpr=min_fpr,
         device=device,
         calibration="none" if calibration is None else {"fraction": calibration},
+        fdr=fdr,
+        has_population=population is not None,
     )
     given = _given_sets(
         {"members": members, "nonmembers": nonmembers, "queries": queries},

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -98,9 +99,15 @@ def run(
 
 
 def _summary(results: dict, out: Path, start: float) -> None:
-    for note in results.get("notes", []):  # first: what the numbers below do not promise
+    from .report import sections
+
+    for line in sections.verdict_lines(results):  # the answer first, as in report.md
+        Console().print(line.replace("**", ""), highlight=False, markup=False, end="\n" if line else "")
+    for note in results.get("notes", []):  # then what the numbers below do not promise
         Console().print(f"[bold yellow]note:[/bold yellow] {note}", highlight=False)
     Console().print(_metrics_table(results) if results["membership"] == "known" else _ranking_table(results))
+    if results.get("records_at_risk", {}).get("note"):
+        Console().print(f"records at risk: {results['records_at_risk']['note']}", highlight=False, markup=False)
     Console().print(f"wrote {out}/ in {time.perf_counter() - start:.0f} s")
 
 
@@ -149,25 +156,37 @@ def export(
 def _metrics_table(results: dict) -> Table:
     t = results["target"]
     table = Table(
-        title=f"{results['dataset']}: target train/test accuracy {t['train_accuracy']:.3f}/{t['test_accuracy']:.3f}"
+        title=f"{results['dataset']}: target train/test accuracy {t['train_accuracy']:.3f}/{t['test_accuracy']:.3f}",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
     )
-    for col in ("attack", "AUC", "TPR@0.1%", "TPR@1%", "TPR@5%", "attack s"):
-        table.add_column(col, justify="right" if col != "attack" else "left")
+    for col in ("attack", "AUC", "TPR@0.1%", "TPR@1%", "TPR@5%"):  # seconds per attack: the log lines above
+        table.add_column(col, justify="right" if col != "attack" else "left", no_wrap=True)
     for a in results["attacks"]:
-        tpr = a["tpr_at_fpr"]
+        if a["name"] == "gls":  # a risk ranking, not a membership test (report.md: its own section)
+            continue
         table.add_row(
             a["label"],
             f"{a['auc']:.3f}",
-            *(f"{100 * tpr[k]:.2f}" for k in ("0.001", "0.01", "0.05")),
-            f"{a['seconds']['attack']:.2f}",
+            *(_tpr_cell(a, k) for k in ("0.001", "0.01", "0.05")),
         )
+    unreliable = sorted({k for a in results["attacks"] for k in a["unreliable_fpr_levels"]})
+    table.caption = "TPR in percent [95% interval]" + (
+        f"; † unreliable: fewer than 10 false positives at FPR {', '.join(unreliable)}" if unreliable else ""
+    )
     return table
+
+
+def _tpr_cell(a: dict, level: str) -> str:
+    lo, hi = a["tpr_at_fpr_ci"][level]
+    mark = "†" if level in a["unreliable_fpr_levels"] else ""
+    return f"{100 * a['tpr_at_fpr'][level]:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]{mark}"
 
 
 def _ranking_table(results: dict) -> Table:
     """Queries of unknown membership: no ROC, the records each attack puts most at risk."""
     table = Table(title=f"{results['dataset']}: {results['n_queries']} queries, membership unknown (no ROC)")
-    for col in ("attack", "p < 0.01", "p < 0.05", "most exposed records", "attack s"):
+    for col in ("attack", "raw p < 0.01", "raw p < 0.05", "most exposed records", "attack s"):
         table.add_column(col, justify="left" if col in ("attack", "most exposed records") else "right")
     for a in results["attacks"]:
         flagged = [str(a["n_p_below"][k]) if "n_p_below" in a else "-" for k in ("0.01", "0.05")]

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .attacks import AttackParams, registry
+from .attacks import AttackParams, recommended, registry
 from .config.run import RunConfig, one_line
 from .errors import AttackRequirementError, ConfigError, did_you_mean
 
@@ -45,6 +45,7 @@ class Plan:
     mode: str
     roles: frozenset[str]  # record sets besides the queries: "population", "validation"
     head_dropout: float = 0.0  # references train with dropout before the head (an attack samples them by MC Dropout)
+    auto: str | None = None  # attacks: auto: why these attacks (None: the config named them)
 
     @property
     def needs_last_layer(self) -> str | None:
@@ -62,7 +63,12 @@ def config_roles(cfg: RunConfig) -> frozenset[str]:
 def build(cfg: RunConfig, roles: Iterable[str] | None = None) -> Plan:
     """The Plan of ``cfg``, for an audit whose record sets are ``roles`` (default: from the split)."""
     roles = config_roles(cfg) if roles is None else frozenset(roles)
-    parsed = [_parse(i, raw) for i, raw in enumerate(cfg.attacks)]
+    rows_asked, why = (
+        recommended.choose(cfg.references, cfg.mode, roles | ALWAYS_PROVIDED)
+        if cfg.attacks == "auto"
+        else (cfg.attacks, None)
+    )
+    parsed = [_parse(i, raw) for i, raw in enumerate(rows_asked)]
     rows: list[tuple[str, AttackParams, int]] = []
     for i, (name, params) in enumerate(parsed):
         info = registry.get(name)
@@ -77,7 +83,7 @@ def build(cfg: RunConfig, roles: Iterable[str] | None = None) -> Plan:
     labels = unique_labels(rows)
     attacks = tuple(PlannedAttack(n, label, p, k) for (n, p, k), label in zip(rows, labels))
     refs = max((a.references for a in attacks), default=0)
-    return Plan(attacks, refs, cfg.mode, roles, head_dropout(attacks))
+    return Plan(attacks, refs, cfg.mode, roles, head_dropout(attacks), why)
 
 
 def head_dropout(attacks: Sequence[PlannedAttack]) -> float:
@@ -135,8 +141,11 @@ def unique_labels(rows: Sequence[tuple[str, AttackParams, int]]) -> list[str]:
     return labels
 
 
-def fewest_references(attacks: Sequence[str | Mapping[str, Any]]) -> int:
-    """The fewest reference models every attack row can run with (the Python API's default)."""
+def fewest_references(attacks: Sequence[str | Mapping[str, Any]] | str, population: bool = True) -> int:
+    """The fewest reference models every attack row can run with (the Python API's default); for ``auto``
+    the default audit's number where there are population records to train them on, else none."""
+    if attacks == "auto":
+        return recommended.DEFAULT_REFERENCES if population else 0
     needed = 0
     for i, raw in enumerate(attacks):
         name, params = _parse(i, {"name": raw} if isinstance(raw, str) else raw)

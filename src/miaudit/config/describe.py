@@ -134,7 +134,8 @@ def schema() -> dict:
         params["required"] = ["name", *params.get("required", [])]
         defs[info.name] = {**params, "title": info.name, "description": info.summary}
         rows.append({"$ref": f"#/$defs/{info.name}"})
-    out["properties"]["attacks"]["items"] = {"anyOf": rows}
+    rows_schema = next(o for o in out["properties"]["attacks"]["anyOf"] if o.get("type") == "array")
+    rows_schema["items"] = {"anyOf": rows}  # the other option is the string auto
     return out
 
 

@@ -50,9 +50,9 @@ class DataConfig(_Strict):
 class TrainConfig(_Strict):
     """SGD with momentum and weight decay: the papers' recipe (DP-SGD with ``dp``)."""
 
-    epochs: int = Field(default=30, ge=1, description="passes over the training records")
-    batch_size: int = Field(default=64, ge=1, description="records per SGD step")
-    lr: float = Field(default=0.1, gt=0, description="learning rate")
+    epochs: int = Field(default=40, ge=1, description="passes over the training records")
+    batch_size: int = Field(default=32, ge=1, description="records per SGD step")
+    lr: float = Field(default=0.05, gt=0, description="learning rate")
     optimizer: Literal["sgd", "adamw"] = Field(default="sgd", description="sgd (with momentum), or adamw")
     momentum: float = Field(default=0.9, ge=0, lt=1, description="SGD momentum")
     weight_decay: float = Field(default=5e-4, ge=0, description="L2 penalty")
@@ -146,8 +146,12 @@ class TargetConfig(_Strict):
 def _attack_entries(raw: Any) -> Any:
     """Attack rows as mappings with a name (a bare name is shorthand for ``{name: ...}``). Their
     parameters are validated by the Plan (``miaudit.plan``), which knows every attack."""
+    if isinstance(raw, str) and raw.strip().lower() == "auto":
+        return "auto"
     if not isinstance(raw, (list, tuple)):
         return raw
+    if not raw:
+        raise ValueError("no attacks; give auto, or at least one attack row")
     rows = [{"name": r} if isinstance(r, str) else r for r in raw]
     for i, row in enumerate(rows):
         if not isinstance(row, dict) or "name" not in row:
@@ -197,10 +201,13 @@ class RunConfig(_Strict):
     calibration: CalibrationConfig | None = Field(
         default=CalibrationConfig(), description="conformal p-values on held-out non-members; none: raw p-values"
     )
-    attacks: list[dict[str, Any]] = Field(
-        default=[{"name": "attack-p"}],
-        min_length=1,
-        description="attack rows: a name, or {name: ..., parameters}; see `miaudit attacks`",
+    attacks: list[dict[str, Any]] | Literal["auto"] = Field(
+        default="auto",
+        description="auto (the strongest attacks for the references, from the committed frontier results), or "
+        "attack rows: a name, or {name: ..., parameters}; see `miaudit attacks`",
+    )
+    fdr: float = Field(
+        default=0.05, gt=0, lt=1, description="false discovery rate of the records at risk (Benjamini-Hochberg)"
     )
     cache_dir: Path | None = Field(default=None, description="trained models and decoded data ($MIAUDIT_CACHE_DIR)")
     device: str = Field(default="cpu", description="auto, cpu, cuda, cuda:N or mps; checked against this machine")
@@ -292,6 +299,8 @@ class RunConfig(_Strict):
         if self.dp_audit is None:
             return self
         want = self.dp_audit.attack.lower()
+        if self.attacks == "auto":  # resolved by the Plan, which refuses an attack auto did not choose
+            return self
         known = {str(r[k]).lower() for r in self.attacks for k in ("name", "label") if r.get(k)}
         if want not in known and want.split(" (")[0] not in known:
             raise ValueError(f"dp_audit.attack: {self.dp_audit.attack!r} is not one of the attacks ({sorted(known)})")
@@ -349,24 +358,8 @@ def load(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> RunCo
 
 # The built-in default audit: scikit-learn's digits (ships with a dependency, so it
 # runs on a fresh machine with no data directory) in well under 3 minutes on 2 cores.
-DEFAULT_RUN: dict[str, Any] = {
-    "dataset": "digits",
-    "model": "mlp",
-    "seed": 0,
-    "train": {"epochs": 40, "batch_size": 32, "lr": 0.05},
-    "references": 4,
-    "attacks": [
-        {"name": "attack-p"},
-        {"name": "gls"},
-        {"name": "qmia"},
-        {"name": "bmia", "references": 1},
-        {"name": "mr-bmia", "references": 4},
-        {"name": "lira", "references": 4},
-        {"name": "rmia", "references": 4},
-        {"name": "attack-r", "references": 4},
-        {"name": "bavaria-n", "references": 4},
-    ],
-}
+# Every value is RunConfig's own default, so `miaudit init`'s file runs the same audit.
+DEFAULT_RUN: dict[str, Any] = {"dataset": "digits", "model": "mlp", "seed": 0, "references": 4, "attacks": "auto"}
 
 
 def default() -> RunConfig:

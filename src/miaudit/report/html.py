@@ -12,6 +12,7 @@ import pandas as pd
 import yaml
 
 from ..pipeline import RunResult
+from . import sections
 from .plots import png_uri, pvalue_histograms, score_histograms
 from .ranking import risk_basis, slug
 
@@ -38,6 +39,8 @@ def metric_rows(results: dict) -> list[dict]:
     """The metrics table's cells, from results.json; intervals shown where present (auc_ci, tpr_at_fpr_ci)."""
     rows = []
     for a in results["attacks"]:
+        if results["membership"] == "known" and sections.is_ranking(a):  # GLS: its own section
+            continue
         if results["membership"] != "known":
             below = a.get("n_p_below", {})
             cells = [str(below.get(k, "-")) for k in ("0.01", "0.05")]
@@ -58,7 +61,9 @@ def metric_rows(results: dict) -> list[dict]:
 def exposed_records(res: RunResult, frame: pd.DataFrame) -> tuple[str, list[str], list[list[str]]]:
     basis = risk_basis(res)
     s = slug(basis)
-    ranked = [c for c in (f"{s}.p_value_calibrated", f"{s}.p_value", f"{s}.score") if c in frame.columns]
+    ranked = [
+        c for c in (f"{s}.p_value_calibrated", f"{s}.p_value", f"{s}.q_value", f"{s}.score") if c in frame.columns
+    ]
     columns = [c for c in frame.columns if c in ("risk_rank", "record", "set", "position", "member", "label")]
     columns += ranked
     top = frame.head(TOP_RECORDS)
@@ -75,7 +80,7 @@ def render(res: RunResult, results: dict, frame: pd.DataFrame, roc_png: Path | N
         known=known,
         header=["AUC", "TPR@0.1%", "TPR@1%", "TPR@5%", "FPR at p<0.05 (raw / calibrated)"]
         if known
-        else ["p < 0.01", "p < 0.05", "most exposed records"],
+        else ["raw p < 0.01", "raw p < 0.05", "most exposed records"],
         rows=metric_rows(results),
         unreliable=sorted({lv for a in results["attacks"] for lv in a.get("unreliable_fpr_levels", [])}),
         roc=png_uri(roc_png) if roc_png is not None and roc_png.is_file() else None,
@@ -88,6 +93,8 @@ def render(res: RunResult, results: dict, frame: pd.DataFrame, roc_png: Path | N
         n_records=len(frame),
         config=yaml.safe_dump(results.get("config", {}), sort_keys=False, default_flow_style=None),
         environment=results["environment"],
+        gls_purpose=sections.GLS_PURPOSE,
+        gls_validation=sections.GLS_VALIDATION,
     )
 
 

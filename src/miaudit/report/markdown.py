@@ -7,6 +7,7 @@ import pandas as pd
 from ..dp.audit import verdict_md
 from ..pipeline import RunResult
 from ..stats import metrics
+from . import sections
 from .ranking import risk_basis, slug
 
 
@@ -14,7 +15,8 @@ def exposed_records_md(res: RunResult, frame: pd.DataFrame, top: int = 10) -> li
     """The report section listing the most exposed records."""
     basis = risk_basis(res)
     col = f"{slug(basis)}.p_value" if basis.result.log_pvalues is not None else f"{slug(basis)}.score"
-    extra = [c for c in frame.columns if c.startswith("gls") and c.endswith(".score") and c != col]
+    extra = [c for c in (f"{slug(basis)}.q_value",) if c in frame.columns]
+    extra += [c for c in frame.columns if c.startswith("gls") and c.endswith(".score") and c != col]
     known = [c for c in ("label", "member") if c in frame.columns]
     lines = [
         "",
@@ -83,7 +85,8 @@ def _nan_note(results: dict) -> list[str]:
 
 def _ranking_table_md(results: dict) -> list[str]:
     lines = [
-        "| attack | refs | records with p < 0.01 | p < 0.05 | most exposed records | reference training s | attack s |",
+        "| attack | refs | records with raw p < 0.01 (not FDR-controlled) | raw p < 0.05 | most exposed records "
+        "| reference training s | attack s |",
         "|---|---|---|---|---|---|---|",
     ]
     for a in results["attacks"]:
@@ -108,6 +111,7 @@ def report_md(res: RunResult, results: dict, frame: pd.DataFrame) -> str:
     lines = [
         f"# miaudit report: {results['dataset']}",
         "",
+        *sections.verdict_lines(results),
         *(f"**Note: {note}.**\n" for note in results.get("notes", [])),
         f"- records: {results['n_records']} ({audited}, "
         f"{results['n_population']} population, {results['n_validation']} validation)",
@@ -118,7 +122,8 @@ def report_md(res: RunResult, results: dict, frame: pd.DataFrame) -> str:
         f"- seed {results['seed']}, miaudit {results['miaudit_version']}",
     ]
     if not known:
-        lines += [*_ranking_table_md(results), *_nan_note(results), *exposed_records_md(res, frame)]
+        lines += [*_ranking_table_md(results), *_nan_note(results), *sections.records_at_risk_md(results)]
+        lines += exposed_records_md(res, frame)
         return "\n".join(lines) + "\n"
     lines += [
         "",
@@ -126,7 +131,7 @@ def report_md(res: RunResult, results: dict, frame: pd.DataFrame) -> str:
         "| reference training s | attack s |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for a in results["attacks"]:
+    for a in (a for a in results["attacks"] if not sections.is_ranking(a)):  # GLS: its own section
         tpr = {
             k: _with_ci(v, a["tpr_at_fpr_ci"].get(k)) + (" †" if k in a["unreliable_fpr_levels"] else "")
             for k, v in a["tpr_at_fpr"].items()
@@ -153,5 +158,6 @@ def report_md(res: RunResult, results: dict, frame: pd.DataFrame) -> str:
         "Scores of every record: `scores.csv`; ROC: `roc.png`.",
     ]
     lines += _nan_note(results) + (verdict_md(results["dp_audit"]) if "dp_audit" in results else [])
-    lines += _operating_points_md(results) + exposed_records_md(res, frame)
+    lines += sections.records_at_risk_md(results) + sections.ppv_md(results)
+    lines += _operating_points_md(results) + exposed_records_md(res, frame) + sections.gls_md(results, frame)
     return "\n".join(lines) + "\n"

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..pipeline import AttackRun, RunResult
+from ..stats.fdr import bh_qvalues
 
 
 def slug(run: AttackRun) -> str:
@@ -59,6 +60,7 @@ def scores_frame(res: RunResult) -> pd.DataFrame:
         headline = headline_log_pvalues(r)
         if headline is not None:  # p_value / log_p: the headline (calibrated when the run calibrates)
             cols[f"{s}.p_value"], cols[f"{s}.log_p"] = np.exp(headline), headline
+            cols[f"{s}.q_value"] = bh_qvalues(np.exp(headline))  # Benjamini-Hochberg: flagged at FDR q when <= q
         if r.result.log_pvalues_calibrated is not None and r.result.log_pvalues is not None:
             cols[f"{s}.p_value_raw"], cols[f"{s}.log_p_raw"] = np.exp(r.result.log_pvalues), r.result.log_pvalues
     return pd.DataFrame(cols).sort_values("risk_rank", kind="stable").reset_index(drop=True)

@@ -14,6 +14,7 @@ from .._version import __version__
 from ..experiment.build import Experiment
 from ..pipeline import AttackRun, RunResult
 from ..stats import metrics
+from . import findings
 from .ranking import headline_log_pvalues, risk_values
 
 UNKNOWN_MEMBERSHIP_NOTE = (
@@ -71,8 +72,16 @@ def _attack_json(r: AttackRun, exp: Experiment) -> dict:
         "params": r.attack.params.model_dump(mode="json", exclude={"label"}),
         "p_values": "calibrated" if calibrated else ("raw" if r.result.log_pvalues is not None else None),
         **(r.metrics.to_json() if r.metrics is not None else ranking_json(r, exp.query_idx)),
+        **({"ppv": findings.ppv(r, *counts)} if (counts := _membership_counts(r, exp)) else {}),
         "seconds": r.seconds,
     }
+
+
+def _membership_counts(r: AttackRun, exp: Experiment) -> tuple[int, int] | None:
+    """(members, non-members) where the row is a membership test with ROC metrics (PPV applies), else None."""
+    if r.metrics is None or r.attack.name in findings.RANKINGS:
+        return None
+    return int(exp.is_member.sum()), int((~exp.is_member).sum())
 
 
 def results_json(res: RunResult) -> dict:
@@ -108,6 +117,9 @@ def results_json(res: RunResult) -> dict:
             "calibrated": exp.calibrates,
             "records": len(getattr(exp.split, exp.calibration_part)) if exp.calibrates else 0,
         },
+        **({"attack_choice": {"attacks": "auto", "why": exp.plan.auto}} if getattr(exp.plan, "auto", None) else {}),
+        "verdict": (verdict := findings.verdict(res)),
+        "records_at_risk": findings.records_at_risk(res, verdict["attack"] if verdict else None),
         "attacks": [_attack_json(r, exp) for r in res.attacks],
         **({"dp_audit": res.dp_audit} if res.dp_audit else {}),
         "config": truthful_config(res),

@@ -1,0 +1,87 @@
+"""The report sections that answer the user's question, from results.json: the verdict (heading report.md,
+report.html and the console), the records at risk under FDR control, precision at member priors, and GLS as
+a risk ranking rather than a row of the attack table."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+GLS_VALIDATION = (
+    "Validated against per-record vulnerability: Spearman +0.39 [+0.34, +0.45] with the online-LiRA score of "
+    "each training record on location (32 shadow models; `benchmarks/results/gls_validation.md`), about the "
+    "loss's +0.36; its top 5% hold 14% of LiRA's top 5% (chance: 5%)."
+)
+GLS_PURPOSE = (
+    "GLS (the generalized leverage score of the target's last layer) ranks records by exposure from the target "
+    "alone, without reference models. It is a risk ranking, not a membership test: its AUC as a test says nothing "
+    "(members have low leverage once fitted), so it is kept out of the attack table and the verdict. Use it to "
+    "choose which records to review or protect first."
+)
+
+
+def is_ranking(attack: dict) -> bool:
+    return attack["name"] == "gls"
+
+
+def verdict_lines(results: dict) -> list[str]:
+    """The verdict sentence and why these attacks ran: the first thing each report says."""
+    v, choice = results.get("verdict"), results.get("attack_choice")
+    lines = [f"**Verdict: {v['statement']}**", ""] if v else []
+    if choice:
+        lines += [f"Attacks: auto, {choice['why']}.", ""]
+    return lines
+
+
+def records_at_risk_md(results: dict) -> list[str]:
+    r = results.get("records_at_risk")
+    if not r or r.get("count") is None:
+        return []
+    lines = ["", f"## Records at risk (FDR {r['fdr']:g})", "", r["note"] + ".", ""]
+    lines += [
+        f"By {r['attack']}: {r['count']} record(s) (q_value <= {r['fdr']:g} in scores.csv); in expectation at most "
+        f"{r['expected_false_discoveries_at_most']:.2g} of them are false discoveries.",
+        "",
+        "| attack | records at q <= FDR | records at the p-value floor |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {label} | {a['count']} | {a['at_floor']} |" for label, a in r["by_attack"].items()]
+    return lines
+
+
+def _ppv_cell(cell: dict) -> str:
+    if cell["ppv"] is None:
+        return "-"
+    lo, hi = cell["ci"]
+    return f"{100 * cell['ppv']:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+def ppv_md(results: dict) -> list[str]:
+    rows = [a for a in results["attacks"] if "ppv" in a]
+    if not rows:
+        return []
+    priors = list(rows[0]["ppv"])
+    lines = [
+        "",
+        "## Precision at realistic member priors",
+        "",
+        "PPV in percent at 1% FPR (95% interval): of the records an attack calls members, the share that are, "
+        "when members are this share of the candidates (prior). Every FPR level: results.json `ppv`.",
+        "",
+        "| attack | " + " | ".join(f"prior {100 * float(p.removeprefix('prior_')):g}%" for p in priors) + " |",
+        "|---|" + "---|" * len(priors),
+    ]
+    lines += [f"| {a['label']} | " + " | ".join(_ppv_cell(a["ppv"][p]["0.01"]) for p in priors) + " |" for a in rows]
+    return lines
+
+
+def gls_md(results: dict, frame: pd.DataFrame, top: int = 10) -> list[str]:
+    col = next((c for c in frame.columns if c.startswith("gls") and c.endswith(".score")), None)
+    if col is None:
+        return []
+    ranked = frame.sort_values(col, ascending=False, kind="stable").head(top)
+    known = [c for c in ("member", "label") if c in frame.columns]
+    lines = ["", "## Risk ranking: GLS", "", GLS_PURPOSE, "", GLS_VALIDATION, ""]
+    lines += ["| record | " + " | ".join([*known, "GLS"]) + " |", "|---|" + "---|" * (len(known) + 1)]
+    for row in ranked.to_dict("records"):
+        lines.append(f"| {row['record']} | " + " | ".join([*(str(row[c]) for c in known), f"{row[col]:.3g}"]) + " |")
+    return lines

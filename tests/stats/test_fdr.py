@@ -1,0 +1,56 @@
+"""Benjamini-Hochberg q-values: by hand, against scipy, and FDR control on simulated conformal p-values."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from miaudit.stats import fdr
+from miaudit.stats.pvalues import empirical_log_pvalues
+
+
+def test_bh_by_hand() -> None:
+    # m = 5, sorted p 0.001 0.008 0.039 0.041 0.6: p m / rank = 0.005 0.02 0.065 0.05125 0.6,
+    # then the running minimum from the top: 0.005 0.02 0.05125 0.05125 0.6.
+    p = np.array([0.041, 0.001, 0.6, 0.008, 0.039])
+    np.testing.assert_allclose(fdr.bh_qvalues(p), [0.05125, 0.005, 0.6, 0.02, 0.05125])
+    assert fdr.at_risk(p, 0.05, None).count == 2  # 0.001 and 0.008; 0.039 and 0.041 have q 0.05125
+
+
+def test_bh_matches_scipy_and_keeps_nan() -> None:
+    p = np.random.default_rng(0).uniform(size=200) ** 3
+    np.testing.assert_allclose(fdr.bh_qvalues(p), stats.false_discovery_control(p, method="bh"), rtol=1e-12)
+    with_nan = np.r_[p[:10], np.nan]
+    q = fdr.bh_qvalues(with_nan)
+    assert np.isnan(q[-1])
+    np.testing.assert_allclose(q[:-1], stats.false_discovery_control(p[:10], method="bh"))
+
+
+def test_floor_and_calibration_needed() -> None:
+    assert fdr.smallest_pvalue(119) == pytest.approx(1 / 120)
+    # 300 queries at FDR 0.05: a lone record needs p <= 0.05 / 300, so 1 / (n + 1) <= 1/6000: n >= 5999.
+    assert fdr.calibration_needed(300, 0.05) == 5999
+    assert 1 / (fdr.calibration_needed(300, 0.05) + 1) <= 0.05 / 300 < 1 / fdr.calibration_needed(300, 0.05)
+    p = np.exp(empirical_log_pvalues(np.array([9.0, 9.5, 0.0]), np.arange(5.0)))  # 1/6 1/6 1
+    assert fdr.at_risk(p, 0.5, 5).at_floor == 2
+
+
+def test_fdr_controlled_on_simulated_conformal_pvalues() -> None:
+    """Queries: 270 non-members and 30 members (scores shifted by 3), p-values conformal against one shared set
+    of 2000 calibration non-members (positively dependent). Mean false-discovery proportion <= 5% + 2 SE."""
+    reps, level = 200, 0.05
+    fdp, raw = [], []
+    for seed in range(reps):
+        rng = np.random.default_rng(seed)
+        member = np.arange(300) < 30
+        scores = rng.normal(size=300) + 3.0 * member
+        p = np.exp(empirical_log_pvalues(scores, rng.normal(size=2000)))
+        flagged = fdr.bh_qvalues(p) <= level
+        fdp.append((flagged & ~member).sum() / max(flagged.sum(), 1))
+        raw.append((~member & (p < level)).sum() / max((p < level).sum(), 1))
+    fdp = np.array(fdp)
+    assert fdp.mean() <= level + 2 * fdp.std(ddof=1) / math.sqrt(reps)
+    assert np.mean(raw) > 0.2  # flagging p < 0.05: ~13 of the 270 non-members among ~40 flags
