@@ -3,8 +3,9 @@
 The front doors: ``miaudit.audit(model, members=..., nonmembers=..., population=...)``
 audits a model you trained on records you hold; ``miaudit.run(config)`` runs an
 audit from a config (dict, YAML path or RunConfig). Both return an
-``AuditResult``. ``miaudit.attacks.registry`` lists and runs attacks on plain
-arrays.
+``AuditResult``. ``miaudit.compare(a, b)`` sets two audits side by side (run directories or
+``AuditResult``s): per attack the TPR and AUC differences with bootstrap intervals.
+``miaudit.attacks.registry`` lists and runs attacks on plain arrays.
 
 The front doors are imported on first use (PEP 562), so ``import miaudit.config.run``
 or ``miaudit --help`` does not pay for torch.
@@ -18,8 +19,9 @@ from ._version import __version__
 
 if TYPE_CHECKING:
     from .api import AuditResult, audit, run, score
+    from .report.compare import compare
 
-__all__ = ["audit", "run", "score", "AuditResult", "__version__"]
+__all__ = ["audit", "run", "score", "compare", "AuditResult", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
@@ -27,4 +29,8 @@ def __getattr__(name: str) -> Any:
         from . import api
 
         return getattr(api, name)
+    if name == "compare":
+        from .report.compare import compare
+
+        return compare
     raise AttributeError(f"module 'miaudit' has no attribute {name!r}")

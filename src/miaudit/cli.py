@@ -7,6 +7,7 @@
     miaudit score CONFIG [--out DIR]    an audit of precomputed outputs (no models)
     miaudit export [CONFIG] --out PATH  a run's outputs in the npz or LiRA layout, for `score`
     miaudit dp-audit CONFIG [--out DIR] one-run DP audit with canaries (miaudit.dp)
+    miaudit compare RUN_A RUN_B         B against A: TPR and AUC differences with intervals
     miaudit bench SUITE                 a benchmark suite
     miaudit --version
 
@@ -105,6 +106,8 @@ def _summary(results: dict, out: Path, start: float) -> None:
         Console().print(line.replace("**", ""), highlight=False, markup=False, end="\n" if line else "")
     for note in results.get("notes", []):  # then what the numbers below do not promise
         Console().print(f"[bold yellow]note:[/bold yellow] {note}", highlight=False)
+    for line in sections.choice_lines(results):
+        Console().print(line, highlight=False, markup=False, end="\n" if line else "")
     Console().print(_metrics_table(results) if results["membership"] == "known" else _ranking_table(results))
     if results.get("records_at_risk", {}).get("note"):
         Console().print(f"records at risk: {results['records_at_risk']['note']}", highlight=False, markup=False)
@@ -163,7 +166,7 @@ def _metrics_table(results: dict) -> Table:
     for col in ("attack", "AUC", "TPR@0.1%", "TPR@1%", "TPR@5%"):  # seconds per attack: the log lines above
         table.add_column(col, justify="right" if col != "attack" else "left", no_wrap=True)
     for a in results["attacks"]:
-        if a["name"] == "gls":  # a risk ranking, not a membership test (report.md: its own section)
+        if a.get("name") == "gls":  # a risk ranking, not a membership test (report.md: its own section)
             continue
         table.add_row(
             a["label"],
@@ -192,6 +195,25 @@ def _ranking_table(results: dict) -> Table:
         flagged = [str(a["n_p_below"][k]) if "n_p_below" in a else "-" for k in ("0.01", "0.05")]
         table.add_row(a["label"], *flagged, ", ".join(map(str, a["most_exposed"][:5])), f"{a['seconds']['attack']:.2f}")
     return table
+
+
+@app.command()
+def compare(
+    run_a: Path = typer.Argument(..., help="run A: a miaudit run directory (results.json, scores.parquet)"),
+    run_b: Path = typer.Argument(..., help="run B, e.g. the same audit of a mitigated model"),
+    out: Path | None = typer.Option(None, "--out", "-o", help="where compare.json/.md/.html go (default RUN_B)"),
+) -> None:
+    """B against A per shared attack: TPR and AUC differences with 95% bootstrap intervals, a verdict each."""
+    from .report import compare as compare_mod
+    from .report import compare_files
+
+    try:
+        result = compare_mod.compare(run_a, run_b)
+        where = compare_files.write(run_a, run_b, result, out or run_b)
+    except MiauditError as e:
+        _fail(e)
+    Console().print("\n".join(compare_files.lines(result)), highlight=False, markup=False, soft_wrap=True)
+    Console().print(f"wrote {where}/compare.json, compare.md, compare.html", highlight=False)
 
 
 @app.command()

@@ -29,7 +29,7 @@ def membership_tests(res: RunResult) -> list[AttackRun]:
 def verdict(res: RunResult) -> dict[str, Any] | None:
     """results.json's ``verdict``: one decision over every attack and FPR level (``stats.verdict``)."""
     runs, exp = membership_tests(res), res.experiment
-    if not runs:
+    if not runs or exp.is_member is None:
         return None
     levels = tuple(float(k) for k in runs[0].metrics.tpr_at_fpr)  # type: ignore[union-attr]
     v = rule.decide({r.attack.label: r.result.scores for r in runs}, exp.is_member, levels)
@@ -81,11 +81,11 @@ def verdict(res: RunResult) -> dict[str, Any] | None:
 
 
 def _records_attack(res: RunResult, basis: str | None) -> AttackRun | None:
-    """The attack whose p-values give the records at risk: the verdict's, else the risk ranking's, else the first
-    with p-values."""
+    """The attack whose p-values give the records at risk: the one ranking the most exposed records (report.md),
+    else the verdict's, else the first with p-values."""
     tested = [r for r in res.attacks if headline_log_pvalues(r) is not None]
-    named = [r for r in tested if r.attack.label == basis] or [r for r in tested if r is risk_basis(res)]
-    return (named or tested or [None])[0]
+    named = [r for r in tested if r is risk_basis(res)] or [r for r in tested if r.attack.label == basis]
+    return next(iter(named or tested), None)
 
 
 def n_calibration(res: RunResult) -> int | None:
@@ -99,8 +99,8 @@ def records_at_risk(res: RunResult, basis: str | None) -> dict[str, Any]:
     level = float(getattr(res.experiment.cfg, "fdr", fdr.FDR_DEFAULT))
     n_cal, m = n_calibration(res), len(res.experiment.query_idx)
     head = _records_attack(res, basis)
-    per = {r.attack.label: fdr.at_risk(np.exp(headline_log_pvalues(r)), level, n_cal) for r in res.attacks
-           if headline_log_pvalues(r) is not None}  # fmt: skip
+    logs = {r.attack.label: headline_log_pvalues(r) for r in res.attacks}
+    per = {label: fdr.at_risk(np.exp(lp), level, n_cal) for label, lp in logs.items() if lp is not None}
     out: dict[str, Any] = {"fdr": level, "attack": None if head is None else head.attack.label}
     if head is None:
         return {**out, "note": "no attack in this run gives p-values: no records can be flagged"}
@@ -142,6 +142,6 @@ def ppv(run: AttackRun, n_members: int, n_nonmembers: int) -> dict[str, Any]:
         for level, tpr in m.tpr_at_fpr.items():
             tp, fp = round(tpr * n_members), round(m.realized_fpr[level] * n_nonmembers)
             value, ci = precision.ppv_interval(tp, n_members, fp, n_nonmembers, prior)
-            at[level] = {"ppv": value, "ci": None if value is None else list(ci)}
+            at[level] = {"ppv": value, "ci": None if value is None or ci is None else list(ci)}
         out[f"prior_{prior:g}"] = at
     return out

@@ -113,6 +113,7 @@ def report_md(res: RunResult, results: dict, frame: pd.DataFrame) -> str:
         "",
         *sections.verdict_lines(results),
         *(f"**Note: {note}.**\n" for note in results.get("notes", [])),
+        *sections.choice_lines(results),
         f"- records: {results['n_records']} ({audited}, "
         f"{results['n_population']} population, {results['n_validation']} validation)",
         f"- target {results['model']} ({t['source']}): {accuracies}",

@@ -13,9 +13,13 @@ from ..stats.fdr import bh_qvalues
 
 def slug(run: AttackRun) -> str:
     """Column-safe name of an attack row, e.g. 'lira_n8'."""
-    a = run.attack
-    extended = a.label != (f"{a.name} (n={a.references})" if a.references else a.name)  # a user's or a twin's
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", a.label if extended else f"{a.name}_n{a.references}").strip("_")
+    return slug_of(run.attack.name, run.attack.label, run.attack.references)
+
+
+def slug_of(name: str, label: str, references: int) -> str:
+    """The column prefix of an attack row from its results.json name, label and references."""
+    extended = label != (f"{name} (n={references})" if references else name)  # a user's or a twin's
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", label if extended else f"{name}_n{references}").strip("_")
 
 
 # Which attack ranks the records by risk, in order of preference: the Bayesian tests

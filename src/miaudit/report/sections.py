@@ -20,16 +20,19 @@ GLS_PURPOSE = (
 
 
 def is_ranking(attack: dict) -> bool:
-    return attack["name"] == "gls"
+    return attack.get("name") == "gls"
 
 
 def verdict_lines(results: dict) -> list[str]:
-    """The verdict sentence and why these attacks ran: the first thing each report says."""
-    v, choice = results.get("verdict"), results.get("attack_choice")
-    lines = [f"**Verdict: {v['statement']}**", ""] if v else []
-    if choice:
-        lines += [f"Attacks: auto, {choice['why']}.", ""]
-    return lines
+    """The verdict sentence: the first thing each report says."""
+    v = results.get("verdict")
+    return [f"**Verdict: {v['statement']}**", ""] if v else []
+
+
+def choice_lines(results: dict) -> list[str]:
+    """Why these attacks ran, when ``attacks: auto`` chose them."""
+    choice = results.get("attack_choice")
+    return [f"Attacks: auto, {choice['why']}.", ""] if choice else []
 
 
 def records_at_risk_md(results: dict) -> list[str]:

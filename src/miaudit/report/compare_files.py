@@ -1,0 +1,83 @@
+"""compare.json, compare.md and compare.html (both runs' ROC per attack) from ``compare.compare``'s result."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+
+from ..stats import metrics
+from .compare import attack_scores, load_run
+from .plots import png_uri
+
+
+def _cell(d: dict, scale: float = 100, digits: int = 1) -> str:
+    lo, hi = d["ci"]
+    return (
+        f"{scale * d['a']:.{digits}f} -> {scale * d['b']:.{digits}f}, "
+        f"{scale * d['difference']:+.{digits}f} [{scale * lo:+.{digits}f}, {scale * hi:+.{digits}f}]"
+    )
+
+
+def lines(c: dict) -> list[str]:
+    """The console's and compare.md's lines: per attack its verdict, TPR at each level and AUC with intervals."""
+    out = [f"A: {c['a']}", f"B: {c['b']}", f"{c['pairing']}; 95% bootstrap intervals ({c['resamples']} resamples)", ""]
+    for row in c["attacks"]:
+        out.append(row["verdict"] or row["attack"])
+        for level, d in row["tpr_at_fpr"].items():
+            out.append(f"  {row['attack']} TPR@{100 * float(level):g}%: A -> B, difference B - A {_cell(d)}")
+        out.append(f"  {row['attack']} AUC: A -> B, difference B - A {_cell(row['auc'], 1, 3)}")
+    return out
+
+
+def markdown(c: dict) -> str:
+    levels = list(c["attacks"][0]["tpr_at_fpr"])
+    head = ["attack", *(f"TPR@{100 * float(k):g}% A -> B, B - A [95%]" for k in levels), "AUC A -> B, B - A [95%]"]
+    rows = [[r["attack"], *(_cell(r["tpr_at_fpr"][k]) for k in levels), _cell(r["auc"], 1, 3)] for r in c["attacks"]]
+    text = [f"# miaudit compare: A = {c['a']}, B = {c['b']}", "", f"{c['pairing']}.", ""]
+    text += [f"- {r['verdict']}" for r in c["attacks"] if r["verdict"]]
+    text += ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    text += ["| " + " | ".join(r) + " |" for r in rows]
+    text += ["", "TPR in percent. Differences are B - A with percentile intervals of a stratified bootstrap."]
+    return "\n".join(text) + "\n"
+
+
+def _roc_figure(a: Any, b: Any, c: dict) -> str:
+    """Both runs' log-log ROC per attack, one panel each, as a data: URI."""
+    (ra, fa, _), (rb, fb, _) = load_run(a), load_run(b)
+    by_a, by_b = {x["label"]: x for x in ra["attacks"]}, {x["label"]: x for x in rb["attacks"]}
+    n = len(c["attacks"])
+    fig, axes = plt.subplots(1, n, figsize=(3.6 * n, 3.6), squeeze=False)
+    for ax, row in zip(axes[0], c["attacks"]):
+        for run, frame, attack in (("A", fa, by_a[row["attack"]]), ("B", fb, by_b[row["attack"]])):
+            s = attack_scores(frame, attack, None)
+            fpr, tpr = metrics.roc(s.scores, s.is_member)
+            ax.plot(fpr[fpr > 0], tpr[fpr > 0], drawstyle="steps-post", lw=1.3, label=run)
+        ax.plot([1e-4, 1], [1e-4, 1], "k:", lw=0.8)
+        ax.set(xscale="log", yscale="log", xlim=(1e-3, 1), ylim=(1e-3, 1), title=row["attack"], xlabel="FPR")
+        ax.legend(fontsize=7, loc="lower right")
+    axes[0][0].set_ylabel("TPR")
+    fig.tight_layout()
+    return png_uri(fig)
+
+
+def write(a: Any, b: Any, c: dict, out_dir: Path) -> Path:
+    """Write compare.json, compare.md and compare.html into ``out_dir``; return it."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "compare.json").write_text(json.dumps(c, indent=1))
+    md = markdown(c)
+    (out_dir / "compare.md").write_text(md)
+    body = "".join(f"<li>{html.escape(r['verdict'])}</li>" for r in c["attacks"] if r["verdict"])
+    table = "<pre>" + html.escape("\n".join(lines(c))) + "</pre>"
+    page = (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>miaudit compare</title></head><body>"
+        f"<h1>miaudit compare</h1><p>A = {html.escape(c['a'])}<br>B = {html.escape(c['b'])}</p>"
+        f"<p>{html.escape(c['pairing'])}.</p><ul>{body}</ul><img alt='ROC of both runs' "
+        f"src='{_roc_figure(a, b, c)}'>{table}</body></html>"
+    )
+    (out_dir / "compare.html").write_text(page, encoding="utf-8")
+    return out_dir

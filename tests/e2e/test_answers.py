@@ -1,0 +1,71 @@
+"""What a run answers, end to end on the tiny run: verdict, records at risk (q_value = BH), PPV, and
+`miaudit compare` of two runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from scipy import stats
+from typer.testing import CliRunner
+
+from miaudit.cli import app
+from miaudit.report.ranking import slug_of
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
+    from conftest import TINY_RUN
+
+    where = tmp_path_factory.mktemp("answers")
+    runs = []
+    for epochs in (3, 1):
+        raw: dict[str, Any] = {**TINY_RUN, "train": {**TINY_RUN["train"], "epochs": epochs}}
+        (where / f"e{epochs}.yaml").write_text(yaml.safe_dump(raw))
+        out = where / f"e{epochs}"
+        result = CliRunner().invoke(app, ["run", str(where / f"e{epochs}.yaml"), "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        runs.append(out)
+    compared = CliRunner().invoke(app, ["compare", str(runs[0]), str(runs[1]), "--out", str(where / "cmp")])
+    assert compared.exit_code == 0, compared.output
+    return runs[0], where / "cmp", compared.output
+
+
+def test_results_answer_with_verdict_records_at_risk_and_ppv(two_runs: tuple[Path, Path, str]) -> None:
+    run, _, _ = two_runs
+    r = json.loads((run / "results.json").read_text())
+    v = r["verdict"]
+    assert v["statement"].startswith(("Leaks", "No leak detected")) and v["leaks"] == v["statement"].startswith("L")
+    assert v["attack"] in {a["label"] for a in r["attacks"]} and v["fpr_level"] == 0.01
+    assert v["tpr_ci"][0] <= v["tpr"] <= v["tpr_ci"][1] and v["n_tests"] == 2 * 3
+    frame = pd.read_parquet(run / "scores.parquet")
+    risk = r["records_at_risk"]
+    for label, counted in risk["by_attack"].items():
+        row = next(a for a in r["attacks"] if a["label"] == label)
+        stem = slug_of(row["name"], label, row["references"])
+        q = frame[f"{stem}.q_value"].to_numpy()
+        np.testing.assert_allclose(q, stats.false_discovery_control(frame[f"{stem}.p_value"], method="bh"))
+        assert counted["count"] == int((q <= risk["fdr"]).sum())
+    assert all(set(a["ppv"]) == {"prior_0.01", "prior_0.1", "prior_0.5"} for a in r["attacks"])
+    assert (run / "report.md").read_text().splitlines()[2].startswith("**Verdict: ")
+
+
+def test_compare_prints_differences_with_intervals_and_writes_files(two_runs: tuple[Path, Path, str]) -> None:
+    _, cmp, output = two_runs
+    c = json.loads((cmp / "compare.json").read_text())
+    assert c["paired"] is True and {row["attack"] for row in c["attacks"]} == {"attack-p", "attack-r (n=2)"}
+    for row in c["attacks"]:
+        d = row["tpr_at_fpr"]["0.01"]
+        assert d["difference"] == pytest.approx(d["b"] - d["a"]) and d["ci"][0] <= d["ci"][1]
+        assert row["verdict"] in output
+    assert (cmp / "compare.md").exists() and "data:image/png" in (cmp / "compare.html").read_text()
+
+
+def test_compare_refuses_a_folder_that_is_no_run(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["compare", str(tmp_path), str(tmp_path)])
+    assert result.exit_code == 2 and "not a miaudit run directory" in result.output
