@@ -21,12 +21,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-import torch
-import torch.nn as nn
 
 from . import pipeline, report
 from . import plan as plan_mod
@@ -35,13 +33,16 @@ from .config.run import RunConfig, TrainConfig
 from .data import Dataset, Split
 from .data.base import validate_arrays, validate_features
 from .errors import ConfigError, DataError, ModelError
-from .experiment import own_model, validate
 from .experiment.build import AuditRecords, ModelRecipe, shuffled_queries, with_calibration_records
 from .report import outdir
-from .training.loop import TrainReport, accuracy, predict_logits, train
+
+if TYPE_CHECKING:  # torch and the training loop load in audit(): `miaudit score` never needs them
+    import torch.nn as nn
+
+    from .training.loop import TrainReport
 
 SETS = ("members", "nonmembers", "queries", "population", "validation")
-TrainFn = Callable[[nn.Module, np.ndarray, np.ndarray], Any]
+TrainFn = Callable[["nn.Module", np.ndarray, np.ndarray], Any]
 
 
 @dataclass
@@ -95,11 +96,15 @@ def run(config: RunConfig | dict | str | Path | None = None) -> AuditResult:
 
 
 def _numpy(value: Any) -> np.ndarray:
+    import torch
+
     return value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
 
 
 def _records(value: Any, field: str) -> tuple[np.ndarray, np.ndarray]:
     """(x, y) arrays from a pair of arrays/tensors or a torch Dataset of (x, y) items."""
+    import torch
+
     try:
         if isinstance(value, torch.utils.data.Dataset):
             items = [value[i] for i in range(len(value))]
@@ -116,6 +121,8 @@ def _records(value: Any, field: str) -> tuple[np.ndarray, np.ndarray]:
 
 def _checked_sets(target: nn.Module, given: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, Dataset]:
     """Every set checked alone (finite numbers, labels in the target's classes) and against the first's shape."""
+    from .experiment import validate
+
     first = next(iter(given))
     x0 = validate_features(first, given[first][0])
     n_classes = validate.model_classes(target, x0, "target")
@@ -181,6 +188,8 @@ def reinitialised_copy(model: nn.Module) -> nn.Module:
 
 
 def _user_fit(train_fn: TrainFn) -> Callable[..., TrainReport]:
+    from .training.loop import TrainReport, accuracy, predict_logits
+
     def fit(model: nn.Module, x: np.ndarray, y: np.ndarray, seed: int, progress: Any) -> TrainReport:
         start = time.perf_counter()
         train_fn(model, x, y)  # torch's RNG was seeded with ``seed`` just before the model was built
@@ -194,6 +203,8 @@ def _recipe(
     cfg: RunConfig, target: nn.Module, model_factory: Callable[[], nn.Module] | None, train_fn: TrainFn | None
 ) -> ModelRecipe:
     """User code builds or trains these models, so they are never cached."""
+    from .training.loop import train
+
     build = model_factory or (lambda: reinitialised_copy(target))
     fit = (
         _user_fit(train_fn)
@@ -270,6 +281,8 @@ def audit(
     which can be far from valid). Bad input raises a one-line ValueError subclass naming the argument,
     before anything is trained.
     """
+    from .experiment import own_model, validate
+
     cfg = _config(
         attacks,
         references,

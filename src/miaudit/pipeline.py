@@ -14,7 +14,6 @@ from . import data
 from .attacks import AttackInputs, AttackResult, registry
 from .config.run import RunConfig
 from .experiment import datasets as shift
-from .experiment import own_model
 from .experiment.build import (
     AuditRecords,
     Experiment,
@@ -54,6 +53,8 @@ def prepare(cfg: RunConfig, plan: Plan | None = None) -> Experiment:
     instead (``own_model``)."""
     plan = plan or build_plan(cfg)
     if cfg.target is not None:
+        from .experiment import own_model  # torch and the user's model: not needed by `miaudit score`
+
         return own_model.from_checkpoint(cfg, plan)
     ds = load_dataset(cfg)
     log.debug("data %s: %d records, %d classes, input shape %s", ds.name, len(ds), ds.n_classes, ds.input_shape)

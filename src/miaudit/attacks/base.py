@@ -15,18 +15,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
-import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..config.options import ExecutorConfig
 from ..errors import AttackRequirementError
-from ..models.features import penultimate
 from ..stats.logitstack import LogitStack
-from ..training import augment
-from ..training.augment import View
+
+if TYPE_CHECKING:  # torch loads with the first model attack: attacks on outputs alone never need it
+    import torch
+
+    from ..training.augment import View
 
 T = TypeVar("T")
 
@@ -94,6 +95,8 @@ class ModelAccess:
     def features(self, which: int | None, record_set: str, x: np.ndarray) -> torch.Tensor:
         """Penultimate features (float64, on ``device``) of model ``which`` (None: the target) on the
         named record set, whose inputs are ``x``: one backbone pass per model and set in a run."""
+        from ..models.features import penultimate
+
         return self.memoized(("features", which, record_set), lambda: penultimate(self.model(which), x, self.device))
 
     def query_features(self, which: int | None) -> torch.Tensor:
@@ -102,6 +105,10 @@ class ModelAccess:
 
     def query_view_features(self, which: int | None) -> list[torch.Tensor]:
         """Penultimate features of model ``which`` on each view of the queries (``queries.augment``)."""
+        import torch
+
+        from ..training import augment
+
         images = torch.as_tensor(self.query_x)
         return [
             self.features(which, f"{self.query_set}@{tuple(v)}", augment.view(images, v).numpy())

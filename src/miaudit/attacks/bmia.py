@@ -15,12 +15,11 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import numpy as np
-import torch
 from pydantic import Field, field_validator, model_validator
 
 from .. import posteriors
 from ..errors import AttackRequirementError
-from ..posteriors.laplace import Hessian, Predictive, Prior, import_laplace
+from ..posteriors.kinds import Hessian, Predictive, Prior, warm_laplace
 from ..stats import signals
 from ..stats.pvalues import t_logsf
 from ..stats.signals import Signal
@@ -179,6 +178,8 @@ def reference_moments(
             for k in k_all
         ]
     else:
+        import torch  # loaded by then: the models are torch modules
+
         options = posteriors.options_for(params.posterior, params)
         shared = (params.posterior, options, params.samples, signal, params.chunk_size, torch.get_num_threads())
         unfitted = posteriors.create(params.posterior, **options)
@@ -208,7 +209,7 @@ def _attack(inputs: AttackInputs, params: MRBMIAParams) -> AttackResult:
 
 
 # BMIA and MR-BMIA: offline tests on the reference models' last layers (laplace-torch imported untimed)
-_TEST = {"modes": ("offline",), "needs": frozenset({"models"}), "pvalues": True, "warmup": import_laplace}
+_TEST = {"modes": ("offline",), "needs": frozenset({"models"}), "pvalues": True, "warmup": warm_laplace}
 
 
 @register("bmia", params=BMIAParams, min_references=1, max_references=1, **_TEST)

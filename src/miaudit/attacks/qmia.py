@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import numpy as np
 from pydantic import Field
-from sklearn.decomposition import PCA
-from sklearn.ensemble import HistGradientBoostingRegressor
 
 from ..errors import AttackRequirementError
 from ..stats import signals
@@ -47,6 +45,8 @@ def _features(x_val: np.ndarray, x_query: np.ndarray, params: QmiaParams, seed: 
     k = params.pca_components
     if k is None or x_val.shape[1] <= k:
         return x_val, x_query
+    from sklearn.decomposition import PCA  # here: importing scikit-learn takes a second
+
     pca = PCA(n_components=min(k, len(x_val)), random_state=seed).fit(x_val)
     return pca.transform(x_val), pca.transform(x_query)
 
@@ -64,6 +64,8 @@ def qmia(inputs: AttackInputs, params: QmiaParams) -> AttackResult:
             raise AttackRequirementError(f"qmia: use_label supports fewer than {MAX_CATEGORIES} classes")
         f_val, f_query = np.column_stack([f_val, val.labels]), np.column_stack([f_query, q.labels])
         categorical = [f_val.shape[1] - 1]
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
     regressor = HistGradientBoostingRegressor(
         loss="quantile",
         quantile=1 - params.alpha,

@@ -40,9 +40,9 @@ from __future__ import annotations
 
 import numpy as np
 from pydantic import Field
-from sklearn.metrics import roc_auc_score
 
 from ..errors import AttackRequirementError
+from ..stats import metrics
 from ..stats.pvalues import empirical_log_pvalues
 from ._refstats import log_mean_exp, view_observations
 from .base import AttackInputs, AttackParams, AttackResult, RecordSet
@@ -102,7 +102,7 @@ def search_a(population: RecordSet, default_a: float) -> float:
         known = np.isfinite(log_ratio)
         if members[known].all() or not members[known].any():
             return default_a
-        aucs.append(roc_auc_score(members[known], log_ratio[known]))
+        aucs.append(metrics.auc(log_ratio[known], members[known]))
     return float(A_GRID[int(np.argmax(aucs))])
 
 

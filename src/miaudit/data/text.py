@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from sklearn.feature_extraction.text import TfidfVectorizer
 
 from ..errors import DataError
 from .base import Dataset, LoadContext, cached_arrays, file_key, loader, require_file, validate_arrays
@@ -43,6 +42,8 @@ def _tfidf_arrays(path: Path) -> dict[str, np.ndarray]:
     pooled: the membership split is made later, from these rows.
     """
     texts, y = read_news(path)
+    from sklearn.feature_extraction.text import TfidfVectorizer  # here: importing scikit-learn takes a second
+
     vectorizer = TfidfVectorizer(
         max_features=TFIDF_MAX_FEATURES, sublinear_tf=True, stop_words="english", dtype=np.float32
     )

@@ -10,23 +10,27 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import torch
 
 from .. import data
 from ..attacks import AttackInputs, ModelAccess, RecordSet
 from ..config.options import ExecutorConfig
 from ..config.run import DPConfig, RunConfig
 from ..data import Dataset, Split
-from ..models import adapters, build_model, io
 from ..plan import Plan
 from ..progress import ModelProgress, log
-from ..stats.logitstack import LogitStack
-from ..training import augment, executor
-from ..training.loop import ProgressFn, TrainReport, accuracy, predict_logits, predict_views, seeded_model, train
+from ..stats.logitstack import LogitStack, SignalSource
+from ..stats.metrics import accuracy
+from ..training import executor
 from ..training.store import Store, indices_digest
+
+if TYPE_CHECKING:  # torch, the models and the training loop load with the first model trained or read: an
+    # Experiment of outputs alone (``miaudit score``) never imports them
+    import torch
+
+    from ..training.loop import ProgressFn, TrainReport
 
 
 @dataclass
@@ -74,6 +78,7 @@ class Experiment:
     memo: dict = field(default_factory=dict)
     query_info: dict[str, np.ndarray] = field(default_factory=dict)  # extra per-query columns for reports
     ref_dataset: Dataset | None = None  # the references' data when they train on another population (``shift``)
+    signal_cache: SignalSource | None = None  # the references' signals kept in the store (None: computed per run)
 
     def __getstate__(self) -> dict:
         """Pickled without the memo: fitted posteriors and cached features are rebuilt on demand, and
@@ -110,7 +115,7 @@ class Experiment:
     def _record_set(self, idx: np.ndarray) -> RecordSet:
         ds = self.dataset
         # the references' logits stay in the store's memory maps; attacks read signals from them in chunks
-        ref_logits = LogitStack([r.logits for r in self.references], idx, ds.n_classes)
+        ref_logits = LogitStack([r.logits for r in self.references], idx, ds.n_classes, self.signal_cache)
         in_pool = np.full(max(len(ds), int(self.pool_idx.max(initial=-1)) + 1), -1)
         in_pool[self.pool_idx] = np.arange(len(self.pool_idx))
         pos = in_pool[idx]
@@ -134,6 +139,8 @@ class Experiment:
         if how == "none":
             return None
         if ("views",) not in self.memo:
+            from ..training.loop import predict_views
+
             ds, device = self.dataset, self.cfg.device
             target = predict_views(self.target.module, ds.x, self.target.logits, how, device)
             refs = [predict_views(r.module, ds.x, r.logits, how, device) for r in self.references]
@@ -155,7 +162,7 @@ class Experiment:
             device=self.cfg.device,
             memo=self.memo,
             executor=getattr(self.cfg, "executor", ExecutorConfig()),  # a scores-only config trains nothing
-            query_views=augment.query_views(how) if (how := self._augment()) != "none" else (),
+            query_views=_query_views(how) if (how := self._augment()) != "none" else (),
         )
         return AttackInputs(
             queries=self._record_set(self.query_idx),
@@ -165,6 +172,12 @@ class Experiment:
             mode=self.cfg.mode,
             seed=self.cfg.seed,
         )
+
+
+def _query_views(how: str) -> tuple:
+    from ..training import augment
+
+    return augment.query_views(how)
 
 
 def model_seed(seed: int, role: int) -> int:
@@ -179,6 +192,9 @@ def builtin_recipe(
     references when an attack samples them by MC Dropout). Options at their defaults (fp32, augment none,
     no dropout, no DP) are left out of the cache key, so models trained before the options existed keep
     their keys; so is ``loader_workers``, which never changes the weights."""
+    from ..models import adapters, build_model, io
+    from ..training.loop import train
+
     defaults = {"dp", "loader_workers"} | ({"precision"} if cfg.train.precision == "fp32" else set())
     defaults |= {"optimizer"} if cfg.train.optimizer == "sgd" else set()
     defaults |= {"augment"} if cfg.train.augment == "none" else set()
@@ -245,6 +261,8 @@ def obtain(
 ) -> TrainedModel:
     """A model trained on ``train_idx``: loaded from the cache when finished before, else trained now;
     either way counted by ``progress``."""
+    from ..training.loop import predict_logits, seeded_model
+
     arch = recipe.architecture
 
     def trained_now() -> TrainedModel:
@@ -284,12 +302,16 @@ def train_into_store(
 ) -> bool:
     """One model into the store at ``root`` (an executor task; the driver loads it after): whether it was
     already there. Torch uses the driver's thread count, so the weights are the ones a local run gets."""
+    import torch
+
     torch.set_num_threads(threads)
     with ModelProgress(1) as progress:
         return obtain(Store(root), recipe, ds, role, seed, train_idx, progress, device).cached
 
 
 def load_dataset(cfg: RunConfig) -> Dataset:
+    from ..models import adapters
+
     return data.load(
         cfg.dataset.name,
         cfg.dataset.path,
@@ -362,6 +384,8 @@ def with_references(
             (f"reference {k + 1}/{plan.references}", model_seed(cfg.seed, k + 1), pool_idx[ref_masks[k]])
             for k in range(plan.references)
         ]
+        import torch
+
         shared = (str(store.root), recipe, ref_ds or ds, cfg.device, torch.get_num_threads())
         executor.run_tasks(cfg.executor, train_into_store, shared, jobs, log=log.info)
     with progress or ModelProgress(plan.references) as tracker:

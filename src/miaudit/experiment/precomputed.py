@@ -24,10 +24,11 @@ from ..attacks import AttackInputs, RecordSet, registry
 from ..config import scores as scores_config
 from ..config.scores import PRECOMPUTED, ScoreConfig
 from ..data import Dataset, Split, hold_out_validation
+from ..data.base import default_cache_dir
 from ..data.files import load_indices
 from ..errors import AttackRequirementError, ConfigError, DataError
 from ..plan import build as build_plan
-from ..training.loop import accuracy
+from ..training.signal_store import SignalCache
 from . import layouts as scores_layouts
 from . import validate
 from .build import Experiment, TrainedModel, shuffled_queries
@@ -116,9 +117,9 @@ def _roles(cfg: ScoreConfig, outputs: Outputs) -> tuple[Split, np.ndarray, np.nd
     return (split, *shuffled_queries(split, cfg.seed))
 
 
-def _model(role: str, logits: np.ndarray, keep: np.ndarray, labels: np.ndarray, source: str) -> TrainedModel:
+def _model(role: str, logits: np.ndarray, keep: np.ndarray, signals: SignalCache, source: str) -> TrainedModel:
     train_idx = np.flatnonzero(keep)
-    acc = accuracy(np.asarray(logits[train_idx]), labels[train_idx])
+    acc = signals.accuracy(logits, train_idx)  # from the stored signals: the logits are read once, ever
     return TrainedModel(role, None, logits, train_idx, 0.0, acc, cached=True, architecture=PRECOMPUTED, source=source)
 
 
@@ -138,10 +139,12 @@ def prepare(cfg: ScoreConfig) -> ScoredExperiment:
     labels = outputs.labels.astype(np.int64)
     ds = Dataset(cfg.dataset.label, np.zeros((n, 0), dtype=np.float32), labels, outputs.n_classes)
     where = f"{cfg.outputs.resolved_layout} layout: {cfg.outputs.path}"
+    signals = SignalCache(default_cache_dir(), labels)
+    signals.entries([outputs.target_logits, *outputs.reference_logits[:used]])  # every model's pass, in parallel
     target_keep = np.isin(np.arange(n), split.members) if outputs.target_keep is None else outputs.target_keep
-    target = _model("target", outputs.target_logits, target_keep, labels, f"{where} ({outputs.target_name})")
+    target = _model("target", outputs.target_logits, target_keep, signals, f"{where} ({outputs.target_name})")
     refs = [
-        _model(f"reference {j + 1}", outputs.reference_logits[j], outputs.reference_keep[j], labels, where)
+        _model(f"reference {j + 1}", outputs.reference_logits[j], outputs.reference_keep[j], signals, where)
         for j in range(used)
     ]
     info = {} if outputs.records is None else {"original_record": np.asarray(outputs.records)[query_idx]}
@@ -158,6 +161,7 @@ def prepare(cfg: ScoreConfig) -> ScoredExperiment:
         target,
         refs,
         query_info=info,  # type: ignore[arg-type]
+        signal_cache=signals,
     )
 
 

@@ -10,12 +10,15 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
-import torch.nn as nn
 
 from ..errors import ConfigError, DataError, ModelError
+
+if TYPE_CHECKING:  # the model checks load torch; the checks of arrays (``miaudit score``) do not
+    import torch
+    import torch.nn as nn
 
 DRY_RUN_RECORDS = 2  # a forward pass on this many records reveals shape and class-count mismatches
 
@@ -27,6 +30,9 @@ def _first_line(e: BaseException) -> str:
 
 def _dry_forward(model: nn.Module, x: np.ndarray, field: str) -> torch.Tensor:
     """The model's output on the first records, in eval mode; a failure is reported, not raised as is."""
+    import torch
+    import torch.nn as nn
+
     if not isinstance(model, nn.Module):
         raise ModelError(f"{field}: expected a torch.nn.Module, got {type(model).__name__}")
     try:
@@ -40,6 +46,8 @@ def _dry_forward(model: nn.Module, x: np.ndarray, field: str) -> torch.Tensor:
 
 def model_classes(model: nn.Module, x: np.ndarray, field: str = "target") -> int:
     """The number of classes the model outputs on records like ``x``: it must give logits (n, C), C >= 2."""
+    import torch
+
     out = _dry_forward(model, x, field)
     n = min(len(x), DRY_RUN_RECORDS)
     if not isinstance(out, torch.Tensor) or out.ndim != 2 or out.shape[0] != n:
@@ -55,6 +63,9 @@ def model_classes(model: nn.Module, x: np.ndarray, field: str = "target") -> int
 def check_last_layer(model: nn.Module, x: np.ndarray, field: str, attack: str) -> None:
     """BMIA and GLS work on the last layer: ``features(x)``, ``head`` (nn.Linear with bias),
     forward = head(features)."""
+    import torch
+    import torch.nn as nn
+
     head, features = getattr(model, "head", None), getattr(model, "features", None)
     need = (
         f"{field}: {attack} needs a model with features(x) and head (nn.Linear with bias), "

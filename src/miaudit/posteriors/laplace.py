@@ -24,17 +24,14 @@ import math
 import warnings
 from collections import OrderedDict
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Any
 
 import torch
 import torch.nn as nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from .base import FeatureSet, Posterior, chunk_size_for, generator, head_logit_chunks, predictive_loglik, register
-
-Hessian = Literal["diag", "kron", "full"]
-Prior = Literal["marglik", "validation"]
-Predictive = Literal["weights", "glm"]
+from .kinds import Hessian, Predictive, Prior
 
 GLM_MAX_JACOBIAN = 2**22  # entries of one record's last-layer Jacobian, C x C(d+1), the GLM allows
 PRIOR_GRID = torch.logspace(-4, 4, 33, dtype=torch.float64)  # laplace-torch's default gridsearch range

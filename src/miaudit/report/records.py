@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import platform
+import sys
 from datetime import datetime, timezone
 from importlib import metadata
 
 import numpy as np
-import torch
 
 from .._version import __version__
 from ..experiment.build import Experiment
@@ -32,7 +32,9 @@ ENVIRONMENT_PACKAGES = ("numpy", "scipy", "torch", "laplace-torch", "scikit-lear
 
 
 def environment(device: str) -> dict:
-    """What produced the numbers: versions, platform, torch threads and device."""
+    """What produced the numbers: versions, platform, torch threads (None: torch never ran, as in a scores-only
+    audit) and device."""
+    torch = sys.modules.get("torch")
     versions = {}
     for package in ENVIRONMENT_PACKAGES:
         try:
@@ -44,7 +46,7 @@ def environment(device: str) -> dict:
         "python": platform.python_version(),
         **versions,
         "platform": platform.platform(),
-        "torch_threads": torch.get_num_threads(),
+        "torch_threads": None if torch is None else torch.get_num_threads(),
         "device": device,
     }
 

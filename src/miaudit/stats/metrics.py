@@ -78,6 +78,11 @@ def roc(scores: np.ndarray, is_member: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return points.fpr, points.tpr
 
 
+def accuracy(logits: np.ndarray, y: np.ndarray) -> float:
+    """Share of records whose top class (argmax) is the label; nan for none."""
+    return float((logits.argmax(axis=1) == y).mean()) if len(y) else float("nan")
+
+
 def tpr_at_fpr(fpr: np.ndarray, tpr: np.ndarray, level: float) -> float:
     ok = fpr <= level + 1e-12
     return float(tpr[ok].max()) if ok.any() else 0.0
@@ -106,6 +111,20 @@ def _bootstrap_counts(rng: np.random.Generator, size: int, n: int) -> np.ndarray
     return np.bincount(idx.ravel(), minlength=size * n).reshape(size, n)
 
 
+def _auc_steps(scores: np.ndarray, is_member: np.ndarray) -> tuple[float, tuple[np.ndarray, np.ndarray]]:
+    """AUC (ties count 1/2), and per member how many non-members score below it (lo) and at most it (hi)."""
+    s, member = _ordered(scores), np.asarray(is_member, dtype=bool)
+    non = np.sort(s[~member])
+    mem = s[member]
+    lo, hi = np.searchsorted(non, mem, "left"), np.searchsorted(non, mem, "right")
+    return float(((lo + hi) / 2).sum() / (mem.size * non.size)), (lo, hi)
+
+
+def auc(scores: np.ndarray, is_member: np.ndarray) -> float:
+    """The area under the ROC curve, ties counting 1/2 (the Mann-Whitney statistic / (n1 n0))."""
+    return _auc_steps(scores, is_member)[0]
+
+
 def auc_with_interval(
     scores: np.ndarray,
     is_member: np.ndarray,
@@ -119,12 +138,8 @@ def auc_with_interval(
     non-members sorted once, a resample's AUC is sum_i c_i (D[lo_i] + D[hi_i]) / 2 / (n1 n0),
     c_i a member's multiplicity and D the cumulated non-member multiplicities below (lo) or
     up to (hi) its score: O(resamples x records), no re-sorting."""
-    s, member = _ordered(scores), np.asarray(is_member, dtype=bool)
-    non = np.sort(s[~member])
-    mem = s[member]
-    lo, hi = np.searchsorted(non, mem, "left"), np.searchsorted(non, mem, "right")
-    n1, n0 = mem.size, non.size
-    auc = float(((lo + hi) / 2).sum() / (n1 * n0))
+    auc, (lo, hi) = _auc_steps(scores, is_member)
+    n1, n0 = lo.size, int(np.size(is_member) - lo.size)
     rng = np.random.default_rng(seed)
     chunk = max(1, _BOOTSTRAP_CELLS // (n0 + n1))
     draws = []

@@ -12,6 +12,7 @@ import torch
 import torch.nn as nn
 
 from ..config.run import TrainConfig
+from ..stats.metrics import accuracy
 from .augment import query_views, random_batch, require_images, view
 
 ProgressFn = Callable[[int, int], None]  # (epochs done, total)
@@ -165,7 +166,3 @@ def predict_views(model: nn.Module, x: np.ndarray, logits: np.ndarray, how: str,
         require_images(x, "queries.augment")
     rest = [predict_logits(model, x, device=device, transform=lambda t, v=v: view(t, v)) for v in views[1:]]
     return np.stack([np.asarray(logits, dtype=np.float64), *rest])
-
-
-def accuracy(logits: np.ndarray, y: np.ndarray) -> float:
-    return float((logits.argmax(axis=1) == y).mean()) if len(y) else float("nan")

@@ -20,14 +20,15 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 from filelock import FileLock, Timeout
-from safetensors.torch import load_file, save_file
 
 from ..data.base import sha256_file
+
+if TYPE_CHECKING:  # torch and safetensors load with the first model: a scores-only audit never needs them
+    import torch
 
 log = logging.getLogger(__name__)
 CHECKSUMMED = ("model.safetensors", "logits.npy")
@@ -42,13 +43,14 @@ def indices_digest(idx: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(idx, dtype=np.int64).tobytes()).hexdigest()[:16]
 
 
-def _atomic_write(path: Path, write) -> None:
+def atomic_write(path: Path, write: Callable[[Path], Any]) -> None:
+    """``write(tmp)`` then rename ``tmp`` to ``path``: readers see the old file or the whole new one."""
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     write(tmp)
     os.replace(tmp, path)
 
 
-def _save_npy(path: Path, array: np.ndarray) -> None:
+def save_npy(path: Path, array: np.ndarray) -> None:
     with open(path, "wb") as f:  # a file object: np.save would append ".npy" to a temp name
         np.save(f, array)
 
@@ -115,12 +117,14 @@ class Store:
             lock.release()
 
     def save(self, entry: ModelEntry, model: torch.nn.Module, meta: dict[str, Any], logits: np.ndarray) -> None:
+        from safetensors.torch import save_file
+
         entry.dir.mkdir(parents=True, exist_ok=True)
         state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-        _atomic_write(entry.weights, lambda p: save_file(state, str(p)))
-        _atomic_write(entry.logits_path, lambda p: _save_npy(p, logits))
+        atomic_write(entry.weights, lambda p: save_file(state, str(p)))
+        atomic_write(entry.logits_path, lambda p: save_npy(p, logits))
         meta = {**meta, "sha256": {name: sha256_file(entry.dir / name) for name in CHECKSUMMED}}
-        _atomic_write(
+        atomic_write(
             entry.meta_path, lambda p: p.write_text(json.dumps(meta, indent=1, default=str))
         )  # last: marks complete
 
@@ -162,6 +166,8 @@ class Store:
         return None
 
     def load_weights(self, entry: ModelEntry, model: torch.nn.Module) -> torch.nn.Module:
+        from safetensors.torch import load_file
+
         model.load_state_dict(load_file(str(entry.weights)))
         return model.eval()
 
