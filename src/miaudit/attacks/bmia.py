@@ -19,7 +19,7 @@ from pydantic import Field, field_validator, model_validator
 
 from .. import posteriors
 from ..errors import AttackRequirementError
-from ..posteriors.kinds import Hessian, Predictive, Prior, warm_laplace
+from ..posteriors.kinds import Hessian, Predictive, Prior, import_laplace
 from ..stats import signals
 from ..stats.pvalues import t_logsf
 from ..stats.signals import Signal
@@ -209,7 +209,7 @@ def _attack(inputs: AttackInputs, params: MRBMIAParams) -> AttackResult:
 
 
 # BMIA and MR-BMIA: offline tests on the reference models' last layers (laplace-torch imported untimed)
-_TEST = {"modes": ("offline",), "needs": frozenset({"models"}), "pvalues": True, "warmup": warm_laplace}
+_TEST = {"modes": ("offline",), "needs": frozenset({"models"}), "pvalues": True, "warmup": import_laplace}
 
 
 @register("bmia", params=BMIAParams, min_references=1, max_references=1, **_TEST)

@@ -46,7 +46,7 @@ import numpy as np
 from pydantic import Field
 
 from ..errors import AttackRequirementError
-from ..posteriors.kinds import warm_laplace
+from ..posteriors.kinds import import_laplace
 from ..stats import signals
 from ..stats.pvalues import t_logsf
 from ..stats.signals import Signal
@@ -162,7 +162,7 @@ def _t_result(s0: np.ndarray, null: NullModel) -> tuple[np.ndarray, np.ndarray]:
 
 
 # posterior-based, offline-only tests (laplace-torch imported untimed)
-_OFFLINE = {"modes": ("offline",), "needs": frozenset({"models", "population"}), "warmup": warm_laplace}
+_OFFLINE = {"modes": ("offline",), "needs": frozenset({"models", "population"}), "warmup": import_laplace}
 
 
 @register("eb-bmia", params=EBBMIAParams, min_references=1, pvalues=True, **_OFFLINE)
@@ -203,7 +203,7 @@ def _mixed_log_confidence(
     min_references=1,
     pvalues=True,
     needs=frozenset({"models", "population"}),
-    warmup=warm_laplace,
+    warmup=import_laplace,
 )
 def rmia_draws(inputs: AttackInputs, params: RmiaDrawsParams) -> AttackResult:
     """RMIA-draws: RMIA with M posterior draws of each reference's head as additional reference models"""

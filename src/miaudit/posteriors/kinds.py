@@ -1,8 +1,9 @@
-"""The Laplace posterior's option kinds, and its warm-up, importable without torch: the BMIA attacks'
+"""The Laplace posterior's option kinds, and the import of laplace-torch, without torch: the BMIA attacks'
 parameters name them when ``miaudit.attacks`` is imported (``laplace`` loads torch)."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Literal
 
 Hessian = Literal["diag", "kron", "full"]
@@ -10,8 +11,12 @@ Prior = Literal["marglik", "validation"]
 Predictive = Literal["weights", "glm"]
 
 
-def warm_laplace() -> Any:
-    """laplace-torch (``laplace.import_laplace``), imported before an attack's timer starts."""
-    from .laplace import import_laplace
+def import_laplace() -> Any:
+    """laplace-torch, imported (seconds: it pulls in torchmetrics) before an attack's timer starts. Its
+    dependencies call ``torch.jit.script`` while importing, which torch answers with a FutureWarning
+    that is no concern of a user's: that one warning is silenced, here only."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", r"`torch\.jit\.script` is deprecated", FutureWarning, r"torch\.jit\._script")
+        import laplace
 
-    return import_laplace()
+    return laplace

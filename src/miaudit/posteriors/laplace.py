@@ -31,22 +31,11 @@ import torch.nn as nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from .base import FeatureSet, Posterior, chunk_size_for, generator, head_logit_chunks, predictive_loglik, register
-from .kinds import Hessian, Predictive, Prior
+from .kinds import Hessian, Predictive, Prior, import_laplace
 
 GLM_MAX_JACOBIAN = 2**22  # entries of one record's last-layer Jacobian, C x C(d+1), the GLM allows
 PRIOR_GRID = torch.logspace(-4, 4, 33, dtype=torch.float64)  # laplace-torch's default gridsearch range
 PRIOR_GRID_SAMPLES = 100  # posterior draws per grid point when scoring the validation log-likelihood
-
-
-def import_laplace() -> Any:
-    """laplace-torch, imported (seconds: it pulls in torchmetrics) before an attack's timer starts. Its
-    dependencies call ``torch.jit.script`` while importing, which torch answers with a FutureWarning
-    that is no concern of a user's: that one warning is silenced, here only."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", r"`torch\.jit\.script` is deprecated", FutureWarning, r"torch\.jit\._script")
-        import laplace
-
-    return laplace
 
 
 @register("laplace")
