@@ -42,9 +42,6 @@ import numpy as np
 from pydantic import Field
 from scipy import stats
 from scipy.special import log_softmax
-from sklearn.linear_model import LogisticRegression
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
 
 from ..errors import AttackRequirementError
 from ..stats import signals
@@ -214,6 +211,10 @@ def pair_logit(inputs: AttackInputs, params: PairLogitParams) -> AttackResult:
     known = np.isfinite(pairs.o)
     x_train = _features(pairs, model_in.logpdf(pairs) - model_out.logpdf(pairs), train_desc)[known]
     assert pairs.y is not None
+    from sklearn.linear_model import LogisticRegression  # here: scikit-learn takes a second to import, and
+    from sklearn.pipeline import make_pipeline  # `miaudit score` imports every attack module
+    from sklearn.preprocessing import StandardScaler
+
     combiner = make_pipeline(StandardScaler(), LogisticRegression(C=params.c, max_iter=2000))
     combiner.fit(x_train, pairs.y[known])
     q = query_pairs(inputs.queries, params.signal)
