@@ -283,25 +283,23 @@ def dp_audit(
     config: Path = typer.Argument(..., help="YAML config with train.dp (or not) and canaries: {count, kind}"),
     out: Path | None = OUT_OPTION,
     force: bool = FORCE_OPTION,
+    runs: int | None = typer.Option(None, "--runs", help="multi-run audit: R models with the canary, R without"),
 ) -> None:
-    """One-run DP audit: canaries in one training run, an epsilon lower bound, a verdict on the declared epsilon."""
-    from . import report
-    from .dp import one_run
+    """DP audit: canaries in one training run (or R pairs of runs), epsilon lower bounds, a verdict with its power."""
+    from .dp import output
     from .report import outdir
 
     out = out or Path("miaudit-runs") / f"{config.stem}-dp"
     try:
         outdir.check(out, force)  # first, as for run
-        cfg = _config(config, None)
-        one_run.check(cfg)
-        results = report.write(one_run.run(cfg), out)
+        results = output.audit(_config(config, None), out, runs)
     except MiauditError as e:
         _fail(e)
     a = results["dp_audit"]
     Console().print(
-        f"one-run audit ({a['attack']}): epsilon lower bound {a['epsilon_lb']:.3f} at confidence {a['confidence']:g} "
-        f"({a['how']}); declared {a['declared_epsilon']}, accounted {a['accounted_epsilon']}\n{a['verdict']}\n"
-        f"wrote {out}/",
+        f"{a['kind']} audit, {len(a['bounds'])} bounds; headline: epsilon lower bound {a['epsilon_lb']:.3f} "
+        f"of at most {a['max_attainable']:.3f} at confidence {a['confidence']:g} ({a['how']}); "
+        f"declared {a['declared_epsilon']}, accounted {a['accounted']}\n{a['verdict']}\nwrote {out}/",
         highlight=False,
     )
 

@@ -87,11 +87,41 @@ def test_two_run_and_one_run_audits_end_to_end(opacus: Any, tmp_path: Any) -> No
     assert a["attack"] == "attack-r (n=2)" and a["kind"] == "two-run" and np.isfinite(a["threshold"])
     assert a["epsilon_lb"] >= 0 and 0 <= a["realized_fpr"] <= 1 and a["accounted_epsilon"] <= 2.0
     assert a["verdict"] in ("no violation detected", "the declared epsilon is violated at confidence 0.95")
+    assert "not a certified lower bound" in a["assumes"]  # the single-model bound says what it assumes
     one = report.write(one_run.run(config.from_dict(raw(canaries={"count": 40, "guesses": 5}))), tmp_path / "one")
     b = one["dp_audit"]
-    assert b["kind"] == "one-run" and b["canaries"] == 40 and b["guesses"] == 10 and 0 <= b["correct"] <= 10
-    assert b["epsilon_lb"] <= b["epsilon_lb_pure_dp"] and len(b["all_attacks"]) == 2
+    assert b["kind"] == "one-run" and len(b["bounds"]) == 2 * 2  # 2 attacks x (binomial, fdp)
+    for e in b["bounds"]:
+        assert e["canaries"] == 40 and e["guesses"] == 10 and 0 <= e["correct"] <= 10
+        assert e["threat_model"] == "black-box" and e["canary_kind"] == "random-label"
+        assert 0 <= e["epsilon_lower_bound"] <= e["max_attainable"]
+    assert b["accounted"]["prv"] <= b["accounted"]["rdp"] and "power" in b["verdict"]
+    assert all(a["p_values"] in ("raw", None) for a in one["attacks"]) and b["p_values"].startswith("raw")
     assert results["n_records"] == one["n_records"] and one["n_queries"] == 40
     assert "Differential privacy audit (one-run)" in (tmp_path / "one" / "report.md").read_text()
     with pytest.raises(ConfigError, match="online"):
         one_run.check(config.from_dict(raw(canaries={"count": 40}, mode="online")))
+
+
+def test_white_box_audit_flags_a_planted_fault_and_not_the_honest_run(opacus: Any, tmp_path: Any) -> None:
+    """Gradient canaries in one DP-SGD run at epsilon 2: the honest run stays below its PRV epsilon, the run
+    drawing a tenth of the noise is flagged (its included canaries stand out of the noise in every step)."""
+    from miaudit.dp import output
+
+    canaries = {"count": 100, "kind": "dirac", "guesses": 20}
+    honest = output.audit(config.from_dict(raw(canaries=canaries)), tmp_path / "honest")
+    faulty = {**DP, "planted_fault": {"noise_scale": 0.1}}
+    cfg = config.from_dict(raw(canaries=canaries, train={**TINY_RUN["train"], "dp": faulty}))
+    flagged = output.audit(cfg, tmp_path / "fault")
+    prv = honest["target"]["dp"]["accounted"]["prv"]
+    assert all(e["epsilon_lower_bound"] <= prv for e in honest["dp_audit"]["bounds"])
+    assert honest["dp_audit"]["verdict"].startswith("no violation detected")
+    assert flagged["dp_audit"]["verdict"].startswith("violation") and flagged["dp_audit"]["epsilon_lb"] > 2.0
+    assert flagged["target"]["dp"]["planted_fault"]["noise_scale"] == 0.1
+    assert (tmp_path / "fault" / "scores.csv").read_text().startswith("canary,member,score,guess")
+    with pytest.raises(ConfigError, match="train.dp"):
+        output.audit(config.from_dict({**TINY_RUN, "canaries": canaries}), tmp_path / "no-dp")
+    with pytest.raises(ConfigError, match="threat_model"):
+        config.from_dict(raw(canaries={"count": 10, "kind": "crafted", "threat_model": "white-box"}))
+    with pytest.raises(ConfigError, match="noise_scale"):
+        config.from_dict(raw(train={"dp": {**DP, "planted_fault": {"noise_scale": 2.0}}}))

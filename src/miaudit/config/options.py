@@ -19,6 +19,13 @@ class Strict(BaseModel):
 _Strict = Strict
 
 
+class PlantedFault(_Strict):
+    """A self-test of the DP audits, never a way to train: DP-SGD draws ``noise_scale`` times the noise its
+    accountants are told of, so the declared epsilon is false and an audit with power must flag it."""
+
+    noise_scale: float = Field(gt=0, lt=1, description="noise drawn / noise accounted (below 1: a broken claim)")
+
+
 class DPConfig(_Strict):
     """DP-SGD (Opacus): per-sample clipping to ``max_grad_norm``, Gaussian noise, Poisson sampling. Give the
     privacy target (``epsilon``, ``delta``: the noise multiplier is calibrated by the RDP accountant) or the
@@ -29,6 +36,9 @@ class DPConfig(_Strict):
     noise_multiplier: float | None = Field(default=None, gt=0)
     max_grad_norm: float = Field(default=1.0, gt=0)
     references: bool = Field(default=False, description="train the reference models with DP-SGD as well")
+    planted_fault: PlantedFault | None = Field(
+        default=None, description="self-test of the audit: {noise_scale: s} draws s x the accounted noise"
+    )
 
     @model_validator(mode="after")
     def _one_noise(self) -> DPConfig:
@@ -67,16 +77,41 @@ class DPAuditConfig(_Strict):
         return self
 
 
+BLACK_BOX_KINDS = ("random-label", "natural", "crafted")
+WHITE_BOX_KINDS = ("gradient", "dirac")
+
+
 class CanaryConfig(_Strict):
-    """The one-run audit's canaries (Steinke, Nasr & Jagielski 2023): each in the target's training set
-    with probability 1/2; the auditor guesses on the ``guesses`` highest and lowest scores (default count/10)."""
+    """The one-run audit's canaries (Steinke, Nasr & Jagielski 2023): each in the target's training run
+    with probability 1/2; the auditor guesses on the ``guesses`` highest and lowest scores (default count/10).
+    Black-box (the final model only): records ``random-label``, ``natural`` or ``crafted`` (out-of-distribution
+    inputs with random labels). White-box (every intermediate model): ``gradient`` or ``dirac`` canaries, per-sample
+    gradients inserted into the DP-SGD steps. ``gradient: N`` adds N white-box canaries to a black-box run."""
 
     count: int = Field(ge=2)
-    kind: Literal["random-label", "natural"] = "random-label"
+    kind: Literal["random-label", "natural", "crafted", "gradient", "dirac"] = "random-label"
+    threat_model: Literal["black-box", "white-box"] | None = Field(
+        default=None, description="implied by kind (gradient, dirac: white-box); given, it must agree"
+    )
     guesses: int | None = Field(default=None, ge=1, description="k: guesses 'in' and 'out' each")
+    gradient: int | None = Field(default=None, ge=2, description="also this many white-box gradient canaries")
+    gradient_guesses: int | None = Field(default=None, ge=1, description="k for the gradient canaries")
 
     @model_validator(mode="after")
     def _enough(self) -> CanaryConfig:
         if self.guesses is not None and 2 * self.guesses > self.count:
             raise ValueError(f"guesses: 2 x {self.guesses} exceeds count {self.count}")
+        if self.threat_model is not None and self.threat_model != self.implied_threat_model:
+            raise ValueError(
+                f"threat_model: {self.kind} canaries are {self.implied_threat_model}; white-box kinds are "
+                f"{', '.join(WHITE_BOX_KINDS)}, black-box kinds {', '.join(BLACK_BOX_KINDS)}"
+            )
+        if self.gradient is not None and self.implied_threat_model == "white-box":
+            raise ValueError("gradient: adds white-box canaries to a black-box run; here kind is already white-box")
+        if self.gradient_guesses is not None and 2 * self.gradient_guesses > (self.gradient or 0):
+            raise ValueError(f"gradient_guesses: 2 x {self.gradient_guesses} exceeds gradient {self.gradient}")
         return self
+
+    @property
+    def implied_threat_model(self) -> str:
+        return "white-box" if self.kind in WHITE_BOX_KINDS else "black-box"

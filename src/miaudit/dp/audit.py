@@ -19,6 +19,10 @@ from ..stats import metrics
 from . import bounds
 
 SELECTION_SEED = 0xD9A
+TWO_RUN_ASSUMES = (
+    "counts the records of ONE trained model as independent trials, which DP does not make them: an estimate, "
+    "not a certified lower bound; `miaudit dp-audit` (one run, canaries) and `--runs R` (R model pairs) are"
+)
 
 
 def audit_delta(spec: DPAuditConfig, cfg: RunConfig) -> float:
@@ -44,6 +48,66 @@ def verdict(epsilon_lb: float, declared: float | None, confidence: float) -> str
     if epsilon_lb > declared:
         return f"the declared epsilon is violated at confidence {confidence:g}"
     return "no violation detected"
+
+
+def one_run_level(cfg: RunConfig) -> tuple[float, float]:
+    """Confidence and delta of the one-run bounds: dp_audit's, else 0.95 and the target's DP-SGD delta."""
+    if cfg.dp_audit is not None:
+        return cfg.dp_audit.confidence, audit_delta(cfg.dp_audit, cfg)
+    return 0.95, cfg.train.dp.delta if cfg.train.dp is not None else 0.0
+
+
+def tightest(privacy: dict | None, declared: float | None) -> tuple[str, float] | None:
+    """The smallest epsilon claimed for the target: the declared one and every accountant's figure."""
+    claims = {f"accounted ({k.upper()})": v for k, v in ((privacy or {}).get("accounted") or {}).items()}
+    claims.update({"declared": declared} if declared is not None else {})
+    return min(claims.items(), key=lambda kv: kv[1]) if claims else None
+
+
+def one_run_verdict(head: dict[str, Any], bounds_: list[dict[str, Any]], claim: tuple[str, float] | None) -> str:
+    """One sentence: the headline bound against the tightest claim, with the audit's power in it."""
+    lb, power, confidence = head["epsilon_lower_bound"], head["max_attainable"], head["confidence"]
+    said = f"{head['analysis']} bound {lb:.3f} from {head['correct']}/{head['guesses']} correct guesses"
+    power_txt = (
+        f"power: {head['canaries']} canaries and {head['guesses']} guesses could show at most epsilon {power:.3f}"
+    )
+    if claim is None:
+        return f"no epsilon claimed: {said} at confidence {confidence:g} ({power_txt})"
+    name, eps = claim
+    others = sum(b is not head and b["epsilon_lower_bound"] > eps for b in bounds_)
+    if lb > eps:
+        also = f"; {others} other bound(s) exceed it too" if others else ""
+        at = f"at confidence {confidence:g}"
+        return f"violation: the {said} exceeds the {name} epsilon {eps:.3f} {at} ({power_txt}){also}"
+    weak = " (too little power to detect any violation of this claim)" if power <= eps else ""
+    but = f"; {others} other bound(s) exceed it, each valid alone (the verdict reads the headline)" if others else ""
+    return f"no violation detected: {said} <= the {name} epsilon {eps:.3f}{weak} ({power_txt}){but}"
+
+
+def one_run_summary(
+    cfg: RunConfig, entries: list[dict[str, Any]], observer: str, privacy: dict | None, accuracies: dict
+) -> dict[str, Any]:
+    """results.json's ``dp_audit`` of a one-run audit: every bound, the headline and the verdict."""
+    head = next(e for e in entries if e["observer"] == observer and e["analysis"] == "binomial")
+    declared = declared_epsilon(cfg.dp_audit, cfg)
+    claim = tightest(privacy, declared)
+    return {
+        "kind": "one-run",
+        "bounds": entries,
+        "headline": {k: head[k] for k in ("observer", "analysis", "threat_model", "canary_kind")},
+        "epsilon_lb": head["epsilon_lower_bound"],
+        "max_attainable": head["max_attainable"],
+        "confidence": head["confidence"],
+        "delta": head["delta"],
+        "declared_epsilon": declared,
+        "accounted_epsilon": (privacy or {}).get("accounted_epsilon"),
+        "accounted": (privacy or {}).get("accounted"),
+        "compared_with": None if claim is None else {"claim": claim[0], "epsilon": claim[1]},
+        "verdict": one_run_verdict(head, entries, claim),
+        "how": f"{head['correct']} of {head['guesses']} guesses correct on {head['canaries']} {head['canary_kind']} "
+        f"canaries ({head['included']} included), observer {head['observer']}",
+        **accuracies,
+    }
 
 
 def halves(is_member: np.ndarray, seed: int) -> np.ndarray:
@@ -116,6 +180,7 @@ def two_run(
         "verdict": verdict(bound.epsilon_lb, declared, spec.confidence),
         "formula": bounds.FORMULA_TWO_RUN,
         "source": bounds.SOURCE_TWO_RUN,
+        "assumes": TWO_RUN_ASSUMES,
     }
 
 
@@ -135,6 +200,9 @@ def verdict_md(audit: dict[str, Any]) -> list[str]:
     def eps(x: float | None) -> str:
         return "-" if x is None else f"{x:.3f}"
 
+    if audit.get("kind") == "one-run":
+        return one_run_md(audit)
+
     how = (
         f"threshold {audit['threshold']:.4g} chosen on a seeded half of the records "
         f"({audit['selection_records']['members']} members, {audit['selection_records']['nonmembers']} "
@@ -152,4 +220,29 @@ def verdict_md(audit: dict[str, Any]) -> list[str]:
         f"- empirical epsilon lower bound ({audit['attack']}): {audit['epsilon_lb']:.3f} at confidence "
         f"{audit['confidence']:g}" + (f"; {how}" if how else ""),
         f"- **{audit['verdict']}**",
+        *([f"- this bound {audit['assumes']}"] if "assumes" in audit else []),
     ]
+
+
+def one_run_md(audit: dict[str, Any]) -> list[str]:
+    """The report.md section of a one-run audit: the claims, every bound with its power, the verdict."""
+    accounted = ", ".join(f"{k.upper()} {v:.3f}" for k, v in (audit.get("accounted") or {}).items()) or "-"
+    declared = audit.get("declared_epsilon")
+    lines = [
+        "",
+        "## Differential privacy audit (one-run)",
+        "",
+        f"- declared epsilon: {'-' if declared is None else f'{declared:.3f}'}; accounted: {accounted}; "
+        f"delta {audit['delta']:g}; confidence {audit['confidence']:g}",
+        f"- model accuracy on its own records: train {audit.get('target_train_accuracy', float('nan')):.3f}, "
+        f"test {audit.get('target_test_accuracy', float('nan')):.3f}",
+        "",
+        "| threat model | canaries | observer | analysis | epsilon lower bound | max attainable | correct / guesses |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for b in audit["bounds"]:
+        lines.append(
+            f"| {b['threat_model']} | {b['canaries']} {b['canary_kind']} | {b['observer']} | {b['analysis']} | "
+            f"{b['epsilon_lower_bound']:.3f} | {b['max_attainable']:.3f} | {b['correct']} / {b['guesses']} |"
+        )
+    return [*lines, "", f"- **{audit['verdict']}**"]

@@ -29,6 +29,16 @@ is a valid p-value for "M is eps-DP". For (eps, delta)-DP the theorem adds a ter
 
 epsilon_lb is the largest eps whose p-value is below 1 - confidence (p increases with eps); 0 when even eps = 0
 is not rejected.
+
+f-DP one-run bound (Mahloujifar, Melis & Chaudhuri, "Auditing f-Differential Privacy in One Run", ICML 2025,
+their ``audit_rh_with_cap``; as jax_privacy's ``epsilon_one_run_fdp`` computes it). The null hypothesis is "M is
+mu-GDP" (tradeoff function f(x) = Phi(Phi^-1(1 - x) - mu)), mu being the Gaussian mechanism's whose
+(eps, delta) curve passes through (eps, delta) (Balle & Wang 2018; Dong, Roth & Su 2019, Cor. 2.13). The
+recursion bounds how many of r guesses can be right at level 1 - confidence under f; the claim is falsified when
+r / m exceeds that cap, and epsilon_lb is the largest eps so falsified. Its statement is "M is not
+mu(eps, delta)-GDP": a lower bound on epsilon for mechanisms whose tradeoff curve is Gaussian (the Gaussian
+mechanism; DP-SGD is close to one by the CLT of Dong et al.). It uses the whole tradeoff curve, not one
+(eps, delta) point, so it is tighter than the binomial bound on the same guesses.
 """
 
 from __future__ import annotations
@@ -37,11 +47,12 @@ import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize, special, stats
 
 FORMULA_TWO_RUN = "max(log((TPR_lo - delta) / FPR_hi), log((1 - FPR_hi - delta) / (1 - TPR_lo)))"
 SOURCE_TWO_RUN = "Kairouz, Oh & Viswanath 2015 (Thm 2.1); Jagielski et al. 2020; Nasr et al. 2021"
 SOURCE_ONE_RUN = "Steinke, Nasr & Jagielski 2023, Privacy Auditing with One (1) Training Run, Thms 3.1, 3.3"
+SOURCE_FDP = "Mahloujifar, Melis & Chaudhuri 2025, Auditing f-Differential Privacy in One Run (audit_rh_with_cap)"
 EPS_MAX = 100.0  # search ceiling: a bound at it means "any epsilon we can represent is rejected"
 
 
@@ -127,3 +138,63 @@ def one_run_epsilon_lb(m: int, r: int, v: int, confidence: float, delta: float =
     if gap(EPS_MAX) < 0:
         return EPS_MAX
     return float(optimize.brentq(gap, 0.0, EPS_MAX, xtol=1e-10))
+
+
+def gaussian_delta(eps: float, mu: float) -> float:
+    """delta(eps) of the mu-GDP (Gaussian) mechanism: Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2), in logs."""
+    if mu <= 0:
+        return 0.0
+    log_a, log_b = special.log_ndtr(-eps / mu + mu / 2), eps + special.log_ndtr(-eps / mu - mu / 2)
+    return float(math.exp(log_a) * -math.expm1(log_b - log_a)) if log_b < log_a else 0.0
+
+
+def gaussian_mu(eps: float, delta: float) -> float:
+    """The mu of the Gaussian mechanism that is exactly (eps, delta)-DP (delta(eps; mu) increases with mu)."""
+    if not 0 < delta < 1:
+        raise ValueError(f"delta must be in (0, 1), got {delta}")
+    hi = 1.0
+    while gaussian_delta(eps, hi) < delta:
+        hi *= 2
+    return float(optimize.brentq(lambda mu: gaussian_delta(eps, mu) - delta, 0.0, hi, xtol=1e-14, rtol=1e-14))
+
+
+def fdp_gap(m: int, r: int, v: int, eps: float, delta: float, alpha: float) -> float:
+    """Positive when v of r correct guesses on m canaries falsify mu(eps, delta)-GDP at level alpha (the
+    recursion of Mahloujifar et al.'s ``audit_rh_with_cap``: the most correct guesses the tradeoff allows)."""
+    mu = gaussian_mu(eps, delta)
+    right, wrong = alpha * v / m, alpha * (r - v) / m
+    for i in range(v - 1, -1, -1):
+        raised = max(wrong, float(special.ndtr(special.ndtri(right) - mu)))
+        if raised == wrong:  # neither can change any more
+            break
+        right, wrong = min(right + i / (r - i) * (raised - wrong), 1.0), raised
+    return right + wrong - r / m
+
+
+def fdp_epsilon_lb(m: int, r: int, v: int, confidence: float, delta: float) -> float:
+    """The largest eps whose mu(eps, delta)-GDP claim ``fdp_gap`` rejects at level 1 - confidence (0 if none)."""
+    if not 0 <= v <= r <= m:
+        raise ValueError(f"need 0 <= v <= r <= m, got m={m}, r={r}, v={v}")
+    alpha = 1 - confidence
+    gap = lambda eps: fdp_gap(m, r, v, eps, delta, alpha)
+    if r == 0 or gap(0.0) <= 0:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    while gap(hi) > 0:
+        lo, hi = hi, 2 * hi
+        if hi > EPS_MAX:
+            return EPS_MAX
+    return float(optimize.brentq(gap, lo, hi, xtol=1e-10))
+
+
+ANALYSES = {"binomial": one_run_epsilon_lb, "fdp": fdp_epsilon_lb}
+
+
+def one_run_bounds(m: int, r: int, v: int, confidence: float, delta: float) -> dict[str, dict[str, float]]:
+    """Both analyses of one set of guesses, each with its power: the bound had every guess been right. The f-DP
+    conversion needs delta > 0: at delta = 0 (pure DP) the binomial bound alone."""
+    return {
+        name: {"epsilon_lower_bound": fn(m, r, v, confidence, delta), "max_attainable": fn(m, r, r, confidence, delta)}
+        for name, fn in ANALYSES.items()
+        if delta > 0 or name == "binomial"
+    }

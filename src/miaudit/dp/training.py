@@ -3,10 +3,15 @@
 Per-sample gradients clipped to ``max_grad_norm`` (ghost clipping: exact norms, no per-sample gradients kept),
 Gaussian noise of ``noise_multiplier`` x ``max_grad_norm``, Poisson sampling of each batch (rate
 batch_size / n), SGD with momentum and weight decay and the same schedule. The noise multiplier is calibrated
-to the declared (epsilon, delta) by Opacus' RDP accountant, which then reports the epsilon actually spent over
-the steps taken (``privacy`` in the TrainReport, results.json ``target.dp.accounted_epsilon``). Models go
-through Opacus' validator first (``compatible``: BatchNorm becomes GroupNorm), in the recipe's ``build``, so a
-cached DP model loads into the same architecture.
+to the declared (epsilon, delta) by Opacus' RDP accountant; the epsilon spent over the noisy steps taken is then
+accounted by every accountant at hand (``accounted``: Opacus' RDP and PRV, and dp-accounting's PLD where it is
+installed) and the audits compare with the smallest (results.json ``target.dp.accounted``; ``accounted_epsilon``
+stays the RDP figure). Models go through Opacus' validator first (``compatible``: BatchNorm becomes GroupNorm),
+in the recipe's ``build``, so a cached DP model loads into the same architecture.
+
+A planted fault (``train.dp.planted_fault: {noise_scale: s}``) draws s times the noise the accountants are told
+of: a self-test of the audits, which must flag it. White-box gradient canaries (``whitebox``) are observed in,
+and added to, every noisy update.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import torch.nn as nn
 from ..config.run import DPConfig, TrainConfig
 from ..errors import ConfigError
 from ..training.loop import ProgressFn, TrainReport, accuracy, optimizer_with_schedule, predict_logits
+from .whitebox import GradientCanaries
 
 ACCOUNTANT = "rdp"
 # Ghost clipping (Opacus' fast gradient clipping): the exact per-sample gradient norms without materialising
@@ -65,6 +71,35 @@ def noise_multiplier(dp: DPConfig, sample_rate: float, epochs: int) -> float:
     )
 
 
+def accounted(sigma: float, sample_rate: float, steps: int, delta: float) -> dict[str, float]:
+    """Epsilon of ``steps`` Poisson-subsampled Gaussian steps by each accountant at hand (upper bounds)."""
+    from opacus.accountants import PRVAccountant, RDPAccountant
+
+    out = {}
+    for name, accountant in (("rdp", RDPAccountant()), ("prv", PRVAccountant())):
+        accountant.history = [(sigma, sample_rate, steps)]
+        out[name] = float(accountant.get_epsilon(delta=delta))
+    try:
+        import dp_accounting
+    except ImportError:  # PLD is optional (the audit-ref extra installs dp-accounting)
+        return out
+    pld = dp_accounting.pld.PLDAccountant()
+    event = dp_accounting.PoissonSampledDpEvent(sample_rate, dp_accounting.GaussianDpEvent(sigma))
+    out["pld"] = float(pld.compose(event, steps).get_epsilon(delta))
+    return out
+
+
+def with_accountants(privacy: dict | None) -> dict | None:
+    """A DP-SGD record with ``accounted`` (a model cached before the accountants were recorded gets them now)."""
+    if privacy is None or "accounted" in privacy:
+        return privacy
+    steps = privacy.get("noisy_steps", privacy["steps"])
+    return {
+        **privacy,
+        "accounted": accounted(privacy["noise_multiplier"], privacy["sample_rate"], steps, privacy["delta"]),
+    }
+
+
 def train_dp(
     model: nn.Module,
     x: np.ndarray,
@@ -74,8 +109,10 @@ def train_dp(
     seed: int,
     device: str = "cpu",
     progress: ProgressFn | None = None,
+    whitebox: GradientCanaries | None = None,
 ) -> TrainReport:
-    """DP-SGD on (x, y), in place; seeded (batch sampling and noise) so the same call gives the same weights."""
+    """DP-SGD on (x, y), in place; seeded (batch sampling and noise) so the same call gives the same weights.
+    With ``whitebox``, its gradient canaries join the steps and are scored (``GradientCanaries.scores``)."""
     opacus = _opacus()
     start = time.perf_counter()
     torch.manual_seed(seed)
@@ -105,6 +142,21 @@ def train_dp(
             grad_sample_mode=GRAD_SAMPLE_MODE,
             noise_generator=torch.Generator(device=device).manual_seed(seed + 1),
         )
+        fault = dp.planted_fault.noise_scale if dp.planted_fault is not None else 1.0
+        dp_opt.noise_multiplier = sigma * fault  # the noise drawn; the accountants are told sigma
+        canary_step = (
+            whitebox.hook(dp_opt.params, sample_rate, sigma, dp.max_grad_norm, dp_opt.expected_batch_size, seed)
+            if whitebox is not None
+            else None
+        )
+        noisy = [0]
+
+        def step_hook(optimizer: Any) -> None:  # replaces Opacus' accountant hook: we account after training
+            noisy[0] += 1
+            if canary_step is not None:
+                canary_step(optimizer)
+
+        dp_opt.attach_step_hook(step_hook)
         steps = 0
         for epoch in range(cfg.epochs):
             for xb, yb in dp_loader:
@@ -117,17 +169,20 @@ def train_dp(
             sched.step()
             if progress is not None:
                 progress(epoch + 1, cfg.epochs)
-        spent = float(engine.accountant.get_epsilon(delta=dp.delta))
     private.remove_hooks()
+    epsilons = accounted(sigma, sample_rate, noisy[0], dp.delta)
     privacy = {
         "declared_epsilon": dp.epsilon,
-        "accounted_epsilon": spent,
+        "accounted_epsilon": epsilons["rdp"],
+        "accounted": epsilons,
         "delta": dp.delta,
         "noise_multiplier": sigma,
         "max_grad_norm": dp.max_grad_norm,
         "sample_rate": sample_rate,
         "steps": steps,
-        "accountant": f"opacus {opacus.__version__} {ACCOUNTANT}",
+        "noisy_steps": noisy[0],
+        "accountant": f"opacus {opacus.__version__} {ACCOUNTANT} (noise calibration; accounted: {sorted(epsilons)})",
+        **({"planted_fault": {"noise_scale": fault, "noise_multiplier_drawn": sigma * fault}} if fault != 1 else {}),
         "poisson_sampling": True,
         "clipping": f"flat, {GRAD_SAMPLE_MODE}",
     }

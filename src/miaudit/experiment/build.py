@@ -218,7 +218,10 @@ def builtin_recipe(
             lambda: dp_training.compatible(build_model(arch, ds.input_shape, ds.n_classes)),
             lambda m, x, y, seed, progress: dp_training.train_dp(m, x, y, cfg.train, dp, seed, cfg.device, progress),
             cfg.train.epochs,
-            {**spec, "dp": dp.model_dump(exclude={"references"})},
+            {
+                **spec,
+                "dp": dp.model_dump(exclude={"references"} | ({"planted_fault"} if not dp.planted_fault else set())),
+            },
         )
     return ModelRecipe(
         arch,

@@ -1,0 +1,100 @@
+"""``miaudit dp-audit``'s outputs. A one-run audit with input-space canaries writes a run's usual outputs
+(``report.write``). A white-box-only audit (no input-space canary, so no attack and no per-record table) and a
+multi-run audit write results.json with the keys a run has where they apply (``target`` with ``dp``,
+``dp_audit``, ``config``, ``environment``), report.md, and scores.csv (one row per gradient canary, or per
+trained model), atomically."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .._version import __version__
+from ..config.run import RunConfig
+from ..report import outdir
+from ..report import write as write_run
+from ..report.records import environment
+from . import multi_run, one_run
+from .audit import one_run_md
+from .canaries import guesses
+
+
+def results(cfg: RunConfig, ds: Any, target: dict[str, Any], dp_audit: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "miaudit_version": __version__,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "dataset": cfg.dataset.label,
+        "data_fingerprint": ds.content_sha256,
+        "n_records": len(ds),
+        "model": cfg.model,
+        "seed": cfg.seed,
+        "target": target,
+        "calibration": {"calibrated": False, "records": 0},
+        "attacks": [],
+        "dp_audit": dp_audit,
+        "config": json.loads(cfg.model_dump_json()),
+        "environment": environment(cfg.device),
+    }
+
+
+def write(res: dict[str, Any], frame: pd.DataFrame, title: str, out: Path) -> dict[str, Any]:
+    """Write results.json, report.md and scores.csv into ``out`` atomically; return the results."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    lines = [f"# miaudit {title}: {res['dataset']}", "", f"- model {res['model']}, seed {res['seed']}"]
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        (tmp / "results.json").write_text(json.dumps(res, indent=1))
+        (tmp / "report.md").write_text("\n".join([*lines, *one_run_md(res["dp_audit"])]) + "\n")
+        frame.to_csv(tmp / "scores.csv", index=False, float_format="%.8g")
+        outdir.publish(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return res
+
+
+def whitebox(found: dict[str, Any], cfg: RunConfig, out: Path) -> dict[str, Any]:
+    """A white-box-only audit (``one_run.run_whitebox``): one scores.csv row per gradient canary."""
+    a, observed = found["dp_audit"], found["observed"]
+    target = {
+        "train_accuracy": a["target_train_accuracy"],
+        "test_accuracy": a["target_test_accuracy"],
+        "training_seconds": found["target"].seconds,
+        "source": "trained",
+        "dp": found["privacy"],
+    }
+    k = next(b for b in a["bounds"] if b["analysis"] == "binomial")["guesses"] // 2
+    frame = pd.DataFrame(
+        {
+            "canary": range(observed.count),
+            "member": observed.included.astype(int),
+            "score": observed.scores,
+            "guess": guesses(observed.scores, k, cfg.seed),
+        }
+    )
+    return write(results(cfg, found["dataset"], target, a), frame, "white-box DP audit", out)
+
+
+def multirun(found: dict[str, Any], cfg: RunConfig, out: Path) -> dict[str, Any]:
+    """A multi-run audit (``multi_run.run``): one scores.csv row per trained model."""
+    frame = pd.DataFrame({"run": range(len(found["scores"])), "member": found["included"].astype(int),
+                          "score": found["scores"]})  # fmt: skip
+    res = results(cfg, found["dataset"], {"source": "trained", "dp": found["privacy"]}, found["dp_audit"])
+    return write(res, frame, "multi-run DP audit", out)
+
+
+def audit(cfg: RunConfig, out: Path, runs: int | None = None) -> dict[str, Any]:
+    """``miaudit dp-audit``: the multi-run audit with ``runs``, else the one-run audit (white-box only, or with
+    input-space canaries and attacks); its outputs written into ``out``."""
+    if runs is not None:
+        return multirun(multi_run.run(cfg, runs), cfg, out)
+    one_run.check(cfg)
+    if cfg.canaries is not None and cfg.canaries.implied_threat_model == "white-box":
+        return whitebox(one_run.run_whitebox(cfg), cfg, out)
+    return write_run(one_run.run(cfg), out)
