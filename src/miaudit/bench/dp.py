@@ -78,9 +78,14 @@ def run_point(base: dict[str, Any], seed: int, eps: float | None, cache_dir: Pat
         }
     canary = one_run.run(_config(base, seed, eps, True, cache_dir))
     one = canary.dp_audit or {}
-    for entry in one.get("all_attacks", []):
-        name = next(r.attack.name for r in canary.attacks if r.attack.label == entry["attack"])
-        rows[name]["one_run"] = {k: entry[k] for k in ("epsilon_lb", "epsilon_lb_pure_dp", "correct", "guesses")}
+    for entry in one.get("bounds", []):
+        if entry["analysis"] != "binomial":
+            continue
+        name = next(r.attack.name for r in canary.attacks if r.attack.label == entry["observer"])
+        rows[name]["one_run"] = {
+            "epsilon_lb": entry["epsilon_lower_bound"],
+            **{k: entry[k] for k in ("correct", "guesses")},
+        }
     return {
         "epsilon": eps,
         "accounted_epsilon": privacy.get("accounted_epsilon"),
