@@ -56,11 +56,11 @@ docs: docs-pages
 docs-serve: docs-pages
 	$(BIN)/python -m mkdocs serve
 
-# ruff everywhere; mypy where the statistics live (attacks/, posteriors/, metrics).
+# ruff everywhere; mypy on all of src/miaudit.
 lint: $(STAMP)
 	$(BIN)/python -m ruff check .
 	$(BIN)/python -m ruff format --check .
-	$(BIN)/python -m mypy src/miaudit/attacks src/miaudit/posteriors src/miaudit/metrics.py
+	$(BIN)/python -m mypy src/miaudit
 
 format: $(STAMP)
 	$(BIN)/python -m ruff check --fix .

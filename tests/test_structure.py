@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import importlib
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -68,3 +70,72 @@ def test_the_config_model_imports_no_attack_or_torch() -> None:
     code = f"import sys, miaudit.config.run; print(sorted(m for m in sys.modules if m.startswith({heavy})))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+ROOT = SRC.parent
+PY_PATH = re.compile(r"(?<![\w./:<>-])((?:[\w.-]+/)*[\w-]+\.py)\b")
+FOLDER = re.compile(r"(?<![\w./:-])((?:[\w-]+/)+)")
+DOTTED = re.compile(r"(?<![\w./-])(miaudit(?:\.[A-Za-z_]\w*)+)")
+
+
+def units(text: str) -> list[str]:
+    """Markdown cut into paragraphs, list items and code lines: a path is read against the folders its
+    own unit names (``data/: base.py, ...``)."""
+    out, current, fence = [], [], False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fence = not fence
+        if fence or not line.strip() or re.match(r"\s*[-*]\s", line) or line.startswith("#"):
+            out.append(" ".join(current))
+            current = []
+        current.append(line)
+    return [*out, " ".join(current)]
+
+
+def stale_paths(text: str) -> list[str]:
+    """The ``.py`` paths ``text`` names that exist neither from the project's root, ``src/``,
+    ``src/miaudit/`` nor a folder named beside them; a bare file name may be anywhere in the project."""
+    everywhere = {p.name for p in ROOT.rglob("*.py") if ".venv" not in p.parts}
+    stale = []
+    for unit in units(text):
+        folders = [ROOT, SRC, SRC / "miaudit"]
+        folders += [base / f for f in FOLDER.findall(unit) for base in (ROOT, SRC / "miaudit")]
+        for path in PY_PATH.findall(unit):
+            if not any((base / path).is_file() for base in folders) and ("/" in path or path not in everywhere):
+                stale.append(path)
+    return sorted(set(stale))
+
+
+def stale_names(text: str) -> list[str]:
+    """The ``miaudit.x.y`` names in ``text`` that neither import nor resolve as attributes."""
+    stale = []
+    for name in sorted(set(DOTTED.findall(text))):
+        parts = name.split(".")
+        obj: object = None
+        for i in range(len(parts), 0, -1):  # the longest importable prefix, then attributes
+            try:
+                obj = importlib.import_module(".".join(parts[:i]))
+            except ModuleNotFoundError:
+                continue
+            for attr in parts[i:]:
+                obj = getattr(obj, attr, None)
+            break
+        if obj is None:
+            stale.append(name)
+    return stale
+
+
+def test_architecture_names_only_what_exists() -> None:
+    text = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    assert len(PY_PATH.findall(text)) > 40
+    assert stale_paths(text) == []
+    assert stale_names(text) == []
+
+
+def test_the_architecture_check_catches_stale_names() -> None:
+    text = "- `data/`: `base.py`, `nowhere.py`\n\n`experiment.py`, `training/loop.py`, `loop.py`\n"
+    assert stale_paths(text) == ["experiment.py", "nowhere.py"]
+    assert stale_names("`miaudit.config.RunConfig`, `miaudit.pipeline.obtain`, `miaudit.scores_only`") == [
+        "miaudit.pipeline.obtain",
+        "miaudit.scores_only",
+    ]

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Sized
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -107,7 +107,7 @@ def _records(value: Any, field: str) -> tuple[np.ndarray, np.ndarray]:
 
     try:
         if isinstance(value, torch.utils.data.Dataset):
-            items = [value[i] for i in range(len(value))]
+            items = [value[i] for i in range(len(cast(Sized, value)))]  # a map-style Dataset has a length
             return np.stack([_numpy(x) for x, _ in items]), np.array([_numpy(y) for _, y in items])
         if isinstance(value, (tuple, list)) and len(value) == 2:
             return _numpy(value[0]), _numpy(value[1])

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 import time
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 from rich import box
@@ -38,7 +38,7 @@ err = Console(stderr=True)
 SET_HELP = "override a config key, e.g. --set train.epochs=5 --set attacks.0.samples=200 (repeatable)"
 
 
-def _fail(e: Exception) -> None:
+def _fail(e: Exception) -> NoReturn:
     err.print(f"[bold red]error:[/bold red] {e}", highlight=False, soft_wrap=True)
     raise typer.Exit(code=2)
 
@@ -341,4 +341,4 @@ def main() -> None:  # pragma: no cover - console entry point
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    main()

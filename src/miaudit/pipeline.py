@@ -55,7 +55,7 @@ def prepare(cfg: RunConfig, plan: Plan | None = None) -> Experiment:
     if cfg.target is not None:
         from .experiment import own_model  # torch and the user's model: not needed by `miaudit score`
 
-        return own_model.from_checkpoint(cfg, plan)
+        return own_model.from_checkpoint(cfg, plan, cfg.target)
     ds = load_dataset(cfg)
     log.debug("data %s: %d records, %d classes, input shape %s", ds.name, len(ds), ds.n_classes, ds.input_shape)
     split = with_calibration_records(data.split_indices(len(ds), cfg.seed, cfg.split.as_tuple()), cfg)
@@ -94,7 +94,7 @@ def fpr_levels(cfg: RunConfig) -> tuple[float, ...]:
 
 def evaluate(exp: Experiment, result: AttackResult) -> metrics.AttackMetrics | None:
     """ROC metrics against the true membership; none when it is unknown (a ranking is all there is)."""
-    if not exp.membership_known:
+    if exp.is_member is None:
         return None
     pvals = {} if result.log_pvalues is None else {"raw": result.log_pvalues}
     if result.log_pvalues_calibrated is not None:

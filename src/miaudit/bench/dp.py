@@ -63,10 +63,11 @@ def run_point(base: dict[str, Any], seed: int, eps: float | None, cache_dir: Pat
     cfg = _config(base, seed, eps, False, cache_dir)
     res = pipeline.run_config(cfg)
     exp = res.experiment
+    assert exp.is_member is not None  # miaudit trained the target: its membership is known
     privacy = exp.target.privacy or {}
     rows = {}
     for r in res.attacks:
-        spec = DPAuditConfig(attack=r.attack.label, delta=DELTA)
+        spec = DPAuditConfig.model_validate({"attack": r.attack.label, "delta": DELTA})
         two = audit.two_run(r.result.scores, exp.is_member, spec, cfg, r.attack.label)
         m = r.metrics.to_json() if r.metrics is not None else {}
         rows[r.attack.name] = {

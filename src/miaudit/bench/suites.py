@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ class Suite:
     datasets: dict[str, dict[str, Any]]  # label -> base config (everything but seed and attacks)
     rows: Callable[[int], list[dict[str, Any]]]  # attack rows for a run with K references
     seeds: tuple[int, ...] = (0, 1, 2)
-    seeds_for: dict[str, tuple[int, ...]] = field(default_factory=dict)  # fewer seeds where a data set is costly
+    seeds_for: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # fewer seeds where a data set is costly
     rows_for: dict[str, Callable[[int], list[dict[str, Any]]]] = field(default_factory=dict)  # per data set
     prepare: dict[str, Callable[[], None]] = field(default_factory=dict)  # run once before a data set's seeds
 
@@ -80,7 +80,7 @@ def ceiling_rows(k_max: int) -> list[dict[str, Any]]:
 LOCATION = {"dataset": "location", "model": "mlp", "train": {"epochs": 30, "batch_size": 64, "lr": 0.1}}
 # 5,000 records: 1,000 members, 1,000 non-members, references on 1,000 each; sized so that
 # one model trains in one to two minutes on 2 cores and overfits as in the paper.
-CIFAR10 = {
+CIFAR10: dict[str, Any] = {
     "dataset": {"name": "cifar10", "subset": 5000},
     "model": "cnn",
     "train": {"epochs": 35, "batch_size": 32, "lr": 0.1},

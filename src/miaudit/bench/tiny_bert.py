@@ -62,7 +62,7 @@ def build(
         num_attention_heads=heads,
         intermediate_size=2 * hidden,
         max_position_embeddings=max_length,
-        num_labels=n_labels,
     )
+    cfg.num_labels = n_labels  # a property of transformers' configs (it sets id2label), not a constructor field
     BertForSequenceClassification(cfg).save_pretrained(directory)
     return Path(directory)

@@ -44,7 +44,10 @@ class DataConfig(_Strict):
 
     @property
     def label(self) -> str:
-        return self.name if self.name is not None else Path(self.path).stem
+        if self.name is not None:
+            return self.name
+        assert self.path is not None  # the validator above gives exactly one of name and path
+        return Path(self.path).stem
 
 
 class TrainConfig(_Strict):

@@ -99,7 +99,9 @@ class ScoreConfig(_Strict):
     def model(self) -> str:
         return PRECOMPUTED
 
-    reference_architecture = model
+    @property
+    def reference_architecture(self) -> str:
+        return PRECOMPUTED
 
     @property
     def device(self) -> str:

@@ -122,7 +122,7 @@ def cached_arrays(ctx: LoadContext, key: str, build: Callable[[], dict[str, np.n
     arrays = build()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + f".tmp{os.getpid()}.npz")
-    np.savez(tmp, **arrays)
+    np.savez(tmp, allow_pickle=False, **arrays)
     os.replace(tmp, path)
     return arrays
 

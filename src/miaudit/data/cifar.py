@@ -29,7 +29,15 @@ _CIFAR100_RECORD = 2 + 3 * IMAGE_SIDE * IMAGE_SIDE  # coarse label, fine label, 
 
 def _jpeg_members(archive: Path) -> dict[str, bytes]:
     with tarfile.open(archive, "r:*") as tar:
-        return {m.name: tar.extractfile(m).read() for m in tar if m.isfile() and _JPEG_MEMBER.fullmatch(m.name)}
+        members = [m for m in tar if m.isfile() and _JPEG_MEMBER.fullmatch(m.name)]
+        return {m.name: _read_member(tar, m) for m in members}
+
+
+def _read_member(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
+    handle = tar.extractfile(member)
+    if handle is None:  # not reached for a regular file (tarfile returns None only for links and folders)
+        raise DataError(f"dataset cifar10: cannot read {member.name} from the archive")
+    return handle.read()
 
 
 def _decode_rgb(data: bytes, where: str) -> np.ndarray:
@@ -42,6 +50,13 @@ def _decode_rgb(data: bytes, where: str) -> np.ndarray:
         raise DataError(f"dataset cifar10: cannot decode {where} as a JPEG image ({e})") from None
 
 
+def _split_and_class(name: str) -> tuple[str, str]:
+    """``(split, class)`` of a member ``_jpeg_members`` kept (so its name matches)."""
+    found = _JPEG_MEMBER.fullmatch(name)
+    assert found is not None
+    return found[1], found[2]
+
+
 def _decode_jpeg_tar(archive: Path) -> dict[str, np.ndarray]:
     """``train/<class>/*.jpg`` then ``test/<class>/*.jpg``, each in sorted path order -> uint8 (n, 32, 32, 3).
 
@@ -50,7 +65,7 @@ def _decode_jpeg_tar(archive: Path) -> dict[str, np.ndarray]:
     files = _jpeg_members(archive)
     if not files:
         raise DataError(f"dataset cifar10: {archive} holds no train/<class>/*.jpg or test/<class>/*.jpg files")
-    parts = {name: _JPEG_MEMBER.fullmatch(name).groups() for name in files}  # name -> (split, class)
+    parts = {name: _split_and_class(name) for name in files}
     classes = sorted({cls for _, cls in parts.values()})
     order = sorted(files, key=lambda name: (_SPLIT_ORDER[parts[name][0]], name))
     x = np.stack([_decode_rgb(files[name], f"{archive}:{name}") for name in order])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -309,7 +310,7 @@ def train_into_store(
 
     torch.set_num_threads(threads)
     with ModelProgress(1) as progress:
-        return obtain(Store(root), recipe, ds, role, seed, train_idx, progress, device).cached
+        return obtain(Store(Path(root)), recipe, ds, role, seed, train_idx, progress, device).cached
 
 
 def load_dataset(cfg: RunConfig) -> Dataset:

@@ -68,7 +68,7 @@ def write_npz(outputs: Outputs, path: Path) -> Path:
         **outputs.sets,
         **({} if outputs.records is None else {"records": outputs.records}),
     }
-    np.savez(path, **arrays)
+    np.savez(path, allow_pickle=False, **arrays)
     return path
 
 

@@ -82,8 +82,9 @@ def read_npz(path: Path) -> Outputs:
     get = _array_source(Path(path))
     target, refs = get("target_logits"), get("reference_logits")
     labels = get("labels")
-    if target is None and get("target_signal") is not None:
-        target, refs = _signal_logits(get("target_signal")), _signal_logits(_need(get, "reference_signals", path))
+    signal = get("target_signal")
+    if target is None and signal is not None:
+        target, refs = _signal_logits(signal), _signal_logits(_need(get, "reference_signals", path))
         labels = np.zeros(len(target), dtype=np.int64)
     if target is None or refs is None or labels is None:
         missing = [
@@ -171,7 +172,9 @@ def check(o: Outputs) -> None:
             raise DataError(
                 f"outputs: reference {k}'s logits have shape {logits.shape}, the target's {o.target_logits.shape}"
             )
-    masks = [("reference_keep", o.reference_keep, (len(o.reference_logits), n))]
+    masks: list[tuple[str, np.ndarray, tuple[int, ...]]] = [
+        ("reference_keep", o.reference_keep, (len(o.reference_logits), n))
+    ]
     masks += [] if o.target_keep is None else [("target_keep", o.target_keep, (n,))]
     for name, mask, shape in masks:
         if mask.shape != shape or mask.dtype.kind not in "biu" or not np.isin(mask, (0, 1)).all():

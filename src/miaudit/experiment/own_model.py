@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch.nn as nn
 
-from ..config.run import RunConfig
+from ..config.run import RunConfig, TargetConfig
 from ..data import Dataset, Split
 from ..data.files import load_indices
 from ..errors import ConfigError, DataError, ModelError
@@ -64,7 +64,7 @@ def membership_from_files(cfg: RunConfig, ds: Dataset) -> tuple[Split, np.ndarra
     if cfg.queries.indices is not None:
         members, nonmembers = empty, empty
         audited = _nonempty(load_indices(cfg.queries.indices, "queries", n), "queries")
-    elif cfg.members is not None:
+    elif cfg.members is not None and cfg.nonmembers is not None:  # the config gives both or neither
         members = _nonempty(load_indices(cfg.members, "members", n), "members")
         nonmembers = _nonempty(load_indices(cfg.nonmembers, "nonmembers", n), "nonmembers")
         validate.check_disjoint_indices(members, nonmembers)
@@ -98,15 +98,16 @@ def _with_checkpoint_classes(ds: Dataset, state: io.StateDict) -> Dataset:
     return Dataset(ds.name, ds.x, ds.y, n_classes)
 
 
-def from_checkpoint(cfg: RunConfig, plan: Plan) -> Experiment:
-    """The experiment for ``target: {architecture, checkpoint}``: load, check, train the references."""
-    state = io.read_state_dict(cfg.target.checkpoint)
+def from_checkpoint(cfg: RunConfig, plan: Plan, target: TargetConfig) -> Experiment:
+    """The experiment for ``target: {architecture, checkpoint}`` (``cfg.target``): load, check, train the
+    references."""
+    state = io.read_state_dict(target.checkpoint)
     ds = _with_checkpoint_classes(load_dataset(cfg), state)
     records = AuditRecords(ds, *membership_from_files(cfg, ds))
     arch = cfg.target_architecture
     module = io.load_weights(build_model(arch, ds.input_shape, ds.n_classes), state, arch)
     recipe = reference_recipe(cfg, ds, plan.head_dropout)
-    source = f"checkpoint {Path(cfg.target.checkpoint).name}"
+    source = f"checkpoint {Path(target.checkpoint).name}"
     return audit_given(cfg, plan, records, module, recipe, source=source, architecture=arch)
 
 

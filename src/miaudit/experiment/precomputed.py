@@ -120,7 +120,10 @@ def _roles(cfg: ScoreConfig, outputs: Outputs) -> tuple[Split, np.ndarray, np.nd
 def _model(role: str, logits: np.ndarray, keep: np.ndarray, signals: SignalCache, source: str) -> TrainedModel:
     train_idx = np.flatnonzero(keep)
     acc = signals.accuracy(logits, train_idx)  # from the stored signals: the logits are read once, ever
-    return TrainedModel(role, None, logits, train_idx, 0.0, acc, cached=True, architecture=PRECOMPUTED, source=source)
+    no_module: Any = None  # outputs only: no torch module
+    return TrainedModel(
+        role, no_module, logits, train_idx, 0.0, acc, cached=True, architecture=PRECOMPUTED, source=source
+    )
 
 
 def prepare(cfg: ScoreConfig) -> ScoredExperiment:
@@ -150,7 +153,7 @@ def prepare(cfg: ScoreConfig) -> ScoredExperiment:
     info = {} if outputs.records is None else {"original_record": np.asarray(outputs.records)[query_idx]}
     masks = np.asarray(outputs.reference_keep[:used], dtype=bool)
     return ScoredExperiment(
-        cfg,
+        cfg,  # type: ignore[arg-type]
         plan,
         ds,
         split,
@@ -160,7 +163,7 @@ def prepare(cfg: ScoreConfig) -> ScoredExperiment:
         masks,
         target,
         refs,
-        query_info=info,  # type: ignore[arg-type]
+        query_info=info,
         signal_cache=signals,
     )
 

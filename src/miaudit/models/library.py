@@ -41,8 +41,5 @@ def split_last_linear(model: nn.Module, n_classes: int) -> tuple[nn.Module, nn.L
     path, head = found[-1]
     parent_path, _, attr = path.rpartition(".")
     parent = model.get_submodule(parent_path) if parent_path else model
-    if isinstance(parent, nn.Sequential) or attr.isdigit():
-        parent[int(attr)] = nn.Identity()
-    else:
-        setattr(parent, attr, nn.Identity())
+    setattr(parent, attr, nn.Identity())  # also for a Sequential's "3": its children are named attributes
     return model, head

@@ -18,10 +18,15 @@ from ..stats import metrics
 
 
 def roc_plot(res: RunResult, path: Path) -> None:
+    is_member = res.experiment.is_member
+    if is_member is None:
+        raise ValueError("roc_plot: no ROC without the queries' membership")
     fig, ax = plt.subplots(figsize=(5.5, 5))
-    n_non = int((~res.experiment.is_member).sum())
+    n_non = int((~is_member).sum())
     for r in res.attacks:
-        fpr, tpr = metrics.roc(r.result.scores, res.experiment.is_member)
+        if r.metrics is None:
+            continue  # not reached: with membership known every attack has metrics
+        fpr, tpr = metrics.roc(r.result.scores, is_member)
         shown = fpr > 0  # log axes: the ROC's FPR = 0 points cannot be drawn; steps keep the curve honest
         ax.plot(
             fpr[shown],
@@ -75,7 +80,7 @@ def score_histograms(res: RunResult) -> str:
     for ax, r in zip(axes, res.attacks):
         scores = np.asarray(r.result.scores, dtype=float)
         finite = np.isfinite(scores)
-        bins = np.histogram_bin_edges(scores[finite], bins=40) if finite.any() else 10
+        bins = np.histogram_bin_edges(scores[finite], bins=40).tolist() if finite.any() else 10
         if is_member is None:
             ax.hist(scores[finite], bins=bins, color="tab:grey", label="queries")
         else:

@@ -55,7 +55,7 @@ def scores_frame(res: RunResult) -> pd.DataFrame:
     rank = np.empty(len(exp.query_idx), dtype=np.int64)
     rank[np.argsort(-risk_values(risk_basis(res)), kind="stable")] = np.arange(1, len(rank) + 1)
     cols = {"risk_rank": rank, "record": exp.query_idx, **exp.query_info}
-    if exp.membership_known:
+    if exp.is_member is not None:
         cols["member"] = exp.is_member.astype(int)
     cols["label"] = exp.dataset.y[exp.query_idx]
     for r in res.attacks:

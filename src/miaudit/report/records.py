@@ -35,7 +35,7 @@ def environment(device: str) -> dict:
     """What produced the numbers: versions, platform, torch threads (None: torch never ran, as in a scores-only
     audit) and device."""
     torch = sys.modules.get("torch")
-    versions = {}
+    versions: dict[str, str | None] = {}
     for package in ENVIRONMENT_PACKAGES:
         try:
             versions[package] = metadata.version(package)
@@ -88,17 +88,17 @@ def _membership_counts(r: AttackRun, exp: Experiment) -> tuple[int, int] | None:
 
 def results_json(res: RunResult) -> dict:
     exp, cfg = res.experiment, res.experiment.cfg
-    known = exp.membership_known
+    member = exp.is_member
     out = {
         "miaudit_version": __version__,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "dataset": cfg.dataset.label,
         "data_fingerprint": exp.dataset.content_sha256,
         "n_records": len(exp.dataset),
-        "membership": "known" if known else "unknown",
+        "membership": "known" if member is not None else "unknown",
         "n_queries": len(exp.query_idx),
-        "n_members": int(exp.is_member.sum()) if known else None,
-        "n_nonmembers": int((~exp.is_member).sum()) if known else None,
+        "n_members": int(member.sum()) if member is not None else None,
+        "n_nonmembers": int((~member).sum()) if member is not None else None,
         "n_population": len(exp.split.population),
         "n_validation": len(exp.split.validation),
         "model": exp.target.architecture or cfg.model,
@@ -127,7 +127,7 @@ def results_json(res: RunResult) -> dict:
         "config": truthful_config(res),
         "environment": environment(cfg.device),
     }
-    notes = ([] if known else [UNKNOWN_MEMBERSHIP_NOTE]) + ([] if exp.calibrates else [UNCALIBRATED_NOTE])
+    notes = ([] if member is not None else [UNKNOWN_MEMBERSHIP_NOTE]) + ([] if exp.calibrates else [UNCALIBRATED_NOTE])
     return {**out, "notes": notes} if notes else out
 
 

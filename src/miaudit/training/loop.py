@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -164,5 +165,5 @@ def predict_views(model: nn.Module, x: np.ndarray, logits: np.ndarray, how: str,
     views = query_views(how)
     if len(views) > 1:
         require_images(x, "queries.augment")
-    rest = [predict_logits(model, x, device=device, transform=lambda t, v=v: view(t, v)) for v in views[1:]]
+    rest = [predict_logits(model, x, device=device, transform=partial(view, v=v)) for v in views[1:]]
     return np.stack([np.asarray(logits, dtype=np.float64), *rest])

@@ -154,9 +154,11 @@ class Store:
             module = self.load_weights(entry, build())
             logits = self.load_logits(entry)
         except DamagedEntry as e:
-            return self._discard(entry, str(e))
+            self._discard(entry, str(e))
+            return None
         except Exception as e:  # checksums match but the content does not fit: still not usable
-            return self._discard(entry, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+            self._discard(entry, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+            return None
         return CachedModel(module, logits, meta)
 
     def _discard(self, entry: ModelEntry, why: str) -> None:
