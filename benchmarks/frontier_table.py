@@ -116,6 +116,7 @@ def table2(results: dict, first: dict) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     everywhere: dict[int, list[set[str]]] = {}
+    leaders: dict[int, list[str]] = {}
     for label, d in results["datasets"].items():
         old = first["datasets"].get(label)
         for k in sorted({r["references"] for r in d["rows"]}):
@@ -124,6 +125,8 @@ def table2(results: dict, first: dict) -> list[str]:
             then = best(old["rows"], k) if old else None
             ceilings = [ceiling_row(first["datasets"], label, ck) for ck in (16, 64)]
             everywhere.setdefault(k, []).append(tied_or_best(d["rows"], k, d["n_members"], len(d["seeds"])))
+            top = best(d["rows"], k)
+            leaders.setdefault(k, []).append(f"{top['name'] if top else '-'} ({label})")
             lines.append(
                 f"| {label} | {k} | {_tpr(lr)} | {_tpr_low(lr)} | {_fpr(lr)} | {_tpr(logit)} | {_tpr_low(logit)} | "
                 f"{_fpr(logit)} | {peer['label'] if peer else '-'} | {_tpr(peer) if peer else '-'} | "
@@ -131,14 +134,30 @@ def table2(results: dict, first: dict) -> list[str]:
                 + " | ".join("-" if c is None else _tpr(c[0]) for c in ceilings)
                 + " |"
             )
-    verdicts = []
+    verdicts = [
+        f"- Target (issue 27), K = 1, {label}: TPR@1% >= {goal}%; best candidate {100 * got:.2f}%"
+        + (" (met)." if 100 * got >= goal else f" (missed by {goal - 100 * got:.2f} points).")
+        for label, goal in TARGETS.items()
+        if label in results["datasets"]
+        for got in [
+            max(
+                r["tpr@0.01"]["mean"]
+                for r in results["datasets"][label]["rows"]
+                if r["references"] == 1 and r["name"] in CANDIDATES2
+            )
+        ]
+    ]
     for k, sets in everywhere.items():
         common = sorted(set.intersection(*sets)) if len(sets) == len(results["datasets"]) else []
-        verdicts.append(f"- K = {k}: best or tied on all {len(sets)} data sets: {', '.join(common) or 'no attack'}.")
+        verdicts.append(
+            f"- K = {k}: highest mean {', '.join(leaders[k])}; best or tied on all {len(sets)} data sets: "
+            f"{', '.join(common) or 'no attack'}."
+        )
     return lines + ["", *verdicts]
 
 
 CANDIDATES2 = ("pair-lr", "pair-logit")
+TARGETS = {"location": 22.0, "cifar10": 16.0}  # issue 27: TPR@1% with one reference
 
 
 def write(name: str, title: str, intro: str, lines: list[str]) -> None:

@@ -180,7 +180,8 @@ def markdown(results: dict[str, Any]) -> str:
         "",
         results["description"],
         "",
-        f"Command: `{results['command']}`. Hardware: {hw['cpu']}, {hw['cores']} cores, no GPU, torch {hw['torch']} "
+        f"Command: `{results['command']}`. Hardware: {hw['cpu']}, {hw['cores']} cores, {hw.get('gpu') or 'no GPU'}, "
+        f"torch {hw['torch']} "
         f"({hw['torch_threads']} threads). Wall time {results['wall_seconds'] / 60:.1f} min "
         "(trained models are cached: a rerun only recomputes attacks).",
         "",
