@@ -21,6 +21,19 @@ def _best_existing(rows: list[dict], k: int) -> str | None:
     return max(pool, key=lambda r: r["tpr@0.01"]["mean"])["name"] if pool else None
 
 
+def test_round_two_is_the_candidates_best_or_tied_everywhere() -> None:
+    """Protocol amendment 2's rule, recomputed from frontier2.json with frontier_table.py's tie rule."""
+    import sys
+
+    sys.path.insert(0, str(FRONTIER.parents[1]))
+    from frontier_table import CANDIDATES2, tied_or_best
+
+    results = json.loads((FRONTIER.parent / "frontier2.json").read_text())["datasets"]
+    for k in (1, 2, 4, 8):
+        tied = [tied_or_best(results[d]["rows"], k, results[d]["n_members"], 3) for d in OFFLINE]
+        assert set(recommended.ROUND_TWO[k]) == set.intersection(*tied) & set(CANDIDATES2), f"K = {k}"
+
+
 def test_table_is_the_frontier_best_per_budget() -> None:
     results = json.loads(FRONTIER.read_text())["datasets"]
     for k, chosen in recommended.FRONTIER_BEST.items():
@@ -29,8 +42,9 @@ def test_table_is_the_frontier_best_per_budget() -> None:
 
 
 @pytest.mark.parametrize(("refs", "expected"), [(0, ["attack-p", "gls"]), (4, ["attack-p", "gls", "rmia (n=4)",
-                         "bavaria-n (n=4)", "lira (n=4)"]), (6, ["attack-p", "gls", "rmia (n=6)", "bavaria-n (n=6)",
-                         "lira (n=6)"]), (32, ["attack-p", "gls", "rmia (n=32)", "bavaria-n (n=32)"])])  # fmt: skip
+                         "bavaria-n (n=4)", "lira (n=4)", "pair-lr (n=4)", "pair-logit (n=4)"]), (6, ["attack-p", "gls",
+                         "rmia (n=6)", "bavaria-n (n=6)", "lira (n=6)", "pair-lr (n=6)", "pair-logit (n=6)"]),
+                         (32, ["attack-p", "gls", "rmia (n=32)", "bavaria-n (n=32)"])])  # fmt: skip
 def test_auto_rows_for_the_references_available(refs: int, expected: list[str]) -> None:
     p = plan.build(config.from_dict({"references": refs}))
     assert [a.label for a in p.attacks] == expected
