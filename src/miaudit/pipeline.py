@@ -45,6 +45,7 @@ class RunResult:
     experiment: Experiment
     attacks: list[AttackRun]
     dp_audit: dict | None = None  # the epsilon lower bound (miaudit.dp.audit), when the config asks for it
+    blind_baseline: dict | None = None  # LM audits: the text-only classifier beside the attacks (miaudit.lm.blind)
 
 
 def prepare(cfg: RunConfig, plan: Plan | None = None) -> Experiment:
@@ -117,7 +118,18 @@ def run_experiment(exp: Experiment) -> RunResult:
         with working(f"attack {attack.label}"):
             runs.append(run_attack(exp, attack, inputs))
         log.info("attack %s: %.2f s", attack.label, runs[-1].seconds["attack"])
-    return RunResult(exp, runs, dp_audit(exp, runs))
+    return RunResult(exp, runs, dp_audit(exp, runs), blind_baseline(exp, runs))
+
+
+def blind_baseline(exp: Experiment, runs: list[AttackRun]) -> dict | None:
+    """results.json's ``blind_baseline`` for an audit of texts with known membership (``miaudit.lm.blind``)."""
+    texts = getattr(exp.dataset, "texts", None)
+    if not texts or exp.is_member is None:
+        return None
+    from .lm import blind
+
+    aucs = [r.metrics.auc for r in runs if r.metrics is not None]
+    return blind.for_audit(texts, exp.query_idx, exp.is_member, aucs, fpr_levels(exp.cfg), exp.cfg.seed)
 
 
 def dp_audit(exp: Experiment, runs: list[AttackRun]) -> dict | None:

@@ -24,6 +24,7 @@ from ..stats import signals
 from ..stats.pvalues import t_logsf
 from ..stats.signals import Signal
 from ..training import executor
+from . import _lm_posterior
 from .base import AttackInputs, AttackParams, AttackResult
 from .registry import register
 
@@ -193,7 +194,10 @@ def reference_moments(
 def _attack(inputs: AttackInputs, params: MRBMIAParams) -> AttackResult:
     """Algorithm 1 for one reference, 2 for several; the score is -log p. (Conformal calibration, paper
     F.1, is done for every p-value attack alike by ``miaudit.stats.calibration``.)"""
-    means, variances = reference_moments(inputs, params, views=True)
+    if _lm_posterior.is_lm(inputs.models):  # a causal LM: the LM head's posterior (miaudit.lm.head_laplace)
+        means, variances = _lm_posterior.reference_moments(inputs, params.signal)
+    else:
+        means, variances = reference_moments(inputs, params, views=True)
     options = posteriors.options_for(params.posterior, params)
     n_draws = posteriors.create(params.posterior, **options).draws(params.samples)  # M, or an ensemble's members
     q = inputs.queries

@@ -28,6 +28,9 @@ class DataConfig(_Strict):
     )
     path: Path | None = Field(default=None, description="your data: .npz (arrays x, y), .csv or a folder of images")
     label_column: str = Field(default="y", description=".csv: the column holding the class labels")
+    text_column: str | None = Field(
+        default=None, description="language models: the .csv/.jsonl column holding the texts"
+    )
     num_classes: int | None = Field(
         default=None, ge=2, description="a file's classes, when some have no records (default: its distinct labels)"
     )
@@ -119,9 +122,12 @@ def _calibration(v: Any) -> Any:
 def _architecture_name(v: str | None) -> str | None:
     """A built-in architecture, another library's (``torchvision:NAME``, ``timm:NAME``, ``hf:PATH``: form and
     local files checked now), or ``package.module:factory`` (imported now, so a typo fails before any work)."""
+    from ..lm import names as lm_names
     from ..models import ARCHITECTURES, adapters, io
 
-    if v is not None and adapters.is_adapter_name(v):
+    if v is not None and lm_names.is_gpt_tiny(v):
+        lm_names.gpt_tiny_options(v)
+    elif v is not None and adapters.is_adapter_name(v):
         adapters.check(v)
     elif v is not None and io.is_import_path(v):
         io.import_factory(v)

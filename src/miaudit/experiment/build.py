@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from .. import data
+from .. import data, lm
 from ..attacks import AttackInputs, ModelAccess, RecordSet
 from ..config.options import ExecutorConfig
 from ..config.run import DPConfig, RunConfig
@@ -193,6 +193,8 @@ def builtin_recipe(
     references when an attack samples them by MC Dropout). Options at their defaults (fp32, augment none,
     no dropout, no DP) are left out of the cache key, so models trained before the options existed keep
     their keys; so is ``loader_workers``, which never changes the weights."""
+    if lm.is_causal_lm(arch):  # trained by the same loop: the sequence logits' cross-entropy is the LM loss
+        return ModelRecipe(arch, *lm.recipe(cfg, ds, arch))
     from ..models import adapters, build_model, io
     from ..training.loop import train
 
@@ -314,6 +316,8 @@ def train_into_store(
 
 
 def load_dataset(cfg: RunConfig) -> Dataset:
+    if lm.is_causal_lm(cfg.target_architecture):  # texts, tokenised by the LM's tokenizer
+        return lm.load_texts(cfg)
     from ..models import adapters
 
     return data.load(

@@ -124,10 +124,12 @@ def results_json(res: RunResult) -> dict:
         "records_at_risk": findings.records_at_risk(res, verdict["attack"] if verdict else None),
         "attacks": [_attack_json(r, exp) for r in res.attacks],
         **({"dp_audit": res.dp_audit} if res.dp_audit else {}),
+        **({"blind_baseline": res.blind_baseline} if res.blind_baseline else {}),
         "config": truthful_config(res),
         "environment": environment(cfg.device),
     }
     notes = ([] if member is not None else [UNKNOWN_MEMBERSHIP_NOTE]) + ([] if exp.calibrates else [UNCALIBRATED_NOTE])
+    notes += [res.blind_baseline["warning"]] if res.blind_baseline and "warning" in res.blind_baseline else []
     return {**out, "notes": notes} if notes else out
 
 

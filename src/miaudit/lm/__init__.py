@@ -1,0 +1,51 @@
+"""Causal language models: membership audits of documents in an LM's training data.
+
+``model: gpt-tiny`` (a GPT-2 built from scratch with a word-level tokenizer over the audited corpus) or
+``model: hf:PATH`` of a local causal LM directory. A record is a text, tokenised and truncated to
+``max_length`` tokens, packed in the float32 ``x`` every stage passes around (token ids and attention
+mask, as ``models/hf.py`` does). The model's per-record output is one binary "decision" with
+probability exp(mean token log-likelihood) (``model.sequence_logits``), so the classifier attacks
+(Attack-P, LiRA, RMIA, BaVarIA) run unchanged on the sequence score; the token-level attacks
+(``attacks/lm_reference_free.py``) and BMIA's LM-head posterior (``head_laplace.py``) read the
+per-token outputs (``tokens.py``). ``blind.py`` is the text-only baseline reported beside them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .names import is_causal_lm
+
+
+def load_texts(cfg: Any) -> Any:
+    """The config's texts as a ``data.TextDataset``, tokenised for its (causal LM) target."""
+    from .data import load
+
+    return load(cfg, cfg.target_architecture)
+
+
+def recipe(cfg: Any, ds: Any, spec: str) -> tuple[Callable, Callable, int, dict]:
+    """How ``experiment.build`` obtains model ``spec`` on the texts ``ds``: (a builder of fresh models, the
+    training loop's fit, epochs, the cache key's spec). miaudit's loop trains it: the cross-entropy of the
+    sequence logits (``model.sequence_logits``) is the LM loss. The key holds the tokenizer's (gpt-tiny's is
+    built from the data) and, for ``hf:``, the directory's digest."""
+    from ..errors import ModelError
+    from ..models import adapters
+    from ..training.loop import train
+    from .data import TextDataset
+    from .model import build
+
+    if not isinstance(ds, TextDataset):
+        raise ModelError(f"model: {spec} is a causal language model; the target must be one too")
+    key = {"arch": spec, "input_shape": ds.input_shape, "train": cfg.train.model_dump(), "lm": ds.tokenizer_key}
+    if spec.startswith("hf:"):
+        key["arch_source"] = adapters.source_digest(spec)
+
+    def fit(module: Any, x: Any, y: Any, seed: int, progress: Any) -> Any:
+        return train(module, x, y, cfg.train, seed, cfg.device, progress)
+
+    return (lambda: build(spec, ds.tokenizer)), fit, cfg.train.epochs, key
+
+
+__all__ = ["is_causal_lm", "load_texts", "recipe"]

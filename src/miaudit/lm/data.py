@@ -1,0 +1,143 @@
+"""Text records for an LM audit: the built-in ``ag_news`` texts or a user CSV/JSONL (``text_column``),
+tokenised by the model's tokenizer and truncated to ``max_length`` tokens.
+
+``x`` is float32 (n, 2, max_length): token ids and attention mask, as ``models/hf.py`` packs them;
+``y`` is all 0 and ``n_classes`` 2, the one binary "decision" a sequence is to the classifier attacks
+(``model.sequence_logits``). The texts themselves travel with the data set (``TextDataset.texts``):
+the blind baseline reads them. ``gpt-tiny``'s word-level tokenizer is built from the audited corpus,
+members and non-members pooled (as the TF-IDF features of ``data/text.py`` are): it fixes which words
+the model can name, not what it learns about them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..bench.tiny_bert import vocabulary
+from ..data.base import Dataset, LoadContext, default_cache_dir, default_data_dir, require_file
+from ..data.text import AG_NEWS_FILE, AG_NEWS_SHA256, read_news
+from ..errors import DataError, ModelError
+from . import names
+
+PAD, UNK, BOS = "[PAD]", "[UNK]", "<s>"
+
+
+@dataclass(frozen=True, eq=False)
+class TextDataset(Dataset):
+    """A Dataset of tokenised texts, with the texts and the tokenizer that made ``x``."""
+
+    texts: tuple[str, ...] = ()
+    tokenizer: Any = None  # transformers' PreTrainedTokenizerFast (or any tokenizer with __call__ and decode)
+    tokenizer_key: str = ""  # what fixes the tokenizer, for cache keys
+
+
+def read_texts(name: str | None, path: Path | None, text_column: str | None, ctx: LoadContext) -> list[str]:
+    """The texts: ag_news's title + description, or a CSV/JSONL file's ``text_column``."""
+    if path is None:
+        if name != "ag_news":
+            raise DataError(f"dataset: {name!r} has no texts; a language model audits ag_news or a CSV/JSONL file")
+        return read_news(require_file(ctx, AG_NEWS_FILE, AG_NEWS_SHA256, "ag_news"))[0]
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise DataError(f"dataset.path: file {path} not found")
+    if text_column is None:
+        raise DataError(f"dataset.text_column: name the column of {path.name} that holds the texts")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".csv":
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        elif suffix in (".jsonl", ".json"):
+            frame = pd.read_json(path, lines=suffix == ".jsonl", dtype=False)
+        else:
+            raise DataError(f"dataset.path: a language model reads .csv or .jsonl texts, not {suffix!r}")
+    except ValueError as e:
+        raise DataError(f"dataset.path: cannot read {path.name} ({str(e).splitlines()[0][:100]})") from None
+    if text_column not in frame.columns:
+        shown = ", ".join(map(str, frame.columns[:10]))
+        raise DataError(f"dataset.text_column: {path.name} has no column {text_column!r} (columns: {shown})")
+    return frame[text_column].fillna("").astype(str).tolist()
+
+
+def word_tokenizer(texts: list[str], size: int, max_length: int) -> Any:
+    """A word-level tokenizer over the ``size`` - 3 most frequent lower-cased words of ``texts`` (ties by
+    first appearance) and [PAD], [UNK], <s>; every text starts with <s>, so its first word is predicted too."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    special = [PAD, UNK, BOS]
+    vocab = special + [w for w in vocabulary(texts, size - len(special)) if w not in special]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(vocab)}, unk_token=UNK))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True, strip_accents=False)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.post_processor = processors.TemplateProcessing(single=f"{BOS} $A", special_tokens=[(BOS, 2)])
+    tok.decoder = decoders.WordPiece()  # joins words with spaces
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, unk_token=UNK, pad_token=PAD, bos_token=BOS, eos_token=BOS, model_max_length=max_length
+    )
+
+
+def hf_tokenizer(spec: str) -> Any:
+    from ..models.hf import _transformers
+
+    path = names.hf_path(spec)
+    try:
+        return _transformers().AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    except (OSError, ValueError) as e:
+        raise ModelError(f"model: no tokenizer in {path} ({str(e).splitlines()[0][:120]})") from None
+
+
+def encode(tokenizer: Any, texts: list[str], max_length: int) -> np.ndarray:
+    """float32 (n, 2, max_length): token ids and attention mask, padded and truncated. A tokenizer without
+    a pad token pads with its end-of-text token (masked out either way)."""
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
+    enc = tokenizer(list(texts), padding="max_length", truncation=True, max_length=max_length, return_tensors="np")
+    return np.stack([enc["input_ids"], enc["attention_mask"]], axis=1).astype(np.float32)
+
+
+def max_length_for(spec: str, tokenizer: Any) -> int:
+    if names.is_gpt_tiny(spec):
+        return names.gpt_tiny_options(spec).max_length
+    limit = tokenizer.model_max_length if tokenizer.model_max_length < 1_000_000 else names.DEFAULT_MAX_LENGTH
+    return names.hf_max_length(spec) or min(limit, names.DEFAULT_MAX_LENGTH)
+
+
+def load(cfg: Any, spec: str) -> TextDataset:
+    """The config's texts (a seeded ``subset`` as ``data.load`` draws it), tokenised for model ``spec``. Texts
+    of fewer than two tokens (nothing to predict) are dropped."""
+    d = cfg.dataset
+    ctx = LoadContext(
+        data_dir=Path(d.data_dir).expanduser() if d.data_dir else default_data_dir(),
+        cache_dir=Path(cfg.cache_dir).expanduser() if cfg.cache_dir else default_cache_dir(),
+    )
+    texts = read_texts(d.name, d.path, getattr(d, "text_column", None), ctx)
+    if d.subset is not None and d.subset < len(texts):
+        order = np.random.default_rng(np.random.SeedSequence([cfg.seed, 0x5B5])).permutation(len(texts))
+        texts = [texts[i] for i in np.sort(order[: d.subset])]
+    if names.is_gpt_tiny(spec):
+        opts = names.gpt_tiny_options(spec)
+        tokenizer, length = word_tokenizer(texts, opts.vocab, opts.max_length), opts.max_length
+        key = hashlib.sha256(json.dumps(tokenizer.get_vocab(), sort_keys=True).encode()).hexdigest()[:16]
+    else:
+        tokenizer = hf_tokenizer(spec)
+        length, key = max_length_for(spec, tokenizer), ""
+    x = encode(tokenizer, texts, length)
+    keep = x[:, 1].sum(axis=1) >= 2
+    if keep.sum() < 20:
+        raise DataError(f"dataset: {int(keep.sum())} texts of at least two tokens; an LM audit needs at least 20")
+    return TextDataset(
+        name=d.label,
+        x=x[keep],
+        y=np.zeros(int(keep.sum()), dtype=np.int64),
+        n_classes=2,
+        texts=tuple(t for t, k in zip(texts, keep, strict=True) if k),
+        tokenizer=tokenizer,
+        tokenizer_key=key,
+    )
