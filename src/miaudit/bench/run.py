@@ -117,6 +117,8 @@ def aggregate(per_seed: list[dict[str, Any]]) -> dict[str, Any]:
                 **_row_intervals([r["attacks"][i] for r in per_seed]),
             }
         )
+    if "blind_baseline" in first:  # an LM audit: the text-only classifier as one more row
+        rows.append(blind_row([r["blind_baseline"] for r in per_seed]))
     return {
         "n_records": first["n_records"],
         "n_members": first["n_members"],
@@ -127,8 +129,28 @@ def aggregate(per_seed: list[dict[str, Any]]) -> dict[str, Any]:
         "seeds": [r["seed"] for r in per_seed],
         "target_train_accuracy": _summary([r["target"]["train_accuracy"] for r in per_seed]),
         "target_test_accuracy": _summary([r["target"]["test_accuracy"] for r in per_seed]),
+        **{
+            f"target_{k}": _summary([r["target"][k] for r in per_seed])
+            for k in ("train_perplexity", "test_perplexity")
+            if k in first["target"]
+        },
         "reference_seconds_each": _summary([m["seconds"] for r in per_seed for m in r["reference_models"]]),
         "rows": rows,
+    }
+
+
+def blind_row(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The blind baseline's row (no references, no attack time: a text classifier, never the model)."""
+    metrics = [{"auc": e["auc"], **{f"tpr@{k}": v for k, v in e["tpr_at_fpr"].items()}} for e in entries]
+    blank = {"mean": float("nan"), "sd": float("nan")}
+    return {
+        "name": "blind-baseline",
+        "label": "blind baseline (TF-IDF + LR, text only)",
+        "references": 0,
+        "unreliable_fpr_levels": entries[0]["unreliable_fpr_levels"],
+        **{k: _summary([m[k] for m in metrics]) for k in metrics[0]},
+        **{k: blank for k in ("reference_training_s", "attack_s", "attack_over_one_reference")},
+        **_row_intervals(entries),
     }
 
 
@@ -192,7 +214,14 @@ def markdown(results: dict[str, Any]) -> str:
             "",
             f"{d['n_records']} records, {d['n_members']} members / {d['n_nonmembers']} non-members; "
             f"target {d['model']} (references {d['reference_model']}): train accuracy "
-            f"{_fmt(d['target_train_accuracy'], 1, 3)}, test accuracy {_fmt(d['target_test_accuracy'], 1, 3)}; "
+            f"{_fmt(d['target_train_accuracy'], 1, 3)}, test accuracy {_fmt(d['target_test_accuracy'], 1, 3)}"
+            + (
+                f" (perplexity: train {_fmt(d['target_train_perplexity'], 1, 1)}, "
+                f"test {_fmt(d['target_test_perplexity'], 1, 1)})"
+                if "target_train_perplexity" in d
+                else ""
+            )
+            + "; "
             f"one reference model trains in {d['reference_seconds_each']['mean']:.1f} s; seeds {d['seeds']}.",
             "",
             "| attack | n | TPR@0.1% | TPR@1% | TPR@5% | AUC | FPR at p<1%: raw / cal. | FPR at p<5%: raw / cal. "

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import lm as lm_bench
+
 PEERS = ("attack-r", "lira", "rmia")
 
 
@@ -298,4 +300,14 @@ SUITES["realmodels"] = Suite(
     augmentation_rows,
     seeds=FRONTIER_SEEDS,
     prepare={"ag_news-bert": build_tiny_bert},
+)
+
+SUITES["lm"] = Suite(
+    "lm",
+    "causal LMs on AG News (docs/lm-audits.md): gpt-tiny (2 layers, 64 wide, word-level) trained from scratch, "
+    "and a gpt-tiny base pre-trained on half of AG News fine-tuned on texts of the other half; members and "
+    "non-members from one pool; K = 0, 1 and 4 references; the blind baseline beside them",
+    lm_bench.DATASETS,
+    lm_bench.rows,
+    prepare={"ag_news-finetune": lm_bench.build_finetune_base},
 )

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from .names import is_causal_lm
 
 
@@ -48,4 +50,18 @@ def recipe(cfg: Any, ds: Any, spec: str) -> tuple[Callable, Callable, int, dict]
     return (lambda: build(spec, ds.tokenizer)), fit, cfg.train.epochs, key
 
 
-__all__ = ["is_causal_lm", "load_texts", "recipe"]
+def perplexities(exp: Any) -> dict[str, float]:
+    """results.json's target fit for an LM audit of known membership: exp of the mean over texts of their mean
+    token NLL, on the members (train) and the non-members (test); {} for any other audit."""
+    from .data import TextDataset
+
+    if not isinstance(exp.dataset, TextDataset) or exp.is_member is None:
+        return {}
+    nll = -np.asarray(exp.target.logits[:, 0], dtype=np.float64)  # the sequence logit is the mean log-likelihood
+    return {
+        "train_perplexity": float(np.exp(nll[exp.split.members].mean())),
+        "test_perplexity": float(np.exp(nll[exp.split.nonmembers].mean())),
+    }
+
+
+__all__ = ["is_causal_lm", "load_texts", "recipe", "perplexities"]

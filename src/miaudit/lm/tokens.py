@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # torch is imported where the statistics are computed: the at
 
     from .model import CausalLM
 
-LOGITS_PER_PASS = 2**24  # vocabulary-sized logits held at once (128 MB in float64)
+LOGITS_PER_PASS = 2**22  # vocabulary-sized logits held at once (32 MB in float64)
 
 
 @dataclass(frozen=True)

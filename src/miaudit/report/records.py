@@ -10,6 +10,7 @@ from importlib import metadata
 
 import numpy as np
 
+from .. import lm
 from .._version import __version__
 from ..experiment.build import Experiment
 from ..pipeline import AttackRun, RunResult
@@ -108,6 +109,7 @@ def results_json(res: RunResult) -> dict:
         "references": len(exp.references),
         "target": {
             **exp.target_accuracy(),
+            **lm.perplexities(exp),
             "training_seconds": exp.target.seconds,
             "source": exp.target.source,
             **({"dp": exp.target.privacy} if exp.target.privacy else {}),
