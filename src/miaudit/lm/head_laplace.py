@@ -11,8 +11,9 @@ l(W) = (1/n) sum_t log softmax(W phi_t)[y_t], a sum over its tokens, all through
   likelihood (MacKay 1992), as laplace-torch's ``marglik`` does. Diagonal because a Kronecker factor over
   the vocabulary is V x V; computed here in closed form because laplace-torch's diagonal GGN takes
   backward passes per class (V of them per token).
-- **Moments**: linearised in W (the GLM predictive, laplace-torch's default for last-layer Laplace):
-  mean l(W_MAP), variance sum_vj S_vj G_vj^2 with G = dl/dW = (1/n) sum_t (e_{y_t} - p_t) phi_t^T. The
+- **Moments**: the variance linearised in W (the GLM predictive, laplace-torch's default for last-layer
+  Laplace), sum_vj S_vj G_vj^2 with G = dl/dW = (1/n) sum_t (e_{y_t} - p_t) phi_t^T; the mean to second
+  order, l(W_MAP) - (1/2n) sum_t sum_v p_tv (1 - p_tv) Var(f_tv), Var(f_tv) = sum_j S_vj phi_tj^2. The
   covariance between a record's tokens, which share W, is in G; drawing independent logits per token
   would lose it. Cost: one pass of the head per token (sampling M heads would cost M).
 - **Tied embeddings** (GPT-2): the posterior is over the output projection alone, a copy; the input
@@ -99,7 +100,7 @@ def fit(model: CausalLM, train_x: np.ndarray) -> HeadPosterior:
 
 
 def loglik_moments(model: CausalLM, posterior: HeadPosterior, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(n,) each record's mean token log-likelihood at the MAP and its variance under the linearised posterior."""
+    """(n,) each record's mean token log-likelihood and its variance under the posterior (see the module doc)."""
     head, means, variances = _head(model), [], []
     for features, targets, mask in token_batches(model, x):
         weight = mask / mask.sum(1, keepdim=True).clamp(min=1)  # (B, T): 1/n on real tokens
@@ -113,7 +114,11 @@ def loglik_moments(model: CausalLM, posterior: HeadPosterior, x: np.ndarray) -> 
             hit = (targets >= lo) & (targets < lo + len(rows))
             residual[hit, (targets[hit] - lo)] += 1.0  # e_y - p on this slice
             grad = torch.einsum("btv,btd->bvd", residual * weight[..., None], features)
-            var += torch.einsum("bvd,vd->b", grad.square(), posterior.variance[lo : lo + len(rows)])
+            slice_var = posterior.variance[lo : lo + len(rows)]
+            var += torch.einsum("bvd,vd->b", grad.square(), slice_var)
+            # second order: E log softmax(f)_y = log softmax(f_MAP)_y - 1/2 sum_v p_v (1 - p_v) Var f_v
+            logit_var = torch.einsum("btd,vd->btv", features.square(), slice_var)
+            mean -= 0.5 * (probs * (1 - probs) * logit_var * weight[..., None]).sum((1, 2))
         logp = (features * head[targets]).sum(-1) - logz
         mean += (logp * weight).sum(1)
         means.append(mean)
