@@ -10,10 +10,12 @@ the linearly interpolated quantile function.
 Anchors. Inverting the quantile of the K OUT scores alone saturates: every
 record at or above its largest reference score gets level 1, and with few
 references a large share of members and non-members tie there, exactly in the
-low-FPR tail (TPR@1% = 0). The published lineage (Ye et al.'s code in
-ml_privacy_meter, ``linear_itp_threshold_func``) appends two fixed anchors, the
-loss range limits 0 and 1000, to each record's reference losses before taking
-``np.quantile(..., interpolation='linear')``. We do the same on the oriented
+low-FPR tail (TPR@1% = 0). Ye et al.'s research code (the Attack-R experiments'
+``linear_itp_threshold_func(distribution, alpha, signal_min=0, signal_max=1000)``)
+appends two fixed anchors, the loss range limits 0 and 1000, to each record's
+reference losses before taking ``np.quantile(..., interpolation='linear')``; the
+released ml_privacy_meter package's function of that name adds no anchors (a plain
+linear quantile of the reference losses). We add them, on the oriented
 signal (higher = member): the anchors are the signal's range limits, ``ANCHORS``
 (loss and confidence: their true bounds, the loss bound 1000 as in the lineage;
 hinge and rescaled logit are unbounded, so +-1000, beyond any logit gap a

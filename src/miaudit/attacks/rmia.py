@@ -60,7 +60,11 @@ class RmiaParams(AttackParams):
 
 def _log_marginal(log_p_refs: np.ndarray, use: np.ndarray, a: float | None) -> np.ndarray:
     """log Pr(x): the mean reference confidence, offline-corrected with a (None: online)."""
-    log_mean = log_mean_exp(log_p_refs, use)
+    return _corrected(log_mean_exp(log_p_refs, use), a)
+
+
+def _corrected(log_mean: np.ndarray, a: float | None) -> np.ndarray:
+    """log((1 + a) / 2 * mean + (1 - a) / 2) from log mean (a None: the mean itself)."""
     if a is None:
         return log_mean
     log_offset = np.log((1 - a) / 2) if a < 1 else -np.inf
@@ -96,9 +100,13 @@ def search_a(population: RecordSet, default_a: float) -> float:
         ref_views=None if population.ref_views is None else population.ref_views[:, 1:],
     )
     members = np.asarray(population.ref_in[0], dtype=bool)
+    # the signals and the references' mean confidence once; per a only the offline correction changes
+    log_p_target, log_p_views = view_observations(pseudo, "loss")
+    use = ~np.asarray(pseudo.ref_in, dtype=bool)
+    log_means = [log_mean_exp(log_p_views[v], use) for v in range(len(log_p_target))]
     aucs = []
     for a in A_GRID:
-        log_ratio = _log_ratios(pseudo, a)
+        log_ratio = np.mean([log_p_target[v] - _corrected(m, a) for v, m in enumerate(log_means)], axis=0)
         known = np.isfinite(log_ratio)
         if members[known].all() or not members[known].any():
             return default_a
