@@ -260,7 +260,7 @@ def show_config(
 @app.command()
 def bench(
     suite: str = typer.Argument(
-        ..., help="suite name: smoke, quick, paper, ablations, seeds, frontier, realmodels, dp"
+        ..., help="suite name: smoke, quick, paper, ablations, seeds, frontier, realmodels, dp, speed, speed-quick"
     ),
     out: Path = typer.Option(Path("benchmarks/results"), "--out", "-o", help="folder for <suite>.json and .md"),
     dataset: list[str] | None = typer.Option(None, "--dataset", "-d", help="only these data sets of the suite"),
@@ -269,8 +269,12 @@ def bench(
     """Run a benchmark suite and write its aggregated results."""
     from .bench import run as bench_mod
 
-    if suite not in [*bench_mod.SUITES, "dp"]:
-        _fail(config_mod.ConfigError(f"suite: unknown suite {suite!r}; expected one of {sorted(bench_mod.SUITES)}, dp"))
+    if suite not in [*bench_mod.SUITES, "dp", "speed", "speed-quick"]:
+        _fail(
+            config_mod.ConfigError(
+                f"suite: unknown suite {suite!r}; expected one of {sorted(bench_mod.SUITES)}, dp, speed"
+            )
+        )
     try:
         res = bench_mod.run_suite(suite, out, datasets=dataset, seeds=seed, log=lambda m: err.print(m, highlight=False))
     except MiauditError as e:

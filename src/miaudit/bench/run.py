@@ -164,6 +164,10 @@ def run_suite(
 ) -> dict[str, Any]:
     if name == "dp":  # its own protocol: DP-SGD targets and epsilon lower bounds
         return dp_bench.run_suite(out_dir, hardware(), cache_dir, datasets, seeds, log)
+    if name in ("speed", "speed-quick"):  # scoring cost on synthetic logits, beside the numpy floor and the peers
+        from . import speed
+
+        return speed.run_suite(out_dir, hardware(), quick=name == "speed-quick", log=log)
     suite = SUITES[name]
     start = time.perf_counter()
     results: dict[str, Any] = {
