@@ -17,7 +17,6 @@ builds them, trained on random halves of ``population`` by miaudit's loop
 from __future__ import annotations
 
 import copy
-import time
 from collections.abc import Callable, Sequence, Sized
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +38,6 @@ from .report import outdir
 if TYPE_CHECKING:  # torch and the training loop load in audit(): `miaudit score` never needs them
     import torch.nn as nn
 
-    from .training.loop import TrainReport
 
 SETS = ("members", "nonmembers", "queries", "population", "validation")
 TrainFn = Callable[["nn.Module", np.ndarray, np.ndarray], Any]
@@ -187,27 +185,16 @@ def reinitialised_copy(model: nn.Module) -> nn.Module:
     return clone
 
 
-def _user_fit(train_fn: TrainFn) -> Callable[..., TrainReport]:
-    from .training.loop import TrainReport, accuracy, predict_logits
-
-    def fit(model: nn.Module, x: np.ndarray, y: np.ndarray, seed: int, progress: Any) -> TrainReport:
-        start = time.perf_counter()
-        train_fn(model, x, y)  # torch's RNG was seeded with ``seed`` just before the model was built
-        seconds = time.perf_counter() - start
-        return TrainReport(seconds, accuracy(predict_logits(model, x), y))
-
-    return fit
-
-
 def _recipe(
     cfg: RunConfig, target: nn.Module, model_factory: Callable[[], nn.Module] | None, train_fn: TrainFn | None
 ) -> ModelRecipe:
     """User code builds or trains these models, so they are never cached."""
+    from .experiment import own_model
     from .training.loop import train
 
     build = model_factory or (lambda: reinitialised_copy(target))
     fit = (
-        _user_fit(train_fn)
+        own_model.user_fit(train_fn)
         if train_fn is not None
         else (lambda m, x, y, seed, progress: train(m, x, y, cfg.train, seed, cfg.device, progress))
     )
@@ -323,6 +310,7 @@ def audit(
         source="given (Python API)",
         architecture=type(target).__name__,
         reference_field="model_factory",
+        references_by=f"your train_fn {getattr(train_fn, '__qualname__', repr(train_fn))}" if train_fn else "",
         record_name=lambda i: f"{origin[i]} row {position[i]}",
     )
     return AuditResult(pipeline.run_experiment(exp))

@@ -62,8 +62,9 @@ FORCE_OPTION = typer.Option(False, "--force", "-f", help="write into a non-empty
 
 def _config(config: Path | None, overrides: list[str] | None) -> config_mod.RunConfig:
     """The config file (none: the built-in default audit) with ``--set`` overrides, validated."""
-    raw = config_mod.read(config) if config else config_mod.DEFAULT_RUN
-    return config_mod.from_dict(config_mod.with_overrides(raw, overrides or []))
+    if config is not None:
+        return config_mod.load(config, overrides or [])
+    return config_mod.from_dict(config_mod.with_overrides(config_mod.DEFAULT_RUN, overrides or []))
 
 
 @app.command()
@@ -84,19 +85,33 @@ def run(
     from .report import outdir
 
     progress.configure_logging(logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO)
+    out = out or Path("miaudit-runs") / (config.stem if config else "default")
+    cfg, progress.SESSION["trained"] = None, 0  # what this run trains: an interrupt reports it
     try:
-        out = out or Path("miaudit-runs") / (config.stem if config else "default")
-        outdir.check(out, force)  # first: before the config's checks import torch, before any data or model
-        cfg = _config(config, overrides)
-        from . import api
+        # first: held by this run before the config's checks import torch, before any data or model
+        with outdir.reserved(out, force):
+            cfg = _config(config, overrides)
+            from . import api
 
-        start = time.perf_counter()
-        results = api.run(cfg).report(out, force=force)  # checked again: another run may have written there since
+            start = time.perf_counter()
+            results = api.run(cfg).report(out, force=force)
     except MiauditError as e:
         _fail(e)
+    except KeyboardInterrupt:
+        _interrupted(cfg, out)
     if quiet:
         return
     _summary(results, out, start)
+
+
+def _interrupted(cfg: config_mod.RunConfig | None, out: Path) -> None:
+    """Ctrl-C: one line saying what the run kept, exit 130 (the shell's code for SIGINT)."""
+    from .data import default_cache_dir
+    from .progress import interrupted
+
+    cache = (cfg.cache_dir if cfg else None) or default_cache_dir()
+    err.print(interrupted(cache, out), highlight=False, soft_wrap=True)
+    raise typer.Exit(code=130)
 
 
 def _summary(results: dict, out: Path, start: float) -> None:
@@ -119,21 +134,25 @@ def score(
     config: Path = typer.Argument(..., help="YAML score config: outputs: {layout: npz|lira, path: ...}, attacks ..."),
     out: Path | None = OUT_OPTION,
     force: bool = FORCE_OPTION,
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="print warnings and errors only"),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="also print debug lines"),
 ) -> None:
     """Audit precomputed outputs (logits and membership masks of models trained elsewhere): no models needed."""
-    from . import api
+    from . import api, progress
     from .config import scores as scores_config
     from .report import outdir
 
+    progress.configure_logging(logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO)
     try:
         cfg = scores_config.load(config)
         out = out or Path("miaudit-runs") / config.stem
-        outdir.check(out, force)
-        start = time.perf_counter()
-        results = api.score(cfg).report(out, force=force)
+        with outdir.reserved(out, force):
+            start = time.perf_counter()
+            results = api.score(cfg).report(out, force=force)
     except MiauditError as e:
         _fail(e)
-    _summary(results, out, start)
+    if not quiet:
+        _summary(results, out, start)
 
 
 @app.command()
@@ -163,7 +182,8 @@ def _metrics_table(results: dict) -> Table:
         box=box.SIMPLE_HEAD,
         pad_edge=False,
     )
-    for col in ("attack", "AUC", "TPR@0.1%", "TPR@1%", "TPR@5%"):  # seconds per attack: the log lines above
+    levels = sorted(results["attacks"][0]["tpr_at_fpr"], key=float)  # the standard ones and min_fpr
+    for col in ("attack", "AUC", *(f"TPR@{100 * float(k):g}%" for k in levels)):  # seconds: the log lines above
         table.add_column(col, justify="right" if col != "attack" else "left", no_wrap=True)
     for a in results["attacks"]:
         if a.get("name") == "gls":  # a risk ranking, not a membership test (report.md: its own section)
@@ -171,7 +191,7 @@ def _metrics_table(results: dict) -> Table:
         table.add_row(
             a["label"],
             f"{a['auc']:.3f}",
-            *(_tpr_cell(a, k) for k in ("0.001", "0.01", "0.05")),
+            *(_tpr_cell(a, k) for k in levels),
         )
     unreliable = sorted({k for a in results["attacks"] for k in a["unreliable_fpr_levels"]})
     table.caption = "TPR in percent [95% interval]" + (
@@ -295,8 +315,8 @@ def dp_audit(
 
     out = out or Path("miaudit-runs") / f"{config.stem}-dp"
     try:
-        outdir.check(out, force)  # first, as for run
-        results = output.audit(_config(config, None), out, runs)
+        with outdir.reserved(out, force):  # first, as for run
+            results = output.audit(_config(config, None), out, runs)
     except MiauditError as e:
         _fail(e)
     a = results["dp_audit"]

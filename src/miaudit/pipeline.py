@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from . import data
 from .attacks import AttackInputs, AttackResult, registry
 from .config.run import RunConfig
+from .experiment import announce, validate
 from .experiment import datasets as shift
 from .experiment.build import (
     AuditRecords,
@@ -27,7 +28,7 @@ from .experiment.build import (
 )
 from .plan import Plan, PlannedAttack
 from .plan import build as build_plan
-from .progress import log, working
+from .progress import ModelProgress, log, working
 from .stats import calibration, metrics
 from .training import executor
 
@@ -57,17 +58,21 @@ def prepare(cfg: RunConfig, plan: Plan | None = None) -> Experiment:
         from .experiment import own_model  # torch and the user's model: not needed by `miaudit score`
 
         return own_model.from_checkpoint(cfg, plan, cfg.target)
+    store = open_store(cfg)  # first: decoded data is cached there too
     ds = load_dataset(cfg)
     log.debug("data %s: %d records, %d classes, input shape %s", ds.name, len(ds), ds.n_classes, ds.input_shape)
     split = with_calibration_records(data.split_indices(len(ds), cfg.seed, cfg.split.as_tuple()), cfg)
     if cfg.nonmember_data is not None:
         ds, split = shift.with_ood_nonmembers(cfg, ds, split)
+    validate.check_min_fpr(cfg.min_fpr, len(split.nonmembers))
     query_idx, is_member = shuffled_queries(split, cfg.seed)
-    store = open_store(cfg)
-    target = trained_target(cfg, ds, split.members, store)
+    other_pool = shift.reference_pool(cfg, ds, split)  # reference_data: checked before any model trains
     records = AuditRecords(ds, split, query_idx, is_member)
-    other_pool = shift.reference_pool(cfg, ds, split)  # reference_data: the references' own population
-    return with_references(cfg, plan, records, target, reference_recipe(cfg, ds), store, other_pool=other_pool)
+    announce.start(cfg, plan, records, target_trains=True)
+    with ModelProgress(1 + plan.references) as tracker:  # one estimate of the time left over every model
+        target = trained_target(cfg, ds, split.members, store, tracker)
+        recipe = reference_recipe(cfg, ds)
+        return with_references(cfg, plan, records, target, recipe, store, tracker, other_pool=other_pool)
 
 
 def run_attack(exp: Experiment, attack: PlannedAttack, inputs: AttackInputs | None = None) -> AttackRun:

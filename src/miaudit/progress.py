@@ -33,6 +33,9 @@ def configure_logging(level: int = logging.INFO) -> None:
     handler.setFormatter(logging.Formatter("%(message)s"))
     log.handlers[:] = [handler]
     log.setLevel(level)
+    # Records stop at this handler: laplace-torch calls logging.info() when imported, which runs
+    # logging.basicConfig() and gives the root logger a handler, so a propagated record printed twice.
+    log.propagate = False
 
 
 class _StderrHandler(logging.StreamHandler):
@@ -51,6 +54,21 @@ def working(what: str) -> Iterator[None]:
     """A transient spinner in a terminal while ``what`` runs."""
     with console.status(what) if showing() else contextlib.nullcontext():
         yield
+
+
+# Models obtained by this process: what an interrupted run has kept (``interrupted``).
+SESSION = {"trained": 0, "cached": 0}
+
+
+def interrupted(cache: object, out: object) -> str:
+    """The one line an interrupted run ends with: what it kept in the cache, what it did not write."""
+    kept = SESSION["trained"]
+    models = (
+        f"{kept} model(s) trained by this run are kept in the cache {cache}; a rerun loads them"
+        if kept
+        else "no model finished training in this run"
+    )
+    return f"interrupted: {models}; nothing was written to {out}"
 
 
 class ModelProgress:
@@ -105,15 +123,22 @@ class ModelProgress:
         return epoch
 
     def finished(self, role: str, seconds: float, cached: bool) -> None:
-        """One model obtained: counted, shown and logged."""
+        """One model obtained: counted, shown and logged (with the models done and the time left)."""
+        kind = "cached" if cached else "trained"
+        SESSION[kind] += 1
         if cached:
             self.cached += 1
-            log.info("%s: loaded from cache (trained in %.1f s before)", role, seconds)
         else:
             self.trained += 1
             self.train_seconds.append(seconds)
-            log.info("%s: trained in %.1f s", role, seconds)
         self.epoch_share = 0.0
+        done, left = self.trained + self.cached, self.seconds_left()
+        note = ""
+        if self.total > 1:
+            time_left = f", about {left:.0f} s of training left" if left and done < self.total else ""
+            note = f" [{done}/{self.total} models{time_left}]"
+        what = f"loaded from cache (trained in {seconds:.1f} s before)" if cached else f"trained in {seconds:.1f} s"
+        log.info("%s: %s%s", role, what, note)
         if self.live is not None and self.current is not None:
             self.live.remove_task(self.current)
             self.current = None

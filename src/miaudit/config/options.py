@@ -5,15 +5,27 @@ Kept apart from ``config.py`` to keep each file short; like it, this module impo
 
 from __future__ import annotations
 
-from typing import Literal
+import typing
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 
 class Strict(BaseModel):
-    """Every config part: unknown keys refused, immutable once read."""
+    """Every config part: unknown keys refused, immutable once read, no true/false where a number belongs."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_number(cls, value: Any, info: ValidationInfo) -> Any:
+        """pydantic takes true as 1 for an int field: ``--set train.epochs=true`` would train one epoch."""
+        field = cls.model_fields.get(info.field_name or "")
+        if isinstance(value, bool) and field is not None:
+            kinds = set(typing.get_args(field.annotation) or (field.annotation,)) - {type(None)}
+            if kinds and kinds <= {int, float}:
+                raise ValueError(f"expected a number, got {str(value).lower()}")
+        return value
 
 
 _Strict = Strict

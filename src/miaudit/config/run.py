@@ -16,6 +16,7 @@ from ..errors import ConfigError, did_you_mean
 from .files import read, with_overrides
 from .options import CanaryConfig, DPAuditConfig, DPConfig, ExecutorConfig
 from .options import Strict as _Strict
+from .paths import anchored
 
 
 class DataConfig(_Strict):
@@ -148,8 +149,23 @@ class TargetConfig(_Strict):
         "(called as factory(input_shape, n_classes)); default: model",
     )
     checkpoint: Path = Field(description=".safetensors, or a weights-only .pt/.pth state_dict")
+    train_fn: str | None = Field(
+        default=None,
+        description="package.module:function that trains the reference models as the target was trained, "
+        "called as function(model, x, y); default: miaudit's loop with train",
+    )
 
     _known = field_validator("architecture")(_architecture_name)
+
+    @field_validator("train_fn")
+    @classmethod
+    def _importable(cls, v: str | None) -> str | None:
+        """Imported now, so a typo fails before any work."""
+        from ..models import io
+
+        if v is not None:
+            io.import_factory(v)
+        return v
 
 
 def _attack_entries(raw: Any) -> Any:
@@ -184,8 +200,10 @@ def _device(v: str) -> str:
     mps = torch.backends.mps.is_available()
     if v == "auto":
         return "cuda" if gpus else "cpu"
+    if v == "mps" and not mps:
+        raise ValueError("mps (Apple silicon GPUs) is not available on this machine; use device: cpu (or auto)")
     has = f"{gpus} CUDA GPU(s)" if gpus else f"no CUDA GPU{' (mps is available)' if mps else ''}"
-    if (v == "mps" and not mps) or (v.startswith("cuda") and int(v.partition(":")[2] or 0) >= gpus):
+    if v.startswith("cuda") and int(v.partition(":")[2] or 0) >= gpus:
         raise ValueError(f"{v} is not available: this machine has {has}; use device: cpu (or auto)")
     return v
 
@@ -332,6 +350,8 @@ def one_line(e: ValidationError, model: type[BaseModel] = BaseModel, also: tuple
     err = e.errors()[0]
     loc = ".".join(str(p) for p in err["loc"])
     msg = err["msg"].removeprefix("Value error, ")
+    if err["loc"]:  # a message already naming its key (models' errors say "model: ..."): not named twice
+        msg = re.sub(rf"^({re.escape(str(err['loc'][-1]))}|model): ", "", msg)
     if err["type"] == "extra_forbidden":
         known = [*_fields_at(model, err["loc"][:-1]), *also]
         msg = f"unknown key{did_you_mean(str(err['loc'][-1]), known) or f'; known keys: {sorted(known)}'}"
@@ -362,7 +382,9 @@ def from_dict(raw: Any, source: str = "config") -> RunConfig:
 
 
 def load(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:
-    return from_dict(with_overrides(read(path), overrides))
+    """A config file with ``--set`` overrides; its relative paths resolve against its folder (``paths``)."""
+    raw = anchored(read(path), Path(path).absolute().parent, RunConfig)
+    return from_dict(with_overrides(raw, overrides))
 
 
 # The built-in default audit: scikit-learn's digits (ships with a dependency, so it

@@ -16,16 +16,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from ..errors import ConfigError
+from .options import Strict as _Strict
+from .paths import anchored
 from .run import _attack_entries, _calibration, one_line
 
 PRECOMPUTED = "precomputed"  # the architecture name reports give models miaudit never saw
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class OutputsConfig(_Strict):
@@ -118,6 +116,7 @@ def from_dict(raw: Any) -> ScoreConfig:
 def load(path: str | Path) -> ScoreConfig:
     """A YAML score config; one-line ``ConfigError`` for a missing file, bad YAML or a bad key."""
     try:
-        return from_dict(yaml.safe_load(Path(path).read_text()))
+        raw = yaml.safe_load(Path(path).read_text())
+        return from_dict(anchored(raw, Path(path).absolute().parent, ScoreConfig) if isinstance(raw, dict) else raw)
     except (OSError, yaml.YAMLError) as e:
         raise ConfigError(f"config: cannot read {path} ({str(e).splitlines()[0]})") from None

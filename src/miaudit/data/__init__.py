@@ -44,6 +44,8 @@ def load(
     else:
         hint = did_you_mean(str(name), sorted(LOADERS)) or f"; expected one of {sorted(LOADERS)} or {{path: file.npz}}"
         raise DataError(f"dataset: unknown data set {name!r}{hint}")
+    if subset is not None and subset > len(ds):
+        raise DataError(f"dataset.subset: {subset} records asked for, {ds.name} has {len(ds)}; lower it or drop subset")
     if subset is not None and subset < len(ds):
         keep = np.sort(np.random.default_rng(np.random.SeedSequence([seed, 0x5B5])).permutation(len(ds))[:subset])
         ds = Dataset(name=ds.name, x=ds.x[keep], y=ds.y[keep], n_classes=ds.n_classes)

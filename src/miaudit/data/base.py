@@ -3,6 +3,7 @@ every loader shares."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from collections.abc import Callable
@@ -120,10 +121,14 @@ def cached_arrays(ctx: LoadContext, key: str, build: Callable[[], dict[str, np.n
         with np.load(path, allow_pickle=False) as z:
             return {k: z[k] for k in z.files}
     arrays = build()
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + f".tmp{os.getpid()}.npz")
-    np.savez(tmp, allow_pickle=False, **arrays)
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(tmp, allow_pickle=False, **arrays)
+        os.replace(tmp, path)
+    except OSError:  # a cache this process cannot write (Store.check_access): decoded again next time
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
     return arrays
 
 

@@ -8,6 +8,7 @@ None of these formats can execute code: npz and npy are read with
 
 from __future__ import annotations
 
+import logging
 import zipfile
 import zlib
 from pathlib import Path
@@ -18,6 +19,8 @@ from PIL import Image, UnidentifiedImageError
 
 from ..errors import DataError
 from .base import Dataset, validate_arrays
+
+log = logging.getLogger(__name__)
 
 
 def load_file(path: Path, label_column: str = "y", n_classes: int | None = None) -> Dataset:
@@ -74,16 +77,34 @@ def _read_csv(path: Path, label_column: str) -> tuple[np.ndarray, np.ndarray]:
     except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as e:
         raise DataError(f"dataset.path: cannot read {path.name} as CSV ({str(e).splitlines()[0][:100]})") from None
     if label_column not in frame.columns:
+        columns = [str(c) for c in frame.columns]
+        likely = next((c for c in columns if c.lower() in LABEL_NAMES), columns[-1])
         raise DataError(
-            f"dataset.label_column: column {label_column!r} not in {path.name} (columns: {list(frame.columns)[:8]})"
+            f"dataset.label_column: column {label_column!r} not in {path.name} (its {len(columns)} columns: "
+            f"{', '.join(columns)}); set dataset.label_column to the column of class labels, e.g. {likely}"
         )
     if frame.empty:
         raise DataError(f"dataset.path: {path.name} has a header but no records")
-    y = frame.pop(label_column).to_numpy()
+    y = _class_numbers(frame.pop(label_column), f"{path.name} column {label_column!r}")
     non_numeric = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])]
     if non_numeric:
         raise DataError(f"dataset.path: non-numeric feature column(s) {non_numeric[:5]} in {path.name}")
     return frame.to_numpy(dtype=np.float64), y
+
+
+LABEL_NAMES = ("y", "label", "labels", "class", "target", "category")
+
+
+def _class_numbers(labels: pd.Series, where: str) -> np.ndarray:
+    """Numeric labels as they are; text labels numbered 0..K-1 in sorted order, with a warning giving the map."""
+    if pd.api.types.is_numeric_dtype(labels):
+        return labels.to_numpy()
+    if labels.isna().any():
+        raise DataError(f"dataset.path: {where} has {int(labels.isna().sum())} empty label(s)")
+    names = sorted(labels.astype(str).unique())
+    shown = ", ".join(f"{name}={i}" for i, name in enumerate(names[:10])) + (", ..." if len(names) > 10 else "")
+    log.warning("dataset: %s holds text labels; classes numbered in sorted order: %s", where, shown)
+    return labels.astype(str).map({name: i for i, name in enumerate(names)}).to_numpy(dtype=np.int64)
 
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp")

@@ -288,7 +288,7 @@ def obtain(
     entry = store.entry(spec)
     # Locked while loading or training: a concurrent run needing the same model waits, then loads it.
     with store.lock(entry, waiting=lambda: log.info("%s: waiting for another run training it", role)):
-        hit = store.load(entry, recipe.build)
+        hit = store.load(entry, recipe.build, role)
         if hit is not None:
             # the logits stay memory-mapped (float32): rows are read when an attack's inputs are built
             logits, seconds, acc = hit.logits, hit.meta["seconds"], hit.meta["train_accuracy"]
@@ -334,7 +334,8 @@ def load_dataset(cfg: RunConfig) -> Dataset:
 
 
 def open_store(cfg: RunConfig) -> Store:
-    return Store(cfg.cache_dir or data.default_cache_dir())
+    """The model cache, its access checked now (``Store.check_access``): call before any work."""
+    return Store(cfg.cache_dir or data.default_cache_dir()).check_access()
 
 
 def with_calibration_records(split: Split, cfg: RunConfig) -> Split:

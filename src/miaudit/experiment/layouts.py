@@ -49,6 +49,10 @@ class Outputs:
     sets: dict[str, np.ndarray] = field(default_factory=dict)  # INDEX_SETS found in the layout
     records: np.ndarray | None = None  # (N,) ids in the original data
     target_name: str = "target"
+    reference_names: list[str] = field(default_factory=list)  # where each reference's outputs came from
+
+    def reference_name(self, k: int) -> str:
+        return f"reference {k} ({self.reference_names[k]})" if k < len(self.reference_names) else f"reference {k}"
 
     @property
     def n_classes(self) -> int:
@@ -129,11 +133,20 @@ def _model_logits(folder: Path, augmentation: int | str) -> np.ndarray:
     return raw[:, int(augmentation)]
 
 
+def _model_folder(d: Path) -> bool:
+    """A LiRA model folder (keep.npy or logits/); one lacking either is refused, not skipped."""
+    has = {"keep.npy": (d / "keep.npy").is_file(), "logits/": (d / "logits").is_dir()}
+    if any(has.values()) and not all(has.values()):
+        lacking = next(name for name, present in has.items() if not present)
+        raise DataError(f"outputs.path: model folder {d} has no {lacking}; restore it, or move the folder out")
+    return all(has.values())
+
+
 def read_lira(cfg: OutputsConfig) -> Outputs:
     root = Path(cfg.path)
     if not (root / "y_train.npy").is_file():
         raise DataError(f"outputs.path: {root} holds no y_train.npy (not a LiRA experiment directory)")
-    folders = sorted((d for d in root.iterdir() if (d / "keep.npy").is_file()), key=lambda d: natural_key(d.name))
+    folders = sorted((d for d in root.iterdir() if _model_folder(d)), key=lambda d: natural_key(d.name))
     if len(folders) < 1:
         raise DataError(f"outputs.path: {root} holds no model folder with keep.npy")
     names = [d.name for d in folders]
@@ -151,6 +164,7 @@ def read_lira(cfg: OutputsConfig) -> Outputs:
         sets={n: a for n in INDEX_SETS if (a := root_array(n)) is not None},
         records=root_array("records"),
         target_name=target,
+        reference_names=[d.name for d in refs],
     )
 
 
@@ -181,3 +195,18 @@ def check(o: Outputs) -> None:
             raise DataError(f"outputs: {name} must be boolean of shape {shape}, got {mask.shape}, dtype {mask.dtype}")
     if n and (o.labels.min() < 0 or o.labels.max() >= o.n_classes):
         raise DataError(f"outputs: labels must lie in [0, {o.n_classes}) for logits of {o.n_classes} classes")
+    _check_finite(f"the target ({o.target_name})", o.target_logits)
+    for k, logits in enumerate(o.reference_logits):
+        _check_finite(o.reference_name(k), logits)
+
+
+def _check_finite(model: str, logits: np.ndarray) -> None:
+    """NaN or inf in a model's logits: refused naming the model and the first such record (never scored)."""
+    finite = np.isfinite(logits).all(axis=1)
+    if not finite.all():
+        record = int(np.flatnonzero(~finite)[0])
+        value = np.asarray(logits[record])[~np.isfinite(logits[record])][0]
+        raise DataError(
+            f"outputs: {model} has a non-finite logit ({value}) at record {record} "
+            f"({int((~finite).sum())} record(s) in all); recompute or drop them"
+        )

@@ -14,8 +14,11 @@ model trains, and nothing is written here at all.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch.nn as nn
@@ -26,8 +29,9 @@ from ..data.files import load_indices
 from ..errors import ConfigError, DataError, ModelError
 from ..models import build_model, io
 from ..plan import Plan
-from ..training.loop import accuracy, predict_logits
-from . import validate
+from ..progress import log
+from ..training.loop import TrainReport, accuracy, predict_logits
+from . import announce, validate
 from .build import (
     AuditRecords,
     Experiment,
@@ -107,8 +111,23 @@ def from_checkpoint(cfg: RunConfig, plan: Plan, target: TargetConfig) -> Experim
     arch = cfg.target_architecture
     module = io.load_weights(build_model(arch, ds.input_shape, ds.n_classes), state, arch)
     recipe = reference_recipe(cfg, ds, plan.head_dropout)
+    train_fn, by = target.train_fn, ""
+    if train_fn is not None:  # user code trains the references: never cached (miaudit cannot hash it)
+        recipe, by = replace(recipe, fit=user_fit(io.import_factory(train_fn)), cache_spec=None), f"train_fn {train_fn}"
     source = f"checkpoint {Path(target.checkpoint).name}"
-    return audit_given(cfg, plan, records, module, recipe, source=source, architecture=arch)
+    return audit_given(cfg, plan, records, module, recipe, source=source, architecture=arch, references_by=by)
+
+
+def user_fit(train_fn: Callable[..., Any]) -> Callable[..., TrainReport]:
+    """A user's ``train_fn(model, x, y)`` as a recipe's fit: timed, its training accuracy measured."""
+
+    def fit(model: nn.Module, x: np.ndarray, y: np.ndarray, seed: int, progress: Any) -> TrainReport:
+        start = time.perf_counter()
+        train_fn(model, x, y)  # torch's RNG was seeded with ``seed`` just before the model was built
+        seconds = time.perf_counter() - start
+        return TrainReport(seconds, accuracy(predict_logits(model, x), y))
+
+    return fit
 
 
 def _check_models(plan: Plan, ds: Dataset, module: nn.Module, recipe: ModelRecipe, reference_field: str) -> None:
@@ -153,8 +172,10 @@ def audit_given(
     architecture: str,
     reference_field: str = "reference_model",
     record_name: Callable[[int], str] = lambda i: f"record {i}",
+    references_by: str = "",
 ) -> Experiment:
-    """Check everything, then wrap the user's model as the target and train the references."""
+    """Check everything, then wrap the user's model as the target and train the references (by
+    ``references_by``, the user's training code; empty: miaudit's loop, which is warned about)."""
     ds, split, query_idx, is_member = records.dataset, records.split, records.query_idx, records.is_member
     if is_member is not None:
         validate.check_min_fpr(cfg.min_fpr, int((~is_member).sum()))
@@ -177,4 +198,15 @@ def audit_given(
         architecture=architecture,
         source=source,
     )
-    return with_references(cfg, plan, records, target, recipe, open_store(cfg))
+    store = open_store(cfg)
+    announce.start(cfg, plan, records, target_trains=False, references_by=references_by)
+    if plan.references and not references_by:
+        log.warning(
+            "references: %s; not the recipe that trained your target, which skews the attacks if it differs "
+            "(name yours: target.train_fn: module:function, or train_fn= in the Python API)",
+            announce.loop_recipe(cfg),
+        )
+    exp = with_references(cfg, plan, records, target, recipe, store)
+    for ref in exp.references:
+        ref.source = references_by or "trained"
+    return exp

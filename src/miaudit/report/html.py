@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import jinja2
+import numpy as np
 import pandas as pd
 import yaml
 
@@ -48,7 +49,7 @@ def metric_rows(results: dict) -> list[dict]:
         else:
             tpr, tpr_ci = a["tpr_at_fpr"], a.get("tpr_at_fpr_ci", {})
             cells = [f"{a['auc']:.3f}{_interval(a.get('auc_ci'))}"]
-            for k in ("0.001", "0.01", "0.05"):
+            for k in sorted(tpr, key=float):  # the standard levels and min_fpr
                 ci = tpr_ci.get(k) if isinstance(tpr_ci, dict) else None
                 mark = " †" if k in a["unreliable_fpr_levels"] else ""
                 cells.append(f"{100 * tpr[k]:.2f}{_interval(ci, 100, 2)}{mark}")
@@ -61,14 +62,23 @@ def metric_rows(results: dict) -> list[dict]:
 def exposed_records(res: RunResult, frame: pd.DataFrame) -> tuple[str, list[str], list[list[str]]]:
     basis = risk_basis(res)
     s = slug(basis)
-    ranked = [
-        c for c in (f"{s}.p_value_calibrated", f"{s}.p_value", f"{s}.q_value", f"{s}.score") if c in frame.columns
-    ]
+    ranked = [c for c in (f"{s}.p_value", f"{s}.q_value", f"{s}.score") if c in frame.columns]
     columns = [c for c in frame.columns if c in ("risk_rank", "record", "set", "position", "member", "label")]
     columns += ranked
     top = frame.head(TOP_RECORDS)
-    cells = [[v if isinstance(v, str) else f"{v:.3g}" for v in row] for row in top[columns].itertuples(index=False)]
+    cells = [[_cell(v) for v in row] for row in top[columns].itertuples(index=False)]
     return basis.attack.label, columns, cells
+
+
+def _tpr_headers(results: dict) -> list[str]:
+    return [f"TPR@{100 * float(k):g}%" for k in sorted(results["attacks"][0]["tpr_at_fpr"], key=float)]
+
+
+def _cell(v: object) -> str:
+    """Record IDs, ranks and labels as the integers they are (a record is found by its ID); numbers to 3 digits."""
+    if isinstance(v, str | int | np.integer):
+        return str(v)
+    return f"{v:.3g}"
 
 
 def render(res: RunResult, results: dict, frame: pd.DataFrame, roc_png: Path | None = None) -> str:
@@ -78,7 +88,7 @@ def render(res: RunResult, results: dict, frame: pd.DataFrame, roc_png: Path | N
     return _env.get_template("report.html.j2").render(
         r=results,
         known=known,
-        header=["AUC", "TPR@0.1%", "TPR@1%", "TPR@5%", "FPR at p<0.05 (raw / calibrated)"]
+        header=["AUC", *_tpr_headers(results), "FPR at p<0.05 (raw / calibrated)"]
         if known
         else ["raw p < 0.01", "raw p < 0.05", "most exposed records"],
         rows=metric_rows(results),

@@ -117,7 +117,8 @@ def report_md(res: RunResult, results: dict, frame: pd.DataFrame) -> str:
         f"- records: {results['n_records']} ({audited}, "
         f"{results['n_population']} population, {results['n_validation']} validation)",
         f"- target {results['model']} ({t['source']}): {accuracies}",
-        f"- reference models ({results['reference_model']}, {results['mode']}): {results['references']}"
+        f"- reference models ({results['reference_model']}, {results['mode']}): {results['references']}, "
+        f"trained by {results.get('reference_training')}"
         if results["references"]
         else "- reference models: none",
         f"- seed {results['seed']}, miaudit {results['miaudit_version']}",
@@ -126,11 +127,12 @@ def report_md(res: RunResult, results: dict, frame: pd.DataFrame) -> str:
         lines += [*_ranking_table_md(results), *_nan_note(results), *sections.records_at_risk_md(results)]
         lines += exposed_records_md(res, frame)
         return "\n".join(lines) + "\n"
+    levels = sorted(results["attacks"][0]["tpr_at_fpr"], key=float)  # the standard ones and min_fpr
     lines += [
         "",
-        "| attack | refs | AUC | TPR@0.1% | TPR@1% | TPR@5% | FPR at p<0.05 (raw / calibrated) "
+        f"| attack | refs | AUC | {' | '.join(f'TPR@{_level(k)}' for k in levels)} | FPR at p<0.05 (raw / calibrated) "
         "| reference training s | attack s |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|" + "---|" * len(levels) + "---|---|---|",
     ]
     for a in (a for a in results["attacks"] if not sections.is_ranking(a)):  # GLS: its own section
         tpr = {
@@ -140,8 +142,8 @@ def report_md(res: RunResult, results: dict, frame: pd.DataFrame) -> str:
         fa = a.get("fpr_at_alpha", {})
         fpr05 = " / ".join(_pct(fa[k]["0.05"]) for k in ("raw", "calibrated") if k in fa) or "-"
         lines.append(
-            f"| {a['label']} | {a['references']} | {_with_ci(a['auc'], a['auc_ci'], 1, 3)} | {tpr['0.001']} "
-            f"| {tpr['0.01']} | {tpr['0.05']} | {fpr05} | {a['seconds']['reference_training']:.1f} "
+            f"| {a['label']} | {a['references']} | {_with_ci(a['auc'], a['auc_ci'], 1, 3)} "
+            f"| {' | '.join(tpr[k] for k in levels)} | {fpr05} | {a['seconds']['reference_training']:.1f} "
             f"| {a['seconds']['attack']:.2f} |"
         )
     unreliable = sorted({lv for a in results["attacks"] for lv in a["unreliable_fpr_levels"]})

@@ -6,12 +6,20 @@ directory is refused unless ``force``. With ``force``, miaudit's own files there
 (``OUTPUT_FILES``) are replaced, and those this run does not write (a roc.png when
 membership is unknown) are removed, so two runs never mix; any other file is left
 alone.
+
+``reserved`` holds ``out`` for one command from its start: a second run into it is refused at once
+(a lock on the directory, which the OS releases when the run ends, however it ends), and staging
+folders that killed runs left beside it (``.OUT.<random>/``, see ``report.write``) are removed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import OutputDirError
@@ -70,3 +78,52 @@ def publish(staged: Path, out: Path) -> None:
             (out / name).unlink(missing_ok=True)
     for f in staged.iterdir():
         os.replace(f, out / f.name)
+
+
+@contextlib.contextmanager
+def reserved(out: Path, force: bool = False) -> Iterator[None]:
+    """``check`` ``out``, then hold it until the block ends; folders made for it and left empty are removed."""
+    out = Path(out)
+    check(out, force)
+    made = [p for p in (out, *out.parents) if not p.exists()]
+    out.mkdir(parents=True, exist_ok=True)
+    fd = os.open(out, os.O_RDONLY)
+    try:
+        if not _lock(fd):
+            raise OutputDirError(
+                f"output directory {out} is in use by another miaudit run; wait for it to finish, or choose another one"
+            )
+        remove_stale_staging(out)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+        for folder in made:  # innermost first
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # only when empty: a run that failed leaves nothing behind
+
+
+def _lock(fd: int) -> bool:
+    """An exclusive lock on an open directory, without waiting: whether it was taken (no flock: always)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no reservation
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
+
+
+def remove_stale_staging(out: Path) -> list[Path]:
+    """Staging folders of ``out`` that runs killed while writing left (``.OUT.`` and tempfile's 8 random
+    characters, holding nothing but miaudit's output files): stale, since the caller holds ``out``."""
+    pattern = re.compile(rf"\.{re.escape(out.name)}\.[a-z0-9_]{{8}}")
+    stale = [
+        p
+        for p in out.parent.iterdir()
+        if pattern.fullmatch(p.name) and p.is_dir() and not p.is_symlink() and set(os.listdir(p)) <= set(OUTPUT_FILES)
+    ]
+    for p in stale:
+        shutil.rmtree(p, ignore_errors=True)
+    return stale

@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import lm
 from .._version import __version__
+from ..experiment import announce
 from ..experiment.build import Experiment
 from ..pipeline import AttackRun, RunResult
 from ..stats import metrics
@@ -107,6 +108,7 @@ def results_json(res: RunResult) -> dict:
         "mode": cfg.mode,
         "seed": cfg.seed,
         "references": len(exp.references),
+        "reference_training": _reference_training(exp),
         "target": {
             **exp.target_accuracy(),
             **lm.perplexities(exp),
@@ -132,7 +134,20 @@ def results_json(res: RunResult) -> dict:
     }
     notes = ([] if member is not None else [UNKNOWN_MEMBERSHIP_NOTE]) + ([] if exp.calibrates else [UNCALIBRATED_NOTE])
     notes += [res.blind_baseline["warning"]] if res.blind_baseline and "warning" in res.blind_baseline else []
+    if exp.target.source != "trained" and exp.references and exp.references[0].source == "trained":
+        notes.append(
+            f"the reference models were trained by {out['reference_training']}, not by the recipe that trained "
+            "your target; if that differs, name yours (target.train_fn, or train_fn in the Python API)"
+        )
     return {**out, "notes": notes} if notes else out
+
+
+def _reference_training(exp: Experiment) -> str | None:
+    """How the reference models were obtained: miaudit's loop with its settings, or what the user named."""
+    if not exp.references:
+        return None
+    source = exp.references[0].source
+    return announce.loop_recipe(exp.cfg) if source == "trained" else source
 
 
 def ranking_json(run: AttackRun, query_idx: np.ndarray, top: int = 10) -> dict:

@@ -6,7 +6,9 @@ resumes at the first model not yet saved. Writes are atomic (temp file + rename)
 Integrity: meta.json, written last, records the sha256 of the weights and logits; an
 entry is verified on load, and a damaged one is reported in one line and removed so
 it is trained again. Concurrency: a file lock per entry, held while the entry is read
-or trained, so runs sharing a cache train each model once.
+or trained, so runs sharing a cache train each model once. A cache this process cannot write
+(``Store.check_access``) is used read-only: its finished entries are served without locks (an
+entry is never changed once its meta.json is written), and a model it lacks is a one-line error.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import json
 import logging
 import os
 import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,6 +29,7 @@ import numpy as np
 from filelock import FileLock, Timeout
 
 from ..data.base import sha256_file
+from ..errors import ConfigError
 
 if TYPE_CHECKING:  # torch and safetensors load with the first model: a scores-only audit never needs them
     import torch
@@ -94,6 +98,30 @@ class Store:
 
     def __init__(self, root: Path):
         self.root = Path(root)
+        self.read_only = False
+
+    def check_access(self) -> Store:
+        """Before any work: a cache this process cannot write is refused when it holds no finished model,
+        else used read-only (``read_only``); ``ConfigError`` names it in one line. Returns the store."""
+        log.debug("cache: %s", self.root)
+        why = _unwritable(self.root)
+        if why is None:
+            return self
+        if not any((self.root / "models").glob("*/meta.json")):
+            raise ConfigError(
+                f"cache_dir: {self.root} is not writable ({why}) and holds no trained model; make it writable, "
+                "or set MIAUDIT_CACHE_DIR (or cache_dir) to a folder you can write"
+            )
+        self.read_only = True
+        log.info("cache %s is read-only (%s): the models it holds are used, no other can be trained", self.root, why)
+        return self
+
+    def missing(self, entry: ModelEntry, role: str) -> ConfigError:
+        """The error for a model a read-only cache does not hold."""
+        return ConfigError(
+            f"cache_dir: {self.root} is read-only and holds no {role} model for this config ({entry.key}); "
+            "make it writable, or set MIAUDIT_CACHE_DIR (or cache_dir) to a folder you can write"
+        )
 
     def entry(self, spec: dict[str, Any]) -> ModelEntry:
         return ModelEntry(key=spec_key(spec), dir=self.root / "models" / spec_key(spec))
@@ -102,7 +130,11 @@ class Store:
     def lock(self, entry: ModelEntry, waiting: Callable[[], None] | None = None) -> Iterator[None]:
         """Hold the entry's lock; ``waiting()`` is called once if another process holds it.
 
-        An OS-level lock (flock): a crashed holder releases it, so no stale lock survives a run."""
+        An OS-level lock (flock): a crashed holder releases it, so no stale lock survives a run. A
+        read-only cache takes none: nothing in it can change, and no lock file can be made there."""
+        if self.read_only:
+            yield
+            return
         entry.lock_path.parent.mkdir(parents=True, exist_ok=True)
         lock = FileLock(str(entry.lock_path))
         try:
@@ -145,9 +177,12 @@ class Store:
                 raise DamagedEntry(f"{name} does not match its sha256, {path.stat().st_size} bytes")
         return meta
 
-    def load(self, entry: ModelEntry, build: Callable[[], torch.nn.Module]) -> CachedModel | None:
-        """The verified entry, or None when it is absent or damaged (then reported and removed)."""
+    def load(self, entry: ModelEntry, build: Callable[[], torch.nn.Module], role: str = "model") -> CachedModel | None:
+        """The verified entry, or None when it is absent or damaged (then reported and removed) and can be
+        trained; a read-only cache without it raises ``ConfigError`` naming ``role``."""
         if not entry.meta_path.is_file():
+            if self.read_only:
+                raise self.missing(entry, role)
             return None  # never finished (or not started): trained afresh, nothing to report
         try:
             meta = self.verify(entry)
@@ -163,6 +198,8 @@ class Store:
 
     def _discard(self, entry: ModelEntry, why: str) -> None:
         """Report a damaged entry in one line and delete its files, so it is trained again."""
+        if self.read_only:
+            raise ConfigError(f"cache_dir: entry {entry.dir} is damaged ({why}) and the cache is read-only")
         log.warning("cache entry %s is damaged (%s); retraining", entry.dir, why)
         shutil.rmtree(entry.dir, ignore_errors=True)
         return None
@@ -175,3 +212,18 @@ class Store:
 
     def load_logits(self, entry: ModelEntry) -> np.ndarray:
         return np.load(entry.logits_path, allow_pickle=False, mmap_mode="r")  # K x N logits never all in memory
+
+
+def _unwritable(root: Path) -> str | None:
+    """Why this process cannot create files in the cache (the models folder where it exists), or None.
+
+    A probe file, not permission bits, which lie (root, read-only mounts, ACLs)."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        where = root / "models" if (root / "models").is_dir() else root
+        fd, name = tempfile.mkstemp(prefix=".miaudit-probe-", dir=where)
+    except OSError as e:
+        return e.strerror or type(e).__name__
+    os.close(fd)
+    os.unlink(name)
+    return None

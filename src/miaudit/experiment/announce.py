@@ -1,0 +1,50 @@
+"""The line a run starts with: what it will train or load, on which records, and which attacks follow.
+
+Printed once every input check has passed and before the first model, so a run in a pipe says at once
+what the next minutes are for (the per-model lines then count the models and estimate the time left).
+"""
+
+from __future__ import annotations
+
+from ..config.run import RunConfig
+from ..plan import Plan
+from ..progress import log
+from .build import AuditRecords
+
+
+def loop_recipe(cfg: RunConfig) -> str:
+    """How miaudit's loop trains models, as results and warnings state it."""
+    t = cfg.train
+    return f"miaudit's loop ({t.optimizer}, {t.epochs} epochs, lr {t.lr:g}, batch {t.batch_size}, {t.schedule})"
+
+
+def start(cfg: RunConfig, plan: Plan, records: AuditRecords, target_trains: bool, references_by: str = "") -> None:
+    """Log the start line.
+
+    Args:
+        cfg: the run's config.
+        plan: the planned attacks and the number of reference models.
+        records: the audit's records and their roles.
+        target_trains: whether miaudit trains the target (False: the user's model is audited).
+        references_by: how the reference models train, when not by miaudit's loop with ``cfg.train``.
+    """
+    ds, member = records.dataset, records.is_member
+    if member is not None:
+        who = f"{int(member.sum())} members, {int((~member).sum())} non-members queried"
+    else:
+        who = f"{len(records.query_idx)} queries of unknown membership"
+    loop = references_by or loop_recipe(cfg)
+    models = [f"the target ({cfg.model}, {cfg.train.epochs} epochs)"] if target_trains else []
+    if plan.references:
+        models.append(f"{plan.references} reference model(s) ({cfg.reference_architecture}, {loop})")
+    obtain = " and ".join(models) + " to train or load from the cache" if models else "no model to train"
+    labels = ", ".join(a.label for a in plan.attacks)
+    log.info(
+        "auditing %s, %d records (%s): %s; then %d attack(s): %s",
+        ds.name,
+        len(ds),
+        who,
+        obtain,
+        len(plan.attacks),
+        labels,
+    )
