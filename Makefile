@@ -49,6 +49,7 @@ test: $(STAMP)
 
 docs-pages: $(STAMP)
 	$(BIN)/python docs/gen_attack_pages.py
+	$(BIN)/python docs/gen_reference.py
 
 docs: docs-pages
 	$(BIN)/python -m mkdocs build --strict

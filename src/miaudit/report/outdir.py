@@ -24,15 +24,17 @@ from pathlib import Path
 
 from ..errors import OutputDirError
 
-# Every file report.write can produce: the only files --force removes.
-OUTPUT_FILES = (
-    "results.json",
-    "report.md",
-    "report.html",
-    "roc.png",
-    "scores.csv",
-    "scores.parquet",
-)
+# Every file report.write can produce (the only files --force removes), and what it holds: the docs'
+# list of a run's files is generated from here (docs/gen_reference.py).
+OUTPUT_FILES = {
+    "results.json": "every number, per attack, with the config and environment",
+    "report.md": "the metrics table, the data set and models, the operating points and the most exposed records",
+    "report.html": "one self-contained page: the table, the log-log ROC, score and p-value histograms, the most "
+    "exposed records, config and environment",
+    "roc.png": "the log-log ROC curve of every attack (only when membership is known)",
+    "scores.csv": "one row per queried record, most exposed first: its scores and p-values per attack",
+    "scores.parquet": "the same table as scores.csv, typed",
+}
 
 
 def check(out: Path, force: bool = False, force_hint: str = "--force") -> None:

@@ -49,6 +49,27 @@ def headline_log_pvalues(run: AttackRun) -> np.ndarray | None:
     return calibrated if calibrated is not None else run.result.log_pvalues
 
 
+# The columns of scores.csv and scores.parquet and what they hold: the docs' list is generated from here
+# (docs/gen_reference.py), and a test holds a real run's columns to it.
+RECORD_COLUMNS = {
+    "risk_rank": "1 = most exposed: by -log p of the preferred test (MR-BMIA, BMIA, LiRA, BaVarIA-n, GLS, "
+    "else the first attack), or its score",
+    "record": "the record's row in the data set",
+    "set": "Python API: which argument the record came from (members, nonmembers, queries)",
+    "position": "Python API: the record's row in that argument",
+    "original_record": "miaudit score: the record's id in the original data (the layout's records)",
+    "member": "1 when the target trained on the record (only when membership is known)",
+    "label": "the record's class",
+}
+ATTACK_COLUMNS = {  # per attack row, after its column name (<name>_n<K>, or its label when one is given)
+    "score": "the attack's score: higher is more likely a member",
+    "p_value": "the p-value to quote (tests only): calibrated when the run calibrates, else the attack's own",
+    "log_p": "its natural log, exact where the p-value underflows",
+    "p_value_raw": "the attack's own p-value before calibration (calibrated tests only)",
+    "log_p_raw": "its natural log",
+}
+
+
 def scores_frame(res: RunResult) -> pd.DataFrame:
     """The per-record risk table: one row per query, most exposed first."""
     exp = res.experiment
