@@ -1,4 +1,4 @@
-"""MkDocs hooks: list every attack page in the navigation, and refuse stale attack pages.
+"""MkDocs hooks: list every attack page in the navigation, and refuse stale generated pages (attacks, reference).
 
 The attack pages (docs/attacks/) are generated from the registry by docs/gen_attack_pages.py.
 ``on_config`` puts each of them under the "Attacks" entry of the navigation, so a new attack
@@ -16,8 +16,8 @@ log = logging.getLogger("mkdocs.hooks.attack_pages")
 DOCS = Path(__file__).resolve().parent
 
 
-def _generator():
-    spec = importlib.util.spec_from_file_location("gen_attack_pages", DOCS / "gen_attack_pages.py")
+def _generator(name: str = "gen_attack_pages"):
+    spec = importlib.util.spec_from_file_location(name, DOCS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -45,3 +45,5 @@ def on_pre_build(config, **kwargs):
     problems = _generator().stale_pages()
     for problem in problems:
         log.warning("attack page %s: run `make docs` (python docs/gen_attack_pages.py)", problem)
+    for problem in _generator("gen_reference").stale_pages():
+        log.warning("generated reference %s: run `make docs` (python docs/gen_reference.py)", problem)

@@ -102,3 +102,11 @@ def test_own_model_page_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyP
     exec(compile(snippet, "docs/own-model.md", "exec"), namespace)
     assert isinstance(namespace["result"], miaudit.AuditResult)
     assert (tmp_path / "my-audit" / "results.json").exists()
+
+
+def test_generated_reference_is_current() -> None:
+    """docs/_generated/ (the files of a run, the columns of scores.csv) is what the code says."""
+    spec = importlib.util.spec_from_file_location("gen_reference", DOCS / "gen_reference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.stale_pages() == [], "run `python docs/gen_reference.py` and commit docs/_generated/"

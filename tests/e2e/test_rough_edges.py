@@ -19,6 +19,7 @@ from typer.testing import CliRunner, Result
 from miaudit import api
 from miaudit.cli import app
 from miaudit.report import outdir
+from miaudit.report.ranking import ATTACK_COLUMNS, RECORD_COLUMNS
 from miaudit.training import store as store_mod
 
 
@@ -108,6 +109,27 @@ def test_a_run_from_elsewhere(tiny_raw: dict[str, Any], isolated_cache: Path) ->
     ids = [r[head.index("record")] for r in page.rows if len(r) == len(head) and r != head]
     assert len(ids) == 20 and all(i.isdigit() for i in ids) and any(int(i) >= 1000 for i in ids), ids
     assert not stale.exists() and users.exists()
+    docs_name_only(Path("out/scores.csv").read_text().splitlines()[0].split(","))
+
+
+ROOT = Path(__file__).resolve().parents[2]
+# A column as docs write it: `<name>_n<K>.p_value`, `bmia_n1.log_p`, `<attack>.score`, or a bare `p_value_raw`.
+DOTTED = re.compile(r"^(?:[\w-]*<[^<>`]+>[\w<>-]*|[A-Za-z][\w-]*_n(?:\d+|<\w+>))\.([a-z][a-z0-9_]*)$")
+BARE = re.compile(r"^\.?((?:log_)?p_value(?:_[a-z0-9_]+)?|log_p(?:_[a-z0-9_]+)?)$")
+
+
+def docs_name_only(columns: list[str]) -> None:
+    """Every column a run wrote is in the code's list (which the docs' table is generated from), and every
+    column name the docs and README write exists."""
+    suffixes = {c.rsplit(".", 1)[1] for c in columns if "." in c}
+    assert {c for c in columns if "." not in c} <= set(RECORD_COLUMNS) and suffixes <= set(ATTACK_COLUMNS)
+    named = []
+    for page in [*sorted((ROOT / "docs").rglob("*.md")), ROOT / "README.md"]:
+        for span in re.findall(r"`([^`\n]+)`", page.read_text(encoding="utf-8")):
+            match = DOTTED.match(span.strip()) or BARE.match(span.strip())
+            if match and match.group(1) not in suffixes:
+                named.append(f"{span} in {page.relative_to(ROOT)}")
+    assert not named, f"the docs name columns no scores.csv has: {named}"
 
 
 def test_checks_that_ran_late_now_run_before_any_model(tiny_raw: dict[str, Any], isolated_cache: Path) -> None:
