@@ -168,6 +168,7 @@ def test_log_lines_per_model_and_attack_when_not_a_terminal(tiny_raw: dict[str, 
     assert again.exit_code == 0 and again.output == ""
     verbose = invoke("run", "run.yaml", "--out", "c", "--verbose")
     assert "reference 2/2: loaded from cache" in verbose.output and "data digits: 300 records" in verbose.output
+    assert "cache: " in verbose.output  # the cache folder, as README's --verbose promises
 
 
 def test_time_left_from_measured_model_times() -> None:
