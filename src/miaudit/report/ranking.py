@@ -65,6 +65,7 @@ ATTACK_COLUMNS = {  # per attack row, after its column name (<name>_n<K>, or its
     "score": "the attack's score: higher is more likely a member",
     "p_value": "the p-value to quote (tests only): calibrated when the run calibrates, else the attack's own",
     "log_p": "its natural log, exact where the p-value underflows",
+    "q_value": "Benjamini-Hochberg q-value of p_value over the queries: the record is flagged at FDR q when <= q",
     "p_value_raw": "the attack's own p-value before calibration (calibrated tests only)",
     "log_p_raw": "its natural log",
 }

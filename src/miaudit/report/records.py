@@ -112,6 +112,7 @@ def results_json(res: RunResult) -> dict:
         "target": {
             **exp.target_accuracy(),
             **lm.perplexities(exp),
+            **_real_record_accuracies(res.dp_audit),
             "training_seconds": exp.target.seconds,
             "source": exp.target.source,
             **({"dp": exp.target.privacy} if exp.target.privacy else {}),
@@ -140,6 +141,13 @@ def results_json(res: RunResult) -> dict:
             "your target; if that differs, name yours (target.train_fn, or train_fn in the Python API)"
         )
     return {**out, "notes": notes} if notes else out
+
+
+def _real_record_accuracies(dp_audit: dict | None) -> dict[str, float]:
+    """A one-run DP audit's target is evaluated on its real records, not on the canaries (random labels)."""
+    if not dp_audit or dp_audit.get("kind") != "one-run" or "target_test_accuracy" not in dp_audit:
+        return {}
+    return {"train_accuracy": dp_audit["target_train_accuracy"], "test_accuracy": dp_audit["target_test_accuracy"]}
 
 
 def _reference_training(exp: Experiment) -> str | None:
