@@ -334,8 +334,7 @@ def load_dataset(cfg: RunConfig) -> Dataset:
 
 
 def open_store(cfg: RunConfig) -> Store:
-    """The model cache, its access checked now (``Store.check_access``): call before any work."""
-    return Store(cfg.cache_dir or data.default_cache_dir()).check_access()
+    return Store(cfg.cache_dir or data.default_cache_dir()).check_access()  # refused, or read-only, now
 
 
 def with_calibration_records(split: Split, cfg: RunConfig) -> Split:
