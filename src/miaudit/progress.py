@@ -56,8 +56,8 @@ def working(what: str) -> Iterator[None]:
         yield
 
 
-# Models obtained by this process: what an interrupted run has kept (``interrupted``).
-SESSION = {"trained": 0, "cached": 0}
+# Models this process trained (and the store kept): what an interrupted run says it kept (``interrupted``).
+SESSION = {"trained": 0}
 
 
 def interrupted(cache: object, out: object) -> str:
@@ -124,12 +124,11 @@ class ModelProgress:
 
     def finished(self, role: str, seconds: float, cached: bool) -> None:
         """One model obtained: counted, shown and logged (with the models done and the time left)."""
-        kind = "cached" if cached else "trained"
-        SESSION[kind] += 1
         if cached:
             self.cached += 1
         else:
             self.trained += 1
+            SESSION["trained"] += 1
             self.train_seconds.append(seconds)
         self.epoch_share = 0.0
         done, left = self.trained + self.cached, self.seconds_left()
