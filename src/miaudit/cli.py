@@ -8,6 +8,7 @@
     miaudit export [CONFIG] --out PATH  a run's outputs in the npz or LiRA layout, for `score`
     miaudit dp-audit CONFIG [--out DIR] one-run DP audit with canaries (miaudit.dp)
     miaudit compare RUN_A RUN_B         B against A: TPR and AUC differences with intervals
+    miaudit plan [CONFIG]               power before the run: intervals, detectable TPR, time
     miaudit bench SUITE                 a benchmark suite
     miaudit --version
 
@@ -234,6 +235,24 @@ def compare(
         _fail(e)
     Console().print("\n".join(compare_files.lines(result)), highlight=False, markup=False, soft_wrap=True)
     Console().print(f"wrote {where}/compare.json, compare.md, compare.html", highlight=False)
+
+
+@app.command("plan")
+def plan_audit(
+    config: Path | None = typer.Argument(None, help="YAML config; omit for the built-in default audit"),
+    overrides: list[str] | None = typer.Option(None, "--set", "-s", help=SET_HELP),
+    halfwidth: float = typer.Option(0.01, "--halfwidth", help="wanted TPR interval half-width, for members needed"),
+) -> None:
+    """Power before the run: interval widths, the smallest detectable TPR, records needed, estimated time."""
+    from . import plan
+    from .experiment import forecast
+
+    try:
+        cfg = _config(config, overrides)
+        result = forecast.forecast(cfg, plan.build(cfg), halfwidth=halfwidth)
+    except MiauditError as e:
+        _fail(e)
+    Console().print("\n".join(forecast.lines(result)), highlight=False, markup=False)
 
 
 @app.command()

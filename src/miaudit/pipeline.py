@@ -15,6 +15,7 @@ from .attacks import AttackInputs, AttackResult, registry
 from .config.run import RunConfig
 from .experiment import announce, validate
 from .experiment import datasets as shift
+from .experiment import deployable
 from .experiment.build import (
     AuditRecords,
     Experiment,
@@ -39,6 +40,7 @@ class AttackRun:
     result: AttackResult
     metrics: metrics.AttackMetrics | None  # None when the queries' membership is unknown
     seconds: dict[str, float]
+    deployable: dict | None = None  # thresholds set on the references alone (experiment.deployable)
 
 
 @dataclass
@@ -90,7 +92,18 @@ def run_attack(exp: Experiment, attack: PlannedAttack, inputs: AttackInputs | No
         "reference_training": float(sum(r.seconds for r in exp.references[: attack.references])),
         "attack": time.perf_counter() - start,
     }
-    return AttackRun(attack, result, evaluate(exp, result), seconds)
+    found = evaluate(exp, result)
+    return AttackRun(
+        attack, result, found, seconds, None if found is None else deployable_at(exp, attack, inputs, result)
+    )
+
+
+def deployable_at(exp: Experiment, attack: PlannedAttack, inputs: AttackInputs, result: AttackResult) -> dict | None:
+    """The attack's operating points with thresholds set on the references alone (``experiment.deployable``)."""
+    assert exp.is_member is not None
+    return deployable.thresholds(
+        attack.info, attack.params, attack.references, inputs, exp.is_member, result.scores, fpr_levels(exp.cfg)
+    )
 
 
 def fpr_levels(cfg: RunConfig) -> tuple[float, ...]:

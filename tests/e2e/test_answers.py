@@ -69,3 +69,13 @@ def test_compare_prints_differences_with_intervals_and_writes_files(two_runs: tu
 def test_compare_refuses_a_folder_that_is_no_run(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["compare", str(tmp_path), str(tmp_path)])
     assert result.exit_code == 2 and "not a miaudit run directory" in result.output
+
+
+def test_plan_reports_power_and_time(tmp_path: Path) -> None:
+    from conftest import TINY_RUN
+
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(TINY_RUN))
+    result = CliRunner().invoke(app, ["plan", str(tmp_path / "tiny.yaml")])
+    assert result.exit_code == 0, result.output
+    assert "60 members, 60 non-members" in result.output and "smallest TPR called a leak" in result.output
+    assert "s per epoch (timed)" in result.output

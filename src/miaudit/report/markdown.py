@@ -161,6 +161,6 @@ def report_md(res: RunResult, results: dict, frame: pd.DataFrame) -> str:
         "Scores of every record: `scores.csv`; ROC: `roc.png`.",
     ]
     lines += _nan_note(results) + (verdict_md(results["dp_audit"]) if "dp_audit" in results else [])
-    lines += sections.records_at_risk_md(results) + sections.ppv_md(results)
+    lines += sections.records_at_risk_md(results) + sections.ppv_md(results) + sections.deployable_md(results)
     lines += _operating_points_md(results) + exposed_records_md(res, frame) + sections.gls_md(results, frame)
     return "\n".join(lines) + "\n"

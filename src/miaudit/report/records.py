@@ -77,6 +77,7 @@ def _attack_json(r: AttackRun, exp: Experiment) -> dict:
         "p_values": "calibrated" if calibrated else ("raw" if r.result.log_pvalues is not None else None),
         **(r.metrics.to_json() if r.metrics is not None else ranking_json(r, exp.query_idx)),
         **({"ppv": findings.ppv(r, *counts)} if (counts := _membership_counts(r, exp)) else {}),
+        **({"deployable": r.deployable} if r.deployable else {}),
         "seconds": r.seconds,
     }
 

@@ -88,3 +88,33 @@ def gls_md(results: dict, frame: pd.DataFrame, top: int = 10) -> list[str]:
     for row in ranked.to_dict("records"):
         lines.append(f"| {row['record']} | " + " | ".join([*(str(row[c]) for c in known), f"{row[col]:.3g}"]) + " |")
     return lines
+
+
+def deployable_md(results: dict) -> list[str]:
+    rows = [a for a in results["attacks"] if a.get("deployable")]
+    if not rows:
+        return []
+    levels = [k for k in rows[0]["deployable"] if k != "pseudo_targets"]
+    lines = [
+        "",
+        "## Deployable thresholds (set on the references alone)",
+        "",
+        "Each reference model in the target's place (scored against the other references; every audited record is "
+        "a known non-member of it) gives the threshold an attacker could set without the target's membership. "
+        "Realized FPR and TPR on the target in percent [95% interval]: an FPR above its level means the "
+        "table's operating point is not one an attacker could reach.",
+        "",
+        "| attack | " + " | ".join(f"FPR @{100 * float(k):g}% | TPR @{100 * float(k):g}%" for k in levels) + " |",
+        "|---|" + "---|---|" * len(levels),
+    ]
+    for a in rows:
+        cells = []
+        for k in levels:
+            d = a["deployable"][k]
+            cells += [_ci(d["realized_fpr"], d["realized_fpr_ci"]), _ci(d["tpr"], d["tpr_ci"])]
+        lines.append(f"| {a['label']} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _ci(x: float, ci: list[float]) -> str:
+    return f"{100 * x:.1f} [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"

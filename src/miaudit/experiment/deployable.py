@@ -1,0 +1,102 @@
+"""Deployable thresholds: an operating point an attacker could set without knowing the target's membership.
+
+The table's TPR at FPR a uses a threshold picked on the target's own non-members, which an attacker does not
+know. An attacker does know its reference models. Offline, no reference trained on the audited records, so
+with reference k in the target's place (scored by the same attack against the other K - 1 references) every
+audited record is a known non-member of that pseudo-target. The threshold is the score that at most a share a
+of the K pseudo-targets' pooled scores reach; applied to the target, it realizes an FPR and a TPR (exact
+intervals), which say whether a threshold set on references alone holds its FPR on the target.
+
+Only for attacks on logits (an attack that needs the models would refit posteriors per pseudo-target) with at
+least one reference left, and offline (online, each record is a member of half the references).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from ..attacks import AttackInputs, RecordSet, registry
+from ..errors import AttackRequirementError
+from ..stats.logitstack import LogitStack
+from ..stats.metrics import _ordered, clopper_pearson
+
+
+def _without(block: Any, k: int) -> Any:
+    """The (K, n, C) references' logits without model k."""
+    if isinstance(block, LogitStack):
+        return LogitStack([m for j, m in enumerate(block.per_model) if j != k], block.rows, block.n_classes)
+    return np.delete(np.asarray(block), k, axis=0)
+
+
+def as_pseudo_target(records: RecordSet | None, k: int) -> RecordSet | None:
+    """The records as seen with reference k in the target's place and the other references as references."""
+    if records is None:
+        return None
+    views = records.ref_views
+    return replace(
+        records,
+        target_logits=np.asarray(records.ref_logits[k], dtype=np.float64),
+        ref_logits=_without(records.ref_logits, k),
+        ref_in=None if records.ref_in is None else np.delete(records.ref_in, k, axis=0),
+        target_views=None if views is None else views[:, k],
+        ref_views=None if views is None else np.delete(views, k, axis=1),
+    )
+
+
+def applies(info: registry.AttackInfo, references: int, mode: str) -> bool:
+    if mode != "offline" or references < 2 or "models" in info.needs:
+        return False
+    try:
+        info.check(references - 1, mode, {"population", "validation", "x"})
+    except AttackRequirementError:
+        return False
+    return True
+
+
+def pooled_threshold(null_scores: np.ndarray, level: float) -> float | None:
+    """The lowest threshold t with share(null >= t) <= level; None when even the top score exceeds the level."""
+    s = np.sort(_ordered(null_scores))[::-1]
+    allowed = int(np.floor(level * s.size + 1e-9))
+    if allowed == 0:
+        return None
+    distinct = np.flatnonzero(np.r_[s[1:] != s[:-1], True])  # last index of each tie group
+    ok = distinct[distinct < allowed]
+    return None if ok.size == 0 else float(s[ok[-1]])
+
+
+def thresholds(
+    info: registry.AttackInfo, params: Any, references: int, inputs: AttackInputs, is_member: np.ndarray,
+    target_scores: np.ndarray, levels: tuple[float, ...],
+) -> dict[str, Any] | None:  # fmt: skip
+    """Per FPR level: the threshold set on the references as pseudo-targets and what it realizes on the target."""
+    if not applies(info, references, inputs.mode):
+        return None
+    base = inputs.first(references)
+    pooled = []
+    for k in range(references):
+        pseudo = replace(
+            base,
+            queries=as_pseudo_target(base.queries, k),
+            population=as_pseudo_target(base.population, k),
+            validation=as_pseudo_target(base.validation, k),
+            models=None,
+        )
+        pooled.append(registry.execute(info, params, references - 1, pseudo).scores)
+    null = np.concatenate(pooled)
+    member, s = np.asarray(is_member, dtype=bool), _ordered(target_scores)
+    out: dict[str, Any] = {"pseudo_targets": references}
+    for level in levels:
+        t = pooled_threshold(null, level)
+        tp, fp = (0, 0) if t is None else (int((s[member] >= t).sum()), int((s[~member] >= t).sum()))
+        n1, n0 = int(member.sum()), int((~member).sum())
+        out[str(level)] = {
+            "threshold": t,
+            "realized_fpr": fp / n0,
+            "realized_fpr_ci": list(clopper_pearson(fp, n0)),
+            "tpr": tp / n1,
+            "tpr_ci": list(clopper_pearson(tp, n1)),
+        }
+    return out
