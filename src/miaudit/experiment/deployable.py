@@ -31,10 +31,8 @@ def _without(block: Any, k: int) -> Any:
     return np.delete(np.asarray(block), k, axis=0)
 
 
-def as_pseudo_target(records: RecordSet | None, k: int) -> RecordSet | None:
+def as_pseudo_target(records: RecordSet, k: int) -> RecordSet:
     """The records as seen with reference k in the target's place and the other references as references."""
-    if records is None:
-        return None
     views = records.ref_views
     return replace(
         records,
@@ -80,8 +78,8 @@ def thresholds(
         pseudo = replace(
             base,
             queries=as_pseudo_target(base.queries, k),
-            population=as_pseudo_target(base.population, k),
-            validation=as_pseudo_target(base.validation, k),
+            population=None if base.population is None else as_pseudo_target(base.population, k),
+            validation=None if base.validation is None else as_pseudo_target(base.validation, k),
             models=None,
         )
         pooled.append(registry.execute(info, params, references - 1, pseudo).scores)
