@@ -27,8 +27,35 @@ from ..stats.metrics import _ordered, clopper_pearson
 def _without(block: Any, k: int) -> Any:
     """The (K, n, C) references' logits without model k."""
     if isinstance(block, LogitStack):
-        return LogitStack([m for j, m in enumerate(block.per_model) if j != k], block.rows, block.n_classes)
+        kept = [m for j, m in enumerate(block.per_model) if j != k]
+        return LogitStack(kept, block.rows, block.n_classes, block.source)
     return np.delete(np.asarray(block), k, axis=0)
+
+
+def _rows(records: RecordSet, keep: np.ndarray) -> RecordSet:
+    """The records ``keep`` (a boolean mask) of a record set."""
+    block = records.ref_logits
+    ref = (
+        LogitStack(block.per_model, block.rows[keep], block.n_classes, block.source)
+        if isinstance(block, LogitStack)
+        else np.asarray(block)[:, keep]
+    )
+    return replace(
+        records,
+        labels=records.labels[keep],
+        target_logits=records.target_logits[keep],
+        ref_logits=ref,
+        ref_in=None if records.ref_in is None else records.ref_in[:, keep],
+        x=None if records.x is None else records.x[keep],
+        target_views=None if records.target_views is None else records.target_views[:, keep],
+        ref_views=None if records.ref_views is None else records.ref_views[:, :, keep],
+    )
+
+
+def _population_out_of(records: RecordSet, k: int) -> RecordSet:
+    """The population records reference k did not train on: the attacker's non-member population for it (the
+    target's population is none of its members either)."""
+    return records if records.ref_in is None else _rows(records, ~records.ref_in[k])
 
 
 def as_pseudo_target(records: RecordSet, k: int) -> RecordSet:
@@ -78,7 +105,7 @@ def thresholds(
         pseudo = replace(
             base,
             queries=as_pseudo_target(base.queries, k),
-            population=None if base.population is None else as_pseudo_target(base.population, k),
+            population=None if base.population is None else as_pseudo_target(_population_out_of(base.population, k), k),
             validation=None if base.validation is None else as_pseudo_target(base.validation, k),
             models=None,
         )

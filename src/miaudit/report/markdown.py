@@ -30,6 +30,7 @@ def exposed_records_md(res: RunResult, frame: pd.DataFrame, top: int = 10) -> li
         vals = " | ".join([*(str(row[c]) for c in known), *(f"{row[c]:.3g}" for c in [col, *extra])])
         lines.append(f"| {row['risk_rank']} | {row['record']} | {vals} |")
     lines.append(f"\nThe full ranking of all {len(frame)} records is `scores.csv` (column `risk_rank`).")
+    lines += sections.ties_note(frame.head(top), col)
     return lines
 
 
@@ -66,7 +67,7 @@ def _operating_points_md(results: dict) -> list[str]:
         "| attack | " + " | ".join(f"threshold @{_level(k)} | realized FPR @{_level(k)}" for k in levels) + " |",
         "|---|" + "---|---|" * len(levels),
     ]
-    for a in results["attacks"]:
+    for a in (a for a in results["attacks"] if not sections.is_ranking(a)):
         cells = [
             f"{_threshold(a['threshold'][k])} | {_with_ci(a['realized_fpr'][k], a['realized_fpr_ci'].get(k), digits=2)}"
             for k in levels

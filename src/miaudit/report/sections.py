@@ -118,3 +118,18 @@ def deployable_md(results: dict) -> list[str]:
 
 def _ci(x: float, ci: list[float]) -> str:
     return f"{100 * x:.1f} [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
+
+
+def ties_note(shown: pd.DataFrame, col: str) -> list[str]:
+    """Say when the listed records tie (their order among themselves is then arbitrary)."""
+    if not col.endswith("p_value") or shown.empty:
+        return []
+    ties = int((shown[col] == shown[col].iloc[0]).sum())
+    q = col.removesuffix("p_value") + "q_value"
+    same_q = q in shown and shown[q].nunique() == 1
+    if ties < 2 and not same_q:
+        return []
+    said = f"{ties} of these share the smallest p-value" if ties > 1 else ""
+    said += ("; " if said else "") + (f"all have q = {shown[q].iloc[0]:.3g}" if same_q else "")
+    return [f"Ranked by p-value (equivalently by q-value): {said}, so their order says little; records at risk "
+            "are those with q at most the FDR (above)."]  # fmt: skip
