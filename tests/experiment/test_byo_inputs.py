@@ -389,7 +389,11 @@ def test_api_too_few_nonmembers_for_min_fpr(user) -> None:
             ConfigError,
             "train: settings of miaudit's training loop",
         ),
-        ({"population": None}, AttackRequirementError, "attacks.0: attack-p: needs population inputs"),
+        (
+            {"population": None, "attacks": ["attack-p"]},  # auto would run what can (GLS): name the attack
+            AttackRequirementError,
+            "attacks.0: attack-p: needs population inputs",
+        ),
         (
             {"population": None, "attacks": ["attack-r"], "references": 2},
             DataError,
