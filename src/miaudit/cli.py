@@ -210,11 +210,15 @@ def _tpr_cell(a: dict, level: str) -> str:
 def _ranking_table(results: dict) -> Table:
     """Queries of unknown membership: no ROC, the records each attack puts most at risk."""
     table = Table(title=f"{results['dataset']}: {results['n_queries']} queries, membership unknown (no ROC)")
-    for col in ("attack", "raw p < 0.01", "raw p < 0.05", "most exposed records", "attack s"):
+    risk = results.get("records_at_risk", {})
+    at_risk = f"at risk (FDR {risk.get('fdr', 0.05):g})"
+    for col in ("attack", at_risk, "raw p < 0.01", "raw p < 0.05", "most exposed records", "attack s"):
         table.add_column(col, justify="left" if col in ("attack", "most exposed records") else "right")
     for a in results["attacks"]:
         flagged = [str(a["n_p_below"][k]) if "n_p_below" in a else "-" for k in ("0.01", "0.05")]
-        table.add_row(a["label"], *flagged, ", ".join(map(str, a["most_exposed"][:5])), f"{a['seconds']['attack']:.2f}")
+        counted = str(risk.get("by_attack", {}).get(a["label"], {}).get("count", "-"))
+        exposed = ", ".join(map(str, a["most_exposed"][:5]))
+        table.add_row(a["label"], counted, *flagged, exposed, f"{a['seconds']['attack']:.2f}")
     return table
 
 

@@ -86,14 +86,16 @@ def _nan_note(results: dict) -> list[str]:
 
 def _ranking_table_md(results: dict) -> list[str]:
     lines = [
-        "| attack | refs | records with raw p < 0.01 (not FDR-controlled) | raw p < 0.05 | most exposed records "
-        "| reference training s | attack s |",
-        "|---|---|---|---|---|---|---|",
+        "| attack | refs | records at risk (FDR-controlled) | records with raw p < 0.01 (not FDR-controlled) "
+        "| raw p < 0.05 | most exposed records | reference training s | attack s |",
+        "|---|---|---|---|---|---|---|---|",
     ]
+    by_attack = results.get("records_at_risk", {}).get("by_attack", {})
     for a in results["attacks"]:
         flagged = [str(a["n_p_below"][k]) if "n_p_below" in a else "-" for k in ("0.01", "0.05")]
         lines.append(
-            f"| {a['label']} | {a['references']} | {' | '.join(flagged)} | "
+            f"| {a['label']} | {a['references']} | {by_attack.get(a['label'], {}).get('count', '-')} | "
+            f"{' | '.join(flagged)} | "
             f"{', '.join(map(str, a['most_exposed'][:5]))} | {a['seconds']['reference_training']:.1f} | "
             f"{a['seconds']['attack']:.2f} |"
         )
