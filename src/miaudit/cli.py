@@ -204,7 +204,7 @@ def _metrics_table(results: dict) -> Table:
 def _tpr_cell(a: dict, level: str) -> str:
     lo, hi = a["tpr_at_fpr_ci"][level]
     mark = "†" if level in a["unreliable_fpr_levels"] else ""
-    return f"{100 * a['tpr_at_fpr'][level]:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]{mark}"
+    return f"{100 * a['tpr_at_fpr'][level]:.1f} [{100 * lo:.1f},{100 * hi:.1f}]{mark}"
 
 
 def _ranking_table(results: dict) -> Table:
