@@ -56,17 +56,13 @@ def _threshold(t: float | None) -> str:
 def _operating_points_md(results: dict) -> list[str]:
     """Per attack and FPR level: the threshold used and the FPR it realizes, with its interval."""
     levels = list(results["attacks"][0]["tpr_at_fpr"])
-    lines = [
-        "",
-        "## Operating points",
-        "",
+    lines = sections.table_section(
+        "Operating points",
         "A record is called a member when its score is at or above the threshold (the highest threshold "
         "reaching the table's TPR; '-': none flags a record without exceeding the FPR level). Realized FPR "
         "in percent, with its exact 95% interval.",
-        "",
-        "| attack | " + " | ".join(f"threshold @{_level(k)} | realized FPR @{_level(k)}" for k in levels) + " |",
-        "|---|" + "---|---|" * len(levels),
-    ]
+        ["attack", *(f"{what} @{_level(k)}" for k in levels for what in ("threshold", "realized FPR"))],
+    )
     for a in (a for a in results["attacks"] if not sections.is_ranking(a)):
         cells = [
             f"{_threshold(a['threshold'][k])} | {_with_ci(a['realized_fpr'][k], a['realized_fpr_ci'].get(k), digits=2)}"

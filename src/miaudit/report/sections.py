@@ -19,6 +19,11 @@ GLS_PURPOSE = (
 )
 
 
+def table_section(title: str, note: str, header: list[str]) -> list[str]:
+    """A report.md section: its title, what it shows, and the head of its table."""
+    return ["", f"## {title}", "", note, "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+
+
 def is_ranking(attack: dict) -> bool:
     return attack.get("name") == "gls"
 
@@ -95,18 +100,14 @@ def deployable_md(results: dict) -> list[str]:
     if not rows:
         return []
     levels = [k for k in rows[0]["deployable"] if k != "pseudo_targets"]
-    lines = [
-        "",
-        "## Deployable thresholds (set on the references alone)",
-        "",
+    lines = table_section(
+        "Deployable thresholds (set on the references alone)",
         "Each reference model in the target's place (scored against the other references; every audited record is "
         "a known non-member of it) gives the threshold an attacker could set without the target's membership. "
         "Realized FPR and TPR on the target in percent [95% interval]: an FPR above its level means the "
         "table's operating point is not one an attacker could reach.",
-        "",
-        "| attack | " + " | ".join(f"FPR @{100 * float(k):g}% | TPR @{100 * float(k):g}%" for k in levels) + " |",
-        "|---|" + "---|---|" * len(levels),
-    ]
+        ["attack", *(f"{what} @{100 * float(k):g}%" for k in levels for what in ("FPR", "TPR"))],
+    )
     for a in rows:
         cells = []
         for k in levels:
