@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from . import data
 from .attacks import AttackInputs, AttackResult, registry
 from .config.run import RunConfig
-from .experiment import announce, validate
+from .experiment import announce, deployable, validate
 from .experiment import datasets as shift
-from .experiment import deployable
 from .experiment.build import (
     AuditRecords,
     Experiment,
