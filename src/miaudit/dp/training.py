@@ -44,10 +44,14 @@ def _opacus() -> Any:
 
 
 def compatible(model: nn.Module) -> nn.Module:
-    """The model with Opacus' validator fixes applied (e.g. GroupNorm for BatchNorm); unchanged if none apply."""
+    """The model with Opacus' validator fixes applied (e.g. GroupNorm for BatchNorm) and in-place activations made
+    out-of-place; unchanged if none apply."""
     from opacus.validators import ModuleValidator
 
     _opacus()
+    for module in model.modules():  # an in-place activation breaks Opacus' backward hooks on the view it writes
+        if getattr(module, "inplace", False):
+            module.inplace = False
     if ModuleValidator.is_valid(model):
         return model
     return ModuleValidator.fix(model)
