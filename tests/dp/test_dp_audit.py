@@ -125,3 +125,18 @@ def test_white_box_audit_flags_a_planted_fault_and_not_the_honest_run(opacus: An
         config.from_dict(raw(canaries={"count": 10, "kind": "crafted", "threat_model": "white-box"}))
     with pytest.raises(ConfigError, match="noise_scale"):
         config.from_dict(raw(train={"dp": {**DP, "planted_fault": {"noise_scale": 2.0}}}))
+
+
+def test_multi_run_audit_trains_pairs_and_bounds_their_decisions(opacus: Any, tmp_path: Any) -> None:
+    from miaudit.dp import output
+
+    cfg = config.from_dict(raw(canaries={"count": 4, "kind": "crafted"}))
+    res = output.audit(cfg, tmp_path / "multi", runs=2)
+    (b,) = res["dp_audit"]["bounds"]
+    assert b["analysis"] == "multi-run" and b["runs"] == 4 and b["canary_kind"] == "crafted"
+    assert 0 <= b["epsilon_lower_bound"] <= b["max_attainable"] and 0 <= b["correct"] <= b["guesses"]
+    assert res["dp_audit"]["kind"] == "multi-run" and "power" in res["dp_audit"]["verdict"]
+    rows = (tmp_path / "multi" / "scores.csv").read_text().splitlines()
+    assert rows[0] == "run,member,score" and len(rows) == 5
+    with pytest.raises(ConfigError, match="runs"):
+        output.audit(cfg, tmp_path / "one", runs=1)

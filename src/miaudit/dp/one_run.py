@@ -8,8 +8,9 @@ same run; ``whitebox``): gradient canaries in the DP-SGD steps, scored from the 
 guesses give two bounds (binomial and f-DP, ``canaries.canary_bounds``), each with its power; results.json's
 ``dp_audit.bounds`` lists them all, each valid at the stated confidence alone.
 
-The verdict (``audit.one_run_verdict``) reads the headline observer's binomial bound: ``dp_audit.attack`` (default
-the first attack), or the white-box observer in a white-box run. Canaries' p-values are reported raw: the
+The verdict (``audit.one_run_verdict``) reads the headline observer's binomial bound, chosen before the run:
+``dp_audit.attack`` when given, else the white-box observer when there are gradient canaries, else the first
+attack. Canaries' p-values are reported raw: the
 validation records a calibration would rank them among have true labels and natural inputs, and random-label or
 crafted canaries are not exchangeable with them (a calibrated FPR of 0.96 at p < 0.05 was measured on them).
 """
@@ -170,11 +171,9 @@ def run(cfg: RunConfig) -> RunResult:
         )  # fmt: skip
     ]
     labels = [r.attack.label for r in runs]
-    head = (
-        labels[audit.chosen_attack(labels, [r.attack.name for r in runs], cfg.dp_audit.attack)]
-        if cfg.dp_audit
-        else labels[0]
-    )
+    head = WHITE_BOX_OBSERVER if observed is not None else labels[0]  # the strongest observer, chosen beforehand
+    if cfg.dp_audit is not None:
+        head = labels[audit.chosen_attack(labels, [r.attack.name for r in runs], cfg.dp_audit.attack)]
     if observed is not None:
         entries += whitebox_bounds(cfg, observed, spec.gradient_guesses)
     target.privacy = dp_training.with_accountants(target.privacy)
