@@ -21,7 +21,9 @@ def test_directions_are_orthonormal_and_disjoint(kind: str) -> None:
         canaries.directions(49)
 
 
-def noisy_steps(canaries: GradientCanaries, sigma: float, q: float, steps: int, true_noise: float) -> list[torch.Tensor]:
+def noisy_steps(
+    canaries: GradientCanaries, sigma: float, q: float, steps: int, true_noise: float
+) -> list[torch.Tensor]:
     """``steps`` simulated DP-SGD steps over two parameter tensors: the noisy mean of no data (noise of
     ``true_noise`` x clip, divided by the expected batch), observed and then joined by the sampled canaries."""
     params = [torch.zeros(30, 20), torch.zeros(400)]

@@ -51,7 +51,7 @@ def compatible(model: nn.Module) -> nn.Module:
     _opacus()
     for module in model.modules():  # an in-place activation breaks Opacus' backward hooks on the view it writes
         if getattr(module, "inplace", False):
-            module.inplace = False
+            setattr(module, "inplace", False)  # noqa: B010  (nn.Module types attributes as Tensor | Module)
     if ModuleValidator.is_valid(model):
         return model
     return ModuleValidator.fix(model)
