@@ -32,7 +32,10 @@ from .config.run import RunConfig, TrainConfig
 from .data import Dataset, Split
 from .data.base import validate_arrays, validate_features
 from .errors import ConfigError, DataError, ModelError
-from .experiment.build import AuditRecords, ModelRecipe, shuffled_queries, with_calibration_records
+from .experiment.base import AuditRecords
+from .experiment.build import shuffled_queries, with_calibration_records
+from .experiment.recipes import ModelRecipe
+from .experiment.run import RunResult, run_experiment
 from .report import outdir
 
 if TYPE_CHECKING:  # torch and the training loop load in audit(): `miaudit score` never needs them
@@ -47,7 +50,7 @@ TrainFn = Callable[["nn.Module", np.ndarray, np.ndarray], Any]
 class AuditResult:
     """One audit in memory: metrics, the per-record table, and the files on request."""
 
-    run: pipeline.RunResult
+    run: RunResult
 
     @property
     def metrics(self) -> dict[str, dict | None]:
@@ -198,7 +201,8 @@ def _recipe(
         if train_fn is not None
         else (lambda m, x, y, seed, progress: train(m, x, y, cfg.train, seed, cfg.device, progress))
     )
-    return ModelRecipe(type(target).__name__, build, fit, None if train_fn else cfg.train.epochs)
+    epochs = None if train_fn else cfg.train.epochs
+    return ModelRecipe(architecture=type(target).__name__, build=build, fit=fit, epochs=epochs)
 
 
 def _config(
@@ -232,7 +236,7 @@ def score(config: Any) -> AuditResult:
     """
     from .experiment import precomputed
 
-    return AuditResult(pipeline.run_experiment(precomputed.prepare(precomputed.as_config(config))))
+    return AuditResult(run_experiment(precomputed.prepare(precomputed.as_config(config))))
 
 
 def audit(
@@ -256,20 +260,41 @@ def audit(
     calibration: float | None = 0.2,
     fdr: float = 0.05,
 ) -> AuditResult:
-    """Audit ``target`` (a trained torch module, put in eval mode) on the records given.
+    """Audit ``target``, a model you trained, on records you hold.
 
-    ``members``/``nonmembers``: records it trained on / did not (ROC metrics), or ``queries`` of unknown
-    membership (p-values and a ranking). ``population``: records it never saw, for reference models and
-    population-based attacks; ``validation``: more such records, for QMIA and calibration. ``references``:
-    how many reference models to train (default: the fewest the attacks need; with ``attacks="auto"``, the
-    strongest attacks for the references from the committed frontier results, 4 references when there is a
-    ``population``, else none). ``fdr``: the false discovery rate of the records at risk. ``calibration``: without
-    ``validation``, the share of ``population`` held out to calibrate every p-value (None: raw p-values,
-    which can be far from valid). Bad input raises a one-line ValueError subclass naming the argument,
-    before anything is trained.
+    Records are a pair ``(x, y)`` of arrays or tensors, or a torch ``Dataset`` of ``(x, y)`` items. Give
+    ``members`` and ``nonmembers`` (ROC metrics), or ``queries`` of unknown membership (p-values and a
+    ranking). Nothing is trained before every argument is checked.
+
+    Args:
+        target: the trained torch module (put in eval mode).
+        members: records ``target`` trained on.
+        nonmembers: records it did not train on.
+        queries: records of unknown membership, instead of members and nonmembers.
+        population: records it never saw: the reference models' pool and population-based attacks.
+        validation: more such records, for QMIA and calibration.
+        attacks: ``"auto"`` (the strongest attacks for the references, from the committed frontier
+            results), or attack names / rows as in a config's ``attacks``.
+        references: reference models to train (default: the fewest the attacks need; with ``"auto"``, 4
+            when there is a ``population``, else none).
+        model_factory: builds a fresh reference model (default: a re-initialised copy of ``target``).
+        train_fn: ``train_fn(model, x, y)`` trains a reference in place (default: miaudit's loop).
+        train: settings of miaudit's training loop (``TrainConfig`` keys), without ``train_fn``.
+        mode: ``offline`` or ``online``.
+        seed: fixes the split of the given sets, the references and the attacks.
+        min_fpr: the smallest FPR the audit must resolve.
+        device: where the models run (``cpu``, ``cuda``, ``mps``, ``auto``).
+        name: what reports call the data.
+        calibration: without ``validation``, the share of ``population`` held out to calibrate every
+            p-value (None: raw p-values, which can be far from valid).
+        fdr: the false discovery rate of the records at risk.
+
+    Returns:
+        The ``AuditResult``: ``.metrics``, ``.scores``, ``.report(dir)``.
+
+    Raises:
+        ConfigError, DataError, ModelError: one line naming the argument (``ValueError`` subclasses).
     """
-    from .experiment import own_model, validate
-
     cfg = _config(
         attacks,
         references,
@@ -288,29 +313,46 @@ def audit(
         {"members": members, "nonmembers": nonmembers, "queries": queries},
         {"population": population, "validation": validation},
     )
-    roles = {"population", "validation"} & set(given)
-    plan = plan_mod.build(cfg, roles=roles | ({"validation"} if "population" in roles and cfg.calibration else set()))
+    plan = plan_mod.build(cfg, plan_mod.audit_roles(given, cfg))
+    by = f"your train_fn {getattr(train_fn, '__qualname__', repr(train_fn))}" if train_fn else ""
+    return _audit_given(cfg, plan, target, given, _recipe(cfg, target, model_factory, train_fn), by)
+
+
+def _audit_given(
+    cfg: RunConfig,
+    plan: plan_mod.Plan,
+    target: nn.Module,
+    given: dict[str, tuple[np.ndarray, np.ndarray]],
+    recipe: ModelRecipe,
+    references_by: str,
+) -> AuditResult:
+    """The hand-off: the given sets checked and assembled into one data set, then the audit of ``target``
+    (its references trained by ``recipe``: ``references_by`` names the user's code, empty for miaudit's loop)."""
+    from .experiment import own_model, validate
+
     sets = _checked_sets(target, given)
     if "members" in sets:
         m, n = sets["members"], sets["nonmembers"]
         validate.check_disjoint_rows((m.x, m.y, np.arange(len(m))), (n.x, n.y, np.arange(len(n))))
-    ds, idx, origin, position = _assembled(sets, name)
+    ds, idx, origin, position = _assembled(sets, cfg.dataset.label)
     empty = np.zeros(0, dtype=np.int64)
-    given_split = Split(*(idx.get(role, empty) for role in ("members", "nonmembers", "population", "validation")))
+    given_split = Split(
+        **{role: idx.get(role, empty) for role in ("members", "nonmembers", "population", "validation")}
+    )
     split = with_calibration_records(given_split, cfg)
-    query_idx, is_member = (idx["queries"], None) if "queries" in idx else shuffled_queries(split, seed)
+    query_idx, is_member = (idx["queries"], None) if "queries" in idx else shuffled_queries(split, cfg.seed)
     query_info = {"set": origin[query_idx], "position": position[query_idx]}
-    records = AuditRecords(ds, split, query_idx, is_member, query_info)
+    records = AuditRecords(dataset=ds, split=split, query_idx=query_idx, is_member=is_member, query_info=query_info)
     exp = own_model.audit_given(
         cfg,
         plan,
         records,
         target,
-        _recipe(cfg, target, model_factory, train_fn),
+        recipe,
         source="given (Python API)",
         architecture=type(target).__name__,
         reference_field="model_factory",
-        references_by=f"your train_fn {getattr(train_fn, '__qualname__', repr(train_fn))}" if train_fn else "",
+        references_by=references_by,
         record_name=lambda i: f"{origin[i]} row {position[i]}",
     )
-    return AuditResult(pipeline.run_experiment(exp))
+    return AuditResult(run_experiment(exp))

@@ -137,6 +137,7 @@ def score(
     force: bool = FORCE_OPTION,
     quiet: bool = typer.Option(False, "--quiet", "-q", help="print warnings and errors only"),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="also print debug lines"),
+    overrides: list[str] | None = typer.Option(None, "--set", "-s", help=SET_HELP),
 ) -> None:
     """Audit precomputed outputs (logits and membership masks of models trained elsewhere): no models needed."""
     from . import api, progress
@@ -145,7 +146,7 @@ def score(
 
     progress.configure_logging(logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO)
     try:
-        cfg = scores_config.load(config)
+        cfg = scores_config.load(config, overrides or [])
         out = out or Path("miaudit-runs") / config.stem
         with outdir.reserved(out, force):
             start = time.perf_counter()

@@ -18,7 +18,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from .attacks import AttackParams, recommended, registry
-from .config.run import RunConfig, one_line
+from .config.files import one_line
+from .config.run import RunConfig
+from .config.settings import AuditSettings
 from .errors import AttackRequirementError, ConfigError, did_you_mean
 
 ALWAYS_PROVIDED = frozenset({"models", "x"})  # every pipeline audit holds the models and the records' inputs
@@ -54,17 +56,42 @@ class Plan:
 
 
 def config_roles(cfg: RunConfig) -> frozenset[str]:
-    """The record sets a config's split provides (a fraction above 0 gives a non-empty set; calibration
-    carves validation records out of the population when the split has none)."""
-    roles = {role for role in ("population", "validation") if getattr(cfg.split, role) > 0}
+    """The record sets a config's split provides (a fraction above 0 gives a non-empty set)."""
+    return audit_roles({role for role in ("population", "validation") if getattr(cfg.split, role) > 0}, cfg)
+
+
+def audit_roles(given: Iterable[str], cfg: AuditSettings) -> frozenset[str]:
+    """The record sets besides the queries an audit has: those ``given`` (population, validation), and
+    validation records when calibration carves them out of the population (none given)."""
+    roles = {"population", "validation"} & set(given)
     return frozenset(roles | ({"validation"} if "population" in roles and cfg.calibration else set()))
 
 
-def build(cfg: RunConfig, roles: Iterable[str] | None = None) -> Plan:
-    """The Plan of ``cfg``, for an audit whose record sets are ``roles`` (default: from the split)."""
-    roles = config_roles(cfg) if roles is None else frozenset(roles)
+def build(cfg: AuditSettings, roles: Iterable[str] | None = None) -> Plan:
+    """The Plan of ``cfg``, for an audit whose record sets are ``roles``.
+
+    Args:
+        cfg: a run config, or a scores-only one whose ``references`` are resolved from its outputs.
+        roles: the record sets besides the queries ("population", "validation"); default: what a run
+            config's split gives (``config_roles``).
+
+    Returns:
+        The immutable Plan: each attack's validated parameters, label and reference models.
+
+    Raises:
+        ConfigError: a bad attack row or parameter, named ``attacks.<i>...``.
+        AttackRequirementError: an attack the audit cannot run (references, mode, record sets).
+    """
+    if roles is None:
+        if not isinstance(cfg, RunConfig):
+            raise TypeError("plan.build: a scores-only audit's record sets come from its outputs: give roles")
+        roles = config_roles(cfg)
+    roles = frozenset(roles)
+    available = cfg.references
+    if available is None:
+        raise TypeError("plan.build: resolve a scores-only config's references from its outputs first")
     rows_asked, why = (
-        recommended.choose(cfg.references, cfg.mode, roles | ALWAYS_PROVIDED)
+        recommended.choose(available, cfg.mode, roles | ALWAYS_PROVIDED)
         if cfg.attacks == "auto"
         else (cfg.attacks, None)
     )
@@ -72,9 +99,9 @@ def build(cfg: RunConfig, roles: Iterable[str] | None = None) -> Plan:
     rows: list[tuple[str, AttackParams, int]] = []
     for i, (name, params) in enumerate(parsed):
         info = registry.get(name)
-        k = info.references_used(params, cfg.references)
-        if k > cfg.references:
-            raise ConfigError(f"attacks.{i}.references: {k} exceeds the run's references: {cfg.references}")
+        k = info.references_used(params, available)
+        if k > available:
+            raise ConfigError(f"attacks.{i}.references: {k} exceeds the run's references: {available}")
         try:
             info.check(k, cfg.mode, set(roles | ALWAYS_PROVIDED))
         except AttackRequirementError as e:

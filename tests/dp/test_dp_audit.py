@@ -14,7 +14,7 @@ from conftest import TINY_RUN
 from miaudit import pipeline
 from miaudit.config import run as config
 from miaudit.errors import ConfigError
-from miaudit.experiment import build as experiment
+from miaudit.experiment import datasets, recipes
 
 DP = {"epsilon": 2.0, "delta": 1e-5, "max_grad_norm": 1.0}
 
@@ -41,10 +41,10 @@ def test_config_keys_and_their_refusals() -> None:
 
 def test_dp_settings_enter_the_cache_key_and_leave_plain_keys_unchanged() -> None:
     cfg = config.from_dict(raw())
-    ds = experiment.load_dataset(cfg)
-    plain = experiment.builtin_recipe(cfg, ds, "mlp").cache_spec
+    ds = datasets.load(cfg)
+    plain = recipes.builtin_recipe(cfg, ds, "mlp").cache_spec
     assert "dp" not in plain and "dp" not in plain["train"]  # the keys every earlier cache entry has
-    private = experiment.builtin_recipe(cfg, ds, "mlp", dp=cfg.train.dp).cache_spec
+    private = recipes.builtin_recipe(cfg, ds, "mlp", dp=cfg.train.dp).cache_spec
     assert private["dp"]["epsilon"] == 2.0 and {k: v for k, v in private.items() if k != "dp"} == plain
 
 

@@ -34,7 +34,9 @@ def _ds(n: int, offset: float, name: str) -> Dataset:
 
 def test_ood_nonmembers_and_reference_pool_append_the_other_records() -> None:
     ds, other = _ds(20, 0.0, "a"), _ds(30, 1.0, "b")
-    split = Split(np.arange(4), np.arange(4, 8), np.arange(8, 16), np.arange(16, 20))
+    split = Split(
+        members=np.arange(4), nonmembers=np.arange(4, 8), population=np.arange(8, 16), validation=np.arange(16, 20)
+    )
     joined, idx = shift.appended(ds, other, len(split.nonmembers), seed=0, tag=1)
     assert len(joined) == 24 and np.all(joined.x[idx] == 1.0) and np.all(joined.x[:20] == 0.0)
     with pytest.raises(DataError, match="needs 40"):

@@ -11,7 +11,7 @@ import torch.nn as nn
 from miaudit import plan, posteriors
 from miaudit.config import run as config
 from miaudit.errors import ConfigError
-from miaudit.experiment.build import builtin_recipe
+from miaudit.experiment.recipes import builtin_recipe
 from miaudit.models import build_model
 from miaudit.posteriors.mc_dropout import dropout_logits
 

@@ -9,7 +9,7 @@ import pytest
 
 from miaudit import data
 from miaudit.config.run import RunConfig, TrainConfig
-from miaudit.experiment.build import builtin_recipe
+from miaudit.experiment.recipes import builtin_recipe
 from miaudit.models import build_model
 from miaudit.training.loop import seeded_model, train
 

@@ -14,10 +14,10 @@ import pytest
 
 from miaudit import pipeline, report
 from miaudit.config.run import RunConfig
-from miaudit.experiment import build as experiment
+from miaudit.training import loop as training_loop
 from miaudit.training.loop import predict_logits
 
-TIMING_KEYS = {"seconds", "training_seconds", "cache_dir"}  # wall-clock numbers and the folder differ between runs
+TIMING_KEYS = {"seconds", "training_seconds", "cache_dir", "created"}  # wall-clock numbers and the folder differ
 
 
 @pytest.fixture(scope="module")
@@ -34,13 +34,13 @@ def copy_cache(res: pipeline.RunResult, dest: Path) -> Path:
 def count_training(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Wrap the pipeline's training call; the list grows by the training-set size per model trained."""
     calls: list[int] = []
-    real = experiment.train
+    real = training_loop.train
 
     def counted(module, x, *args, **kwargs):
         calls.append(len(x))
         return real(module, x, *args, **kwargs)
 
-    monkeypatch.setattr(experiment, "train", counted)
+    monkeypatch.setattr(training_loop, "train", counted)
     return calls
 
 
@@ -62,7 +62,7 @@ def test_second_run_trains_nothing(first_run: pipeline.RunResult, monkeypatch: p
     def refuse(*_: Any, **__: Any) -> None:
         raise AssertionError("a cached model was trained again")
 
-    monkeypatch.setattr(experiment, "train", refuse)
+    monkeypatch.setattr(training_loop, "train", refuse)
     again = pipeline.run_config(first_run.experiment.cfg)
     exp = again.experiment
     assert all(m.cached for m in [exp.target, *exp.references])

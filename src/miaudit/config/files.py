@@ -1,17 +1,20 @@
 """Reading a config file, and ``--set`` overrides: plain mappings in, one-line ``ConfigError``s out.
 
-Validation is ``config.from_dict``'s; this module only turns bytes into the mapping of keys.
+Validation is ``config.from_dict``'s; this module turns bytes into the mapping of keys, and a pydantic
+error into the one line a user reads (``one_line``).
 """
 
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import BaseModel, ValidationError
 
-from ..errors import ConfigError
+from ..errors import ConfigError, did_you_mean
 
 
 def read(path: str | Path) -> dict[str, Any]:
@@ -87,3 +90,29 @@ def _slot(node: Any, part: str, key: str) -> tuple[Any, Any]:
     if not isinstance(node, dict):
         raise ConfigError(f"--set {key}: {part} is below a plain value")
     return node, part
+
+
+def one_line(e: ValidationError, model: type[BaseModel] = BaseModel, also: tuple[str, ...] = ()) -> str:
+    """A pydantic error as ``key.path: message (and N more)``; an unknown key of ``model`` (whose other
+    accepted keys are ``also``) gets the closest known key as a suggestion."""
+    err = e.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"])
+    msg = err["msg"].removeprefix("Value error, ")
+    if err["loc"]:  # a message already naming its key (models' errors say "model: ..."): not named twice
+        msg = re.sub(rf"^({re.escape(str(err['loc'][-1]))}|model): ", "", msg)
+    if err["type"] == "extra_forbidden":
+        known = [*_fields_at(model, err["loc"][:-1]), *also]
+        msg = f"unknown key{did_you_mean(str(err['loc'][-1]), known) or f'; known keys: {sorted(known)}'}"
+    more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
+    return f"{loc}: {msg}{more}" if loc else f"{msg}{more}"
+
+
+def _fields_at(model: Any, loc: tuple) -> list[str]:
+    """The keys the (nested) model at ``loc`` accepts."""
+    for part in loc:
+        field = model.model_fields.get(part) if isinstance(model, type) and issubclass(model, BaseModel) else None
+        if field is None:
+            return []
+        options = getattr(field.annotation, "__args__", (field.annotation,))  # X | None
+        model = next((t for t in options if isinstance(t, type) and issubclass(t, BaseModel)), None)
+    return list(model.model_fields) if isinstance(model, type) and issubclass(model, BaseModel) else []

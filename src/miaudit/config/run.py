@@ -10,10 +10,10 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
-from ..errors import ConfigError, did_you_mean
-from .files import read, with_overrides
+from ..errors import ConfigError
+from .files import one_line, read, with_overrides
 from .options import CanaryConfig, DPAuditConfig, DPConfig, ExecutorConfig
 from .options import Strict as _Strict
 from .paths import anchored
@@ -209,6 +209,24 @@ def _device(v: str) -> str:
 
 
 class RunConfig(_Strict):
+    """A ``miaudit run`` config: what to audit, how the models train, which attacks run.
+
+    Every key has a default (``miaudit init`` writes them all, commented), so ``RunConfig()`` is a valid
+    audit; unknown keys are refused, and the object is immutable once validated. Attack rows stay plain
+    mappings here: ``plan.build`` validates them against each attack's parameters. It satisfies
+    ``settings.AuditSettings``, as ``ScoreConfig`` does.
+
+    Attributes:
+        dataset: the records to audit (a built-in name or a file).
+        model: the target's architecture; ``reference_model`` the references' (default: ``model``).
+        seed: fixes the split, every model and every attack.
+        train: how the target and the reference models train.
+        references: reference models available (only those some attack uses are trained).
+        mode: ``offline``, or ``online`` (each query IN for half the references).
+        attacks: ``auto`` or attack rows (``{name: ..., parameters}``).
+        target: a model the user trained, audited instead of training one.
+    """
+
     dataset: DataConfig = Field(default=DataConfig(name="digits"), description="the records to audit on")
     model: str = Field(
         default="mlp", description="the target's architecture: mlp, cnn, resnet or package.module:factory"
@@ -336,6 +354,11 @@ class RunConfig(_Strict):
         return self
 
     @property
+    def data_label(self) -> str:
+        """What reports call the audited data."""
+        return self.dataset.label
+
+    @property
     def target_architecture(self) -> str:
         return (self.target.architecture if self.target else None) or self.model
 
@@ -344,33 +367,19 @@ class RunConfig(_Strict):
         return self.reference_model or self.target_architecture
 
 
-def one_line(e: ValidationError, model: type[BaseModel] = BaseModel, also: tuple[str, ...] = ()) -> str:
-    """A pydantic error as ``key.path: message (and N more)``; an unknown key of ``model`` (whose other
-    accepted keys are ``also``) gets the closest known key as a suggestion."""
-    err = e.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"])
-    msg = err["msg"].removeprefix("Value error, ")
-    if err["loc"]:  # a message already naming its key (models' errors say "model: ..."): not named twice
-        msg = re.sub(rf"^({re.escape(str(err['loc'][-1]))}|model): ", "", msg)
-    if err["type"] == "extra_forbidden":
-        known = [*_fields_at(model, err["loc"][:-1]), *also]
-        msg = f"unknown key{did_you_mean(str(err['loc'][-1]), known) or f'; known keys: {sorted(known)}'}"
-    more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
-    return f"{loc}: {msg}{more}" if loc else f"{msg}{more}"
-
-
-def _fields_at(model: Any, loc: tuple) -> list[str]:
-    """The keys the (nested) model at ``loc`` accepts."""
-    for part in loc:
-        field = model.model_fields.get(part) if isinstance(model, type) and issubclass(model, BaseModel) else None
-        if field is None:
-            return []
-        options = getattr(field.annotation, "__args__", (field.annotation,))  # X | None
-        model = next((t for t in options if isinstance(t, type) and issubclass(t, BaseModel)), None)
-    return list(model.model_fields) if isinstance(model, type) and issubclass(model, BaseModel) else []
-
-
 def from_dict(raw: Any, source: str = "config") -> RunConfig:
+    """A ``RunConfig`` from a mapping (a YAML file's keys, or a dict in Python).
+
+    Args:
+        raw: the keys; None is the empty mapping (every default).
+        source: what to call ``raw`` in an error when it is not a mapping.
+
+    Returns:
+        The validated, immutable config.
+
+    Raises:
+        ConfigError: one line naming the first bad key (an unknown key gets the closest known one).
+    """
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
@@ -382,7 +391,18 @@ def from_dict(raw: Any, source: str = "config") -> RunConfig:
 
 
 def load(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:
-    """A config file with ``--set`` overrides; its relative paths resolve against its folder (``paths``)."""
+    """A YAML run config; its relative paths resolve against its folder (``paths``).
+
+    Args:
+        path: the YAML file (UTF-8, a non-empty mapping).
+        overrides: ``key=value`` strings applied before validation, as ``--set`` does.
+
+    Returns:
+        The validated config.
+
+    Raises:
+        ConfigError: a missing or unreadable file, YAML errors (with line and column), a bad key.
+    """
     raw = anchored(read(path), Path(path).absolute().parent, RunConfig)
     return from_dict(with_overrides(raw, overrides))
 

@@ -5,9 +5,9 @@
     nonmembers: nonmembers.npy
     attacks: [lira, rmia]
 
-Validated once, like ``RunConfig``; light (no torch, no attack imports). It answers the few
-questions the report asks of a run's config (``dataset.label``, ``model``, ``device`` ...) so the
-same report code serves both.
+Validated once, like ``RunConfig``, and read from YAML by the same reader (line and column in errors,
+``--set`` overrides); light (no torch, no attack imports). It satisfies ``settings.AuditSettings``, all
+the Plan, the Experiment and the report read of a config, so the same code serves both.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from ..errors import ConfigError
+from .files import one_line, read, with_overrides
 from .options import Strict as _Strict
 from .paths import anchored
-from .run import _attack_entries, _calibration, one_line
+from .run import _attack_entries, _calibration
 
 PRECOMPUTED = "precomputed"  # the architecture name reports give models miaudit never saw
 
@@ -52,11 +52,9 @@ class ScoreCalibration(_Strict):
     fraction: float | None = Field(default=None, gt=0, lt=1)
 
 
-class _Label(BaseModel):
-    label: str
-
-
 class ScoreConfig(_Strict):
+    """A scores-only audit: the outputs' location and layout, which records are which, the attacks."""
+
     outputs: OutputsConfig
     name: str | None = Field(default=None, description="what reports call the data (default: the path's name)")
     seed: int = Field(default=0, ge=0)
@@ -71,6 +69,9 @@ class ScoreConfig(_Strict):
     validation: Path | None = Field(default=None, description="positions of non-members for calibration only")
     calibration: ScoreCalibration | None = ScoreCalibration()
     min_fpr: float | None = Field(default=None, gt=0, lt=1)
+    fdr: float = Field(
+        default=0.05, gt=0, lt=1, description="false discovery rate of the records at risk (Benjamini-Hochberg)"
+    )
 
     _attack_rows = field_validator("attacks", mode="before")(_attack_entries)
     _calibration_none = field_validator("calibration", mode="before")(_calibration)
@@ -88,35 +89,45 @@ class ScoreConfig(_Strict):
             raise ValueError("queries: give either queries (membership unknown) or members and nonmembers")
         return self
 
-    # What the report reads of a run's config:
     @property
-    def dataset(self) -> _Label:
-        return _Label(label=self.name or Path(self.outputs.path).stem)
-
-    @property
-    def model(self) -> str:
-        return PRECOMPUTED
-
-    @property
-    def reference_architecture(self) -> str:
-        return PRECOMPUTED
-
-    @property
-    def device(self) -> str:
-        return "cpu"
+    def data_label(self) -> str:
+        """What reports call the data: ``name``, else the outputs' file or folder name."""
+        return self.name or Path(self.outputs.path).stem
 
 
-def from_dict(raw: Any) -> ScoreConfig:
+def from_dict(raw: Any, source: str = "config") -> ScoreConfig:
+    """A ``ScoreConfig`` from a mapping (a YAML file's keys).
+
+    Args:
+        raw: the keys, as ``yaml.safe_load`` gives them.
+        source: what to call ``raw`` in an error when it is not a mapping.
+
+    Returns:
+        The validated, immutable config.
+
+    Raises:
+        ConfigError: one line naming the first bad key (an unknown key gets the closest known one).
+    """
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: expected a mapping of keys, got {type(raw).__name__}")
     try:
-        return ScoreConfig.model_validate(raw)
+        return ScoreConfig(**raw)
     except ValidationError as e:
-        raise ConfigError(f"config: {one_line(e)}" if not isinstance(raw, dict) else one_line(e)) from None
+        raise ConfigError(one_line(e, ScoreConfig)) from None
 
 
-def load(path: str | Path) -> ScoreConfig:
-    """A YAML score config; one-line ``ConfigError`` for a missing file, bad YAML or a bad key."""
-    try:
-        raw = yaml.safe_load(Path(path).read_text())
-        return from_dict(anchored(raw, Path(path).absolute().parent, ScoreConfig) if isinstance(raw, dict) else raw)
-    except (OSError, yaml.YAMLError) as e:
-        raise ConfigError(f"config: cannot read {path} ({str(e).splitlines()[0]})") from None
+def load(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> ScoreConfig:
+    """A YAML score config, read as ``miaudit run`` reads its configs (relative paths: against its folder).
+
+    Args:
+        path: the YAML file.
+        overrides: ``key=value`` strings applied before validation (``--set``).
+
+    Returns:
+        The validated config.
+
+    Raises:
+        ConfigError: a missing or unreadable file, YAML errors (with line and column), a bad key.
+    """
+    raw = anchored(read(path), Path(path).absolute().parent, ScoreConfig)  # paths relative to the file's folder
+    return from_dict(with_overrides(raw, overrides))

@@ -11,8 +11,10 @@ from dataclasses import dataclass
 import numpy as np
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Split:
+    """Record indices per role (keyword arguments only: four index arrays must not be swapped silently)."""
+
     members: np.ndarray  # target's training set
     nonmembers: np.ndarray  # target's test set
     population: np.ndarray  # reference models' data pool
@@ -35,7 +37,8 @@ def split_indices(n: int, seed: int, fractions: tuple[float, float, float, float
     sizes = [int(np.floor(f * n)) for f in fractions]
     cuts = np.cumsum(sizes)
     parts = np.split(perm[: cuts[-1]], cuts[:-1])
-    return Split(*(np.sort(p) for p in parts))
+    members, nonmembers, population, validation = (np.sort(p) for p in parts)
+    return Split(members=members, nonmembers=nonmembers, population=population, validation=validation)
 
 
 def reference_subsets(pool_size: int, k: int, seed: int, balanced: bool = False) -> np.ndarray:
@@ -66,4 +69,5 @@ def hold_out_validation(split: Split, fraction: float, seed: int) -> Split:
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0xCA1]))
     moved = rng.permutation(split.population)[: int(np.floor(fraction * len(split.population)))]
     population = np.setdiff1d(split.population, moved)
-    return Split(split.members, split.nonmembers, population, np.sort(np.concatenate([split.validation, moved])))
+    validation = np.sort(np.concatenate([split.validation, moved]))
+    return Split(members=split.members, nonmembers=split.nonmembers, population=population, validation=validation)

@@ -21,7 +21,8 @@ from scipy import special
 from .. import data
 from ..config.run import RunConfig
 from ..errors import ConfigError
-from ..experiment.build import builtin_recipe, load_dataset, model_seed, obtain, open_store
+from ..experiment import datasets
+from ..experiment.recipes import builtin_recipe, model_seed, obtain, open_store
 from ..progress import ModelProgress
 from . import audit, bounds, canaries
 from . import training as dp_training
@@ -69,7 +70,7 @@ def run(cfg: RunConfig, runs: int) -> dict[str, Any]:
         )
     if runs < 2:
         raise ConfigError(f"--runs: at least 2 runs with and 2 without the canary, got {runs}")
-    ds = load_dataset(cfg)
+    ds = datasets.load(cfg)
     split = data.split_indices(len(ds), cfg.seed, cfg.split.as_tuple())
     ds_c, c = canaries.draw(cfg, ds, split.nonmembers)
     canary, label = int(c["idx"][0]), int(c["labels"][0])

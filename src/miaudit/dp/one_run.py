@@ -25,20 +25,19 @@ import numpy as np
 from .. import data
 from ..config.run import RunConfig
 from ..errors import ConfigError
-from ..experiment.build import (
-    AuditRecords,
+from ..experiment import datasets
+from ..experiment.base import AuditRecords
+from ..experiment.build import with_calibration_records, with_references
+from ..experiment.recipes import (
     ModelRecipe,
     builtin_recipe,
-    load_dataset,
     model_seed,
     obtain,
     open_store,
     reference_recipe,
     trained_target,
-    with_calibration_records,
-    with_references,
 )
-from ..pipeline import RunResult, run_attack
+from ..experiment.run import RunResult, run_attack
 from ..plan import build as build_plan
 from ..progress import ModelProgress
 from ..training.loop import accuracy
@@ -107,7 +106,7 @@ def run_whitebox(cfg: RunConfig) -> dict[str, Any]:
     check(cfg)
     spec = cfg.canaries
     assert spec is not None
-    ds = load_dataset(cfg)
+    ds = datasets.load(cfg)
     split = data.split_indices(len(ds), cfg.seed, cfg.split.as_tuple())
     observed = GradientCanaries(spec.kind, coins(cfg, spec.count, 3), cfg.seed)
     target = train_target(cfg, ds, split.members, observed)
@@ -133,7 +132,7 @@ def run(cfg: RunConfig) -> RunResult:
     assert spec is not None
     cfg = cfg.model_copy(update={"calibration": None})  # canaries' p-values stay raw (module docstring)
     plan = build_plan(cfg)
-    ds = load_dataset(cfg)
+    ds = datasets.load(cfg)
     split = with_calibration_records(data.split_indices(len(ds), cfg.seed, cfg.split.as_tuple()), cfg)
     ds_c, c = canaries.draw(cfg, ds, split.nonmembers)
     train_idx = np.sort(np.concatenate([split.members, c["idx"][c["included"]]]))
@@ -143,7 +142,7 @@ def run(cfg: RunConfig) -> RunResult:
     query_idx = np.random.default_rng(np.random.SeedSequence([cfg.seed, canaries.CANARY_SEED, 2])).permutation(c["idx"])
     is_member = np.isin(query_idx, c["idx"][c["included"]])
     c_split = replace(split, members=train_idx, nonmembers=np.sort(c["idx"][~c["included"]]))
-    records = AuditRecords(ds_c, c_split, query_idx, is_member)
+    records = AuditRecords(dataset=ds_c, split=c_split, query_idx=query_idx, is_member=is_member)
     exp = with_references(cfg, plan, records, target, reference_recipe(cfg, ds_c), open_store(cfg))
     inputs = exp.attack_inputs()
     runs = [run_attack(exp, attack, inputs) for attack in plan.attacks]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..config.run import RunConfig
 from ..plan import Plan
 from ..progress import log
-from .build import AuditRecords
+from .base import AuditRecords
 
 
 def loop_recipe(cfg: RunConfig) -> str:

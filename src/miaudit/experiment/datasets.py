@@ -14,25 +14,41 @@ indices into the target's records are unchanged), so the rest of the pipeline ne
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
-from .. import data
+from .. import data, lm
 from ..config.run import DataConfig, RunConfig
 from ..data import Dataset, Split
 from ..errors import DataError
 
 
-def load_other(cfg: RunConfig, spec: DataConfig, key: str, like: Dataset) -> Dataset:
-    """The data set ``spec`` names, checked to have ``like``'s feature shape and classes."""
-    other = data.load(
+def load(cfg: RunConfig, spec: DataConfig | None = None) -> Dataset:
+    """The data set ``spec`` names (default: the audited one, ``cfg.dataset``): the one translation of a
+    data config into ``data.load``, so every data set of a run is read the same way (a file's
+    ``num_classes``, a seeded ``subset``, token ids for an ``hf:`` model's tokenizer)."""
+    from ..models import adapters  # torch: only when a run loads data
+
+    if spec is None and lm.is_causal_lm(cfg.target_architecture):  # texts, tokenised by the LM's tokenizer
+        return lm.load_texts(cfg)
+    spec = spec or cfg.dataset
+    return data.load(
         spec.name,
         spec.path,
         data_dir=spec.data_dir or cfg.dataset.data_dir,
         cache_dir=cfg.cache_dir,
         label_column=spec.label_column,
+        num_classes=spec.num_classes,
         subset=spec.subset,
         seed=cfg.seed,
+        tokenize=adapters.tokenizer_for(cfg.target_architecture),  # text for hf: models: their tokenizer's ids
     )
+
+
+def load_other(cfg: RunConfig, spec: DataConfig, key: str, like: Dataset) -> Dataset:
+    """The data set ``spec`` names, checked to have ``like``'s feature shape and classes."""
+    other = load(cfg, spec)
     if other.input_shape != like.input_shape or other.n_classes != like.n_classes:
         raise DataError(
             f"{key}: {other.name} has records of shape {other.input_shape} with {other.n_classes} classes; the "
@@ -60,7 +76,7 @@ def with_ood_nonmembers(cfg: RunConfig, ds: Dataset, split: Split) -> tuple[Data
     assert cfg.nonmember_data is not None
     other = load_other(cfg, cfg.nonmember_data, "nonmember_data", ds)
     joined, idx = appended(ds, other, len(split.nonmembers), cfg.seed, 0x00D)
-    return joined, Split(split.members, idx, split.population, split.validation)
+    return joined, replace(split, nonmembers=idx)
 
 
 def reference_pool(cfg: RunConfig, ds: Dataset, split: Split) -> tuple[Dataset, np.ndarray] | None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import OutputDirError
-from .build import Experiment
+from .base import Experiment
 from .layouts import Outputs
 
 

@@ -31,19 +31,10 @@ from ..models import build_model, io
 from ..plan import Plan
 from ..progress import log
 from ..training.loop import TrainReport, accuracy, predict_logits
-from . import announce, validate
-from .build import (
-    AuditRecords,
-    Experiment,
-    ModelRecipe,
-    TrainedModel,
-    load_dataset,
-    open_store,
-    reference_recipe,
-    shuffled_queries,
-    with_calibration_records,
-    with_references,
-)
+from . import announce, datasets, validate
+from .base import AuditRecords, Experiment, TrainedModel
+from .build import shuffled_queries, with_calibration_records, with_references
+from .recipes import ModelRecipe, open_store, reference_recipe
 
 MIN_POOL = 4  # each reference model trains on a random half of the pool: at least 2 records
 
@@ -82,7 +73,10 @@ def membership_from_files(cfg: RunConfig, ds: Dataset) -> tuple[Split, np.ndarra
             "trained on and records it did not), or queries (records of unknown membership)"
         )
     population, validation = remainder_split(np.setdiff1d(np.arange(n), audited), cfg)
-    split = with_calibration_records(Split(np.sort(members), np.sort(nonmembers), population, validation), cfg)
+    given = Split(
+        members=np.sort(members), nonmembers=np.sort(nonmembers), population=population, validation=validation
+    )
+    split = with_calibration_records(given, cfg)
     if cfg.queries.indices is not None:
         return split, audited, None
     return (split, *shuffled_queries(split, cfg.seed))
@@ -106,8 +100,9 @@ def from_checkpoint(cfg: RunConfig, plan: Plan, target: TargetConfig) -> Experim
     """The experiment for ``target: {architecture, checkpoint}`` (``cfg.target``): load, check, train the
     references."""
     state = io.read_state_dict(target.checkpoint)
-    ds = _with_checkpoint_classes(load_dataset(cfg), state)
-    records = AuditRecords(ds, *membership_from_files(cfg, ds))
+    ds = _with_checkpoint_classes(datasets.load(cfg), state)
+    split, query_idx, is_member = membership_from_files(cfg, ds)
+    records = AuditRecords(dataset=ds, split=split, query_idx=query_idx, is_member=is_member)
     arch = cfg.target_architecture
     module = io.load_weights(build_model(arch, ds.input_shape, ds.n_classes), state, arch)
     recipe = reference_recipe(cfg, ds, plan.head_dropout)
@@ -188,12 +183,12 @@ def audit_given(
     validate.check_logits(logits, "target", record_name)
     train_acc = accuracy(logits[split.members], ds.y[split.members])
     target = TrainedModel(
-        "target",
-        module.eval(),
-        logits,
-        split.members,
-        0.0,
-        train_acc,
+        role="target",
+        module=module.eval(),
+        logits=logits,
+        train_idx=split.members,
+        seconds=0.0,
+        train_accuracy=train_acc,
         cached=False,
         architecture=architecture,
         source=source,

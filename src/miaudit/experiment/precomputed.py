@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..attacks import AttackInputs, RecordSet, registry
+from ..attacks import RecordSet, registry
 from ..config import scores as scores_config
 from ..config.scores import PRECOMPUTED, ScoreConfig
 from ..data import Dataset, Split, hold_out_validation
@@ -31,7 +31,8 @@ from ..plan import build as build_plan
 from ..training.signal_store import SignalCache
 from . import layouts as scores_layouts
 from . import validate
-from .build import Experiment, TrainedModel, shuffled_queries
+from .base import Experiment, TrainedModel
+from .build import shuffled_queries
 from .layouts import Outputs
 
 UNAVAILABLE = {"models": "the trained models", "x": "the records' inputs"}
@@ -42,9 +43,6 @@ class ScoredExperiment(Experiment):
 
     def _record_set(self, idx: np.ndarray) -> RecordSet:
         return replace(super()._record_set(idx), x=None)
-
-    def attack_inputs(self) -> AttackInputs:
-        return replace(super().attack_inputs(), models=None)
 
 
 def refuse_model_attacks(cfg: ScoreConfig) -> None:
@@ -109,7 +107,7 @@ def _roles(cfg: ScoreConfig, outputs: Outputs) -> tuple[Split, np.ndarray, np.nd
         if not keep[members].all() or keep[nonmembers].any():
             raise DataError("members: the index files disagree with the target's keep mask")
     population = np.setdiff1d(np.arange(n), np.concatenate([audited, validation]))
-    split = Split(members, nonmembers, population, validation)
+    split = Split(members=members, nonmembers=nonmembers, population=population, validation=validation)
     if cfg.calibration is not None and cfg.calibration.fraction and not len(validation):
         split = hold_out_validation(split, cfg.calibration.fraction, cfg.seed)
     if "queries" in sets:
@@ -120,9 +118,16 @@ def _roles(cfg: ScoreConfig, outputs: Outputs) -> tuple[Split, np.ndarray, np.nd
 def _model(role: str, logits: np.ndarray, keep: np.ndarray, signals: SignalCache, source: str) -> TrainedModel:
     train_idx = np.flatnonzero(keep)
     acc = signals.accuracy(logits, train_idx)  # from the stored signals: the logits are read once, ever
-    no_module: Any = None  # outputs only: no torch module
     return TrainedModel(
-        role, no_module, logits, train_idx, 0.0, acc, cached=True, architecture=PRECOMPUTED, source=source
+        role=role,
+        module=None,  # outputs only
+        logits=logits,
+        train_idx=train_idx,
+        seconds=0.0,
+        train_accuracy=acc,
+        cached=True,
+        architecture=PRECOMPUTED,
+        source=source,
     )
 
 
@@ -135,12 +140,12 @@ def prepare(cfg: ScoreConfig) -> ScoredExperiment:
         raise ConfigError(f"references: {cfg.references} asked for, the outputs hold {k} reference model(s)")
     cfg = cfg.model_copy(update={"references": k if cfg.references is None else cfg.references})
     split, query_idx, is_member = _roles(cfg, outputs)
-    plan = build_plan(cfg, {r for r in ("population", "validation") if len(getattr(split, r))})  # type: ignore[arg-type]
+    plan = build_plan(cfg, {r for r in ("population", "validation") if len(getattr(split, r))})
     if is_member is not None:
         validate.check_min_fpr(cfg.min_fpr, int((~is_member).sum()))
     n, used = len(outputs.labels), plan.references
     labels = outputs.labels.astype(np.int64)
-    ds = Dataset(cfg.dataset.label, np.zeros((n, 0), dtype=np.float32), labels, outputs.n_classes)
+    ds = Dataset(cfg.data_label, np.zeros((n, 0), dtype=np.float32), labels, outputs.n_classes)
     where = f"{cfg.outputs.resolved_layout} layout: {cfg.outputs.path}"
     signals = SignalCache(default_cache_dir(), labels)
     signals.entries([outputs.target_logits, *outputs.reference_logits[:used]])  # every model's pass, in parallel
@@ -153,16 +158,16 @@ def prepare(cfg: ScoreConfig) -> ScoredExperiment:
     info = {} if outputs.records is None else {"original_record": np.asarray(outputs.records)[query_idx]}
     masks = np.asarray(outputs.reference_keep[:used], dtype=bool)
     return ScoredExperiment(
-        cfg,  # type: ignore[arg-type]
-        plan,
-        ds,
-        split,
-        query_idx,
-        is_member,
-        np.arange(n),
-        masks,
-        target,
-        refs,
+        cfg=cfg,
+        plan=plan,
+        dataset=ds,
+        split=split,
+        query_idx=query_idx,
+        is_member=is_member,
+        pool_idx=np.arange(n),
+        ref_masks=masks,
+        target=target,
+        references=refs,
         query_info=info,
         signal_cache=signals,
     )

@@ -13,7 +13,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ..pipeline import RunResult
+from ..experiment.run import RunResult
 from . import html, outdir
 from .markdown import report_md
 from .plots import roc_plot

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..pipeline import AttackRun, RunResult
+from ..experiment.run import AttackRun, RunResult
 from ..stats import fdr, precision
 from ..stats import verdict as rule
 from .ranking import headline_log_pvalues, risk_basis
@@ -96,7 +96,7 @@ def n_calibration(res: RunResult) -> int | None:
 
 def records_at_risk(res: RunResult, basis: str | None) -> dict[str, Any]:
     """results.json's ``records_at_risk``: Benjamini-Hochberg at the run's FDR on each attack's headline p-values."""
-    level = float(getattr(res.experiment.cfg, "fdr", fdr.FDR_DEFAULT))
+    level = float(res.experiment.cfg.fdr)
     n_cal, m = n_calibration(res), len(res.experiment.query_idx)
     head = _records_attack(res, basis)
     logs = {r.attack.label: headline_log_pvalues(r) for r in res.attacks}

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from ..pipeline import RunResult
+from ..experiment.run import RunResult
 from . import sections
 from .plots import png_uri, pvalue_histograms, score_histograms
 from .ranking import risk_basis, slug

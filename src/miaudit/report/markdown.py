@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..dp.audit import verdict_md
-from ..pipeline import RunResult
+from ..experiment.run import RunResult
 from ..stats import metrics
 from . import sections
 from .ranking import risk_basis, slug

@@ -13,7 +13,7 @@ matplotlib.use("Agg")  # files only, never a window
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ..pipeline import RunResult
+from ..experiment.run import RunResult
 from ..stats import metrics
 
 
@@ -44,7 +44,7 @@ def roc_plot(res: RunResult, path: Path) -> None:
         ylim=(1e-3, 1),
         xlabel="false positive rate",
         ylabel="true positive rate",
-        title=f"{res.experiment.cfg.dataset.label}: membership inference ROC",
+        title=f"{res.experiment.cfg.data_label}: membership inference ROC",
     )
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()

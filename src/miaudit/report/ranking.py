@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..pipeline import AttackRun, RunResult
+from ..experiment.run import AttackRun, RunResult
 from ..stats.fdr import bh_qvalues
 
 

@@ -12,9 +12,10 @@ import numpy as np
 
 from .. import lm
 from .._version import __version__
+from ..config.run import RunConfig
 from ..experiment import announce
-from ..experiment.build import Experiment
-from ..pipeline import AttackRun, RunResult
+from ..experiment.base import Experiment
+from ..experiment.run import AttackRun, RunResult
 from ..stats import metrics
 from . import findings
 from .ranking import headline_log_pvalues, risk_values
@@ -95,7 +96,7 @@ def results_json(res: RunResult) -> dict:
     out = {
         "miaudit_version": __version__,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "dataset": cfg.dataset.label,
+        "dataset": cfg.data_label,
         "data_fingerprint": exp.dataset.content_sha256,
         "n_records": len(exp.dataset),
         "membership": "known" if member is not None else "unknown",
@@ -104,8 +105,8 @@ def results_json(res: RunResult) -> dict:
         "n_nonmembers": int((~member).sum()) if member is not None else None,
         "n_population": len(exp.split.population),
         "n_validation": len(exp.split.validation),
-        "model": exp.target.architecture or cfg.model,
-        "reference_model": (exp.references[0].architecture or cfg.reference_architecture) if exp.references else None,
+        "model": exp.target.architecture,
+        "reference_model": exp.references[0].architecture if exp.references else None,
         "mode": cfg.mode,
         "seed": cfg.seed,
         "references": len(exp.references),
@@ -132,7 +133,7 @@ def results_json(res: RunResult) -> dict:
         **({"dp_audit": res.dp_audit} if res.dp_audit else {}),
         **({"blind_baseline": res.blind_baseline} if res.blind_baseline else {}),
         "config": truthful_config(res),
-        "environment": environment(cfg.device),
+        "environment": environment(exp.device),
     }
     notes = ([] if member is not None else [UNKNOWN_MEMBERSHIP_NOTE]) + ([] if exp.calibrates else [UNCALIBRATED_NOTE])
     notes += [res.blind_baseline["warning"]] if res.blind_baseline and "warning" in res.blind_baseline else []
@@ -156,7 +157,8 @@ def _reference_training(exp: Experiment) -> str | None:
     if not exp.references:
         return None
     source = exp.references[0].source
-    return announce.loop_recipe(exp.cfg) if source == "trained" else source
+    trained_by_miaudit = source == "trained" and isinstance(exp.cfg, RunConfig)  # a run config says how
+    return announce.loop_recipe(exp.cfg) if trained_by_miaudit else source
 
 
 def ranking_json(run: AttackRun, query_idx: np.ndarray, top: int = 10) -> dict:

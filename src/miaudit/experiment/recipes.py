@@ -1,0 +1,191 @@
+"""Obtaining one model: how it is built and trained (``ModelRecipe``), and the cache that trains it once.
+
+``obtain`` loads a model from the content-addressed store (``training.store``) when it was finished
+before, else trains it now and stores it; the store's lock per entry makes concurrent runs train each
+model once. ``builtin_recipe`` describes a built-in architecture trained by miaudit's loop, fully, so
+its cache key says everything that fixes the weights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import data, lm
+from ..config.run import DPConfig, RunConfig
+from ..data import Dataset
+from ..progress import ModelProgress, log
+from ..training.store import Store, indices_digest
+from .base import TrainedModel
+
+if TYPE_CHECKING:  # torch, the models and the training loop load with the first model trained or read
+    import torch
+
+    from ..training.loop import ProgressFn, TrainReport
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelRecipe:
+    """How to obtain one trained model: a fresh module and the loop that trains it in place.
+
+    ``cache_spec`` holds what fixes the weights besides data, training indices and seed;
+    None when user code builds or trains the model, which miaudit cannot hash: never cached."""
+
+    architecture: str
+    build: Callable[[], torch.nn.Module]
+    fit: Callable[[torch.nn.Module, np.ndarray, np.ndarray, int, ProgressFn], TrainReport]
+    epochs: int | None = None  # progress-bar length (None: unknown)
+    cache_spec: dict | None = None
+
+
+def model_seed(seed: int, role: int) -> int:
+    return int(np.random.SeedSequence([seed, role]).generate_state(1)[0])
+
+
+def builtin_recipe(
+    cfg: RunConfig, ds: Dataset, arch: str, head_dropout: float = 0.0, dp: DPConfig | None = None
+) -> ModelRecipe:
+    """An architecture by name trained by miaudit's loop with ``cfg.train`` (DP-SGD with ``dp``): fully
+    described, so cached. ``head_dropout`` > 0 trains with dropout before the head (the plan asks it of the
+    references when an attack samples them by MC Dropout). Options at their defaults (fp32, augment none,
+    no dropout, no DP) are left out of the cache key, so models trained before the options existed keep
+    their keys; so is ``loader_workers``, which never changes the weights."""
+    if lm.is_causal_lm(arch):  # trained by the same loop: the sequence logits' cross-entropy is the LM loss
+        build, fit, epochs, cache_spec = lm.recipe(cfg, ds, arch)
+        return ModelRecipe(architecture=arch, build=build, fit=fit, epochs=epochs, cache_spec=cache_spec)
+    from ..models import adapters, build_model, io
+    from ..training.loop import train
+
+    defaults = {"dp", "loader_workers"} | ({"precision"} if cfg.train.precision == "fp32" else set())
+    defaults |= {"optimizer"} if cfg.train.optimizer == "sgd" else set()
+    defaults |= {"augment"} if cfg.train.augment == "none" else set()
+    spec: dict[str, Any] = {
+        "arch": arch,
+        "input_shape": ds.input_shape,
+        "n_classes": ds.n_classes,
+        "train": cfg.train.model_dump(exclude=defaults),
+    }
+    if head_dropout > 0:
+        spec["head_dropout"] = head_dropout
+    if adapters.is_adapter_name(arch):
+        spec["arch_source"] = adapters.source_digest(arch)
+    elif io.is_import_path(arch):
+        spec["arch_source"] = io.source_digest(arch)
+    if dp is not None:
+        from ..dp import training as dp_training
+
+        return ModelRecipe(
+            architecture=arch,
+            build=lambda: dp_training.compatible(build_model(arch, ds.input_shape, ds.n_classes)),
+            fit=lambda m, x, y, seed, progress: dp_training.train_dp(
+                m, x, y, cfg.train, dp, seed, cfg.device, progress
+            ),
+            epochs=cfg.train.epochs,
+            cache_spec={
+                **spec,
+                "dp": dp.model_dump(exclude={"references"} | ({"planted_fault"} if not dp.planted_fault else set())),
+            },
+        )
+    return ModelRecipe(
+        architecture=arch,
+        build=lambda: build_model(arch, ds.input_shape, ds.n_classes, head_dropout=head_dropout),
+        fit=lambda m, x, y, seed, progress: train(m, x, y, cfg.train, seed, cfg.device, progress),
+        epochs=cfg.train.epochs,
+        cache_spec=spec,
+    )
+
+
+def reference_recipe(cfg: RunConfig, ds: Dataset, head_dropout: float = 0.0) -> ModelRecipe:
+    """The reference models' recipe: not DP unless ``train.dp.references``."""
+    dp = cfg.train.dp if cfg.train.dp is not None and cfg.train.dp.references else None
+    return builtin_recipe(cfg, ds, cfg.reference_architecture, head_dropout, dp)
+
+
+def trained_target(
+    cfg: RunConfig,
+    ds: Dataset,
+    train_idx: np.ndarray,
+    store: Store,
+    progress: ModelProgress | None = None,
+    role: str = "target",
+) -> TrainedModel:
+    """The target (DP-SGD with ``train.dp``) trained on ``train_idx``, or loaded from the cache."""
+    recipe = builtin_recipe(cfg, ds, cfg.model, dp=cfg.train.dp)
+    with progress or ModelProgress(1) as tracker:
+        return obtain(store, recipe, ds, role, model_seed(cfg.seed, 0), train_idx, tracker, cfg.device)
+
+
+def obtain(
+    store: Store,
+    recipe: ModelRecipe,
+    ds: Dataset,
+    role: str,
+    seed: int,
+    train_idx: np.ndarray,
+    progress: ModelProgress,
+    device: str = "cpu",
+) -> TrainedModel:
+    """A model trained on ``train_idx``: loaded from the cache when finished before, else trained now;
+    either way counted by ``progress``."""
+    from ..training.loop import predict_logits, seeded_model
+
+    def kept(
+        module: torch.nn.Module, logits: np.ndarray, seconds: float, acc: float, cached: bool, privacy: Any
+    ) -> TrainedModel:
+        return TrainedModel(
+            role=role,
+            module=module,
+            logits=logits,
+            train_idx=train_idx,
+            seconds=seconds,
+            train_accuracy=acc,
+            cached=cached,
+            architecture=recipe.architecture,
+            privacy=privacy,
+        )
+
+    def trained_now() -> tuple[torch.nn.Module, TrainedModel]:
+        module = seeded_model(recipe.build, seed)
+        epochs = progress.training(role, recipe.epochs)
+        report: TrainReport = recipe.fit(module, ds.x[train_idx], ds.y[train_idx], seed, epochs)
+        logits = predict_logits(module, ds.x, device=device)
+        progress.finished(role, report.seconds, cached=False)
+        return module, kept(module.eval(), logits, report.seconds, report.train_accuracy, False, report.privacy)
+
+    if recipe.cache_spec is None:
+        return trained_now()[1]
+    spec = {"data": ds.fingerprint, **recipe.cache_spec, "train_idx": indices_digest(train_idx), "seed": seed}
+    entry = store.entry(spec)
+    # Locked while loading or training: a concurrent run needing the same model waits, then loads it.
+    with store.lock(entry, waiting=lambda: log.info("%s: waiting for another run training it", role)):
+        hit = store.load(entry, recipe.build, role)
+        if hit is not None:
+            # the logits stay memory-mapped (float32): rows are read when an attack's inputs are built
+            seconds, acc = hit.meta["seconds"], hit.meta["train_accuracy"]
+            progress.finished(role, seconds, cached=True)
+            return kept(hit.module, hit.logits, seconds, acc, True, hit.meta.get("privacy"))
+        module, model = trained_now()
+        meta = {"role": role, "spec": spec, "seconds": model.seconds, "train_accuracy": model.train_accuracy}
+        meta.update({"privacy": model.privacy} if model.privacy else {})
+        store.save(entry, module, meta, model.logits.astype(np.float32))
+    return model
+
+
+def train_into_store(
+    root: str, recipe: ModelRecipe, ds: Dataset, device: str, threads: int, role: str, seed: int, train_idx: np.ndarray
+) -> bool:
+    """One model into the store at ``root`` (an executor task; the driver loads it after): whether it was
+    already there. Torch uses the driver's thread count, so the weights are the ones a local run gets."""
+    import torch
+
+    torch.set_num_threads(threads)
+    with ModelProgress(1) as progress:
+        return obtain(Store(Path(root)), recipe, ds, role, seed, train_idx, progress, device).cached
+
+
+def open_store(cfg: RunConfig) -> Store:
+    return Store(cfg.cache_dir or data.default_cache_dir()).check_access()  # refused, or read-only, now

@@ -1,0 +1,115 @@
+"""Running the planned attacks on an Experiment, however it was built, and evaluating them.
+
+Below the pipeline (which builds Experiments) and used by every way of running an audit: ``miaudit run``,
+the Python API, ``miaudit score`` and the one-run DP audit (``dp.one_run``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from ..attacks import AttackInputs, AttackResult, registry
+from ..config.run import RunConfig
+from ..config.settings import AuditSettings
+from ..plan import PlannedAttack
+from ..progress import log, working
+from ..stats import calibration, metrics
+from . import deployable
+from .base import Experiment
+
+
+@dataclass
+class AttackRun:
+    attack: PlannedAttack
+    result: AttackResult
+    metrics: metrics.AttackMetrics | None  # None when the queries' membership is unknown
+    seconds: dict[str, float]
+    deployable: dict | None = None  # thresholds set on the references alone (experiment.deployable)
+
+
+@dataclass
+class RunResult:
+    experiment: Experiment
+    attacks: list[AttackRun]
+    dp_audit: dict | None = None  # the epsilon lower bound (miaudit.dp.audit), when the config asks for it
+    blind_baseline: dict | None = None  # LM audits: the text-only classifier beside the attacks (miaudit.lm.blind)
+
+
+def run_attack(exp: Experiment, attack: PlannedAttack, inputs: AttackInputs | None = None) -> AttackRun:
+    """One planned attack on the experiment, timed (one-time setup such as imports excluded) and evaluated."""
+    inputs = inputs or exp.attack_inputs()
+    if attack.info.warmup is not None:
+        attack.info.warmup()
+    calibrating = attack.info.pvalues and exp.calibrates
+    start = time.perf_counter()
+    run_on = calibration.with_calibration_queries(inputs, exp.calibration_part) if calibrating else inputs
+    result = registry.execute(attack.info, attack.params, attack.references, run_on)
+    if calibrating:
+        result = calibration.split_calibrated(result, len(inputs.queries.labels))
+    seconds = {
+        "reference_training": float(sum(r.seconds for r in exp.references[: attack.references])),
+        "attack": time.perf_counter() - start,
+    }
+    found = evaluate(exp, result)
+    return AttackRun(
+        attack, result, found, seconds, None if found is None else deployable_at(exp, attack, inputs, result)
+    )
+
+
+def deployable_at(exp: Experiment, attack: PlannedAttack, inputs: AttackInputs, result: AttackResult) -> dict | None:
+    """The attack's operating points with thresholds set on the references alone (``experiment.deployable``)."""
+    assert exp.is_member is not None
+    return deployable.thresholds(
+        attack.info, attack.params, attack.references, inputs, exp.is_member, result.scores, fpr_levels(exp.cfg)
+    )
+
+
+def fpr_levels(cfg: AuditSettings) -> tuple[float, ...]:
+    """The standard FPR levels (docs/conventions.md), plus the one the user asked for."""
+    return tuple(sorted(set(metrics.FPR_LEVELS) | ({cfg.min_fpr} if cfg.min_fpr else set())))
+
+
+def evaluate(exp: Experiment, result: AttackResult) -> metrics.AttackMetrics | None:
+    """ROC metrics against the true membership; none when it is unknown (a ranking is all there is)."""
+    if exp.is_member is None:
+        return None
+    pvals = {} if result.log_pvalues is None else {"raw": result.log_pvalues}
+    if result.log_pvalues_calibrated is not None:
+        pvals["calibrated"] = result.log_pvalues_calibrated
+    return metrics.evaluate(result.scores, exp.is_member, pvals, fpr_levels(exp.cfg))
+
+
+def run_experiment(exp: Experiment) -> RunResult:
+    """Every planned attack on a prepared experiment."""
+    inputs = exp.attack_inputs()
+    runs = []
+    for attack in exp.plan.attacks:
+        with working(f"attack {attack.label}"):
+            runs.append(run_attack(exp, attack, inputs))
+        log.info("attack %s: %.2f s", attack.label, runs[-1].seconds["attack"])
+    return RunResult(exp, runs, dp_audit(exp, runs), blind_baseline(exp, runs))
+
+
+def blind_baseline(exp: Experiment, runs: list[AttackRun]) -> dict | None:
+    """results.json's ``blind_baseline`` for an audit of texts with known membership (``miaudit.lm.blind``)."""
+    texts = getattr(exp.dataset, "texts", None)
+    if not texts or exp.is_member is None:
+        return None
+    from ..lm import blind
+
+    aucs = [r.metrics.auc for r in runs if r.metrics is not None]
+    return blind.for_audit(texts, exp.query_idx, exp.is_member, aucs, fpr_levels(exp.cfg), exp.cfg.seed)
+
+
+def dp_audit(exp: Experiment, runs: list[AttackRun]) -> dict | None:
+    """results.json's ``dp_audit``: the chosen attack's epsilon lower bound (``miaudit.dp.audit``)."""
+    if not isinstance(exp.cfg, RunConfig) or exp.cfg.dp_audit is None or exp.is_member is None:
+        return None  # a scores-only audit trains nothing, so it has no DP-SGD to audit
+    from ..dp import audit
+
+    spec = exp.cfg.dp_audit
+
+    i = audit.chosen_attack([r.attack.label for r in runs], [r.attack.name for r in runs], spec.attack)
+    accounted = (exp.target.privacy or {}).get("accounted_epsilon")
+    return audit.two_run(runs[i].result.scores, exp.is_member, spec, exp.cfg, runs[i].attack.label, accounted)
