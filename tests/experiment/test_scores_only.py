@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -69,9 +70,14 @@ def test_attacks_needing_models_are_refused_in_one_line(attack: str, tmp_path: P
     assert "\n" not in str(e.value)
 
 
-def test_bad_config_is_one_line() -> None:
+def test_bad_config_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="^outputs: Field required"):
         scores_only.as_config({"attacks": ["lira"]})
+    bad = tmp_path / "score.yaml"
+    bad.write_text("outputs: out.npz\nattacks: [lira\n")
+    with pytest.raises(ConfigError, match="line 3, column 1") as e:  # the YAML reader of `miaudit run`
+        scores_only.as_config(bad)
+    assert "\n" not in str(e.value)
 
 
 def test_cli_score_writes_the_reports(run: pipeline.RunResult, tmp_path: Path) -> None:
@@ -87,6 +93,7 @@ def test_cli_score_writes_the_reports(run: pipeline.RunResult, tmp_path: Path) -
             }
         )
     )
-    res = CliRunner().invoke(app, ["score", str(conf), "--out", str(tmp_path / "out")])
+    res = CliRunner().invoke(app, ["score", str(conf), "--out", str(tmp_path / "out"), "--set", "fdr=0.1"])
     assert res.exit_code == 0, res.output
     assert {"results.json", "report.md", "scores.csv", "roc.png"} <= {p.name for p in (tmp_path / "out").iterdir()}
+    assert json.loads((tmp_path / "out" / "results.json").read_text())["config"]["fdr"] == 0.1  # --set, as in run

@@ -49,6 +49,18 @@ def test_other_data_must_match_features_and_classes() -> None:
         shift.load_other(cfg, cfg.nonmember_data, "nonmember_data", data.load("digits"))
 
 
+def test_other_data_is_read_as_the_audited_data(tmp_path) -> None:
+    """One translation of a data config into a loader: a file's num_classes holds for reference_data too."""
+    rng = np.random.default_rng(0)
+    for name in ("own", "other"):
+        np.savez(tmp_path / f"{name}.npz", x=rng.normal(size=(40, 3)), y=np.arange(40) % 3)
+    own = {"path": str(tmp_path / "own.npz"), "num_classes": 5}
+    cfg = config.from_dict({"dataset": own, "reference_data": {**own, "path": str(tmp_path / "other.npz")}})
+    audited = shift.load(cfg)
+    assert audited.n_classes == 5 and shift.load(cfg, cfg.reference_data).n_classes == 5
+    assert shift.load_other(cfg, cfg.reference_data, "reference_data", audited).n_classes == 5
+
+
 def test_reference_data_trains_the_references_on_the_other_population(make_config, tmp_path) -> None:
     """End to end: with reference_data the references train on the other data set's records (appended after
     the target's), so their logits and the attacks' scores change; the target is the same model."""
