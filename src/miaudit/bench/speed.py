@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -142,7 +142,7 @@ def peer_available(name: str) -> str | None:
     return None if probe.returncode == 0 else f"not installed ({module} does not import; pip install miaudit[bench])"
 
 
-def cells(grid: dict[str, tuple[int, ...]]) -> list[tuple[int, int, int]]:
+def cells(grid: Mapping[str, tuple[int, ...]]) -> list[tuple[int, int, int]]:
     return [(k, n, c) for c in grid["C"] for n in grid["N"] for k in grid["K"]]
 
 
@@ -206,7 +206,7 @@ def growth_exponents(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     return fits
 
 
-def plan(grid: dict[str, tuple[int, ...]]) -> tuple[list[tuple[tuple[int, int, int], tuple[str, ...]]], list]:
+def plan(grid: Mapping[str, tuple[int, ...]]) -> tuple[list[tuple[tuple[int, int, int], tuple[str, ...]]], list]:
     """(cell, tasks): every task on the largest cell of HEADLINE's size or below, first; then LiRA offline on
     every other cell (the growth fit), in order of size; and the cells left out (logits over MAX_LOGITS_BYTES)."""
     kept = sorted(

@@ -114,16 +114,16 @@ def privacyguard(d: dict[str, np.ndarray], task: str) -> np.ndarray:
     if task.startswith("lira"):
         from privacy_guard.attacks.lira_attack import LiraAttack
 
-        frame = pd.DataFrame({"user_id": np.arange(len(q)), "score_orig": phi0[q]})
+        scores = pd.DataFrame({"user_id": np.arange(len(q)), "score_orig": phi0[q]})
         out = np.where(~keep[:, q], phi[:, q], np.nan)
-        frame["score_mean"], frame["score_std"] = np.nanmean(out, axis=0), np.nanstd(out, axis=0)
+        scores["score_mean"], scores["score_std"] = np.nanmean(out, axis=0), np.nanstd(out, axis=0)
         inside = np.where(keep[:, q], phi[:, q], np.nan)
-        frame["score_mean_out"], frame["score_std_out"] = frame["score_mean"], frame["score_std"]
-        frame["score_mean_in"], frame["score_std_in"] = np.nanmean(inside, axis=0), np.nanstd(inside, axis=0)
+        scores["score_mean_out"], scores["score_std_out"] = scores["score_mean"], scores["score_std"]
+        scores["score_mean_in"], scores["score_std_in"] = np.nanmean(inside, axis=0), np.nanstd(inside, axis=0)
         online = task == "lira-online"
         attack = LiraAttack(
-            frame.iloc[:n_members].copy(),
-            frame.iloc[n_members:].copy(),
+            scores.iloc[:n_members].copy(),
+            scores.iloc[n_members:].copy(),
             AggregationType.NONE,
             use_fixed_variance=not online,
             std_dev_type="mix" if online else "shadows_out",
