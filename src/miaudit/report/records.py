@@ -157,8 +157,9 @@ def _reference_training(exp: Experiment) -> str | None:
     if not exp.references:
         return None
     source = exp.references[0].source
-    trained_by_miaudit = source == "trained" and isinstance(exp.cfg, RunConfig)  # a run config says how
-    return announce.loop_recipe(exp.cfg) if trained_by_miaudit else source
+    if source == "trained" and isinstance(exp.cfg, RunConfig):  # miaudit's loop: the run config says how
+        return announce.loop_recipe(exp.cfg)
+    return source
 
 
 def ranking_json(run: AttackRun, query_idx: np.ndarray, top: int = 10) -> dict:
