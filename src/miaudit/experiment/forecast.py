@@ -10,7 +10,8 @@ from .. import data
 from ..config.run import RunConfig
 from ..plan import Plan
 from ..stats import power
-from .build import builtin_recipe, load_dataset
+from . import datasets
+from .recipes import builtin_recipe
 
 RANKINGS = frozenset({"gls"})  # risk rankings: not tests of the verdict
 LEVELS = (0.001, 0.01)
@@ -29,7 +30,7 @@ def _timed_epoch(cfg: RunConfig, ds: data.Dataset, members: Any) -> float:
 
 def forecast(cfg: RunConfig, plan: Plan, halfwidth: float = 0.01, at_tpr: float = 0.05) -> dict[str, Any]:
     """Split sizes, the intervals and detectable TPR at 0.1% and 1% FPR, records needed, and the run time."""
-    ds = load_dataset(cfg)
+    ds = datasets.load(cfg)
     split = data.split_indices(len(ds), cfg.seed, cfg.split.as_tuple())
     n1, n0 = len(split.members), len(split.nonmembers)
     tests = sum(a.name not in RANKINGS for a in plan.attacks) * 3  # 3 FPR levels: 0.1%, 1%, 5%
