@@ -29,7 +29,7 @@ def _truth(mu_a: float, mu_b: float) -> dict[str, float]:
     return out
 
 
-def _coverage(paired: bool, reps: int = 40, n: int = 800) -> dict[str, float]:
+def _coverage(paired: bool, reps: int = 40, n: int = 600) -> dict[str, float]:
     truth, hits = _truth(2.0, 1.0), dict.fromkeys(("auc", *map(str, LEVELS)), 0)
     member = np.arange(n) < n // 2
     for seed in range(reps):

@@ -52,7 +52,7 @@ def _null_scores(rng: np.random.Generator, n: int, attacks: int) -> dict[str, np
 
 
 def test_false_leaks_at_most_five_percent_under_the_null() -> None:
-    reps, n = 200, 400
+    reps, n = 120, 400
     member = np.arange(n) < n // 2
     leaks = naive = 0
     for seed in range(reps):
