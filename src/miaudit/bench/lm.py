@@ -20,10 +20,11 @@ import numpy as np
 CACHE = Path("~/.cache/miaudit").expanduser()
 FINETUNE_BASE = CACHE / "gpt-tiny-base-ag_news"
 FINETUNE_TEXTS = CACHE / "ag_news-finetune-half.csv"
-SUBSET = 2000  # texts per audit: 400 members, 400 non-members, 800 population, 400 validation
-TRAIN = {"epochs": 10, "batch_size": 32, "lr": 0.001, "optimizer": "adamw", "weight_decay": 0.01}
-FINETUNE_TRAIN = {**TRAIN, "epochs": 5}
-BASE_EPOCHS = 10
+SUBSET = 1200  # texts per audit: 240 members, 240 non-members, 480 population, 240 validation
+TRAIN = {"epochs": 8, "batch_size": 32, "lr": 0.001, "optimizer": "adamw", "weight_decay": 0.01}
+FINETUNE_TRAIN = {**TRAIN, "epochs": 4}
+BASE_EPOCHS = 4
+BASE_TEXTS = 2000  # pre-training texts, from the first half
 HALVES_SEED = 0x1A6  # fixes which half of AG News pre-trains the base
 
 
@@ -69,6 +70,7 @@ def build_finetune_base() -> None:
     from ..training.loop import train
 
     pretrain, audit = _halves()
+    pretrain = pretrain[:BASE_TEXTS]
     spec = "gpt-tiny"
     tokenizer = data.word_tokenizer(pretrain, 3000, 64)
     torch.manual_seed(HALVES_SEED)
