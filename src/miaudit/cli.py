@@ -180,14 +180,22 @@ def export(
 def _metrics_table(results: dict) -> Table:
     t = results["target"]
     table = Table(
-        title=f"{results['dataset']}: target train/test accuracy {t['train_accuracy']:.3f}/{t['test_accuracy']:.3f}",
+        title=f"{results['dataset']}: target train/test "
+        + (
+            f"perplexity {t['train_perplexity']:.1f}/{t['test_perplexity']:.1f}"  # an LM's accuracy means nothing
+            if "train_perplexity" in t
+            else f"accuracy {t['train_accuracy']:.3f}/{t['test_accuracy']:.3f}"
+        ),
         box=box.SIMPLE_HEAD,
         pad_edge=False,
     )
     levels = sorted(results["attacks"][0]["tpr_at_fpr"], key=float)  # the standard ones and min_fpr
     for col in ("attack", "AUC", *(f"TPR@{100 * float(k):g}%" for k in levels)):  # seconds: the log lines above
         table.add_column(col, justify="right" if col != "attack" else "left", no_wrap=True)
-    for a in results["attacks"]:
+    blind = (
+        [{**results["blind_baseline"], "label": "blind baseline (text only)"}] if "blind_baseline" in results else []
+    )
+    for a in results["attacks"] + blind:
         if a.get("name") == "gls":  # a risk ranking, not a membership test (report.md: its own section)
             continue
         table.add_row(

