@@ -3,8 +3,8 @@
 For each predicted token t of a record (every token after the first, padding excluded): log p_t, the
 log-probability the model gives the actual next token, and the mean mu_t and standard deviation
 sigma_t of log p(z) over the vocabulary when z is drawn from the model's own predictive at t (the
-standardisation Min-K%++ divides by). Computed in float32 (returned as float64) in passes that bound the (records, tokens,
-vocabulary) logits held at once.
+standardisation Min-K%++ divides by). Computed in float32 (returned as float64) in passes that
+bound the (records, tokens, vocabulary) logits held at once.
 """
 
 from __future__ import annotations
