@@ -1,26 +1,56 @@
-"""The figures: log-log ROC of every attack, score histograms, the non-members' p-value histograms."""
+"""The figures: log-log ROC of every attack, score histograms, the non-members' p-value histograms.
+
+Each figure's PNG is kept in the store by the content of what it draws (``stats.memo``): a second report
+of the same results draws nothing, and imports no matplotlib."""
 
 from __future__ import annotations
 
 import base64
 import io
 import math
+from importlib import metadata
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only, never a window
-import matplotlib.pyplot as plt
 import numpy as np
 
 from ..experiment.run import RunResult
-from ..stats import metrics
+from ..stats import memo, metrics
+
+if TYPE_CHECKING:
+    import matplotlib.pyplot as plt
+
+
+def _pyplot() -> ModuleType:
+    """matplotlib's pyplot on the Agg backend (files only, never a window), imported when a figure is drawn."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _figure(kind: str, parts: list[Any], draw: Any) -> bytes:
+    """The PNG ``draw()`` makes, kept by the content of ``parts`` (what it draws) and matplotlib's version."""
+    return memo.memoized(f"figure-{kind}", [metadata.version("matplotlib"), *parts], draw)
 
 
 def roc_plot(res: RunResult, path: Path) -> None:
     is_member = res.experiment.is_member
     if is_member is None:
         raise ValueError("roc_plot: no ROC without the queries' membership")
+    parts: list[Any] = [is_member, res.experiment.cfg.dataset.label]
+    for r in res.attacks:
+        if r.metrics is not None:
+            parts += [r.attack.label, np.asarray(r.result.scores, dtype=np.float64), r.metrics.auc]
+            parts.append(r.metrics.tpr_at_fpr["0.01"])
+    path.write_bytes(_figure("roc", parts, lambda: _draw_roc(res, is_member)))
+
+
+def _draw_roc(res: RunResult, is_member: np.ndarray) -> bytes:
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 5))
     n_non = int((~is_member).sum())
     for r in res.attacks:
@@ -48,23 +78,28 @@ def roc_plot(res: RunResult, path: Path) -> None:
     )
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
+    return _png(fig, dpi=130)
+
+
+def _png(fig: plt.Figure, dpi: int = 100) -> bytes:
+    """The figure's PNG bytes; the figure is closed."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    _pyplot().close(fig)
+    return buf.getvalue()
+
+
+def _uri(data: bytes) -> str:
+    return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
 
 
 def png_uri(fig_or_path: plt.Figure | Path) -> str:
     """A figure (closed here) or a PNG file as a data: URI."""
-    if isinstance(fig_or_path, Path):
-        data = fig_or_path.read_bytes()
-    else:
-        buf = io.BytesIO()
-        fig_or_path.savefig(buf, format="png", dpi=100)
-        plt.close(fig_or_path)
-        data = buf.getvalue()
-    return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
+    return _uri(fig_or_path.read_bytes() if isinstance(fig_or_path, Path) else _png(fig_or_path))
 
 
 def _grid(n: int) -> tuple[plt.Figure, list[plt.Axes]]:
+    plt = _pyplot()
     cols = min(3, n)
     rows = math.ceil(n / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows), squeeze=False)
@@ -75,6 +110,13 @@ def _grid(n: int) -> tuple[plt.Figure, list[plt.Axes]]:
 
 def score_histograms(res: RunResult) -> str:
     """Per attack: members' and non-members' scores on shared bins (all queries when membership is unknown)."""
+    parts: list[Any] = [res.experiment.is_member]
+    for r in res.attacks:
+        parts += [r.attack.label, np.asarray(r.result.scores, dtype=np.float64)]
+    return _uri(_figure("scores", parts, lambda: _draw_scores(res)))
+
+
+def _draw_scores(res: RunResult) -> bytes:
     fig, axes = _grid(len(res.attacks))
     is_member = res.experiment.is_member
     for ax, r in zip(axes, res.attacks):
@@ -91,7 +133,7 @@ def score_histograms(res: RunResult) -> str:
         ax.tick_params(labelsize=7)
         ax.legend(fontsize=7)
     fig.tight_layout()
-    return png_uri(fig)
+    return _png(fig)
 
 
 def pvalue_histograms(res: RunResult) -> tuple[str | None, list[str]]:
@@ -103,11 +145,21 @@ def pvalue_histograms(res: RunResult) -> tuple[str | None, list[str]]:
     is_member = res.experiment.is_member
     shown = np.ones(len(res.experiment.query_idx), bool) if is_member is None else ~is_member
     who = "queries" if is_member is None else "non-members"
+    kinds = ["calibrated" if r.result.log_pvalues_calibrated is not None else "raw" for r in tests]
+    log_ps = [
+        np.asarray(r.result.log_pvalues_calibrated if kind == "calibrated" else r.result.log_pvalues)
+        for r, kind in zip(tests, kinds)
+    ]
+    parts: list[Any] = [who, shown]
+    for r, kind, log_p in zip(tests, kinds, log_ps):
+        parts += [r.attack.label, kind, log_p]
+    png = _figure("pvalues", parts, lambda: _draw_pvalues(tests, kinds, log_ps, shown, who))
+    return _uri(png), [f"{r.attack.label}: {kind}" for r, kind in zip(tests, kinds)]
+
+
+def _draw_pvalues(tests: list, kinds: list[str], log_ps: list[np.ndarray], shown: np.ndarray, who: str) -> bytes:
     fig, axes = _grid(len(tests))
-    kinds = []
-    for ax, r in zip(axes, tests):
-        kind = "calibrated" if r.result.log_pvalues_calibrated is not None else "raw"
-        log_p = r.result.log_pvalues_calibrated if kind == "calibrated" else r.result.log_pvalues
+    for ax, r, kind, log_p in zip(axes, tests, kinds, log_ps):
         ax.hist(np.exp(np.asarray(log_p)[shown]), bins=20, range=(0, 1), density=True, color="tab:blue", alpha=0.7)
         ax.axhline(1.0, color="k", ls=":", lw=1, label="uniform")
         ax.set_title(f"{r.attack.label}: {kind} p-values, {who}", fontsize=9)
@@ -115,6 +167,5 @@ def pvalue_histograms(res: RunResult) -> tuple[str | None, list[str]]:
         ax.set_ylabel("density", fontsize=8)
         ax.tick_params(labelsize=7)
         ax.legend(fontsize=7)
-        kinds.append(f"{r.attack.label}: {kind}")
     fig.tight_layout()
-    return png_uri(fig), kinds
+    return _png(fig)

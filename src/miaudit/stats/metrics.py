@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats
+from scipy.special import betaincinv
+
+from . import memo
 
 FPR_LEVELS = (0.001, 0.01, 0.05)
 ALPHAS = (0.01, 0.05)
@@ -100,8 +102,9 @@ def clopper_pearson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[flo
     if n <= 0:
         return float("nan"), float("nan")
     tail = (1 - confidence) / 2
-    lo = stats.beta.ppf(tail, k, n - k + 1) if k > 0 else 0.0
-    hi = stats.beta.ppf(1 - tail, k + 1, n - k) if k < n else 1.0
+    # betaincinv(a, b, q) is scipy.stats.beta.ppf(q, a, b) (the same Boost routine), without importing scipy.stats
+    lo = betaincinv(k, n - k + 1, tail) if k > 0 else 0.0
+    hi = betaincinv(k + 1, n - k, 1 - tail) if k < n else 1.0
     return float(lo), float(hi)
 
 
@@ -137,9 +140,20 @@ def auc_with_interval(
     Members and non-members are resampled separately (their counts stay fixed). With the
     non-members sorted once, a resample's AUC is sum_i c_i (D[lo_i] + D[hi_i]) / 2 / (n1 n0),
     c_i a member's multiplicity and D the cumulated non-member multiplicities below (lo) or
-    up to (hi) its score: O(resamples x records), no re-sorting."""
+    up to (hi) its score: O(resamples x records), no re-sorting. Kept in the store by the content of
+    its inputs (``memo``): the same scores never pay for the resampling twice."""
     auc, (lo, hi) = _auc_steps(scores, is_member)
-    n1, n0 = lo.size, int(np.size(is_member) - lo.size)
+    parts = [_ordered(scores), np.asarray(is_member, dtype=bool), resamples, seed, confidence]
+    n0 = int(np.size(is_member) - lo.size)
+    ci = memo.memoized_floats(
+        "auc_interval", parts, lambda: _bootstrap_interval(lo, hi, n0, resamples, seed, confidence)
+    )
+    return auc, (float(ci[0]), float(ci[1]))
+
+
+def _bootstrap_interval(lo: np.ndarray, hi: np.ndarray, n0: int, resamples: int, seed: int, confidence: float):
+    """The percentile interval of the stratified bootstrap AUC (``auc_with_interval``), n0 non-members."""
+    n1 = lo.size
     rng = np.random.default_rng(seed)
     chunk = max(1, _BOOTSTRAP_CELLS // (n0 + n1))
     draws = []
@@ -149,8 +163,7 @@ def auc_with_interval(
         cum = np.concatenate([np.zeros((size, 1)), np.cumsum(d, axis=1)], axis=1)
         draws.append((c * (cum[:, lo] + cum[:, hi]) / 2).sum(axis=1) / (n1 * n0))
     tail = 100 * (1 - confidence) / 2
-    ci = np.percentile(np.concatenate(draws), [tail, 100 - tail])
-    return auc, (float(ci[0]), float(ci[1]))
+    return np.percentile(np.concatenate(draws), [tail, 100 - tail])
 
 
 def unreliable_levels(n_nonmembers: int, levels=FPR_LEVELS) -> list[float]:
