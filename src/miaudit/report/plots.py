@@ -41,7 +41,7 @@ def roc_plot(res: RunResult, path: Path) -> None:
     is_member = res.experiment.is_member
     if is_member is None:
         raise ValueError("roc_plot: no ROC without the queries' membership")
-    parts: list[Any] = [is_member, res.experiment.cfg.dataset.label]
+    parts: list[Any] = [is_member, res.experiment.cfg.data_label]
     for r in res.attacks:
         if r.metrics is not None:
             parts += [r.attack.label, np.asarray(r.result.scores, dtype=np.float64), r.metrics.auc]
