@@ -58,7 +58,7 @@ def test_default_audit_and_init_template_agree() -> None:
 
     template = config.from_dict(yaml.safe_load(describe.init_yaml()))
     assert template == config.default()
-    assert template.attacks == "auto" and template.train.epochs == 40 and template.train.lr == 0.05
+    assert template.attacks == "auto" and template.train.epochs == 30 and template.train.lr == 0.1
 
 
 def test_without_population_auto_keeps_what_can_run() -> None:

@@ -57,9 +57,9 @@ class DataConfig(_Strict):
 class TrainConfig(_Strict):
     """SGD with momentum and weight decay: the papers' recipe (DP-SGD with ``dp``)."""
 
-    epochs: int = Field(default=40, ge=1, description="passes over the training records")
-    batch_size: int = Field(default=32, ge=1, description="records per SGD step")
-    lr: float = Field(default=0.05, gt=0, description="learning rate")
+    epochs: int = Field(default=30, ge=1, description="passes over the training records")
+    batch_size: int = Field(default=64, ge=1, description="records per SGD step")
+    lr: float = Field(default=0.1, gt=0, description="learning rate")
     optimizer: Literal["sgd", "adamw"] = Field(default="sgd", description="sgd (with momentum), or adamw")
     momentum: float = Field(default=0.9, ge=0, lt=1, description="SGD momentum")
     weight_decay: float = Field(default=5e-4, ge=0, description="L2 penalty")
