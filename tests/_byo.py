@@ -12,7 +12,7 @@ from safetensors.torch import save_file
 from typer.testing import CliRunner
 
 from miaudit.cli import app
-from miaudit.models import MLP
+from miaudit.models.mlp import MLP
 
 N_FEATURES, N_CLASSES = 6, 3
 

@@ -48,7 +48,13 @@ TrainFn = Callable[["nn.Module", np.ndarray, np.ndarray], Any]
 
 @dataclass
 class AuditResult:
-    """One audit in memory: metrics, the per-record table, and the files on request."""
+    """One audit in memory: metrics, the per-record table, and the files on request.
+
+    What ``audit``, ``run`` and ``score`` return.
+
+    Attributes:
+        run: the pipeline's result: the Experiment (data, split, models) and every attack's run.
+    """
 
     run: RunResult
 
@@ -78,15 +84,37 @@ class AuditResult:
         return report.results_json(self.run)
 
     def report(self, out_dir: str | Path, force: bool = False) -> dict:
-        """Write results.json, report.md, report.html, roc.png, scores.csv and scores.parquet into ``out_dir``
-        (atomically). A non-empty ``out_dir`` is refused (``OutputDirError``) unless ``force``, which replaces
-        miaudit's own files there and leaves any other file alone."""
+        """Write results.json, report.md, report.html, roc.png, scores.csv and scores.parquet, atomically.
+
+        Args:
+            out_dir: the output directory (created if absent).
+            force: write into a non-empty ``out_dir``, replacing miaudit's own files there and leaving any
+                other file alone.
+
+        Returns:
+            What results.json holds.
+
+        Raises:
+            OutputDirError: ``out_dir`` is not empty and ``force`` is False, or cannot be written.
+        """
         outdir.check(Path(out_dir), force, force_hint="force=True")
         return report.write(self.run, Path(out_dir))
 
 
 def run(config: RunConfig | dict | str | Path | None = None) -> AuditResult:
-    """An audit from a config: a RunConfig, a dict of its keys, a YAML path, or None for the default."""
+    """Run the audit a config describes: miaudit trains the target and the reference models.
+
+    Args:
+        config: a ``RunConfig``, a dict of its keys, the path of a YAML config, or None for the built-in
+            default audit (``miaudit run`` without a config).
+
+    Returns:
+        The ``AuditResult``: ``.metrics``, ``.scores``, ``.report(dir)``.
+
+    Raises:
+        ConfigError: a bad key or value, in one line naming it.
+        DataError, ModelError, AttackRequirementError: the data, a model or an attack's requirements.
+    """
     if config is None:
         cfg = config_mod.default()
     elif isinstance(config, RunConfig):
@@ -233,6 +261,10 @@ def score(config: Any) -> AuditResult:
 
     Returns:
         The ``AuditResult`` (``.metrics``, ``.scores``, ``.report(dir)``), as ``run`` gives.
+
+    Raises:
+        ConfigError: a bad key, or an attack that needs the models or the records' inputs.
+        DataError: outputs that are missing, malformed or disagree with the index files.
     """
     from .experiment import precomputed
 

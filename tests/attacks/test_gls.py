@@ -16,7 +16,7 @@ import torch
 from scipy.special import softmax
 
 from miaudit.attacks import AttackInputs, AttackRequirementError, ModelAccess, RecordSet, registry
-from miaudit.models import MLP
+from miaudit.models.mlp import MLP
 from miaudit.stats import leverage
 
 Loss = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (n, m) outputs, (n, m) targets -> (n,)

@@ -31,8 +31,8 @@ import miaudit
 from miaudit.attacks import AttackRequirementError
 from miaudit.config.run import ConfigError
 from miaudit.data import DataError, load
-from miaudit.models import MLP
 from miaudit.models.io import ModelError, read_state_dict
+from miaudit.models.mlp import MLP
 
 
 @pytest.fixture

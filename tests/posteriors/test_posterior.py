@@ -17,8 +17,8 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from miaudit import posteriors
 from miaudit.attacks import AttackInputs, AttackRequirementError, ModelAccess, RecordSet, registry
-from miaudit.models import MLP
 from miaudit.models.features import penultimate
+from miaudit.models.mlp import MLP
 from miaudit.posteriors import laplace
 from miaudit.posteriors.base import predictive_loglik
 from miaudit.posteriors.laplace import LaplacePosterior

@@ -7,7 +7,7 @@ import torch
 import torch.nn as nn
 
 from miaudit.config.run import TrainConfig
-from miaudit.models import MLP
+from miaudit.models.mlp import MLP
 from miaudit.training.loop import accuracy, predict_logits, seeded_model, train
 
 

@@ -6,16 +6,12 @@ package loads them all, so adding an attack is adding a file.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-
 from ..errors import AttackRequirementError
+from ..registries import discover
 from . import registry
 from .base import AttackInputs, AttackParams, AttackResult, ModelAccess, RecordSet
 
-for _mod in pkgutil.iter_modules(__path__):
-    if _mod.name not in ("base", "registry"):
-        importlib.import_module(f"{__name__}.{_mod.name}")
+discover(__name__, __path__, skip=("base", "registry"))
 
 __all__ = [
     "registry",

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import AttackRequirementError
+from ..registries import Registry
 from .base import AttackInputs, AttackParams, AttackResult
 
 AttackFn = Callable[[Any, Any], AttackResult]  # (AttackInputs, the attack's own AttackParams subclass)
@@ -60,7 +61,7 @@ class AttackInfo:
             raise AttackRequirementError(f"{self.name}: needs {missing[0]} inputs, which this run did not provide")
 
 
-_REGISTRY: dict[str, AttackInfo] = {}
+_REGISTRY: Registry[AttackInfo] = Registry("attack")
 
 
 def register(name: str, *, params: type[AttackParams] = AttackParams, **info: Any) -> Callable[[AttackFn], AttackFn]:
@@ -68,10 +69,8 @@ def register(name: str, *, params: type[AttackParams] = AttackParams, **info: An
     docstring is the one-line summary ``miaudit attacks`` shows."""
 
     def wrap(fn: AttackFn) -> AttackFn:
-        if name in _REGISTRY:
-            raise RuntimeError(f"attack {name!r} registered twice")
         summary = (fn.__doc__ or name).strip().splitlines()[0].rstrip(".")
-        _REGISTRY[name] = AttackInfo(name=name, fn=fn, params=params, summary=summary, **info)
+        _REGISTRY.add(name, AttackInfo(name=name, fn=fn, params=params, summary=summary, **info))
         return fn
 
     return wrap

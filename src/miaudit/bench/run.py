@@ -36,6 +36,8 @@ from .suites import (  # noqa: F401  (re-exported: bench.SUITES, bench.LOCATION 
     table1_rows,
 )
 
+Log = Callable[[str], None]
+
 
 def hardware() -> dict[str, Any]:
     cpu = (
@@ -154,6 +156,33 @@ def blind_row(entries: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _dp(out_dir: Path, cache_dir: Path | None, datasets: list[str] | None, seeds: list[int] | None, log: Log) -> dict:
+    """DP-SGD targets and epsilon lower bounds (``bench/dp.py``)."""
+    return dp_bench.run_suite(out_dir, hardware(), cache_dir, datasets, seeds, log)
+
+
+def _speed(quick: bool) -> Callable[..., dict]:
+    """Scoring cost on synthetic logits, beside the numpy floor and the peers (``bench/speed.py``)."""
+
+    def run(
+        out_dir: Path, cache_dir: Path | None, datasets: list[str] | None, seeds: list[int] | None, log: Log
+    ) -> dict:
+        from . import speed
+
+        return speed.run_suite(out_dir, hardware(), quick=quick, log=log)
+
+    return run
+
+
+# Suites with a protocol of their own (not pipeline runs over data sets and seeds): name -> runner
+OWN_PROTOCOL: dict[str, Callable[..., dict]] = {"dp": _dp, "speed": _speed(False), "speed-quick": _speed(True)}
+
+
+def suite_names() -> list[str]:
+    """Every suite ``miaudit bench`` runs."""
+    return [*SUITES, *OWN_PROTOCOL]
+
+
 def run_suite(
     name: str,
     out_dir: Path = Path("benchmarks/results"),
@@ -162,12 +191,8 @@ def run_suite(
     seeds: list[int] | None = None,
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
-    if name == "dp":  # its own protocol: DP-SGD targets and epsilon lower bounds
-        return dp_bench.run_suite(out_dir, hardware(), cache_dir, datasets, seeds, log)
-    if name in ("speed", "speed-quick"):  # scoring cost on synthetic logits, beside the numpy floor and the peers
-        from . import speed
-
-        return speed.run_suite(out_dir, hardware(), quick=name == "speed-quick", log=log)
+    if name in OWN_PROTOCOL:
+        return OWN_PROTOCOL[name](out_dir, cache_dir, datasets, seeds, log=log)
     suite = SUITES[name]
     start = time.perf_counter()
     results: dict[str, Any] = {

@@ -53,7 +53,17 @@ class ScoreCalibration(_Strict):
 
 
 class ScoreConfig(_Strict):
-    """A scores-only audit: the outputs' location and layout, which records are which, the attacks."""
+    """A ``miaudit score`` config: precomputed outputs in, no models.
+
+    It satisfies ``settings.AuditSettings``, as ``RunConfig`` does.
+
+    Attributes:
+        outputs: where the outputs are and their layout (a path alone is shorthand).
+        name: what reports call the data (default: the outputs' name).
+        references: use the first k reference models (default: all the outputs hold).
+        members, nonmembers, queries, validation: index files of positions among the layout's records.
+        attacks: attack rows, as in a run config; attacks needing models or inputs are refused.
+    """
 
     outputs: OutputsConfig
     name: str | None = Field(default=None, description="what reports call the data (default: the path's name)")

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import DataError, did_you_mean
+from ..registries import discover
 from .base import LOADERS, Dataset, LoadContext, Tokenize, default_cache_dir, default_data_dir, validate_arrays
 from .files import load_file
 from .split import Split, hold_out_validation, reference_subsets, split_indices
 
-for _mod in pkgutil.iter_modules(__path__):
-    if _mod.name not in ("base", "files", "split"):
-        importlib.import_module(f"{__name__}.{_mod.name}")
+discover(__name__, __path__, skip=("base", "files", "split"))
 
 
 def load(
@@ -39,7 +36,7 @@ def load(
     )
     if path is not None:
         ds = load_file(Path(path), label_column, num_classes)
-    elif name in LOADERS:
+    elif name is not None and name in LOADERS:
         ds = LOADERS[name](ctx)
     else:
         hint = did_you_mean(str(name), sorted(LOADERS)) or f"; expected one of {sorted(LOADERS)} or {{path: file.npz}}"

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DataError
+from ..registries import Registry
 
 
 @dataclass(frozen=True)
@@ -59,17 +60,8 @@ class LoadContext:
 
 
 Loader = Callable[[LoadContext], Dataset]
-LOADERS: dict[str, Loader] = {}
-
-
-def loader(name: str) -> Callable[[Loader], Loader]:
-    """Register a built-in data set loader under ``name``."""
-
-    def wrap(fn: Loader) -> Loader:
-        LOADERS[name] = fn
-        return fn
-
-    return wrap
+LOADERS: Registry[Loader] = Registry("data set")
+loader = LOADERS.register  # @loader("name"): a built-in data set's loader
 
 
 def default_data_dir() -> Path | None:

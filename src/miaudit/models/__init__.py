@@ -10,11 +10,11 @@ from collections.abc import Callable
 
 import torch.nn as nn
 
+from ..registries import discover
 from . import adapters, io
 from .base import ARCHITECTURES, register_model, with_head_dropout
-from .cnn import SmallCNN  # each built-in module registers its architecture on import
-from .mlp import MLP
-from .resnet import SmallResNet
+
+discover(__name__, __path__)  # each module registers its architectures (or model source) on import
 
 
 def architecture(name: str) -> Callable[..., nn.Module]:
@@ -55,7 +55,4 @@ __all__ = [
     "build_model",
     "io",
     "adapters",
-    "MLP",
-    "SmallCNN",
-    "SmallResNet",
 ]

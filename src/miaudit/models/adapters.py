@@ -35,7 +35,7 @@ from ..data.base import sha256_file
 from ..errors import ModelError
 from . import io
 from .base import ImageModel
-from .library import SOURCES, is_adapter_name, parse, split_last_linear
+from .library import SOURCES, is_adapter_name, model_source, parse, split_last_linear
 
 
 def _flag(options: dict[str, str], key: str) -> bool:
@@ -85,6 +85,7 @@ def _cifar_stem(model: nn.Module, spec: str) -> None:
     model.maxpool = nn.Identity()
 
 
+@model_source("torchvision")
 def torchvision_model(spec: str, input_shape: tuple[int, ...], n_classes: int) -> nn.Module:
     import torchvision
 
@@ -102,6 +103,7 @@ def torchvision_model(spec: str, input_shape: tuple[int, ...], n_classes: int) -
     return AdaptedImageModel(model, n_classes, image)
 
 
+@model_source("timm")
 def timm_model(spec: str, input_shape: tuple[int, ...], n_classes: int) -> nn.Module:
     try:
         import timm
@@ -120,24 +122,11 @@ def timm_model(spec: str, input_shape: tuple[int, ...], n_classes: int) -> nn.Mo
     return AdaptedImageModel(model, n_classes, image)
 
 
-def hf_model(spec: str, input_shape: tuple[int, ...], n_classes: int) -> nn.Module:
-    from .hf import HFSequenceClassifier
-
-    return HFSequenceClassifier(spec, input_shape, n_classes)
-
-
-BUILDERS: dict[str, Callable[[str, tuple[int, ...], int], nn.Module]] = {
-    "torchvision": torchvision_model,
-    "timm": timm_model,
-    "hf": hf_model,
-}
-
-
 def factory(spec: str) -> Callable[..., nn.Module]:
     """``factory(input_shape, n_classes)`` for an adapter name (validated now)."""
     source, _, _ = parse(spec)
     check(spec)
-    return lambda input_shape, n_classes: BUILDERS[source](spec, tuple(input_shape), n_classes)
+    return lambda input_shape, n_classes: SOURCES[source](spec, tuple(input_shape), n_classes)
 
 
 def check(spec: str) -> None:

@@ -3,27 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-M = TypeVar("M", bound=Callable[..., nn.Module])
-ARCHITECTURES: dict[str, Callable[..., nn.Module]] = {}  # name -> factory(input_shape, n_classes)
+from ..registries import Registry
 
-
-def register_model(name: str) -> Callable[[M], M]:
-    """Class (or factory) decorator adding a built-in architecture under ``name``; it is called as
-    ``factory(input_shape, n_classes)`` and must give a model with ``features(x)`` and ``head``."""
-
-    def wrap(factory: M) -> M:
-        if name in ARCHITECTURES:
-            raise RuntimeError(f"architecture {name!r} registered twice")
-        ARCHITECTURES[name] = factory
-        return factory
-
-    return wrap
+# name -> factory(input_shape, n_classes), a model with ``features(x)`` and ``head``
+ARCHITECTURES: Registry[Callable[..., nn.Module]] = Registry("architecture")
+register_model = ARCHITECTURES.register  # @register_model("name") on a built-in architecture's class
 
 
 class FeatureHeadModel(nn.Module):

@@ -26,7 +26,7 @@ import torch.nn as nn
 
 from ..errors import ModelError
 from .base import FeatureHeadModel
-from .library import parse, split_last_linear
+from .library import model_source, parse, split_last_linear
 
 DEFAULT_MAX_LENGTH = 128
 
@@ -111,3 +111,9 @@ class HFSequenceClassifier(FeatureHeadModel):
             raise ValueError(f"model: max_length {input_shape[1]} exceeds the model's {positions} positions")
         body, self.head = split_last_linear(model, n_classes)
         self.body = _TokenBody(body)
+
+
+@model_source("hf")
+def hf_model(spec: str, input_shape: tuple[int, ...], n_classes: int) -> nn.Module:
+    """``hf:PATH``: a local Hugging Face sequence classifier as features + head."""
+    return HFSequenceClassifier(spec, input_shape, n_classes)

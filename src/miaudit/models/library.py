@@ -4,12 +4,16 @@ every adapter shares (``models/adapters.py``, ``models/hf.py``)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import torch.nn as nn
 
 from ..errors import ModelError
+from ..registries import Registry
 
-SOURCES = ("torchvision", "timm", "hf")
+Builder = Callable[[str, tuple[int, ...], int], nn.Module]  # (spec, input_shape, n_classes) -> a fresh model
+SOURCES: Registry[Builder] = Registry("model source")  # SOURCE -> its builder (adapters.py, hf.py)
+model_source = SOURCES.register  # @model_source("name"): another library's models as SOURCE:NAME
 _NAME = re.compile(r"(?P<source>[a-z]+):(?P<name>[^\[\]]+)(?:\[(?P<options>[^\[\]]*)\])?")
 
 
@@ -22,7 +26,9 @@ def parse(spec: str) -> tuple[str, str, dict[str, str]]:
     """``SOURCE:NAME[k=v,...]`` -> (source, name, options); a one-line ModelError when malformed."""
     m = _NAME.fullmatch(spec.strip())
     if m is None or m["source"] not in SOURCES:
-        raise ModelError(f"model: {spec!r} is not of the form SOURCE:NAME[key=value,...] with SOURCE in {SOURCES}")
+        raise ModelError(
+            f"model: {spec!r} is not of the form SOURCE:NAME[key=value,...] with SOURCE in {sorted(SOURCES)}"
+        )
     options: dict[str, str] = {}
     for item in filter(None, (m["options"] or "").split(",")):
         key, eq, value = item.partition("=")

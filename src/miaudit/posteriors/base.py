@@ -24,6 +24,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
+from ..registries import Registry
 from ..stats.signals import Signal
 
 FeatureSet = tuple[torch.Tensor, np.ndarray]  # penultimate features (n, d) float64 and labels (n,)
@@ -52,17 +53,15 @@ class Posterior(ABC):
 
 
 P = TypeVar("P", bound=type[Posterior])
-_REGISTRY: dict[str, type[Posterior]] = {}
+_REGISTRY: Registry[type[Posterior]] = Registry("posterior")
 
 
 def register(name: str) -> Callable[[P], P]:
     """Class decorator adding a posterior under ``name``."""
 
     def wrap(cls: P) -> P:
-        if name in _REGISTRY:
-            raise RuntimeError(f"posterior {name!r} registered twice")
         cls.name = name
-        _REGISTRY[name] = cls
+        _REGISTRY.add(name, cls)
         return cls
 
     return wrap
