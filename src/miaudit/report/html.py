@@ -105,6 +105,7 @@ def render(res: RunResult, results: dict, frame: pd.DataFrame, roc_png: Path | N
         environment=results["environment"],
         gls_purpose=sections.GLS_PURPOSE,
         gls_validation=sections.GLS_VALIDATION,
+        gls_top=sections.gls_top(frame),
     )
 
 

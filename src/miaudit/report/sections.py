@@ -82,17 +82,24 @@ def ppv_md(results: dict) -> list[str]:
     return lines
 
 
-def gls_md(results: dict, frame: pd.DataFrame, top: int = 10) -> list[str]:
+def gls_top(frame: pd.DataFrame, top: int = 10) -> tuple[list[str], list[list[str]]]:
+    """The records GLS ranks most exposed: (columns, rows of cells); no columns when GLS did not run."""
     col = next((c for c in frame.columns if c.startswith("gls") and c.endswith(".score")), None)
     if col is None:
-        return []
+        return [], []
     ranked = frame.sort_values(col, ascending=False, kind="stable").head(top)
     known = [c for c in ("member", "label") if c in frame.columns]
+    rows = [[str(row["record"]), *(str(row[c]) for c in known), f"{row[col]:.3g}"] for row in ranked.to_dict("records")]
+    return ["record", *known, "GLS"], rows
+
+
+def gls_md(results: dict, frame: pd.DataFrame, top: int = 10) -> list[str]:
+    columns, rows = gls_top(frame, top)
+    if not columns:
+        return []
     lines = ["", "## Risk ranking: GLS", "", GLS_PURPOSE, "", GLS_VALIDATION, ""]
-    lines += ["| record | " + " | ".join([*known, "GLS"]) + " |", "|---|" + "---|" * (len(known) + 1)]
-    for row in ranked.to_dict("records"):
-        lines.append(f"| {row['record']} | " + " | ".join([*(str(row[c]) for c in known), f"{row[col]:.3g}"]) + " |")
-    return lines
+    lines += ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    return lines + ["| " + " | ".join(cells) + " |" for cells in rows]
 
 
 def deployable_md(results: dict) -> list[str]:
