@@ -76,26 +76,27 @@ def write_store(folder: Path, k: int, n: int, c: int, seed: int = 26) -> None:
     refs.flush()
 
 
+# A small process starts each command and reports its rusage: Linux keeps a forked child's peak RSS at
+# least its parent's at the fork, so a command forked straight from this (large) process would report ours.
+TRAMPOLINE = """
+import json, os, subprocess, sys
+proc = subprocess.Popen(json.loads(sys.argv[1]), stdout=sys.stdout, stderr=subprocess.STDOUT)
+_, status, usage = os.wait4(proc.pid, 0)
+print(json.dumps({"rc": os.waitstatus_to_exitcode(status), "cpu_s": usage.ru_utime + usage.ru_stime,
+                  "rss_gb": usage.ru_maxrss * 1024 / 1e9}))
+"""
+
+
 def measure(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run ``cmd``; its exit status, wall and CPU seconds, peak RSS (GB) of it and its children."""
     start = time.perf_counter()
-    with tempfile.TemporaryFile() as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
-        try:
-            _, status, usage = os.wait4(proc.pid, 0)
-        except KeyboardInterrupt:
-            proc.kill()
-            raise
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        log.seek(0)
-        tail = log.read().decode(errors="replace").strip().splitlines()[-1:] or [""]
-    return {
-        "rc": proc.returncode,
-        "wall_s": time.perf_counter() - start,
-        "cpu_s": usage.ru_utime + usage.ru_stime,
-        "rss_gb": usage.ru_maxrss * 1024 / 1e9,
-        "last_line": tail[0][:200],
-    }
+    done = subprocess.run([sys.executable, "-c", TRAMPOLINE, json.dumps(cmd)], capture_output=True, text=True, env=env)
+    lines = done.stdout.strip().splitlines() or ["{}"]
+    try:
+        got = json.loads(lines[-1])
+    except json.JSONDecodeError:
+        got = {"rc": done.returncode or 1, "cpu_s": float("nan"), "rss_gb": float("nan")}
+    return {**got, "wall_s": time.perf_counter() - start, "last_line": (lines[-2] if len(lines) > 1 else "")[:200]}
 
 
 def miaudit_runs(store: Path, task: str, work: Path) -> list[tuple[str, dict[str, Any], np.ndarray | None]]:

@@ -15,9 +15,13 @@ def _fmt(row: dict[str, Any], cold: dict[str, Any] | None) -> str:
     ratio = f"{row['wall_s'] / cold['wall_s']:.2f}x" if cold and "wall_s" in cold else ""
     rho = row.get("spearman_vs_miaudit", "")
     return (
-        f"| {row['contender']} | {row['wall_s']:.1f} | {row['cpu_s']:.1f} | {row['rss_gb']:.2f} | "
+        f"| {row['contender']} | {row['wall_s']:.1f} | {row['cpu_s']:.1f} | {_gb(row)} | "
         f"{row['records_per_s']:,.0f} | {ratio} | {rho} |"
     )
+
+
+def _gb(row: dict[str, Any]) -> str:
+    return f"{row['rss_gb']:.2f}" if "rss_gb" in row else "-"
 
 
 def _headline(rows: list[dict[str, Any]]) -> tuple[int, int, int]:
@@ -40,6 +44,7 @@ def markdown(results: dict[str, Any]) -> str:
         "miaudit cold's (below 1: faster than miaudit). Spearman: its scores' ranks against miaudit's.",
         f"Peers: {', '.join(f'{k}: {v}' for k, v in results['peers'].items())}.",
         "",
+        *(line for note in results.get("notes", []) for line in (f"**Note.** {note}", "")),
     ]
     if results["dropped_cells"]:
         dropped = ", ".join(f"K={d['K']} N={d['N']:,} C={d['C']}" for d in results["dropped_cells"])
