@@ -32,7 +32,7 @@ from rich.table import Table
 
 from ._version import __version__
 from .config import run as config_mod
-from .errors import MiauditError
+from .errors import ConfigError, MiauditError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Membership inference auditing.")
 err = Console(stderr=True)
@@ -168,7 +168,7 @@ def export(
     from .experiment import export as scores_export
 
     if layout not in ("npz", "lira"):
-        _fail(config_mod.ConfigError(f"--layout: {layout!r} is not npz or lira"))
+        _fail(ConfigError(f"--layout: {layout!r} is not npz or lira"))
     try:
         cfg = config_mod.load(config) if config else config_mod.default()
         where = scores_export.export(pipeline.prepare(cfg), out, layout)
@@ -277,11 +277,11 @@ def init(
     from .config import describe as configdoc
 
     if path.exists() and not force:
-        _fail(config_mod.ConfigError(f"init: {path} exists; give another path, or --force to replace it"))
+        _fail(ConfigError(f"init: {path} exists; give another path, or --force to replace it"))
     try:
         path.write_text(configdoc.init_yaml())
     except OSError as e:
-        _fail(config_mod.ConfigError(f"init: cannot write {path} ({e.strerror})"))
+        _fail(ConfigError(f"init: cannot write {path} ({e.strerror})"))
     print(f"wrote {path}: edit it, then `miaudit run {path}`")
 
 
@@ -322,7 +322,7 @@ def bench(
     from .bench import run as bench_mod
 
     if suite not in bench_mod.suite_names():
-        _fail(config_mod.ConfigError(f"suite: unknown suite {suite!r}; expected one of {bench_mod.suite_names()}"))
+        _fail(ConfigError(f"suite: unknown suite {suite!r}; expected one of {bench_mod.suite_names()}"))
     try:
         res = bench_mod.run_suite(suite, out, datasets=dataset, seeds=seed, log=lambda m: err.print(m, highlight=False))
     except MiauditError as e:
@@ -379,7 +379,7 @@ def attacks(name: str | None = typer.Argument(None, help="an attack: show its pa
         return
     if name.lower() not in registry.names():
         hint = did_you_mean(name.lower(), registry.names()) or f"; expected one of {registry.names()}"
-        _fail(config_mod.ConfigError(f"attacks: unknown attack {name!r}{hint}"))
+        _fail(ConfigError(f"attacks: unknown attack {name!r}{hint}"))
     head, rows = configdoc.attack_help(name)
     print("\n".join(head) + "\nparameters:")
     rows = [["name", "type", "default", "limits", "description"], *rows]

@@ -10,11 +10,11 @@ from pydantic import ValidationError
 
 from miaudit import plan
 from miaudit.config import run as config
-from miaudit.errors import AttackRequirementError
+from miaudit.errors import AttackRequirementError, ConfigError
 
 
 def config_error(raw: Any) -> str:
-    with pytest.raises((config.ConfigError, AttackRequirementError)) as info:
+    with pytest.raises((ConfigError, AttackRequirementError)) as info:
         plan.build(config.from_dict(raw))
     message = str(info.value)
     assert "\n" not in message
@@ -43,14 +43,14 @@ def test_mistakes_are_one_line_naming_the_key(raw: Any, names: str) -> None:
 
 
 def test_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(config.ConfigError, match=r"^config: file .*absent.yaml not found$"):
+    with pytest.raises(ConfigError, match=r"^config: file .*absent.yaml not found$"):
         config.load(tmp_path / "absent.yaml")
 
 
 def test_bad_yaml_is_one_line(tmp_path: Path) -> None:
     path = tmp_path / "broken.yaml"
     path.write_text("references: [1, 2\nseed: 0\n")
-    with pytest.raises(config.ConfigError, match="broken.yaml is not valid YAML") as info:
+    with pytest.raises(ConfigError, match="broken.yaml is not valid YAML") as info:
         config.load(path)
     assert "\n" not in str(info.value)
 
@@ -73,7 +73,7 @@ def test_spec_example_parses(tmp_path: Path) -> None:
 def test_empty_file_is_refused_and_the_default_is_valid(tmp_path: Path) -> None:
     path = tmp_path / "empty.yaml"
     path.write_text("")
-    with pytest.raises(config.ConfigError, match="empty.yaml is empty; give the keys to change"):
+    with pytest.raises(ConfigError, match="empty.yaml is empty; give the keys to change"):
         config.load(path)
     assert config.default().dataset.name == "digits"
 

@@ -275,11 +275,11 @@ def build_tiny_bert() -> None:
 
 # The frontier suite's reporting seeds, so the unaugmented CIFAR-10 models are the frontier's (shared in the cache).
 SUITES["realmodels"] = Suite(
-    "realmodels",
-    "augmentation on the CIFAR-10 subset (small CNN, 8 references): none, flip-crop training, mirrored "
+    name="realmodels",
+    description="augmentation on the CIFAR-10 subset (small CNN, 8 references): none, flip-crop training, mirrored "
     "queries, and both (2 views; LiRA, RMIA a Gaussian / ratio per view, BMIA the mean score over views); "
     "the text path: a 2-layer, 32-wide BERT trained from scratch (AdamW) on AG News token ids; 3 seeds",
-    {
+    datasets={
         "cifar10": {**CIFAR10, "references": 8},
         "cifar10-flip-crop": {**CIFAR10, "train": {**CIFAR10["train"], "augment": "flip-crop"}, "references": 8},
         "cifar10-mirror-queries": {**CIFAR10, "queries": {"augment": "mirror"}, "references": 8},
@@ -297,7 +297,7 @@ SUITES["realmodels"] = Suite(
             "references": 8,
         },
     },
-    augmentation_rows,
+    rows=augmentation_rows,
     seeds=FRONTIER_SEEDS,
     prepare={"ag_news-bert": build_tiny_bert},
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -116,3 +116,16 @@ def _fields_at(model: Any, loc: tuple) -> list[str]:
         options = getattr(field.annotation, "__args__", (field.annotation,))  # X | None
         model = next((t for t in options if isinstance(t, type) and issubclass(t, BaseModel)), None)
     return list(model.model_fields) if isinstance(model, type) and issubclass(model, BaseModel) else []
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validated(model: type[M], raw: Any, source: str) -> M:
+    """``raw`` (a file's keys) validated as ``model``: one-line ``ConfigError`` for a non-mapping or a bad key."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: expected a mapping of keys, got {type(raw).__name__}")
+    try:
+        return model(**raw)
+    except ValidationError as e:
+        raise ConfigError(one_line(e, model)) from None

@@ -10,10 +10,9 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from ..errors import ConfigError
-from .files import one_line, read, with_overrides
+from .files import read, validated, with_overrides
 from .options import CanaryConfig, DPAuditConfig, DPConfig, ExecutorConfig
 from .options import Strict as _Strict
 from .paths import anchored
@@ -380,14 +379,7 @@ def from_dict(raw: Any, source: str = "config") -> RunConfig:
     Raises:
         ConfigError: one line naming the first bad key (an unknown key gets the closest known one).
     """
-    if raw is None:
-        raw = {}
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{source}: expected a mapping of keys, got {type(raw).__name__}")
-    try:
-        return RunConfig(**raw)
-    except ValidationError as e:
-        raise ConfigError(one_line(e, RunConfig)) from None
+    return validated(RunConfig, {} if raw is None else raw, source)
 
 
 def load(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:

@@ -15,10 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from ..errors import ConfigError
-from .files import one_line, read, with_overrides
+from .files import read, validated, with_overrides
 from .options import Strict as _Strict
 from .paths import anchored
 from .run import _attack_entries, _calibration
@@ -118,26 +117,10 @@ def from_dict(raw: Any, source: str = "config") -> ScoreConfig:
     Raises:
         ConfigError: one line naming the first bad key (an unknown key gets the closest known one).
     """
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{source}: expected a mapping of keys, got {type(raw).__name__}")
-    try:
-        return ScoreConfig(**raw)
-    except ValidationError as e:
-        raise ConfigError(one_line(e, ScoreConfig)) from None
+    return validated(ScoreConfig, raw, source)
 
 
 def load(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> ScoreConfig:
-    """A YAML score config, read as ``miaudit run`` reads its configs (relative paths: against its folder).
-
-    Args:
-        path: the YAML file.
-        overrides: ``key=value`` strings applied before validation (``--set``).
-
-    Returns:
-        The validated config.
-
-    Raises:
-        ConfigError: a missing or unreadable file, YAML errors (with line and column), a bad key.
-    """
-    raw = anchored(read(path), Path(path).absolute().parent, ScoreConfig)  # paths relative to the file's folder
-    return from_dict(with_overrides(raw, overrides))
+    """A YAML score config, read as ``config.run.load`` reads a run config: the same one-line errors (YAML
+    ones with line and column), ``--set`` overrides, and paths relative to the file's folder."""
+    return from_dict(with_overrides(anchored(read(path), Path(path).absolute().parent, ScoreConfig), overrides))

@@ -60,16 +60,12 @@ class Experiment:
 
     cfg: AuditSettings
     plan: Plan
-    dataset: Dataset
-    split: Split
-    query_idx: np.ndarray  # record indices of the queries (members and non-members, shuffled)
-    is_member: np.ndarray | None  # (N,) bool: evaluation only, never given to attacks; None: unknown
+    records: AuditRecords  # the data, the split, the queries and their membership
     pool_idx: np.ndarray  # record indices the reference models sample from
     ref_masks: np.ndarray  # (K, len(pool_idx)) bool
     target: TrainedModel
     references: list[TrainedModel]
     memo: dict = field(default_factory=dict)
-    query_info: dict[str, np.ndarray] = field(default_factory=dict)  # extra per-query columns for reports
     ref_dataset: Dataset | None = None  # the references' data when they train on another population (``shift``)
     signal_cache: SignalSource | None = None  # the references' signals kept in the store (None: computed per run)
     device: str = "cpu"
@@ -80,6 +76,29 @@ class Experiment:
         """Pickled without the memo: fitted posteriors and cached features are rebuilt on demand, and
         third-party objects in it (laplace-torch's) need not pickle."""
         return {**self.__dict__, "memo": {}}
+
+    @property
+    def dataset(self) -> Dataset:
+        return self.records.dataset
+
+    @property
+    def split(self) -> Split:
+        return self.records.split
+
+    @property
+    def query_idx(self) -> np.ndarray:
+        """Record indices of the queries (members and non-members, shuffled)."""
+        return self.records.query_idx
+
+    @property
+    def is_member(self) -> np.ndarray | None:
+        """(N,) bool: evaluation only, never given to attacks; None: unknown."""
+        return self.records.is_member
+
+    @property
+    def query_info(self) -> dict[str, np.ndarray]:
+        """Extra per-query columns for reports."""
+        return self.records.query_info
 
     @property
     def calibration_part(self) -> Literal["validation", "population"]:

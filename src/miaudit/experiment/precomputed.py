@@ -31,7 +31,7 @@ from ..plan import build as build_plan
 from ..training.signal_store import SignalCache
 from . import layouts as scores_layouts
 from . import validate
-from .base import Experiment, TrainedModel
+from .base import AuditRecords, Experiment, TrainedModel
 from .build import shuffled_queries
 from .layouts import Outputs
 
@@ -117,14 +117,13 @@ def _roles(cfg: ScoreConfig, outputs: Outputs) -> tuple[Split, np.ndarray, np.nd
 
 def _model(role: str, logits: np.ndarray, keep: np.ndarray, signals: SignalCache, source: str) -> TrainedModel:
     train_idx = np.flatnonzero(keep)
-    acc = signals.accuracy(logits, train_idx)  # from the stored signals: the logits are read once, ever
     return TrainedModel(
         role=role,
-        module=None,  # outputs only
         logits=logits,
         train_idx=train_idx,
+        train_accuracy=signals.accuracy(logits, train_idx),  # from the stored signals: logits read once, ever
+        module=None,  # outputs only
         seconds=0.0,
-        train_accuracy=acc,
         cached=True,
         architecture=PRECOMPUTED,
         source=source,
@@ -160,15 +159,11 @@ def prepare(cfg: ScoreConfig) -> ScoredExperiment:
     return ScoredExperiment(
         cfg=cfg,
         plan=plan,
-        dataset=ds,
-        split=split,
-        query_idx=query_idx,
-        is_member=is_member,
+        records=AuditRecords(dataset=ds, split=split, query_idx=query_idx, is_member=is_member, query_info=info),
         pool_idx=np.arange(n),
         ref_masks=masks,
         target=target,
         references=refs,
-        query_info=info,
         signal_cache=signals,
     )
 

@@ -131,21 +131,19 @@ def obtain(
 ) -> TrainedModel:
     """A model trained on ``train_idx``: loaded from the cache when finished before, else trained now;
     either way counted by ``progress``."""
-    from ..training.loop import predict_logits, seeded_model
+    from ..training.loop import TrainReport, predict_logits, seeded_model
 
-    def kept(
-        module: torch.nn.Module, logits: np.ndarray, seconds: float, acc: float, cached: bool, privacy: Any
-    ) -> TrainedModel:
+    def kept(module: torch.nn.Module, logits: np.ndarray, report: TrainReport, cached: bool) -> TrainedModel:
         return TrainedModel(
             role=role,
             module=module,
             logits=logits,
             train_idx=train_idx,
-            seconds=seconds,
-            train_accuracy=acc,
+            seconds=report.seconds,
+            train_accuracy=report.train_accuracy,
+            privacy=report.privacy,
             cached=cached,
             architecture=recipe.architecture,
-            privacy=privacy,
         )
 
     def trained_now() -> tuple[torch.nn.Module, TrainedModel]:
@@ -154,7 +152,7 @@ def obtain(
         report: TrainReport = recipe.fit(module, ds.x[train_idx], ds.y[train_idx], seed, epochs)
         logits = predict_logits(module, ds.x, device=device)
         progress.finished(role, report.seconds, cached=False)
-        return module, kept(module.eval(), logits, report.seconds, report.train_accuracy, False, report.privacy)
+        return module, kept(module.eval(), logits, report, False)
 
     if recipe.cache_spec is None:
         return trained_now()[1]
@@ -165,9 +163,9 @@ def obtain(
         hit = store.load(entry, recipe.build, role)
         if hit is not None:
             # the logits stay memory-mapped (float32): rows are read when an attack's inputs are built
-            seconds, acc = hit.meta["seconds"], hit.meta["train_accuracy"]
-            progress.finished(role, seconds, cached=True)
-            return kept(hit.module, hit.logits, seconds, acc, True, hit.meta.get("privacy"))
+            stored = TrainReport(hit.meta["seconds"], hit.meta["train_accuracy"], hit.meta.get("privacy"))
+            progress.finished(role, stored.seconds, cached=True)
+            return kept(hit.module, hit.logits, stored, True)
         module, model = trained_now()
         meta = {"role": role, "spec": spec, "seconds": model.seconds, "train_accuracy": model.train_accuracy}
         meta.update({"privacy": model.privacy} if model.privacy else {})

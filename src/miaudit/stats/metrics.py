@@ -143,7 +143,7 @@ def auc_with_interval(
     up to (hi) its score: O(resamples x records), no re-sorting. Kept in the store by the content of
     its inputs (``memo``): the same scores never pay for the resampling twice."""
     auc, (lo, hi) = _auc_steps(scores, is_member)
-    parts = [_ordered(scores), np.asarray(is_member, dtype=bool), resamples, seed, confidence]
+    parts: list[memo.Part] = [_ordered(scores), np.asarray(is_member, dtype=bool), resamples, seed, confidence]
     n0 = int(np.size(is_member) - lo.size)
     ci = memo.memoized_floats(
         "auc_interval", parts, lambda: _bootstrap_interval(lo, hi, n0, resamples, seed, confidence)
