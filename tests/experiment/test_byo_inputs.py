@@ -29,8 +29,8 @@ from safetensors.torch import save_file
 
 import miaudit
 from miaudit.attacks import AttackRequirementError
-from miaudit.config.run import ConfigError
 from miaudit.data import DataError, load
+from miaudit.errors import ConfigError
 from miaudit.models.io import ModelError, read_state_dict
 from miaudit.models.mlp import MLP
 
