@@ -6,12 +6,12 @@ the CLI turns ``ConfigError`` into exit code 2 before anything is written.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from .checks import _architecture_name, _attack_entries, _calibration, _device
 from .files import read, validated, with_overrides
 from .options import CanaryConfig, DPAuditConfig, DPConfig, ExecutorConfig
 from .options import Strict as _Strict
@@ -115,30 +115,6 @@ class CalibrationConfig(_Strict):
     fraction: float = Field(default=0.2, gt=0, lt=1, description="population share held out when no validation")
 
 
-def _calibration(v: Any) -> Any:
-    return None if v is None or (isinstance(v, str) and v.lower() == "none") else v
-
-
-def _architecture_name(v: str | None) -> str | None:
-    """A built-in architecture, another library's (``torchvision:NAME``, ``timm:NAME``, ``hf:PATH``: form and
-    local files checked now), or ``package.module:factory`` (imported now, so a typo fails before any work)."""
-    from ..lm import names as lm_names
-    from ..models import ARCHITECTURES, adapters, io
-
-    if v is not None and lm_names.is_gpt_tiny(v):
-        lm_names.gpt_tiny_options(v)
-    elif v is not None and adapters.is_adapter_name(v):
-        adapters.check(v)
-    elif v is not None and io.is_import_path(v):
-        io.import_factory(v)
-    elif v is not None and v not in ARCHITECTURES:
-        raise ValueError(
-            f"unknown architecture {v!r}; expected one of {sorted(ARCHITECTURES)}, torchvision:NAME, timm:NAME, "
-            "hf:PATH or package.module:factory"
-        )
-    return v
-
-
 class TargetConfig(_Strict):
     """A model the user trained outside miaudit: how to build it and where its weights are."""
 
@@ -165,46 +141,6 @@ class TargetConfig(_Strict):
         if v is not None:
             io.import_factory(v)
         return v
-
-
-def _attack_entries(raw: Any) -> Any:
-    """Attack rows as mappings with a name (a bare name is shorthand for ``{name: ...}``). Their
-    parameters are validated by the Plan (``miaudit.plan``), which knows every attack."""
-    if isinstance(raw, str) and raw.strip().lower() == "auto":
-        return "auto"
-    if not isinstance(raw, (list, tuple)):
-        return raw
-    if not raw:
-        raise ValueError("no attacks; give auto, or at least one attack row")
-    rows = [{"name": r} if isinstance(r, str) else r for r in raw]
-    for i, row in enumerate(rows):
-        if not isinstance(row, dict) or "name" not in row:
-            raise ValueError(f"row {i} is not a mapping with a name; each attack is e.g. {{name: lira, references: 8}}")
-    return rows
-
-
-DEVICE = re.compile(r"auto|cpu|mps|cuda(:[0-9]+)?")
-
-
-def _device(v: str) -> str:
-    """A device this machine has; ``auto`` becomes cuda where a GPU is available, else cpu."""
-    v = v.strip().lower()
-    if not DEVICE.fullmatch(v):
-        raise ValueError(f"unknown device {v!r}; expected auto, cpu, cuda, cuda:N or mps")
-    if v == "cpu":
-        return v
-    import torch  # only for a device other than cpu: importing this module stays light
-
-    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    mps = torch.backends.mps.is_available()
-    if v == "auto":
-        return "cuda" if gpus else "cpu"
-    if v == "mps" and not mps:
-        raise ValueError("mps (Apple silicon GPUs) is not available on this machine; use device: cpu (or auto)")
-    has = f"{gpus} CUDA GPU(s)" if gpus else f"no CUDA GPU{' (mps is available)' if mps else ''}"
-    if v.startswith("cuda") and int(v.partition(":")[2] or 0) >= gpus:
-        raise ValueError(f"{v} is not available: this machine has {has}; use device: cpu (or auto)")
-    return v
 
 
 class RunConfig(_Strict):

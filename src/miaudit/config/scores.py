@@ -17,10 +17,10 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from .checks import _attack_entries, _calibration
 from .files import read, validated, with_overrides
 from .options import Strict as _Strict
 from .paths import anchored
-from .run import _attack_entries, _calibration
 
 PRECOMPUTED = "precomputed"  # the architecture name reports give models miaudit never saw
 

@@ -1,0 +1,72 @@
+"""Field checks of the configs, run before pydantic's own: shorthands, attack rows, the device, the
+architecture names. Shared by ``RunConfig`` and ``ScoreConfig`` (attack rows, calibration); light: torch and
+the models are imported only to check a device other than cpu or an architecture's name."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+
+def _calibration(v: Any) -> Any:
+    return None if v is None or (isinstance(v, str) and v.lower() == "none") else v
+
+
+def _architecture_name(v: str | None) -> str | None:
+    """A built-in architecture, another library's (``torchvision:NAME``, ``timm:NAME``, ``hf:PATH``: form and
+    local files checked now), or ``package.module:factory`` (imported now, so a typo fails before any work)."""
+    from ..lm import names as lm_names
+    from ..models import ARCHITECTURES, adapters, io
+
+    if v is not None and lm_names.is_gpt_tiny(v):
+        lm_names.gpt_tiny_options(v)
+    elif v is not None and adapters.is_adapter_name(v):
+        adapters.check(v)
+    elif v is not None and io.is_import_path(v):
+        io.import_factory(v)
+    elif v is not None and v not in ARCHITECTURES:
+        raise ValueError(
+            f"unknown architecture {v!r}; expected one of {sorted(ARCHITECTURES)}, torchvision:NAME, timm:NAME, "
+            "hf:PATH or package.module:factory"
+        )
+    return v
+
+
+def _attack_entries(raw: Any) -> Any:
+    """Attack rows as mappings with a name (a bare name is shorthand for ``{name: ...}``). Their
+    parameters are validated by the Plan (``miaudit.plan``), which knows every attack."""
+    if isinstance(raw, str) and raw.strip().lower() == "auto":
+        return "auto"
+    if not isinstance(raw, (list, tuple)):
+        return raw
+    if not raw:
+        raise ValueError("no attacks; give auto, or at least one attack row")
+    rows = [{"name": r} if isinstance(r, str) else r for r in raw]
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict) or "name" not in row:
+            raise ValueError(f"row {i} is not a mapping with a name; each attack is e.g. {{name: lira, references: 8}}")
+    return rows
+
+
+DEVICE = re.compile(r"auto|cpu|mps|cuda(:[0-9]+)?")
+
+
+def _device(v: str) -> str:
+    """A device this machine has; ``auto`` becomes cuda where a GPU is available, else cpu."""
+    v = v.strip().lower()
+    if not DEVICE.fullmatch(v):
+        raise ValueError(f"unknown device {v!r}; expected auto, cpu, cuda, cuda:N or mps")
+    if v == "cpu":
+        return v
+    import torch  # only for a device other than cpu: importing this module stays light
+
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    mps = torch.backends.mps.is_available()
+    if v == "auto":
+        return "cuda" if gpus else "cpu"
+    if v == "mps" and not mps:
+        raise ValueError("mps (Apple silicon GPUs) is not available on this machine; use device: cpu (or auto)")
+    has = f"{gpus} CUDA GPU(s)" if gpus else f"no CUDA GPU{' (mps is available)' if mps else ''}"
+    if v.startswith("cuda") and int(v.partition(":")[2] or 0) >= gpus:
+        raise ValueError(f"{v} is not available: this machine has {has}; use device: cpu (or auto)")
+    return v
