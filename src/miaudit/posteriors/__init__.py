@@ -43,11 +43,16 @@ __all__ = [
 _MODULES = ("ensemble", "laplace", "mc_dropout", "swag")
 
 
+def load_all() -> None:
+    """Import every posterior module: each registers its posteriors on import."""
+    for module in _MODULES:
+        importlib.import_module(f"{__name__}.{module}")
+
+
 def __getattr__(name: str) -> Any:
     """A name of ``base`` or a posterior module, every posterior registered first (PEP 562)."""
     if name not in __all__:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    for module in _MODULES:  # registration: each module's @register runs on import
-        importlib.import_module(f"{__name__}.{module}")
+    load_all()
     base = importlib.import_module(f"{__name__}.base")
     return globals()[name] if name in _MODULES else getattr(base, name)

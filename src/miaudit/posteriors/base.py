@@ -14,6 +14,7 @@ parameter (its options are the constructor's keyword arguments).
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import math
 from abc import ABC, abstractmethod
@@ -67,11 +68,19 @@ def register(name: str) -> Callable[[P], P]:
     return wrap
 
 
+def _all_registered() -> None:
+    """Every posterior module imported (each registers itself on import). ``posteriors/__init__`` loads them on
+    first use of the package's names; a worker process handed ``fit_and_score`` reaches this module directly."""
+    importlib.import_module(__package__ or "miaudit.posteriors").load_all()
+
+
 def names() -> list[str]:
+    _all_registered()
     return sorted(_REGISTRY)
 
 
 def create(name: str, **options: object) -> Posterior:
+    _all_registered()
     """A fresh, unfitted posterior by name with its options."""
     if name not in _REGISTRY:
         raise ValueError(f"unknown posterior {name!r}; expected one of {names()}")
@@ -193,6 +202,7 @@ def predictive_loglik(logits: torch.Tensor, y: torch.Tensor) -> float:
 
 
 def options_for(name: str, settings: object) -> dict[str, object]:
+    _all_registered()
     """The constructor options of posterior ``name`` read off ``settings`` (e.g. an attack's parameters),
     so an attack passes each posterior exactly the options it takes."""
     if name not in _REGISTRY:
