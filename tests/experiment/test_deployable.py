@@ -52,3 +52,24 @@ def test_a_target_like_its_references_realizes_the_level() -> None:
     assert got is not None and got["pseudo_targets"] == 8
     lo, hi = got["0.05"]["realized_fpr_ci"]
     assert lo <= 0.05 <= hi and got["0.05"]["tpr"] > 0.2
+
+
+def test_pseudo_targets_are_capped_so_cost_grows_linearly_in_k(monkeypatch) -> None:
+    """With more references than MAX_PSEUDO_TARGETS, only that many play the target (each costs one attack run)."""
+    rng = np.random.default_rng(1)
+    n, k = 400, deployable.MAX_PSEUDO_TARGETS + 4
+    member = np.arange(n) < n // 2
+    inputs = AttackInputs(queries=_records(rng, n, k, shift=1.0 * member))
+    info = registry.get("lira")
+    calls = []
+    real_execute = registry.execute
+
+    def counting(*args, **kwargs):
+        calls.append(args[2])
+        return real_execute(*args, **kwargs)
+
+    scores = real_execute(info, info.params(), k, inputs).scores
+    monkeypatch.setattr(registry, "execute", counting)
+    got = deployable.thresholds(info, info.params(), k, inputs, member, scores, (0.05,))
+    assert got is not None and got["pseudo_targets"] == deployable.MAX_PSEUDO_TARGETS
+    assert calls == [k - 1] * deployable.MAX_PSEUDO_TARGETS  # each against the other k - 1 references

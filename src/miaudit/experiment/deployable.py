@@ -7,6 +7,10 @@ audited record is a known non-member of that pseudo-target. The threshold is the
 of the K pseudo-targets' pooled scores reach; applied to the target, it realizes an FPR and a TPR (exact
 intervals), which say whether a threshold set on references alone holds its FPR on the target.
 
+At most ``MAX_PSEUDO_TARGETS`` references play the target (the first ones: references are exchangeable, each
+trained on its own seeded half of the population): each costs one run of the attack, so all K of them would
+make the audit's cost grow as K squared, while eight already pool 8n null scores for the threshold.
+
 Only for attacks on logits (an attack that needs the models would refit posteriors per pseudo-target) with at
 least one reference left, and offline (online, each record is a member of half the references).
 """
@@ -22,6 +26,9 @@ from ..attacks import AttackInputs, RecordSet, registry
 from ..errors import AttackRequirementError
 from ..stats.logitstack import LogitStack
 from ..stats.metrics import _ordered, clopper_pearson
+
+
+MAX_PSEUDO_TARGETS = 8
 
 
 def _without(block: Any, k: int) -> Any:
@@ -101,7 +108,7 @@ def thresholds(
         return None
     base = inputs.first(references)
     pooled = []
-    for k in range(references):
+    for k in range(min(references, MAX_PSEUDO_TARGETS)):
         pseudo = replace(
             base,
             queries=as_pseudo_target(base.queries, k),
@@ -112,7 +119,7 @@ def thresholds(
         pooled.append(registry.execute(info, params, references - 1, pseudo).scores)
     null = np.concatenate(pooled)
     member, s = np.asarray(is_member, dtype=bool), _ordered(target_scores)
-    out: dict[str, Any] = {"pseudo_targets": references}
+    out: dict[str, Any] = {"pseudo_targets": len(pooled)}
     for level in levels:
         t = pooled_threshold(null, level)
         tp, fp = (0, 0) if t is None else (int((s[member] >= t).sum()), int((s[~member] >= t).sum()))
