@@ -27,7 +27,6 @@ from ..errors import AttackRequirementError
 from ..stats.logitstack import LogitStack
 from ..stats.metrics import _ordered, clopper_pearson
 
-
 MAX_PSEUDO_TARGETS = 8
 
 
