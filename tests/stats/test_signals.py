@@ -118,3 +118,24 @@ def test_correct_is_argmax_with_its_tie_rule() -> None:
 def test_labels_must_fit_the_records() -> None:
     with pytest.raises(ValueError, match="labels: shape"):
         signals.bundle(LOGITS, LABELS[:2])
+
+
+def test_float32_route_stays_within_its_bound_where_it_is_hardest() -> None:
+    """Rows built to strain the float32 route: the other classes' exponentials spread over the range where
+    rounding of the exponent weighs most (d in [-6, 0]), rescaled logits just outside the float64 fallback
+    band. Every value is within the documented absolute bound, hence 1e-6 relative."""
+    rng = np.random.default_rng(11)
+    n, c = 4000, 100
+    bound = signals.float32_error_bound(c)
+    logits = (-6 * rng.random((n, c))).astype(np.float32)
+    labels = rng.integers(0, c, n)
+    others = logits.copy()
+    others[np.arange(n), labels] = -np.inf
+    lse = np.log(np.exp(others.astype(np.float64)).sum(axis=1))
+    edge = bound / signals.RELATIVE_TOLERANCE
+    logits[np.arange(n), labels] = (lse + rng.choice([-1, 1], n) * edge * (1 + 2 * rng.random(n))).astype(np.float32)
+    got, want = signals.bundle(logits, labels), float64_reference(logits, labels)
+    err = np.abs(got["rescaled_logit"] - want["rescaled_logit"])
+    assert err.max() <= bound
+    assert bound < 7e-7  # C = 100: the band recomputed in float64 is |rescaled logit| < 0.7
+    np.testing.assert_allclose(got["rescaled_logit"], want["rescaled_logit"], rtol=1e-6, atol=0)

@@ -90,6 +90,10 @@ class Moments:
 def moments(z: np.ndarray, mask: np.ndarray) -> Moments:
     """Per-record mean and MLE variance of z over the rows where mask is True."""
     n = mask.sum(axis=0)
+    if n.size and n.min() == z.shape[0]:  # every row observed (offline, no reference trained on a query)
+        mean = z.mean(axis=0)
+        dev = z - mean
+        return Moments(n=n, mean=mean, var=np.einsum("kn,kn->n", dev, dev) / z.shape[0])  # no squared copy
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(mask, z, 0.0).sum(axis=0) / n
         var = np.square(np.where(mask, z - mean, 0.0)).sum(axis=0) / n

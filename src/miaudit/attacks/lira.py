@@ -79,7 +79,8 @@ def lira(inputs: AttackInputs, params: LiraParams) -> AttackResult:
     per_record = uses_per_record_variance(params.variance, inputs.n_references)
     require_each(out, "lira", "OUT")
     if inputs.mode == "offline":
-        global_var = robust_global_var(z, np.broadcast_to(out, z.shape), params)  # pooled over views, as released
+        # pooled over views, as released; not needed (nor computed) with per-record variances
+        global_var = np.nan if per_record else robust_global_var(z, np.broadcast_to(out, z.shape), params)
         gauss = [_class_gaussian(z[a], out, params, per_record, global_var) for a in range(len(z))]
         log_sf = np.stack([gaussian_log_sf(z0[a], mu, var) for a, (mu, var) in enumerate(gauss)])
         log_p = log_sf[0] if len(z) == 1 else combined_log_sf(z0, gauss)
@@ -88,7 +89,8 @@ def lira(inputs: AttackInputs, params: LiraParams) -> AttackResult:
             scores=-log_sf.sum(axis=0), log_pvalues=log_p, extra={"mu_out": mu_out, "sd_out": np.sqrt(var_out)}
         )
     require_each(member, "lira", "IN")
-    global_var = robust_global_var(z, np.broadcast_to(member, z.shape), params)  # released: np.std(dat_in) for both
+    # the released code's np.std(dat_in), for both classes; not needed (nor computed) with per-record variances
+    global_var = np.nan if per_record else robust_global_var(z, np.broadcast_to(member, z.shape), params)
     llr = np.zeros(z0.shape[1])
     means = []
     for a in range(len(z)):  # a Gaussian per view, log-likelihood ratios summed (released code)

@@ -195,18 +195,16 @@ def check(o: Outputs) -> None:
             raise DataError(f"outputs: {name} must be boolean of shape {shape}, got {mask.shape}, dtype {mask.dtype}")
     if n and (o.labels.min() < 0 or o.labels.max() >= o.n_classes):
         raise DataError(f"outputs: labels must lie in [0, {o.n_classes}) for logits of {o.n_classes} classes")
-    _check_finite(f"the target ({o.target_name})", o.target_logits)
-    for k, logits in enumerate(o.reference_logits):
-        _check_finite(o.reference_name(k), logits)
 
 
-def _check_finite(model: str, logits: np.ndarray) -> None:
-    """NaN or inf in a model's logits: refused naming the model and the first such record (never scored)."""
-    finite = np.isfinite(logits).all(axis=1)
-    if not finite.all():
-        record = int(np.flatnonzero(~finite)[0])
-        value = np.asarray(logits[record])[~np.isfinite(logits[record])][0]
-        raise DataError(
-            f"outputs: {model} has a non-finite logit ({value}) at record {record} "
-            f"({int((~finite).sum())} record(s) in all); recompute or drop them"
-        )
+def refuse_nonfinite(model: str, logits: np.ndarray, record: int | None) -> None:
+    """NaN or inf in a model's logits (``record`` the first such, found by the signal pass, which reads every
+    logit anyway): refused naming the model and the record (never scored)."""
+    if record is None:
+        return
+    bad = int((~np.isfinite(logits).all(axis=1)).sum())  # only on the way to an error: a second pass is fine
+    value = np.asarray(logits[record])[~np.isfinite(logits[record])][0]
+    raise DataError(
+        f"outputs: {model} has a non-finite logit ({value}) at record {record} "
+        f"({bad} record(s) in all); recompute or drop them"
+    )

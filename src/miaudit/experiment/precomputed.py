@@ -148,6 +148,10 @@ def prepare(cfg: ScoreConfig) -> ScoredExperiment:
     where = f"{cfg.outputs.resolved_layout} layout: {cfg.outputs.path}"
     signals = SignalCache(default_cache_dir(), labels)
     signals.entries([outputs.target_logits, *outputs.reference_logits[:used]])  # every model's pass, in parallel
+    for name, logits in [(f"the target ({outputs.target_name})", outputs.target_logits)] + [
+        (outputs.reference_name(k), m) for k, m in enumerate(outputs.reference_logits[:used])
+    ]:
+        scores_layouts.refuse_nonfinite(name, logits, signals.nonfinite_record(logits))
     target_keep = np.isin(np.arange(n), split.members) if outputs.target_keep is None else outputs.target_keep
     target = _model("target", outputs.target_logits, target_keep, signals, f"{where} ({outputs.target_name})")
     refs = [

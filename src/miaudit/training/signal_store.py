@@ -2,8 +2,8 @@
 attack and run.
 
 A model's logits never change, and every attack reads them only through a per-record signal, so the
-signals (``signals.bundle``: hinge, rescaled logit, loss, confidence, and whether the top class is the
-label) are computed in one pass over each model's logits on every record and written under
+signals (``signals.bundle``: hinge, rescaled logit, loss, confidence, whether the top class is the
+label and whether the record's logits are all finite) are computed in one pass over each model's logits on every record and written under
 ``<root>/signals/<key>/`` as one ``.npy`` per signal, with their sha256 in ``meta.json`` (written last,
 verified on read; a damaged entry is reported in one line and computed again).
 
@@ -27,12 +27,12 @@ from pathlib import Path
 import numpy as np
 
 from ..data.base import sha256_file
-from ..stats.signals import CORRECT, Signal, bundle
+from ..stats.signals import CORRECT, FINITE, Signal, bundle
 from .store import atomic_write, save_npy
 
 log = logging.getLogger(__name__)
-FORMAT = 1  # bump when signals.bundle's output changes: old entries are then never read
-NAMES = (*(s.value for s in Signal), CORRECT)
+FORMAT = 2  # bump when signals.bundle's output changes: old entries are then never read
+NAMES = (*(s.value for s in Signal), CORRECT, FINITE)
 WORKERS = 2  # models at a time: hashing and numpy's loops release the GIL
 
 
@@ -136,6 +136,11 @@ class SignalCache:
     def accuracy(self, logits: np.ndarray, rows: np.ndarray) -> float:
         """Share of ``rows`` whose top class (argmax) is the label, from the stored ``correct``."""
         return float(self.entries([logits])[0].read(CORRECT)[rows].mean()) if len(rows) else float("nan")
+
+    def nonfinite_record(self, logits: np.ndarray) -> int | None:
+        """The first record where some logit of the model is NaN or infinite (None: all finite), from the store."""
+        finite = self.entries([logits])[0].read(FINITE)
+        return None if finite.all() else int(np.flatnonzero(~finite)[0])
 
     def _filled(self, logits: np.ndarray) -> SignalEntry:
         if logits.ndim != 2 or logits.shape[0] != len(self.labels):
