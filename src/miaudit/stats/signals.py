@@ -33,7 +33,10 @@ import numpy as np
 
 from .logitstack import LogitStack
 
-__all__ = ["CORRECT", "FINITE", "Signal", "hinge", "rescaled_logit", "loss", "confidence", "SIGNALS", "compute", "oriented", "bundle"]
+__all__ = [
+    "CORRECT", "FINITE", "Signal", "hinge", "rescaled_logit", "loss", "confidence", "SIGNALS", "compute", "oriented",
+    "bundle",
+]  # fmt: skip
 
 CHUNK_ROWS = 2048  # rows per float64 buffer: 2,048 x 100 classes x 8 bytes = 1.6 MB, cache-sized
 FLOAT32_MIN_CLASSES = 8  # below, the exponentials cost little and the float64 route is as fast

@@ -3,9 +3,9 @@ attack and run.
 
 A model's logits never change, and every attack reads them only through a per-record signal, so the
 signals (``signals.bundle``: hinge, rescaled logit, loss, confidence, whether the top class is the
-label and whether the record's logits are all finite) are computed in one pass over each model's logits on every record and written under
-``<root>/signals/<key>/`` as one ``.npy`` per signal, with their sha256 in ``meta.json`` (written last,
-verified on read; a damaged entry is reported in one line and computed again).
+label and whether the record's logits are all finite) are computed in one pass over each model's logits
+on every record and written under ``<root>/signals/<key>/`` as one ``.npy`` per signal, with their
+sha256 in ``meta.json`` (written last, verified on read; a damaged entry is reported in one line and computed again).
 
 Content-addressed: ``key`` hashes the sha256 of the logits' bytes, that of the labels and the format
 version, so logits that change get new signals. Hashing a model's logits costs a tenth of computing its
