@@ -27,6 +27,28 @@ def test_exceedance_pvalue_is_the_negative_hypergeometric_tail(tp: int, n1: int,
     assert verdict.exceedance_pvalue(tp, n1, n0, level) == pytest.approx(_brute_sf(tp, n1, n0, k), rel=1e-10)
 
 
+@pytest.mark.parametrize(("n1", "n0", "level"), [(359, 359, 0.01), (1000, 1002, 0.001), (2004, 1003, 0.05)])
+def test_exceedance_pvalue_equals_scipy_nhypergeom_at_audit_sizes(n1: int, n0: int, level: float) -> None:
+    """The log-space hypergeometric sum (no scipy.stats import at run time) against scipy's distribution where
+    that is accurate (its sf is 1 - cdf: it floors near 1e-12), and in the far tail, where strong leaks put
+    their p-values, against the exact count in integers."""
+    stats = pytest.importorskip("scipy.stats")
+    k = verdict.allowed_false_positives(level, n0)
+    tps = np.unique(np.linspace(1, n1, 60).astype(int))
+    want = stats.nhypergeom.sf(tps - 1, n1 + n0, n1, k + 1)
+    got = np.array([verdict.exceedance_pvalue(int(tp), n1, n0, level) for tp in tps])
+    accurate = want > 1e-6
+    np.testing.assert_allclose(got[accurate], want[accurate], rtol=1e-6)
+    np.testing.assert_array_less(got[~accurate], 1e-6 + 1e-11)
+    for tp in (int(tps[6]), int(tps[12])):  # tails far below scipy's floor
+        draws = tp + k
+        exact = sum(math.comb(n1, j) * math.comb(n0, draws - j) for j in range(tp, min(n1, draws) + 1))
+        assert verdict.exceedance_pvalue(tp, n1, n0, level) == pytest.approx(
+            exact / math.comb(n1 + n0, draws), rel=1e-9
+        )
+    assert verdict.exceedance_pvalue(n1 + 1, n1, n0, level) == 0.0
+
+
 def test_hand_case_member_above_every_nonmember() -> None:
     # 1 member, 3 non-members, level 0 (k = 0): the member tops all four by chance with probability 1/4.
     assert verdict.exceedance_pvalue(1, 1, 3, 0.0) == pytest.approx(0.25)

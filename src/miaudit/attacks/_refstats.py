@@ -135,7 +135,7 @@ def gaussian_llr(
     """log N(z0; mu_in, var_in) - log N(z0; mu_out, var_out): LiRA's score (BaVarIA paper eq. 2/7)."""
     sd_in = np.sqrt(np.maximum(var_in, VAR_FLOOR))
     sd_out = np.sqrt(np.maximum(var_out, VAR_FLOOR))
-    return _norm_logpdf(z0, mu_in, sd_in) - _norm_logpdf(z0, mu_out, sd_out)
+    return norm_logpdf(z0, mu_in, sd_in) - norm_logpdf(z0, mu_out, sd_out)
 
 
 def gaussian_log_sf(z0: np.ndarray, mu: np.ndarray, var: np.ndarray) -> np.ndarray:
@@ -146,7 +146,7 @@ def gaussian_log_sf(z0: np.ndarray, mu: np.ndarray, var: np.ndarray) -> np.ndarr
 _LOG_SQRT_2PI = np.log(np.sqrt(2 * np.pi))
 
 
-def _norm_logpdf(x: np.ndarray, mu: np.ndarray, sd: np.ndarray) -> np.ndarray:
+def norm_logpdf(x: np.ndarray, mu: np.ndarray, sd: np.ndarray) -> np.ndarray:
     """scipy.stats.norm.logpdf(x, mu, sd), the same operations in the same order (bit for bit), without
     importing scipy.stats (a second of a scores-only audit)."""
     y = (x - mu) / sd

@@ -30,12 +30,11 @@ from typing import Literal
 
 import numpy as np
 from pydantic import Field, model_validator
-from scipy import stats
 from scipy.special import betaln, gammaln
 
 from ..stats import signals
 from ._mle import beta_mle, gamma_mle
-from ._refstats import VAR_FLOOR, gaussian_llr, gaussian_log_sf, membership_masks, require_each
+from ._refstats import VAR_FLOOR, gaussian_llr, gaussian_log_sf, membership_masks, norm_logpdf, require_each
 from ._robust import RobustParams, robust_global_var, robust_moments
 from .base import AttackInputs, AttackParams, AttackResult, RecordSet
 from .lira import PER_RECORD_VARIANCE_MIN_REFERENCES
@@ -82,7 +81,7 @@ def _log_density(family: str, s: dict[str, np.ndarray], theta: tuple[np.ndarray,
         return (a - 1) * s["log_loss"] - s["loss"] / b - gammaln(a) - a * np.log(b)
     if family == "beta":  # (alpha, beta)
         return (a - 1) * s["log_p"] + (b - 1) * s["log_q"] - betaln(a, b)
-    return stats.norm.logpdf(s["phi"], a, np.sqrt(np.maximum(b, VAR_FLOOR)))  # (mean, variance)
+    return norm_logpdf(s["phi"], a, np.sqrt(np.maximum(b, VAR_FLOOR)))  # (mean, variance)
 
 
 def _log_tail(family: str, s: dict[str, np.ndarray], theta: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
@@ -90,10 +89,12 @@ def _log_tail(family: str, s: dict[str, np.ndarray], theta: tuple[np.ndarray, np
     a, b = theta
     if family == "exponential":
         return np.log(-np.expm1(-a * s["loss"]))
-    if family == "gamma":
-        return stats.gamma.logcdf(s["loss"], a, scale=b)
-    if family == "beta":  # P(P >= p0) = P(1 - P <= 1 - p0), 1 - P ~ Beta(beta, alpha): exact near p0 = 1
-        return stats.beta.logcdf(np.exp(s["log_q"]), b, a)
+    if family in ("gamma", "beta"):
+        from scipy import stats  # here: importing scipy.stats costs every audit without these families a second
+
+        if family == "gamma":
+            return stats.gamma.logcdf(s["loss"], a, scale=b)
+        return stats.beta.logcdf(np.exp(s["log_q"]), b, a)  # P(P >= p0) = P(1 - P <= 1 - p0), 1 - P ~ Beta(b, a)
     return gaussian_log_sf(s["phi"], a, b)
 
 

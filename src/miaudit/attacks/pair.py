@@ -40,14 +40,13 @@ from dataclasses import dataclass
 
 import numpy as np
 from pydantic import Field
-from scipy import stats
 from scipy.special import log_softmax
 
 from ..errors import AttackRequirementError
 from ..stats import signals
 from ..stats.pvalues import empirical_log_pvalues
 from ..stats.signals import Signal
-from ._refstats import VAR_FLOOR
+from ._refstats import VAR_FLOOR, gaussian_log_sf, norm_logpdf
 from .base import AttackInputs, AttackParams, AttackResult, RecordSet
 from .registry import register
 
@@ -140,11 +139,11 @@ class GaussianRegression:
 
     def logpdf(self, p: Pairs) -> np.ndarray:
         mean, var = self.moments(p)
-        return stats.norm.logpdf(p.u, mean, np.sqrt(var))
+        return norm_logpdf(p.u, mean, np.sqrt(var))
 
     def log_sf(self, p: Pairs) -> np.ndarray:
         mean, var = self.moments(p)
-        return stats.norm.logsf(p.u, mean, np.sqrt(var))
+        return gaussian_log_sf(p.u, mean, var)  # scipy.stats.norm.logsf, bit for bit
 
 
 def fit_gaussian(p: Pairs, iterations: int) -> GaussianRegression:

@@ -9,13 +9,15 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from ..attacks import AttackInputs, AttackResult, registry
+import numpy as np
+
+from ..attacks import AttackInputs, AttackResult
 from ..config.run import RunConfig
 from ..config.settings import AuditSettings
 from ..plan import PlannedAttack
 from ..progress import log, working
 from ..stats import calibration, metrics
-from . import deployable
+from . import cached, deployable
 from .base import Experiment
 
 
@@ -44,7 +46,7 @@ def run_attack(exp: Experiment, attack: PlannedAttack, inputs: AttackInputs | No
     calibrating = attack.info.pvalues and exp.calibrates
     start = time.perf_counter()
     run_on = calibration.with_calibration_queries(inputs, exp.calibration_part) if calibrating else inputs
-    result = registry.execute(attack.info, attack.params, attack.references, run_on)
+    result = cached.execute(attack.info, attack.params, attack.references, run_on)
     if calibrating:
         result = calibration.split_calibrated(result, len(inputs.queries.labels))
     seconds = {
@@ -60,8 +62,16 @@ def run_attack(exp: Experiment, attack: PlannedAttack, inputs: AttackInputs | No
 def deployable_at(exp: Experiment, attack: PlannedAttack, inputs: AttackInputs, result: AttackResult) -> dict | None:
     """The attack's operating points with thresholds set on the references alone (``experiment.deployable``)."""
     assert exp.is_member is not None
-    return deployable.thresholds(
-        attack.info, attack.params, attack.references, inputs, exp.is_member, result.scores, fpr_levels(exp.cfg)
+    is_member, levels = exp.is_member, fpr_levels(exp.cfg)
+    parts = cached.key_parts(attack.info, attack.params, inputs.first(attack.references))
+    if parts is not None:
+        parts += [attack.references, np.asarray(is_member, dtype=bool), result.scores, repr(levels)]
+    return cached.memoized_json(
+        "deployable",
+        parts,
+        lambda: deployable.thresholds(
+            attack.info, attack.params, attack.references, inputs, is_member, result.scores, levels
+        ),
     )
 
 

@@ -27,7 +27,6 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.linalg import LinAlgError, cholesky, lapack, solve_triangular
 
 Structure = Literal["full", "kron"]
 Space = Literal["probability", "logit"]
@@ -55,6 +54,8 @@ def regression_leverage(
 
     Cost: O(n d^2 + d^3 + m d^2) time, O(d^2) memory beyond the inputs.
     """
+    from scipy.linalg import LinAlgError, cholesky, solve_triangular  # here: scipy.linalg costs every import 0.1 s
+
     design = augment_bias if bias else (lambda f: _matrix(f, "features"))
     g_train = design(train_features)
     g_query = g_train if query_features is None else design(query_features)
@@ -196,6 +197,8 @@ def _full_hessian(g: np.ndarray, probs: np.ndarray, damping: float, batch_size: 
 
 def _spd_inverse(matrix: np.ndarray, block: int) -> np.ndarray:
     """Inverse of a symmetric positive-definite matrix by Cholesky (LAPACK potrf/potri), overwriting it."""
+    from scipy.linalg import lapack
+
     factor, info = lapack.dpotrf(matrix.T, lower=1, overwrite_a=1, clean=0)  # .T: Fortran order, same matrix
     if info != 0:
         raise ValueError("cross_entropy_gls: the damped Hessian is not positive definite; increase damping")

@@ -29,6 +29,10 @@ class SignalSource(Protocol):
 
     def stacked(self, per_model: Sequence[np.ndarray], rows: np.ndarray, name: str, labels: np.ndarray) -> Any: ...
 
+    def digest(self, logits: np.ndarray) -> str:
+        """sha256 of a model's logits (what keys its signals, and attack results in ``experiment.cached``)."""
+        ...
+
 
 class LogitStack:
     """(K, n, C) logits as K per-model arrays ``per_model[k]`` (each (N_all, C), any float dtype, often a

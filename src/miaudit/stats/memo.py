@@ -3,7 +3,8 @@
 A second audit of the same outputs recomputes nothing that only their content determines: the
 signals are kept per model (``training.signal_store``), and what is costly after them (the AUC's
 bootstrap interval, the report's figures) is kept here, under ``<cache>/memo/<kind>/<key>.bin``, the
-key the sha256 of every input (arrays by dtype, shape and bytes) and of miaudit's version, the file
+key the sha256 of every input (arrays by dtype, shape and bytes) and of miaudit's code (every source file
+of the installed package, so an edited attack never reads a result its old code computed), the file
 the payload behind its own sha256 (checked on read; a damaged or unwritable entry is recomputed).
 """
 
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,12 +22,23 @@ from .._version import __version__
 from ..data.base import default_cache_dir
 from ..training.store import atomic_write
 
+PACKAGE = Path(__file__).resolve().parents[1]
+
 Part = np.ndarray | str | float | int | None
 
 
-def key(parts: Sequence[Part]) -> str:
-    """sha256 over the parts (arrays by dtype, shape and bytes; the rest by repr) and miaudit's version."""
+@cache
+def code_digest() -> str:
+    """sha256 of miaudit's version and of every .py file of the package (path and bytes): ~5 ms, once."""
     h = hashlib.sha256(__version__.encode())
+    for path in sorted(PACKAGE.rglob("*.py")):
+        h.update(str(path.relative_to(PACKAGE)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def key(parts: Sequence[Part]) -> str:
+    """sha256 over the parts (arrays by dtype, shape and bytes; the rest by repr) and miaudit's code."""
+    h = hashlib.sha256(code_digest().encode())
     for part in parts:
         if isinstance(part, np.ndarray):
             array = np.ascontiguousarray(part)

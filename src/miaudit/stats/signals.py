@@ -13,7 +13,8 @@ the confidence follow from the rescaled logit per record. It is the textbook for
 scipy's logsumexp route within 1e-13 relative), only without scipy's per-call copies and checks, which made
 that route 3x slower.
 
-float32 logits of many classes (the store's dtype) take a faster route: numpy's float32 ``exp`` is
+float32 logits of many classes (the store's dtype, also when an attack holds them widened to float64: a
+chunk whose float64 values are all float32 numbers takes it too) take a faster route: numpy's float32 ``exp`` is
 vectorised where its float64 one is not (5x faster on AVX2), and the exponentials are the pass's cost. The
 differences to the largest other logit are rounded to float32 and exponentiated there; the true-class
 logit, the maximum and the hinge stay exact and the sum accumulates in float64. A term's error is then
@@ -77,19 +78,21 @@ def bundle(logits: np.ndarray, labels: np.ndarray, chunk: int = CHUNK_ROWS) -> d
     out = {name: np.empty(rows) for name in ("hinge", "rescaled_logit")}
     correct = np.empty(rows, dtype=bool)
     finite = np.empty(rows, dtype=bool)
-    fast = flat.dtype == np.float32 and n_classes >= FLOAT32_MIN_CLASSES
+    fast = flat.dtype in (np.float32, np.float64) and n_classes >= FLOAT32_MIN_CLASSES
     exact_below = float32_error_bound(n_classes) / RELATIVE_TOLERANCE
-    buf = np.empty((min(chunk, rows), n_classes), dtype=np.float32 if fast else np.float64)
+    size = (min(chunk, rows), n_classes)
+    buf32, buf64 = np.empty(size, dtype=np.float32), np.empty(size)
     for start in range(0, rows, chunk):
         stop = min(start + chunk, rows)
         part, z, y = slice(start, stop), flat[start:stop], flat_labels[start:stop]
         finite[part] = np.isfinite(z).all(axis=1)
-        if fast:
-            redo = _chunk_pass_float32(z, y, buf[: stop - start], out, correct, part, exact_below)
+        narrow = _exactly_float32(z) if fast else None
+        if narrow is not None:
+            redo = _chunk_pass_float32(narrow, y, buf32[: stop - start], out, correct, part, exact_below)
             if redo.size:
                 _float64_rows(z[redo], y[redo], out, correct, start + redo)
         else:
-            _chunk_pass(z, y, buf[: stop - start], out, correct, part)
+            _chunk_pass(z, y, buf64[: stop - start], out, correct, part)
     result = {name: values.reshape(lead) for name, values in out.items()}
     result["loss"] = np.logaddexp(0.0, -result["rescaled_logit"])
     result["confidence"] = np.exp(-result["loss"])
@@ -118,6 +121,14 @@ def _chunk_pass(
     with np.errstate(divide="ignore"):  # sum 0: no other class, rescaled logit +inf as logsumexp gives
         out["rescaled_logit"][part] = true - shift - np.log(buf.sum(axis=1))
     out["hinge"][part] = hinge
+
+
+def _exactly_float32(z: np.ndarray) -> np.ndarray | None:
+    """``z`` as float32 when that loses nothing (float32 logits, or float64 ones widened from float32)."""
+    if z.dtype == np.float32:
+        return z
+    narrow = z.astype(np.float32)
+    return narrow if np.array_equal(narrow, z) else None
 
 
 def float32_error_bound(n_classes: int) -> float:

@@ -108,10 +108,11 @@ class SignalCache:
         self.labels_digest = _sha256(self.labels)
         self.workers = workers
         self._entries: dict[int, tuple[np.ndarray, SignalEntry]] = {}  # by id(logits), the array kept alive
+        self._digests: dict[int, str] = {}  # by id(logits), for the arrays in _entries
 
     def __getstate__(self) -> dict:
         """Pickled (to a worker) without the models it has seen: their entries are found again by digest."""
-        return {**self.__dict__, "_entries": {}}
+        return {**self.__dict__, "_entries": {}, "_digests": {}}
 
     def entries(self, per_model: Sequence[np.ndarray]) -> list[SignalEntry]:
         """The models' entries, the missing ones computed (``workers`` models at a time)."""
@@ -147,13 +148,16 @@ class SignalCache:
             raise ValueError(
                 f"logits of shape {logits.shape}: the signal cache holds models on {len(self.labels)} records"
             )
-        key = _sha256(f"{FORMAT}:{self.digest(logits)}:{self.labels_digest}".encode())[:24]
+        digest = self._digests[id(logits)] = self.digest(logits)
+        key = _sha256(f"{FORMAT}:{digest}:{self.labels_digest}".encode())[:24]
         entry = SignalEntry(self.dir / key, logits, self.labels)
         entry.fill()
         return entry
 
     def digest(self, logits: np.ndarray) -> str:
         """sha256 of the logits' bytes (with their dtype and shape); remembered per file state for memory maps."""
+        if id(logits) in self._entries and id(logits) in self._digests:  # known (and kept alive) already
+            return self._digests[id(logits)]
         tag = f"{logits.dtype.str}{logits.shape}".encode()
         span = file_span(logits)
         if span is None:

@@ -1,0 +1,91 @@
+"""Attack runs kept in the store by the content of their inputs (``stats.memo``).
+
+An attack on outputs alone is a pure function of arrays: the queries', population's and validation
+records' labels, logits and reference masks, its parameters, the mode and the seed. Its result is kept
+under ``<cache>/memo/attack/`` by the sha256 of all of that and of miaudit's code, so a second audit of
+the same outputs (``miaudit score`` run again, another report, another FPR level) reads every attack's
+scores instead of recomputing them; so are the deployable thresholds, which cost the attack again per
+pseudo-target. Attacks that read the models or the records' inputs are always run: their inputs are torch
+modules and images, which would cost more to hash than to score.
+
+Reference logits held as a ``LogitStack`` are keyed by each model's digest, which the signal store knows
+already (``training.signal_store``), so a key costs reading the queries' logits, not every reference's.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..attacks import AttackInputs, AttackResult, RecordSet, registry
+from ..stats import memo
+from ..stats.logitstack import LogitStack
+
+UNCACHED_NEEDS = {"models", "x"}  # what an attack may read that the key does not cover
+
+
+def _stack_parts(block: np.ndarray | LogitStack) -> list[memo.Part]:
+    if isinstance(block, LogitStack) and block.source is not None:
+        return [block.rows, block.n_classes, *(block.source.digest(m) for m in block.per_model)]
+    return [np.asarray(block)]
+
+
+def _record_parts(records: RecordSet | None) -> list[memo.Part]:
+    if records is None:
+        return [None]
+    arrays = (records.labels, records.target_logits, records.ref_in, records.target_views, records.ref_views)
+    return [*arrays, *_stack_parts(records.ref_logits)]
+
+
+def key_parts(info: registry.AttackInfo, params: Any, inputs: AttackInputs) -> list[memo.Part] | None:
+    """What determines the attack's result on ``inputs`` (restricted to its references already); None when
+    the attack reads something the key cannot cover."""
+    if info.needs & UNCACHED_NEEDS:
+        return None
+    parts: list[memo.Part] = [info.name, params.model_dump_json(), inputs.mode, inputs.seed]
+    for records in (inputs.queries, inputs.population, inputs.validation):
+        parts += _record_parts(records)
+    return parts
+
+
+def execute(info: registry.AttackInfo, params: Any, references: int, inputs: AttackInputs) -> AttackResult:
+    """``registry.execute``, its result read from the store when the same attack ran on the same content."""
+    parts = key_parts(info, params, inputs.first(references))
+    if parts is None:
+        return registry.execute(info, params, references, inputs)
+    blob = memo.memoized("attack", parts, lambda: _to_bytes(registry.execute(info, params, references, inputs)))
+    return _from_bytes(blob)
+
+
+def memoized_json(kind: str, parts: list[memo.Part] | None, compute: Callable[[], Any]) -> Any:
+    """``compute()`` (JSON-able), kept by ``parts`` when given (None: always computed)."""
+    if parts is None:
+        return compute()
+    return json.loads(memo.memoized(kind, parts, lambda: json.dumps(compute()).encode()))
+
+
+def _to_bytes(result: AttackResult) -> bytes:
+    arrays = {"scores": result.scores}
+    for name in ("log_pvalues", "log_pvalues_calibrated"):
+        if getattr(result, name) is not None:
+            arrays[name] = getattr(result, name)
+    arrays.update({f"extra.{k}": np.asarray(v) for k, v in result.extra.items()})
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def _from_bytes(blob: bytes) -> AttackResult:
+    with np.load(io.BytesIO(blob), allow_pickle=False) as f:
+        arrays = {name: f[name] for name in f.files}
+    extra = {name.removeprefix("extra."): v for name, v in arrays.items() if name.startswith("extra.")}
+    return AttackResult(
+        scores=arrays["scores"],
+        log_pvalues=arrays.get("log_pvalues"),
+        log_pvalues_calibrated=arrays.get("log_pvalues_calibrated"),
+        extra=extra,
+    )
