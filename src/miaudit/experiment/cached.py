@@ -14,9 +14,12 @@ already (``training.signal_store``), so a key costs reading the queries' logits,
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import io
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -46,10 +49,19 @@ def key_parts(info: registry.AttackInfo, params: Any, inputs: AttackInputs) -> l
     the attack reads something the key cannot cover."""
     if info.needs & UNCACHED_NEEDS:
         return None
-    parts: list[memo.Part] = [info.name, params.model_dump_json(), inputs.mode, inputs.seed]
+    parts: list[memo.Part] = [info.name, _source_digest(info.fn), params.model_dump_json(), inputs.mode, inputs.seed]
     for records in (inputs.queries, inputs.population, inputs.validation):
         parts += _record_parts(records)
     return parts
+
+
+def _source_digest(fn: Callable) -> str | None:
+    """sha256 of the file defining ``fn`` when it lies outside miaudit (a user's registered attack: editing
+    it must not serve its old results; miaudit's own code is in every key already)."""
+    path = inspect.getsourcefile(fn)
+    if path is None or Path(path).resolve().is_relative_to(memo.PACKAGE):
+        return None
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def execute(info: registry.AttackInfo, params: Any, references: int, inputs: AttackInputs) -> AttackResult:

@@ -43,7 +43,8 @@ def key(parts: Sequence[Part]) -> str:
         if isinstance(part, np.ndarray):
             array = np.ascontiguousarray(part)
             h.update(f"{array.dtype.str}{array.shape}".encode())
-            h.update(array.data.cast("B"))
+            if array.size:  # a memoryview of an empty array cannot be cast; its dtype and shape say it all
+                h.update(array.data.cast("B"))
         else:
             h.update(repr(part).encode())
         h.update(b"\0")
