@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
-import pandas as pd
 
 from . import pipeline, report
 from . import plan as plan_mod
@@ -38,7 +37,8 @@ from .experiment.recipes import ModelRecipe
 from .experiment.run import RunResult, run_experiment
 from .report import outdir
 
-if TYPE_CHECKING:  # torch and the training loop load in audit(): `miaudit score` never needs them
+if TYPE_CHECKING:  # torch and the training loop load in audit(): `miaudit score` never needs them (nor pandas)
+    import pandas as pd
     import torch.nn as nn
 
 
@@ -66,7 +66,7 @@ class AuditResult:
     @property
     def scores(self) -> pd.DataFrame:
         """One row per audited record, most exposed first: scores, p-values and risk rank per attack."""
-        return report.scores_frame(self.run)
+        return report.scores_frame(self.run).to_pandas()
 
     def __repr__(self) -> str:
         exp = self.run.experiment

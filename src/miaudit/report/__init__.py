@@ -37,8 +37,8 @@ def write(res: RunResult, out_dir: Path) -> dict:
         (tmp / "report.md").write_text(report_md(res, results, frame))
         if res.experiment.membership_known:  # no ROC without membership
             roc_plot(res, tmp / "roc.png")
-        frame.to_csv(tmp / "scores.csv", index=False, float_format="%.8g")
-        frame.to_parquet(tmp / "scores.parquet", engine="pyarrow", index=False)
+        frame.write_csv(tmp / "scores.csv")
+        frame.write_parquet(tmp / "scores.parquet")
         html.write(res, results, frame, tmp)
         outdir.publish(tmp, out_dir)
     finally:

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import jinja2
 import numpy as np
-import pandas as pd
 import yaml
 
 from ..experiment.run import RunResult
 from . import sections
 from .plots import png_uri, pvalue_histograms, score_histograms
 from .ranking import risk_basis, slug
+from .table import ScoresTable
 
 TOP_RECORDS = 20
 
@@ -59,14 +59,14 @@ def metric_rows(results: dict) -> list[dict]:
     return rows
 
 
-def exposed_records(res: RunResult, frame: pd.DataFrame) -> tuple[str, list[str], list[list[str]]]:
+def exposed_records(res: RunResult, frame: ScoresTable) -> tuple[str, list[str], list[list[str]]]:
     basis = risk_basis(res)
     s = slug(basis)
     ranked = [c for c in (f"{s}.p_value", f"{s}.q_value", f"{s}.score") if c in frame.columns]
     columns = [c for c in frame.columns if c in ("risk_rank", "record", "set", "position", "member", "label")]
     columns += ranked
     top = frame.head(TOP_RECORDS)
-    cells = [[_cell(v) for v in row] for row in top[columns].itertuples(index=False)]
+    cells = [[_cell(row[c]) for c in columns] for row in top.rows(columns)]
     return basis.attack.label, columns, cells
 
 
@@ -81,7 +81,7 @@ def _cell(v: object) -> str:
     return f"{v:.3g}"
 
 
-def render(res: RunResult, results: dict, frame: pd.DataFrame, roc_png: Path | None = None) -> str:
+def render(res: RunResult, results: dict, frame: ScoresTable, roc_png: Path | None = None) -> str:
     known = results["membership"] == "known"
     pvalue_uri, pvalue_kinds = pvalue_histograms(res)
     basis, columns, records = exposed_records(res, frame)
@@ -109,7 +109,7 @@ def render(res: RunResult, results: dict, frame: pd.DataFrame, roc_png: Path | N
     )
 
 
-def write(res: RunResult, results: dict, frame: pd.DataFrame, out_dir: Path) -> Path:
+def write(res: RunResult, results: dict, frame: ScoresTable, out_dir: Path) -> Path:
     """Write ``out_dir/report.html`` (embedding ``out_dir/roc.png`` when it is there)."""
     path = Path(out_dir) / "report.html"
     path.write_text(render(res, results, frame, Path(out_dir) / "roc.png"), encoding="utf-8")

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import pandas as pd
-
 from ..experiment.run import RunResult
 from ..stats import metrics
 from . import sections
 from .ranking import risk_basis, slug
+from .table import ScoresTable
 
 
-def exposed_records_md(res: RunResult, frame: pd.DataFrame, top: int = 10) -> list[str]:
+def exposed_records_md(res: RunResult, frame: ScoresTable, top: int = 10) -> list[str]:
     """The report section listing the most exposed records."""
     basis = risk_basis(res)
     col = f"{slug(basis)}.p_value" if basis.result.log_pvalues is not None else f"{slug(basis)}.score"
@@ -25,7 +24,7 @@ def exposed_records_md(res: RunResult, frame: pd.DataFrame, top: int = 10) -> li
         "| rank | record | " + " | ".join([*known, col, *extra]) + " |",
         "|---|---|" + "---|" * (len(known) + 1 + len(extra)),
     ]
-    for row in frame.head(top).to_dict("records"):
+    for row in frame.head(top).rows():
         vals = " | ".join([*(str(row[c]) for c in known), *(f"{row[c]:.3g}" for c in [col, *extra])])
         lines.append(f"| {row['risk_rank']} | {row['record']} | {vals} |")
     lines.append(f"\nThe full ranking of all {len(frame)} records is `scores.csv` (column `risk_rank`).")
@@ -97,7 +96,7 @@ def _ranking_table_md(results: dict) -> list[str]:
     return ["", *lines]
 
 
-def report_md(res: RunResult, results: dict, frame: pd.DataFrame) -> str:
+def report_md(res: RunResult, results: dict, frame: ScoresTable) -> str:
     t = results["target"]
     known = results["membership"] == "known"
     audited = (

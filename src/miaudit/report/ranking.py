@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import pandas as pd
 
 from ..experiment.run import AttackRun, RunResult
 from ..stats.fdr import bh_qvalues
+from .table import ScoresTable
 
 
 def slug(run: AttackRun) -> str:
@@ -71,7 +71,7 @@ ATTACK_COLUMNS = {  # per attack row, after its column name (<name>_n<K>, or its
 }
 
 
-def scores_frame(res: RunResult) -> pd.DataFrame:
+def scores_frame(res: RunResult) -> ScoresTable:
     """The per-record risk table: one row per query, most exposed first."""
     exp = res.experiment
     rank = np.empty(len(exp.query_idx), dtype=np.int64)
@@ -89,4 +89,4 @@ def scores_frame(res: RunResult) -> pd.DataFrame:
             cols[f"{s}.q_value"] = bh_qvalues(np.exp(headline))  # Benjamini-Hochberg: flagged at FDR q when <= q
         if r.result.log_pvalues_calibrated is not None and r.result.log_pvalues is not None:
             cols[f"{s}.p_value_raw"], cols[f"{s}.log_p_raw"] = np.exp(r.result.log_pvalues), r.result.log_pvalues
-    return pd.DataFrame(cols).sort_values("risk_rank", kind="stable").reset_index(drop=True)
+    return ScoresTable(cols).take(np.argsort(rank, kind="stable"))

@@ -4,7 +4,9 @@ a risk ranking rather than a row of the attack table."""
 
 from __future__ import annotations
 
-import pandas as pd
+import numpy as np
+
+from .table import ScoresTable
 
 GLS_VALIDATION = (
     "Validated against per-record vulnerability: Spearman +0.39 [+0.34, +0.45] with the online-LiRA score of "
@@ -82,18 +84,18 @@ def ppv_md(results: dict) -> list[str]:
     return lines
 
 
-def gls_top(frame: pd.DataFrame, top: int = 10) -> tuple[list[str], list[list[str]]]:
+def gls_top(frame: ScoresTable, top: int = 10) -> tuple[list[str], list[list[str]]]:
     """The records GLS ranks most exposed: (columns, rows of cells); no columns when GLS did not run."""
     col = next((c for c in frame.columns if c.startswith("gls") and c.endswith(".score")), None)
     if col is None:
         return [], []
-    ranked = frame.sort_values(col, ascending=False, kind="stable").head(top)
+    ranked = frame.sorted_by(col, descending=True).head(top)
     known = [c for c in ("member", "label") if c in frame.columns]
-    rows = [[str(row["record"]), *(str(row[c]) for c in known), f"{row[col]:.3g}"] for row in ranked.to_dict("records")]
+    rows = [[str(row["record"]), *(str(row[c]) for c in known), f"{row[col]:.3g}"] for row in ranked.rows()]
     return ["record", *known, "GLS"], rows
 
 
-def gls_md(results: dict, frame: pd.DataFrame, top: int = 10) -> list[str]:
+def gls_md(results: dict, frame: ScoresTable, top: int = 10) -> list[str]:
     columns, rows = gls_top(frame, top)
     if not columns:
         return []
@@ -128,16 +130,16 @@ def _ci(x: float, ci: list[float]) -> str:
     return f"{100 * x:.1f} [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
 
 
-def ties_note(shown: pd.DataFrame, col: str) -> list[str]:
+def ties_note(shown: ScoresTable, col: str) -> list[str]:
     """Say when the listed records tie (their order among themselves is then arbitrary)."""
-    if not col.endswith("p_value") or shown.empty:
+    if not col.endswith("p_value") or not len(shown):
         return []
-    ties = int((shown[col] == shown[col].iloc[0]).sum())
+    ties = int((shown[col] == shown[col][0]).sum())
     q = col.removesuffix("p_value") + "q_value"
-    same_q = q in shown and shown[q].nunique() == 1
+    same_q = q in shown and len(np.unique(shown[q][~np.isnan(shown[q])])) == 1
     if ties < 2 and not same_q:
         return []
     said = f"{ties} of these share the smallest p-value" if ties > 1 else ""
-    said += ("; " if said else "") + (f"all have q = {shown[q].iloc[0]:.3g}" if same_q else "")
+    said += ("; " if said else "") + (f"all have q = {shown[q][0]:.3g}" if same_q else "")
     return [f"Ranked by p-value (equivalently by q-value): {said}, so their order says little; records at risk "
             "are those with q at most the FDR (above)."]  # fmt: skip
