@@ -162,7 +162,7 @@ def _checked_sets(target: nn.Module, given: dict[str, tuple[np.ndarray, np.ndarr
     return sets
 
 
-def _given_sets(membership: dict[str, Any], extra: dict[str, Any]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def _given_sets(membership: dict[str, Any], extra: dict[str, Any], read: Callable = _records) -> dict[str, tuple]:
     members, nonmembers, queries = (membership[k] for k in ("members", "nonmembers", "queries"))
     if queries is not None and (members is not None or nonmembers is not None):
         raise DataError("queries: give either queries (membership unknown) or members and nonmembers, not both")
@@ -171,7 +171,7 @@ def _given_sets(membership: dict[str, Any], extra: dict[str, Any]) -> dict[str, 
             f"{'members' if members is None else 'nonmembers'}: give members and nonmembers "
             "(membership known), or queries (unknown)"
         )
-    given = {name: _records(v, name) for name, v in {**membership, **extra}.items() if v is not None}
+    given = {name: read(v, name) for name, v in {**membership, **extra}.items() if v is not None}
     for name in ("members", "nonmembers", "queries"):
         if name in given and not len(given[name][1]):
             raise DataError(f"{name}: no records; the audit needs at least one")
@@ -272,7 +272,7 @@ def score(config: Any) -> AuditResult:
 
 
 def audit(
-    target: nn.Module,
+    target: nn.Module | str | Path,
     *,
     members: Any = None,
     nonmembers: Any = None,
@@ -291,15 +291,17 @@ def audit(
     name: str = "audit",
     calibration: float | None = 0.2,
     fdr: float = 0.05,
+    tokenizer: Any = None,
+    max_length: int | None = None,
 ) -> AuditResult:
     """Audit ``target``, a model you trained, on records you hold.
 
-    Records are a pair ``(x, y)`` of arrays or tensors, or a torch ``Dataset`` of ``(x, y)`` items. Give
-    ``members`` and ``nonmembers`` (ROC metrics), or ``queries`` of unknown membership (p-values and a
-    ranking). Nothing is trained before every argument is checked.
+    Records are a pair ``(x, y)`` of arrays or tensors, or a torch ``Dataset`` of ``(x, y)`` items; lists of
+    texts for a causal LM (docs/lm-audits.md). Give ``members`` and ``nonmembers`` (ROC metrics), or ``queries``
+    of unknown membership (p-values and a ranking). Nothing is trained before every argument is checked.
 
     Args:
-        target: the trained torch module (put in eval mode).
+        target: the trained torch module (put in eval mode), or a causal LM's directory.
         members: records ``target`` trained on.
         nonmembers: records it did not train on.
         queries: records of unknown membership, instead of members and nonmembers.
@@ -320,6 +322,7 @@ def audit(
         calibration: without ``validation``, the share of ``population`` held out to calibrate every
             p-value (None: raw p-values, which can be far from valid).
         fdr: the false discovery rate of the records at risk.
+        tokenizer, max_length: a causal LM's tokenizer (default: its directory's) and tokens per text.
 
     Returns:
         The ``AuditResult``: ``.metrics``, ``.scores``, ``.report(dir)``.
@@ -327,6 +330,8 @@ def audit(
     Raises:
         ConfigError, DataError, ModelError: one line naming the argument (``ValueError`` subclasses).
     """
+    from .experiment import own_lm
+
     cfg = _config(
         attacks,
         references,
@@ -341,13 +346,17 @@ def audit(
         fdr=fdr,
         has_population=population is not None,
     )
+    lm = own_lm.TextSets.of(target, tokenizer, max_length)  # a causal LM's texts; None for a classifier
     given = _given_sets(
         {"members": members, "nonmembers": nonmembers, "queries": queries},
         {"population": population, "validation": validation},
+        lm.read if lm else _records,
     )
     plan = plan_mod.build(cfg, plan_mod.audit_roles(given, cfg))
     by = f"your train_fn {getattr(train_fn, '__qualname__', repr(train_fn))}" if train_fn else ""
-    return _audit_given(cfg, plan, target, given, _recipe(cfg, target, model_factory, train_fn), by)
+    model = lm.model if lm else cast("nn.Module", target)
+    recipe = lm.recipe(cfg, model_factory, train_fn) if lm else _recipe(cfg, model, model_factory, train_fn)
+    return _audit_given(cfg, plan, model, given, recipe, by, lm)
 
 
 def _audit_given(
@@ -357,9 +366,9 @@ def _audit_given(
     given: dict[str, tuple[np.ndarray, np.ndarray]],
     recipe: ModelRecipe,
     references_by: str,
+    lm: Any = None,
 ) -> AuditResult:
-    """The hand-off: the given sets checked and assembled into one data set, then the audit of ``target``
-    (its references trained by ``recipe``: ``references_by`` names the user's code, empty for miaudit's loop)."""
+    """The given sets checked and assembled (``lm``: with a causal LM's texts), then ``target`` audited."""
     from .experiment import own_model, validate
 
     sets = _checked_sets(target, given)
@@ -367,6 +376,7 @@ def _audit_given(
         m, n = sets["members"], sets["nonmembers"]
         validate.check_disjoint_rows((m.x, m.y, np.arange(len(m))), (n.x, n.y, np.arange(len(n))))
     ds, idx, origin, position = _assembled(sets, cfg.dataset.label)
+    ds = lm.dataset(ds, origin, position) if lm else ds
     empty = np.zeros(0, dtype=np.int64)
     given_split = Split(
         **{role: idx.get(role, empty) for role in ("members", "nonmembers", "population", "validation")}
@@ -382,7 +392,7 @@ def _audit_given(
         target,
         recipe,
         source="given (Python API)",
-        architecture=type(target).__name__,
+        architecture=lm.name if lm else type(target).__name__,
         reference_field="model_factory",
         references_by=references_by,
         record_name=lambda i: f"{origin[i]} row {position[i]}",

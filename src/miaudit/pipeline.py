@@ -26,8 +26,10 @@ def prepare(cfg: RunConfig, plan: Plan | None = None) -> Experiment:
     instead (``own_model``)."""
     plan = plan or build_plan(cfg, config_roles(cfg))
     if cfg.target is not None:
-        from .experiment import own_model  # torch and the user's model: not needed by `miaudit score`
+        from .experiment import own_lm, own_model  # torch and the user's model: not needed by `miaudit score`
 
+        if own_lm.audits_lm(cfg):
+            return own_lm.from_config(cfg, plan)
         return own_model.from_checkpoint(cfg, plan, cfg.target)
     store = open_store(cfg)  # first: decoded data is cached there too
     ds = datasets.load(cfg)

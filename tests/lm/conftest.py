@@ -1,8 +1,12 @@
-"""A tiny causal LM for the LM tests: gpt-tiny on a few hundred tokens, built in well under a second."""
+"""A tiny causal LM for the LM tests (gpt-tiny on a few hundred tokens, built in well under a second) and a
+user CSV of random word texts."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -27,3 +31,36 @@ def tiny_lm() -> tuple[model.CausalLM, np.ndarray]:
     torch.manual_seed(0)
     lm = model.build("gpt-tiny[max_length=10,width=8,layers=2]", tokenizer)
     return lm, data.encode(tokenizer, TEXTS, 10)
+
+
+WORDS = [
+    "the",
+    "a",
+    "team",
+    "market",
+    "stock",
+    "goal",
+    "season",
+    "price",
+    "oil",
+    "bank",
+    "cup",
+    "win",
+    "rose",
+    "fell",
+    "on",
+    "in",
+    "of",
+    "and",
+    "said",
+    "new",
+]
+
+
+@pytest.fixture
+def news_csv(tmp_path: Path) -> Path:
+    rng = np.random.default_rng(0)
+    texts = [" ".join(rng.choice(WORDS, size=int(rng.integers(6, 12)))) for _ in range(160)]
+    path = tmp_path / "news.csv"
+    pd.DataFrame({"y": 0, "title": "t", "body": texts}).to_csv(path, index=False)
+    return path

@@ -5,45 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
-import pytest
 import yaml
 from typer.testing import CliRunner
 
 from miaudit.cli import app
-
-WORDS = [
-    "the",
-    "a",
-    "team",
-    "market",
-    "stock",
-    "goal",
-    "season",
-    "price",
-    "oil",
-    "bank",
-    "cup",
-    "win",
-    "rose",
-    "fell",
-    "on",
-    "in",
-    "of",
-    "and",
-    "said",
-    "new",
-]
-
-
-@pytest.fixture
-def news_csv(tmp_path: Path) -> Path:
-    rng = np.random.default_rng(0)
-    texts = [" ".join(rng.choice(WORDS, size=int(rng.integers(6, 12)))) for _ in range(160)]
-    path = tmp_path / "news.csv"
-    pd.DataFrame({"y": 0, "title": "t", "body": texts}).to_csv(path, index=False)
-    return path
 
 
 def _config(tmp_path: Path, data: dict) -> str:

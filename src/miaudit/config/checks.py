@@ -32,6 +32,56 @@ def _architecture_name(v: str | None) -> str | None:
     return v
 
 
+def _lm_base(v: str | None) -> str | None:
+    """``train.base``: a local causal LM directory, as ``hf:PATH``."""
+    from ..lm import names as lm_names
+
+    return None if v is None else lm_names.base_spec(v)
+
+
+def _target(v: Any) -> Any:
+    """``target: hf:PATH`` is shorthand for ``target: {architecture: hf:PATH}`` (a causal LM directory)."""
+    return {"architecture": v} if isinstance(v, str) else v
+
+
+def _holds_weights(architecture: str) -> bool:
+    """Whether a ``target:`` of this architecture needs no checkpoint: an ``hf:`` causal LM directory."""
+    from ..lm import names as lm_names
+
+    return architecture.startswith("hf:") and lm_names.is_causal_lm(architecture)
+
+
+def _model_from_base(raw: Any) -> Any:
+    """A run config with ``train.base`` and no ``model``: the target is the base fine-tuned (a base that is no
+    causal LM directory is left to ``train.base``'s own check)."""
+    from ..lm import names as lm_names
+
+    base = raw.get("train", {}).get("base") if isinstance(raw, dict) and isinstance(raw.get("train"), dict) else None
+    if not isinstance(base, str) or "model" in raw:
+        return raw
+    spec = base.strip() if base.strip().startswith("hf:") else f"hf:{base.strip()}"
+    return {**raw, "model": spec} if lm_names.is_causal_lm(spec) else raw
+
+
+def _base_fits(base: str | None, model: str, own_target: str | None, reference_model: str | None) -> None:
+    """``train.base`` with the other model keys: the audited model is a causal LM; a target miaudit trains is
+    the base fine-tuned (``model`` omitted or the same directory); the references start from it."""
+    from ..lm import names as lm_names
+
+    if base is None:
+        return
+    audited = own_target or model
+    if not lm_names.is_causal_lm(audited):
+        raise ValueError(f"train.base: fine-tunes causal language models; {audited!r} is not one")
+    if own_target is None and lm_names.hf_path(model) != lm_names.hf_path(base):
+        raise ValueError(
+            f"train.base: the target miaudit trains is {base} fine-tuned; model: {model} says otherwise (omit "
+            "model, or audit your own model with target:)"
+        )
+    if reference_model is not None:
+        raise ValueError("reference_model: the references are fine-tuned from train.base; give one of the two")
+
+
 def _attack_entries(raw: Any) -> Any:
     """Attack rows as mappings with a name (a bare name is shorthand for ``{name: ...}``). Their
     parameters are validated by the Plan (``miaudit.plan``), which knows every attack."""

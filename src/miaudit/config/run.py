@@ -11,7 +11,17 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .checks import _architecture_name, _attack_entries, _calibration, _device
+from .checks import (
+    _architecture_name,
+    _attack_entries,
+    _base_fits,
+    _calibration,
+    _device,
+    _holds_weights,
+    _lm_base,
+    _model_from_base,
+    _target,
+)
 from .files import read, validated, with_overrides
 from .options import CanaryConfig, DPAuditConfig, DPConfig, ExecutorConfig
 from .options import Strict as _Strict
@@ -73,6 +83,13 @@ class TrainConfig(_Strict):
         default=0, ge=0, description="DataLoader processes preparing (augmenting) batches; same weights as 0"
     )
     dp: DPConfig | None = Field(default=None, description="train with DP-SGD (Opacus, extra dp)")
+    base: str | None = Field(
+        default=None,
+        description="causal LMs: hf:PATH of a local base LM every model miaudit trains is fine-tuned from "
+        "(the references; the target unless target: is given)",
+    )
+
+    _base = field_validator("base")(_lm_base)
 
 
 class SplitConfig(_Strict):
@@ -123,7 +140,11 @@ class TargetConfig(_Strict):
         description="built-in name or package.module:factory "
         "(called as factory(input_shape, n_classes)); default: model",
     )
-    checkpoint: Path = Field(description=".safetensors, or a weights-only .pt/.pth state_dict")
+    checkpoint: Path | None = Field(
+        default=None,
+        description=".safetensors, or a weights-only .pt/.pth state_dict (none for an hf: causal LM directory, "
+        "which holds its weights)",
+    )
     train_fn: str | None = Field(
         default=None,
         description="package.module:function that trains the reference models as the target was trained, "
@@ -222,6 +243,7 @@ class RunConfig(_Strict):
     _known_device = field_validator("device")(_device)
     _calibration_none = field_validator("calibration", mode="before")(_calibration)
     _queries_shorthand = field_validator("queries", mode="before")(_queries)
+    _target_shorthand = field_validator("target", mode="before")(_target)
 
     @field_validator("executor", mode="before")
     @classmethod
@@ -247,6 +269,22 @@ class RunConfig(_Strict):
         return self
 
     _known_architecture = field_validator("model", "reference_model")(_architecture_name)
+    _default_model = model_validator(mode="before")(_model_from_base)
+
+    @model_validator(mode="after")
+    def _own_weights(self) -> RunConfig:
+        if self.target is not None and self.target.checkpoint is None and not _holds_weights(self.target_architecture):
+            raise ValueError(
+                f"target.checkpoint: required for {self.target_architecture!r} (only an hf: causal LM directory "
+                "holds its own weights)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _base(self) -> RunConfig:
+        own = (self.target.architecture or self.model) if self.target else None
+        _base_fits(self.train.base, self.model, own, self.reference_model)
+        return self
 
     @model_validator(mode="after")
     def _even_online(self) -> RunConfig:

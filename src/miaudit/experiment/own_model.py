@@ -53,8 +53,11 @@ def _nonempty(idx: np.ndarray, field: str) -> np.ndarray:
     return idx
 
 
-def membership_from_files(cfg: RunConfig, ds: Dataset) -> tuple[Split, np.ndarray, np.ndarray | None]:
-    """The split, the queries and their membership (None: unknown) from the config's index files."""
+def membership_from_files(
+    cfg: RunConfig, ds: Dataset, unusable: np.ndarray | None = None
+) -> tuple[Split, np.ndarray, np.ndarray | None]:
+    """The split, the queries and their membership (None: unknown) from the config's index files; records
+    ``unusable`` (texts with nothing to predict) join neither the population nor validation."""
     n, empty = len(ds), np.zeros(0, dtype=np.int64)
     if cfg.queries.indices is not None:
         members, nonmembers = empty, empty
@@ -72,7 +75,8 @@ def membership_from_files(cfg: RunConfig, ds: Dataset) -> tuple[Split, np.ndarra
             "members: to audit target.checkpoint, give members and nonmembers index files (records it "
             "trained on and records it did not), or queries (records of unknown membership)"
         )
-    population, validation = remainder_split(np.setdiff1d(np.arange(n), audited), cfg)
+    left_out = audited if unusable is None else np.concatenate([audited, unusable])
+    population, validation = remainder_split(np.setdiff1d(np.arange(n), left_out), cfg)
     given = Split(
         members=np.sort(members), nonmembers=np.sort(nonmembers), population=population, validation=validation
     )
@@ -99,6 +103,7 @@ def _with_checkpoint_classes(ds: Dataset, state: io.StateDict) -> Dataset:
 def from_checkpoint(cfg: RunConfig, plan: Plan, target: TargetConfig) -> Experiment:
     """The experiment for ``target: {architecture, checkpoint}`` (``cfg.target``): load, check, train the
     references."""
+    assert target.checkpoint is not None  # the config requires one but for an hf: causal LM (experiment.own_lm)
     state = io.read_state_dict(target.checkpoint)
     ds = _with_checkpoint_classes(datasets.load(cfg), state)
     split, query_idx, is_member = membership_from_files(cfg, ds)

@@ -60,7 +60,7 @@ def builtin_recipe(
     from ..models import adapters, build_model, io
     from ..training.loop import train
 
-    defaults = {"dp", "loader_workers"} | ({"precision"} if cfg.train.precision == "fp32" else set())
+    defaults = {"dp", "loader_workers", "base"} | ({"precision"} if cfg.train.precision == "fp32" else set())
     defaults |= {"optimizer"} if cfg.train.optimizer == "sgd" else set()
     defaults |= {"augment"} if cfg.train.augment == "none" else set()
     spec: dict[str, Any] = {

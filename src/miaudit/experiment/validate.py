@@ -66,6 +66,10 @@ def check_last_layer(model: nn.Module, x: np.ndarray, field: str, attack: str) -
     import torch
     import torch.nn as nn
 
+    from ..lm.model import CausalLM
+
+    if isinstance(model, CausalLM):  # BMIA reads a causal LM's output layer (attacks/_lm_posterior.py)
+        return
     head, features = getattr(model, "head", None), getattr(model, "features", None)
     need = (
         f"{field}: {attack} needs a model with features(x) and head (nn.Linear with bias), "

@@ -21,33 +21,44 @@ from .names import is_causal_lm
 
 
 def load_texts(cfg: Any) -> Any:
-    """The config's texts as a ``data.TextDataset``, tokenised for its (causal LM) target."""
+    """The config's texts as a ``data.TextDataset``, tokenised for its (causal LM) target. For a user's own
+    target every text is kept (its index files count the rows; ``experiment.own_lm`` sets short ones aside)."""
     from .data import load
 
-    return load(cfg, cfg.target_architecture)
+    return load(cfg, cfg.target_architecture, drop_short=cfg.target is None)
 
 
-def recipe(cfg: Any, ds: Any, spec: str) -> tuple[Callable, Callable, int, dict]:
+def recipe(cfg: Any, ds: Any, spec: str, fresh: bool = False) -> tuple[Callable, Callable, int, dict]:
     """How ``experiment.build`` obtains model ``spec`` on the texts ``ds``: (a builder of fresh models, the
     training loop's fit, epochs, the cache key's spec). miaudit's loop trains it: the cross-entropy of the
-    sequence logits (``model.sequence_logits``) is the LM loss. The key holds the tokenizer's (gpt-tiny's is
-    built from the data) and, for ``hf:``, the directory's digest."""
+    sequence logits (``model.sequence_logits``) is the LM loss. Models start from ``train.base`` when the
+    config gives one, else from ``spec`` (``fresh``: its architecture with new weights, for references of a
+    user's own LM). The key holds the tokenizer's (gpt-tiny's is built from the data) and, for ``hf:``, the
+    directory's digest."""
     from ..errors import ModelError
     from ..models import adapters
     from ..training.loop import train
     from .data import TextDataset
     from .model import build
+    from .names import check_vocabulary
 
     if not isinstance(ds, TextDataset):
         raise ModelError(f"model: {spec} is a causal language model; the target must be one too")
-    key = {"arch": spec, "input_shape": ds.input_shape, "train": cfg.train.model_dump(), "lm": ds.tokenizer_key}
-    if spec.startswith("hf:"):
-        key["arch_source"] = adapters.source_digest(spec)
+    start = cfg.train.base or spec
+    fresh = fresh and not cfg.train.base
+    train_key = cfg.train.model_dump(exclude={"base"})  # the start is the key's arch: keys from before base hold
+    key = {"arch": start, "input_shape": ds.input_shape, "train": train_key, "lm": ds.tokenizer_key}
+    if fresh:
+        key["init"] = "fresh"
+    if start.startswith("hf:"):
+        key["arch_source"] = adapters.source_digest(start)
+    if cfg.train.base:
+        check_vocabulary(cfg.train.base, len(ds.tokenizer), "train.base")
 
     def fit(module: Any, x: Any, y: Any, seed: int, progress: Any) -> Any:
         return train(module, x, y, cfg.train, seed, cfg.device, progress)
 
-    return (lambda: build(spec, ds.tokenizer)), fit, cfg.train.epochs, key
+    return (lambda: build(start, ds.tokenizer, fresh=fresh)), fit, cfg.train.epochs, key
 
 
 def perplexities(exp: Any) -> dict[str, float]:

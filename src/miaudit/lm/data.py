@@ -6,7 +6,8 @@ tokenised by the model's tokenizer and truncated to ``max_length`` tokens.
 (``model.sequence_logits``). The texts themselves travel with the data set (``TextDataset.texts``):
 the blind baseline reads them. ``gpt-tiny``'s word-level tokenizer is built from the audited corpus,
 members and non-members pooled (as the TF-IDF features of ``data/text.py`` are): it fixes which words
-the model can name, not what it learns about them.
+the model can name, not what it learns about them. ``gpt-tiny[tokenizer=byte]`` reads UTF-8 bytes
+instead: no vocabulary to build, nothing unknown, any language.
 """
 
 from __future__ import annotations
@@ -65,14 +66,16 @@ def read_texts(name: str | None, path: Path | None, text_column: str | None, ctx
     return frame[text_column].fillna("").astype(str).tolist()
 
 
-def word_tokenizer(texts: list[str], size: int, max_length: int) -> Any:
-    """A word-level tokenizer over the ``size`` - 3 most frequent lower-cased words of ``texts`` (ties by
-    first appearance) and [PAD], [UNK], <s>; every text starts with <s>, so its first word is predicted too."""
+def word_tokenizer(texts: list[str], size: int, max_length: int, reserved: tuple[str, ...] = ()) -> Any:
+    """A word-level tokenizer over [PAD], [UNK], <s>, the ``reserved`` words and the most frequent lower-cased
+    words of ``texts`` (ties by first appearance), ``size`` in all; every text starts with <s>, so its first
+    word is predicted too."""
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
     special = [PAD, UNK, BOS]
-    vocab = special + [w for w in vocabulary(texts, size - len(special)) if w not in special]
+    fixed = special + [w for w in dict.fromkeys(reserved) if w not in special]
+    vocab = fixed + [w for w in vocabulary(texts, size - len(fixed)) if w not in fixed]
     tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(vocab)}, unk_token=UNK))
     tok.normalizer = normalizers.BertNormalizer(lowercase=True, strip_accents=False)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
@@ -81,6 +84,32 @@ def word_tokenizer(texts: list[str], size: int, max_length: int) -> Any:
     return PreTrainedTokenizerFast(
         tokenizer_object=tok, unk_token=UNK, pad_token=PAD, bos_token=BOS, eos_token=BOS, model_max_length=max_length
     )
+
+
+def byte_tokenizer(max_length: int) -> Any:
+    """One token per UTF-8 byte (GPT-2's byte-to-character map, no merges) and [PAD], [UNK], <s>: every text
+    is encoded whole, nothing is unknown, and decoding gives the text back exactly."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    special = [PAD, UNK, BOS]
+    symbols = special + sorted(pre_tokenizers.ByteLevel.alphabet())
+    tok = Tokenizer(models.BPE({s: i for i, s in enumerate(symbols)}, [], unk_token=UNK))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tok.post_processor = processors.TemplateProcessing(single=f"{BOS} $A", special_tokens=[(BOS, 2)])
+    tok.decoder = decoders.ByteLevel()
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, unk_token=UNK, pad_token=PAD, bos_token=BOS, eos_token=BOS, model_max_length=max_length
+    )
+
+
+def tiny_tokenizer(texts: list[str], spec: str, reserved: tuple[str, ...] = ()) -> Any:
+    """gpt-tiny's tokenizer (``tokenizer=word``: over ``texts``' words and the ``reserved`` ones; ``byte``:
+    UTF-8 bytes)."""
+    opts = names.gpt_tiny_options(spec)
+    if opts.tokenizer == "byte":
+        return byte_tokenizer(opts.max_length)
+    return word_tokenizer(texts, opts.vocab, opts.max_length, reserved)
 
 
 def hf_tokenizer(spec: str) -> Any:
@@ -109,9 +138,10 @@ def max_length_for(spec: str, tokenizer: Any) -> int:
     return names.hf_max_length(spec) or min(limit, names.DEFAULT_MAX_LENGTH)
 
 
-def load(cfg: Any, spec: str) -> TextDataset:
+def load(cfg: Any, spec: str, drop_short: bool = True, reserved: tuple[str, ...] = ()) -> TextDataset:
     """The config's texts (a seeded ``subset`` as ``data.load`` draws it), tokenised for model ``spec``. Texts
-    of fewer than two tokens (nothing to predict) are dropped."""
+    of fewer than two tokens (nothing to predict) are dropped, unless ``drop_short`` is False (index files
+    count the rows). ``reserved``: words gpt-tiny's word tokenizer must hold (the canaries')."""
     d = cfg.dataset
     ctx = LoadContext(
         data_dir=Path(d.data_dir).expanduser() if d.data_dir else default_data_dir(),
@@ -122,18 +152,25 @@ def load(cfg: Any, spec: str) -> TextDataset:
         order = np.random.default_rng(np.random.SeedSequence([cfg.seed, 0x5B5])).permutation(len(texts))
         texts = [texts[i] for i in np.sort(order[: d.subset])]
     if names.is_gpt_tiny(spec):
-        opts = names.gpt_tiny_options(spec)
-        tokenizer, length = word_tokenizer(texts, opts.vocab, opts.max_length), opts.max_length
+        tokenizer, length = tiny_tokenizer(texts, spec, reserved), names.gpt_tiny_options(spec).max_length
         key = hashlib.sha256(json.dumps(tokenizer.get_vocab(), sort_keys=True).encode()).hexdigest()[:16]
     else:
         tokenizer = hf_tokenizer(spec)
         length, key = max_length_for(spec, tokenizer), ""
+    return from_texts(texts, tokenizer, length, d.label, key, drop_short)
+
+
+def from_texts(
+    texts: list[str], tokenizer: Any, length: int, name: str, key: str = "", drop_short: bool = True
+) -> TextDataset:
+    """``texts`` tokenised (ids and mask, ``length`` tokens) as a TextDataset, those of fewer than two tokens
+    dropped when ``drop_short``."""
     x = encode(tokenizer, texts, length)
-    keep = x[:, 1].sum(axis=1) >= 2
+    keep = x[:, 1].sum(axis=1) >= (2 if drop_short else 0)
     if keep.sum() < 20:
         raise DataError(f"dataset: {int(keep.sum())} texts of at least two tokens; an LM audit needs at least 20")
     return TextDataset(
-        name=d.label,
+        name=name,
         x=x[keep],
         y=np.zeros(int(keep.sum()), dtype=np.int64),
         n_classes=2,
@@ -141,3 +178,8 @@ def load(cfg: Any, spec: str) -> TextDataset:
         tokenizer=tokenizer,
         tokenizer_key=key,
     )
+
+
+def short_records(ds: Dataset) -> np.ndarray:
+    """Indices of the records with fewer than two tokens: nothing for the model to predict."""
+    return np.flatnonzero(ds.x[:, 1].sum(axis=1) < 2)

@@ -85,8 +85,9 @@ def _transformers():
     return load()
 
 
-def build(spec: str, tokenizer: Any) -> CausalLM:
-    """A fresh ``gpt-tiny`` (weights from torch's current seed) or the ``hf:`` directory's causal LM."""
+def build(spec: str, tokenizer: Any, fresh: bool = False) -> CausalLM:
+    """A fresh ``gpt-tiny`` (weights from torch's current seed) or the ``hf:`` directory's causal LM (``fresh``:
+    its architecture with new weights from torch's current seed)."""
     if names.is_gpt_tiny(spec):
         opts = names.gpt_tiny_options(spec)
         t = _transformers()
@@ -107,9 +108,13 @@ def build(spec: str, tokenizer: Any) -> CausalLM:
             attn_pdrop=0.0,
         )
         return CausalLM(t.GPT2LMHeadModel(config), tokenizer)
-    path = names.hf_path(spec)
+    path, auto = names.hf_path(spec), _transformers().AutoModelForCausalLM
     try:
-        model = _transformers().AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True)
+        if fresh:
+            config = _transformers().AutoConfig.from_pretrained(str(path), local_files_only=True)
+            model = auto.from_config(config)
+        else:
+            model = auto.from_pretrained(str(path), local_files_only=True)
     except (OSError, ValueError) as e:
         raise ModelError(f"model: cannot load hf:{path} as a causal LM ({str(e).splitlines()[0][:120]})") from None
     return CausalLM(model, tokenizer)
