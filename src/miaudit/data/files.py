@@ -12,13 +12,16 @@ import logging
 import zipfile
 import zlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 from PIL import Image, UnidentifiedImageError
 
 from ..errors import DataError
 from .base import Dataset, validate_arrays
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +73,8 @@ def _read_npz(path: Path) -> tuple[np.ndarray, np.ndarray]:
 
 def _read_csv(path: Path, label_column: str) -> tuple[np.ndarray, np.ndarray]:
     """Features and labels of a .csv with a header row and one record per line."""
+    import pandas as pd  # here: half a second that audits without a CSV (e.g. `miaudit score`) need not pay
+
     try:
         frame = pd.read_csv(path)
     except pd.errors.EmptyDataError:
@@ -97,6 +102,8 @@ LABEL_NAMES = ("y", "label", "labels", "class", "target", "category")
 
 def _class_numbers(labels: pd.Series, where: str) -> np.ndarray:
     """Numeric labels as they are; text labels numbered 0..K-1 in sorted order, with a warning giving the map."""
+    import pandas as pd
+
     if pd.api.types.is_numeric_dtype(labels):
         return labels.to_numpy()
     if labels.isna().any():

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..errors import DataError
 from .base import Dataset, LoadContext, cached_arrays, file_key, loader, require_file, validate_arrays
@@ -25,11 +24,16 @@ TEXAS_LABELS_FILE = "texas/100/labels"
 TEXAS_FEATURES = 6169
 N_CLASSES = 100
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 
 def _read_int_csv(
     source: Path | IO[bytes], dataset: str, where: str, n_columns: int, label_first: bool
 ) -> pd.DataFrame:
     """Comma-separated integers, no header; uint8 features (a 67k x 6k table fits) and an int64 label."""
+    import pandas as pd  # here: every loader module is imported to register it; pandas costs half a second
+
     dtypes = defaultdict(lambda: np.uint8, {0: np.int64} if label_first else {})
     try:
         frame = pd.read_csv(source, header=None, dtype=dtypes)

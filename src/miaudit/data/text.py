@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from ..errors import DataError
 from .base import Dataset, LoadContext, cached_arrays, file_key, loader, require_file, validate_arrays
@@ -21,6 +20,8 @@ TFIDF_MAX_FEATURES = 2000  # vocabulary size = input width of the MLP; part of t
 
 def read_news(path: Path) -> tuple[list[str], np.ndarray]:
     """CSV without header (class 1-4, title, description) -> (title + " " + description, labels 0..3)."""
+    import pandas as pd  # here, as in tabular: not on every import of the loaders
+
     try:
         frame = pd.read_csv(
             path,

@@ -7,11 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-import matplotlib.pyplot as plt
-
 from ..stats import metrics
 from .compare import attack_scores, load_run
-from .plots import png_uri
+from .plots import png_uri, thinned_roc
 
 
 def _cell(d: dict, scale: float = 100, digits: int = 1) -> str:
@@ -50,12 +48,15 @@ def _roc_figure(a: Any, b: Any, c: dict) -> str:
     (ra, fa, _), (rb, fb, _) = load_run(a), load_run(b)
     by_a, by_b = {x["label"]: x for x in ra["attacks"]}, {x["label"]: x for x in rb["attacks"]}
     n = len(c["attacks"])
-    fig, axes = plt.subplots(1, n, figsize=(3.6 * n, 3.6), squeeze=False)
+    from matplotlib.figure import Figure  # here: only compare draws this figure
+
+    fig = Figure(figsize=(3.6 * n, 3.6))
+    axes = fig.subplots(1, n, squeeze=False)
     for ax, row in zip(axes[0], c["attacks"]):
         for run, frame, attack in (("A", fa, by_a[row["attack"]]), ("B", fb, by_b[row["attack"]])):
             s = attack_scores(frame, attack, None)
-            fpr, tpr = metrics.roc(s.scores, s.is_member)
-            ax.plot(fpr[fpr > 0], tpr[fpr > 0], drawstyle="steps-post", lw=1.3, label=run)
+            fpr, tpr = thinned_roc(*metrics.roc(s.scores, s.is_member))
+            ax.plot(fpr, tpr, drawstyle="steps-post", lw=1.3, label=run)
         ax.plot([1e-4, 1], [1e-4, 1], "k:", lw=0.8)
         ax.set(xscale="log", yscale="log", xlim=(1e-3, 1), ylim=(1e-3, 1), title=row["attack"], xlabel="FPR")
         ax.legend(fontsize=7, loc="lower right")

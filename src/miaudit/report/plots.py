@@ -1,7 +1,10 @@
 """The figures: log-log ROC of every attack, score histograms, the non-members' p-value histograms.
 
 Each figure's PNG is kept in the store by the content of what it draws (``stats.memo``): a second report
-of the same results draws nothing, and imports no matplotlib."""
+of the same results draws nothing, and imports no matplotlib. Figures are drawn with fixed margins (the
+labels' sizes are fixed; matplotlib's tight_layout measured every text and took most of a figure's time), and
+the ROC curve keeps the first and last operating point within each 1/200 of a decade of FPR: at most ~2,000
+vertices instead of one per record, a 5.5-inch curve identical to the eye."""
 
 from __future__ import annotations
 
@@ -10,7 +13,6 @@ import io
 import math
 from importlib import metadata
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -19,17 +21,18 @@ from ..experiment.run import RunResult
 from ..stats import memo, metrics
 
 if TYPE_CHECKING:
-    import matplotlib.pyplot as plt
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+ROC_POINTS_PER_DECADE = 200  # of FPR: finer than the pixels of the drawn curve (module docstring)
 
 
-def _pyplot() -> ModuleType:
-    """matplotlib's pyplot on the Agg backend (files only, never a window), imported when a figure is drawn."""
-    import matplotlib
+def _new_figure(figsize: tuple[float, float]) -> Figure:
+    """A matplotlib Figure drawn by Agg into memory: no pyplot, so no global figure list to close, and no
+    backend to choose (files only, never a window)."""
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    return Figure(figsize=figsize)
 
 
 def _figure(kind: str, parts: list[Any], draw: Any) -> bytes:
@@ -50,17 +53,16 @@ def roc_plot(res: RunResult, path: Path) -> None:
 
 
 def _draw_roc(res: RunResult, is_member: np.ndarray) -> bytes:
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(5.5, 5))
+    fig = _new_figure((5.5, 5))
+    ax = fig.add_subplot()
     n_non = int((~is_member).sum())
     for r in res.attacks:
         if r.metrics is None:
             continue  # not reached: with membership known every attack has metrics
-        fpr, tpr = metrics.roc(r.result.scores, is_member)
-        shown = fpr > 0  # log axes: the ROC's FPR = 0 points cannot be drawn; steps keep the curve honest
+        fpr, tpr = thinned_roc(*metrics.roc(r.result.scores, is_member))
         ax.plot(
-            fpr[shown],
-            tpr[shown],
+            fpr,
+            tpr,
             lw=1.4,
             drawstyle="steps-post",
             label=f"{r.attack.label}  AUC {r.metrics.auc:.3f}, TPR@1% {100 * r.metrics.tpr_at_fpr['0.01']:.1f}%",
@@ -74,18 +76,30 @@ def _draw_roc(res: RunResult, is_member: np.ndarray) -> bytes:
         ylim=(1e-3, 1),
         xlabel="false positive rate",
         ylabel="true positive rate",
-        title=f"{res.experiment.cfg.data_label}: membership inference ROC",
     )
+    ax.set_title(f"{res.experiment.cfg.data_label}: membership inference ROC", fontsize=10)
     ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.14, right=0.97, bottom=0.1, top=0.93)
     return _png(fig, dpi=130)
 
 
-def _png(fig: plt.Figure, dpi: int = 100) -> bytes:
-    """The figure's PNG bytes; the figure is closed."""
+def thinned_roc(fpr: np.ndarray, tpr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ROC's points with FPR > 0 (log axes cannot show FPR = 0), keeping the first and last point within
+    each 1/``ROC_POINTS_PER_DECADE`` of a decade of FPR: the steps' shape at the drawn resolution."""
+    shown = fpr > 0
+    fpr, tpr = fpr[shown], tpr[shown]
+    if fpr.size < 3:
+        return fpr, tpr
+    bucket = np.floor(np.log10(fpr) * ROC_POINTS_PER_DECADE)
+    edge = bucket[1:] != bucket[:-1]
+    keep = np.r_[True, edge] | np.r_[edge, True]  # first and last of every bucket
+    return fpr[keep], tpr[keep]
+
+
+def _png(fig: Figure, dpi: int = 100) -> bytes:
+    """The figure's PNG bytes."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi)
-    _pyplot().close(fig)
     return buf.getvalue()
 
 
@@ -93,18 +107,23 @@ def _uri(data: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
 
 
-def png_uri(fig_or_path: plt.Figure | Path) -> str:
+def png_uri(fig_or_path: Figure | Path) -> str:
     """A figure (closed here) or a PNG file as a data: URI."""
     return _uri(fig_or_path.read_bytes() if isinstance(fig_or_path, Path) else _png(fig_or_path))
 
 
-def _grid(n: int) -> tuple[plt.Figure, list[plt.Axes]]:
-    plt = _pyplot()
+def _grid(n: int) -> tuple[Figure, list[Axes]]:
+    """A figure of n panels, three per row, with fixed margins (in inches, so any number of rows fits)."""
     cols = min(3, n)
     rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows), squeeze=False)
+    width, height = 4.2 * cols, 3.0 * rows
+    fig = _new_figure((width, height))
+    axes = fig.subplots(rows, cols, squeeze=False)
     for ax in axes.flat[n:]:
         ax.set_visible(False)
+    fig.subplots_adjust(
+        left=0.55 / width, right=1 - 0.15 / width, bottom=0.5 / height, top=1 - 0.35 / height, wspace=0.3, hspace=0.55
+    )
     return fig, list(axes.flat[:n])
 
 
@@ -132,7 +151,6 @@ def _draw_scores(res: RunResult) -> bytes:
         ax.set_xlabel("score (higher = more likely member)", fontsize=8)
         ax.tick_params(labelsize=7)
         ax.legend(fontsize=7)
-    fig.tight_layout()
     return _png(fig)
 
 
@@ -167,5 +185,4 @@ def _draw_pvalues(tests: list, kinds: list[str], log_ps: list[np.ndarray], shown
         ax.set_ylabel("density", fontsize=8)
         ax.tick_params(labelsize=7)
         ax.legend(fontsize=7)
-    fig.tight_layout()
     return _png(fig)

@@ -5,9 +5,9 @@ pandas would bring half a second of imports to every report, a scores-only audit
 its CSV writer formats each number in Python (a second for 50,000 records); pyarrow writes both files in
 C++. ``to_pandas`` gives the data frame the Python API returns (``AuditResult.scores``).
 
-CSV: a header line (column names are slugs: never quoted), strings quoted, floats in their shortest exact form (pyarrow's), NaN
-and missing values as empty fields (as pandas writes them); parquet: NaN floats stored as nulls (as pandas'
-``to_parquet`` stores them).
+CSV: a header line (column names are slugs: never quoted), strings quoted, floats in their shortest exact
+form (pyarrow's), NaN and missing values as empty fields (as pandas writes them); parquet: NaN floats stored
+as nulls (as pandas' ``to_parquet`` stores them).
 """
 
 from __future__ import annotations
