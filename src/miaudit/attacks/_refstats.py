@@ -94,9 +94,14 @@ def moments(z: np.ndarray, mask: np.ndarray) -> Moments:
         mean = z.mean(axis=0)
         dev = z - mean
         return Moments(n=n, mean=mean, var=np.einsum("kn,kn->n", dev, dev) / z.shape[0])  # no squared copy
+    weight = mask.astype(np.float64)  # masked sums as weighted ones: einsum makes no (K, N) temporaries beyond it
+    if not np.isfinite(z).all():  # 0 x inf is nan: an unobserved infinite value must not count
+        z = np.where(mask, z, 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.where(mask, z, 0.0).sum(axis=0) / n
-        var = np.square(np.where(mask, z - mean, 0.0)).sum(axis=0) / n
+        mean = np.einsum("kn,kn->n", z, weight) / n
+        dev = z - mean
+        dev *= weight
+        var = np.einsum("kn,kn->n", dev, dev) / n
     return Moments(n=n, mean=mean, var=var)
 
 
