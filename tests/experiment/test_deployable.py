@@ -73,3 +73,11 @@ def test_pseudo_targets_are_capped_so_cost_grows_linearly_in_k(monkeypatch) -> N
     got = deployable.thresholds(info, info.params(), k, inputs, member, scores, (0.05,))
     assert got is not None and got["pseudo_targets"] == deployable.MAX_PSEUDO_TARGETS
     assert calls == [k - 1] * deployable.MAX_PSEUDO_TARGETS  # each against the other k - 1 references
+
+
+def test_pseudo_targets_fill_the_pool_between_four_and_eight() -> None:
+    """Few records: all eight pseudo-targets (a pool of 8n null scores); many: four already pool 100,000."""
+    assert deployable.pseudo_targets(64, 359) == deployable.MAX_PSEUDO_TARGETS
+    assert deployable.pseudo_targets(64, 20_000) == 5  # ceil(100,000 / 20,000)
+    assert deployable.pseudo_targets(64, 50_000) == deployable.MIN_PSEUDO_TARGETS
+    assert deployable.pseudo_targets(3, 50_000) == 3  # never more than the references

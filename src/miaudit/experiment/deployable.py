@@ -7,9 +7,11 @@ audited record is a known non-member of that pseudo-target. The threshold is the
 of the K pseudo-targets' pooled scores reach; applied to the target, it realizes an FPR and a TPR (exact
 intervals), which say whether a threshold set on references alone holds its FPR on the target.
 
-At most ``MAX_PSEUDO_TARGETS`` references play the target (the first ones: references are exchangeable, each
-trained on its own seeded half of the population): each costs one run of the attack, so all K of them would
-make the audit's cost grow as K squared, while eight already pool 8n null scores for the threshold.
+Between ``MIN_PSEUDO_TARGETS`` and ``MAX_PSEUDO_TARGETS`` references play the target (the first ones:
+references are exchangeable, each trained on its own seeded half of the population): each costs one run of
+the attack, so all K of them would make the audit's cost grow as K squared. Four average over the models'
+idiosyncrasies; more join, up to eight, until the pool holds ``POOLED_NULL_SCORES`` null scores (100 above
+the threshold at 0.1% FPR): 8 pseudo-targets for a few hundred records, 4 for 50,000.
 
 Only for attacks on logits (an attack that needs the models would refit posteriors per pseudo-target) with at
 least one reference left, and offline (online, each record is a member of half the references).
@@ -27,7 +29,14 @@ from ..errors import AttackRequirementError
 from ..stats.logitstack import LogitStack
 from ..stats.metrics import _ordered, clopper_pearson
 
-MAX_PSEUDO_TARGETS = 8
+MIN_PSEUDO_TARGETS, MAX_PSEUDO_TARGETS = 4, 8
+POOLED_NULL_SCORES = 100_000
+
+
+def pseudo_targets(references: int, n_queries: int) -> int:
+    """How many references play the target (module docstring)."""
+    wanted = max(MIN_PSEUDO_TARGETS, -(-POOLED_NULL_SCORES // max(n_queries, 1)))
+    return min(references, MAX_PSEUDO_TARGETS, wanted)
 
 
 def _without(block: Any, k: int) -> Any:
@@ -107,7 +116,7 @@ def thresholds(
         return None
     base = inputs.first(references)
     pooled = []
-    for k in range(min(references, MAX_PSEUDO_TARGETS)):
+    for k in range(pseudo_targets(references, len(base.queries.labels))):
         pseudo = replace(
             base,
             queries=as_pseudo_target(base.queries, k),
