@@ -162,7 +162,7 @@ class SignalCache:
         return entry
 
     def digest(self, logits: np.ndarray) -> str:
-        """Digest of the logits' bytes (BLAKE3) with their dtype and shape; remembered per file state for memory maps."""
+        """BLAKE3 digest of the logits' bytes with their dtype and shape; remembered per file state for memmaps."""
         if id(logits) in self._entries and id(logits) in self._digests:  # known (and kept alive) already
             return self._digests[id(logits)]
         tag = f"{logits.dtype.str}{logits.shape}".encode()
