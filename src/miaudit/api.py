@@ -322,7 +322,7 @@ def audit(
         calibration: without ``validation``, the share of ``population`` held out to calibrate every
             p-value (None: raw p-values, which can be far from valid).
         fdr: the false discovery rate of the records at risk.
-        tokenizer, max_length: a causal LM's tokenizer (default: its directory's) and tokens per text.
+        tokenizer: a causal LM's (default: its directory's), and ``max_length`` its tokens per text.
 
     Returns:
         The ``AuditResult``: ``.metrics``, ``.scores``, ``.report(dir)``.

@@ -35,6 +35,11 @@ def prepare(cfg: RunConfig, plan: Plan | None = None) -> Experiment:
     ds = datasets.load(cfg)
     log.debug("data %s: %d records, %d classes, input shape %s", ds.name, len(ds), ds.n_classes, ds.input_shape)
     split = with_calibration_records(data.split_indices(len(ds), cfg.seed, cfg.split.as_tuple()), cfg)
+    target_idx = split.members
+    if cfg.canary_exposure is not None:  # appended records outside the split (miaudit.lm.canaries)
+        from .lm import canaries
+
+        ds, target_idx = canaries.planted(cfg.canary_exposure, ds, split.members)
     if cfg.nonmember_data is not None:
         ds, split = datasets.with_ood_nonmembers(cfg, ds, split)
     validate.check_min_fpr(cfg.min_fpr, len(split.nonmembers))
@@ -43,7 +48,7 @@ def prepare(cfg: RunConfig, plan: Plan | None = None) -> Experiment:
     records = AuditRecords(dataset=ds, split=split, query_idx=query_idx, is_member=is_member)
     announce.start(cfg, plan, records, target_trains=True)
     with ModelProgress(1 + plan.references) as tracker:  # one estimate of the time left over every model
-        target = trained_target(cfg, ds, split.members, store, tracker)
+        target = trained_target(cfg, ds, target_idx, store, tracker)
         recipe = reference_recipe(cfg, ds)
         return with_references(cfg, plan, records, target, recipe, store, tracker, other_pool=other_pool)
 

@@ -23,7 +23,7 @@ from .checks import (
     _target,
 )
 from .files import read, validated, with_overrides
-from .options import CanaryConfig, DPAuditConfig, DPConfig, ExecutorConfig
+from .options import CanaryConfig, CanaryExposureConfig, DPAuditConfig, DPConfig, ExecutorConfig
 from .options import Strict as _Strict
 from .paths import anchored
 
@@ -238,6 +238,10 @@ class RunConfig(_Strict):
     )
     dp_audit: DPAuditConfig | None = Field(default=None, description="an epsilon lower bound from one attack")
     canaries: CanaryConfig | None = Field(default=None, description="canaries of the one-run audit (dp-audit)")
+    canary_exposure: CanaryExposureConfig | None = Field(
+        default=None,
+        description="causal LMs: secret-sharer canaries in the target's training texts, and their exposure",
+    )
 
     _attack_rows = field_validator("attacks", mode="before")(_attack_entries)
     _known_device = field_validator("device")(_device)
@@ -284,6 +288,13 @@ class RunConfig(_Strict):
     def _base(self) -> RunConfig:
         own = (self.target.architecture or self.model) if self.target else None
         _base_fits(self.train.base, self.model, own, self.reference_model)
+        from ..lm.names import is_causal_lm
+
+        if self.canary_exposure is not None and (self.target is not None or not is_causal_lm(self.model)):
+            raise ValueError(
+                "canary_exposure: canaries go into the training texts of a causal LM miaudit trains (model: gpt-tiny "
+                "or hf:PATH, no target:)"
+            )
         return self
 
     @model_validator(mode="after")

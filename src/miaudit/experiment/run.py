@@ -36,6 +36,7 @@ class RunResult:
     attacks: list[AttackRun]
     dp_audit: dict | None = None  # the epsilon lower bound (miaudit.dp.audit), when the config asks for it
     blind_baseline: dict | None = None  # LM audits: the text-only classifier beside the attacks (miaudit.lm.blind)
+    canary_exposure: dict | None = None  # LM audits with canaries: their exposure (miaudit.lm.canaries)
 
 
 def run_attack(exp: Experiment, attack: PlannedAttack, inputs: AttackInputs | None = None) -> AttackRun:
@@ -98,7 +99,22 @@ def run_experiment(exp: Experiment) -> RunResult:
         with working(f"attack {attack.label}"):
             runs.append(run_attack(exp, attack, inputs))
         log.info("attack %s: %.2f s", attack.label, runs[-1].seconds["attack"])
-    return RunResult(exp, runs, dp_audit(exp, runs), blind_baseline(exp, runs))
+    return RunResult(exp, runs, dp_audit(exp, runs), blind_baseline(exp, runs), canary_exposure(exp))
+
+
+def canary_exposure(exp: Experiment) -> dict | None:
+    """results.json's ``canary_exposure``: the target's exposure of the canaries it trained on."""
+    spec = getattr(exp.cfg, "canary_exposure", None)
+    if spec is None:
+        return None
+    from ..lm import canaries
+    from ..lm.model import CausalLM
+
+    if not isinstance(exp.target.module, CausalLM):
+        return None
+
+    with working("canary exposure"):
+        return canaries.measure(exp.target.module, spec, exp.dataset.x.shape[2], exp.device)
 
 
 def blind_baseline(exp: Experiment, runs: list[AttackRun]) -> dict | None:

@@ -7,7 +7,8 @@ mask, as ``models/hf.py`` does). The model's per-record output is one binary "de
 probability exp(mean token log-likelihood) (``model.sequence_logits``), so the classifier attacks
 (Attack-P, LiRA, RMIA, BaVarIA) run unchanged on the sequence score; the token-level attacks
 (``attacks/lm_reference_free.py``) and BMIA's LM-head posterior (``head_laplace.py``) read the
-per-token outputs (``tokens.py``). ``blind.py`` is the text-only baseline reported beside them.
+per-token outputs (``tokens.py``). ``blind.py`` is the text-only baseline reported beside them;
+``canaries.py`` the secret-sharer canaries' exposure.
 """
 
 from __future__ import annotations
@@ -23,9 +24,12 @@ from .names import is_causal_lm
 def load_texts(cfg: Any) -> Any:
     """The config's texts as a ``data.TextDataset``, tokenised for its (causal LM) target. For a user's own
     target every text is kept (its index files count the rows; ``experiment.own_lm`` sets short ones aside)."""
+    from .canaries import words
     from .data import load
 
-    return load(cfg, cfg.target_architecture, drop_short=cfg.target is None)
+    spec = getattr(cfg, "canary_exposure", None)
+    reserved = words(spec) if spec is not None else ()  # the canaries' words: in gpt-tiny's vocabulary
+    return load(cfg, cfg.target_architecture, drop_short=cfg.target is None, reserved=reserved)
 
 
 def recipe(cfg: Any, ds: Any, spec: str, fresh: bool = False) -> tuple[Callable, Callable, int, dict]:

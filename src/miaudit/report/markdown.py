@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..experiment.run import RunResult
+from ..lm.canaries import exposure_md
 from ..stats import metrics
 from . import sections
 from .ranking import risk_basis, slug
@@ -168,6 +169,7 @@ def report_md(res: RunResult, results: dict, frame: ScoresTable) -> str:
         lines += _nan_note(results)
     lines += sections.records_at_risk_md(results) + sections.ppv_md(results) + sections.deployable_md(results)
     lines += _operating_points_md(results) + exposed_records_md(res, frame) + sections.gls_md(results, frame)
+    lines += exposure_md(results["canary_exposure"]) if "canary_exposure" in results else []
     return "\n".join(lines) + "\n"
 
 

@@ -132,6 +132,7 @@ def results_json(res: RunResult) -> dict:
         "attacks": [_attack_json(r, exp) for r in res.attacks],
         **({"dp_audit": res.dp_audit} if res.dp_audit else {}),
         **({"blind_baseline": res.blind_baseline} if res.blind_baseline else {}),
+        **({"canary_exposure": res.canary_exposure} if res.canary_exposure else {}),
         "config": truthful_config(res),
         "environment": environment(exp.device),
     }
