@@ -137,5 +137,18 @@ def test_float32_route_stays_within_its_bound_where_it_is_hardest() -> None:
     got, want = signals.bundle(logits, labels), float64_reference(logits, labels)
     err = np.abs(got["rescaled_logit"] - want["rescaled_logit"])
     assert err.max() <= bound
-    assert bound < 7e-7  # C = 100: the band recomputed in float64 is |rescaled logit| < 0.7
+    assert bound < 4.2e-7  # C = 100: the band recomputed in float64 is |rescaled logit| < 0.42
     np.testing.assert_allclose(got["rescaled_logit"], want["rescaled_logit"], rtol=1e-6, atol=0)
+
+
+def test_the_bound_holds_the_worst_spread_of_exponents() -> None:
+    """The weighted mean of |d| the bound uses is the largest over any spread of the other classes' exponents:
+    random spreads (some piled where the weighted mean peaks) never exceed it."""
+    rng = np.random.default_rng(5)
+    c = 100
+    peak = (signals.float32_error_bound(c) - signals.FLOAT32_EXP_ERROR) / 2.0**-24
+    for _ in range(200):
+        d = np.r_[0.0, -rng.uniform(0, rng.uniform(1, 20), c - 2) + rng.normal(0, 0.3, c - 2).clip(max=0)]
+        d = np.minimum(d, 0.0)
+        w = np.exp(d)
+        assert (w * -d).sum() / w.sum() <= peak
