@@ -22,9 +22,9 @@ float32 ``exp``'s (at most 2.2e-7 relative over [-80, 0], measured on 5e7 points
 negligible beside the top one, 1) plus the rounding of its exponent (|d| 2^-24 relative), and the sum's
 exponential-weighted mean of |d| (the top term, d = 0, included) is largest when the other C - 2 terms share
 one exponent (setting its derivative to zero gives the same d for every term): 2.6 at C = 100. So the
-rescaled logit is within ``float32_error_bound(C)`` absolute (3.8e-7 at C = 100). Records where that could exceed 1e-6 relative, or
-where anything is not finite, are computed again in float64: every signal stays within 1e-6 relative of the
-float64 route (tests/stats/test_signals.py).
+rescaled logit is within ``float32_error_bound(C)`` absolute (4.1e-7 at C = 100). Records where that could
+exceed 1e-6 relative, or where anything is not finite, are computed again in float64: every signal stays
+within 1e-6 relative of the float64 route (tests/stats/test_signals.py).
 """
 
 from __future__ import annotations
