@@ -70,7 +70,7 @@ class ScoresTable:
     def to_arrow(self) -> pa.Table:
         import pyarrow as pa
 
-        return pa.table({name: pa.array(values, from_pandas=True) for name, values in self._cols.items()})
+        return pa.table({name: _arrow_column(values) for name, values in self._cols.items()})
 
     def to_pandas(self) -> pd.DataFrame:
         import pandas as pd
@@ -86,3 +86,25 @@ class ScoresTable:
         from pyarrow import parquet
 
         parquet.write_table(self.to_arrow(), str(path))
+
+
+def _arrow_column(values: np.ndarray) -> pa.Array:
+    """A column as an arrow array, NaN as null, built from its buffers.
+
+    Narrow workaround: ``pa.array`` asks pandas whether its argument is a pandas object, importing pandas (half
+    a second) to do so; ``Array.from_buffers`` does not. Numbers and booleans keep their bytes; anything else
+    becomes UTF-8 strings."""
+    import pyarrow as pa
+
+    n = len(values)
+    if values.dtype.kind in "fiu":
+        nan = np.isnan(values) if values.dtype.kind == "f" else np.zeros(n, dtype=bool)
+        valid = pa.py_buffer(np.packbits(~nan, bitorder="little")) if nan.any() else None
+        data = pa.py_buffer(np.ascontiguousarray(values))
+        return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), n, [valid, data], null_count=int(nan.sum()))
+    if values.dtype.kind == "b":
+        return pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(np.packbits(values, bitorder="little"))])
+    encoded = [str(v).encode() for v in values.tolist()]
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in encoded], out=offsets[1:])
+    return pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
