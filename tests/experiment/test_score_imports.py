@@ -18,7 +18,8 @@ try:
     app()
 except SystemExit as e:
     assert not e.code, e.code
-heavy = sorted(m for m in ("torch", "sklearn", "laplace", "pandas", "scipy.stats", "matplotlib.pyplot") if m in sys.modules)
+heavy = ("torch", "sklearn", "laplace", "pandas", "scipy.stats", "matplotlib.pyplot")
+heavy = sorted(m for m in heavy if m in sys.modules)
 print("MATPLOTLIB", "matplotlib" in sys.modules)
 print("HEAVY", heavy)
 """
