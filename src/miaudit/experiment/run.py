@@ -114,7 +114,15 @@ def canary_exposure(exp: Experiment) -> dict | None:
         return None
 
     with working("canary exposure"):
-        return canaries.measure(exp.target.module, spec, exp.dataset.x.shape[2], exp.device)
+        found = canaries.measure(exp.target.module, spec, exp.dataset.x.shape[2], exp.device)
+    means = ", ".join(f"{r}x {e:.2f}" for r, e in found["mean_exposure_by_repetitions"].items())
+    log.info(
+        "canary exposure (%s, bits of at most %.2f) by repetitions: %s",
+        found["estimator"],
+        found["max_exposure"],
+        means,
+    )
+    return found
 
 
 def blind_baseline(exp: Experiment, runs: list[AttackRun]) -> dict | None:

@@ -204,7 +204,7 @@ def exposure_md(found: dict) -> list[str]:
         "",
         f'Random canaries "{found["prefix"]} d1 ... dL" inserted into the target\'s training texts (never into '
         f"the audited records). Exposure = log2|R| - log2 rank among the |R| = {found['candidates']:,} candidates, "
-        f"at most {found['max_exposure']:.1f} bits; estimator: {found['estimator']} "
+        f"at most {found['max_exposure']:.2f} bits; estimator: {found['estimator']} "
         f"({found['candidates_scored']:,} candidates scored). {found['method'].split(':')[0]}.",
         "",
         "| repetitions | mean exposure (bits) | canaries: exposure (rank) |",
