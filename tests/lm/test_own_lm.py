@@ -130,6 +130,7 @@ def test_without_a_base_the_references_are_the_targets_architecture_with_new_wei
     target = model.build(f"hf:{tuned}", texts.tokenizer)
     fresh = recipe.build()
     assert recipe.cache_spec is not None and recipe.cache_spec["init"] == "fresh"
+    assert recipe.architecture == f"hf:{tuned}, new weights"
     assert fresh.lm_head.weight.shape == target.lm_head.weight.shape
     assert not torch.equal(fresh.lm_head.weight, target.lm_head.weight)
     api_fresh = own_lm.TextSets.of(str(tuned)).recipe(cfg, None, None).build()  # the Python API's

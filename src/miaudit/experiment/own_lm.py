@@ -34,6 +34,7 @@ from .own_model import audit_given, membership_from_files, user_fit
 from .recipes import ModelRecipe
 
 AUDITED = ("members", "nonmembers", "queries")
+NEW_WEIGHTS = "new weights"  # a reference of the target's architecture trained from scratch, as reports name it
 
 
 def audits_lm(cfg: RunConfig) -> bool:
@@ -52,7 +53,8 @@ def reference_recipe(cfg: RunConfig, ds: Any) -> ModelRecipe:
             "base, give train.base: hf:BASE so the references are fine-tuned from it as the target was"
         )
     make, fit, epochs, key = lm.recipe(cfg, ds, spec, fresh=fresh)
-    return ModelRecipe(architecture=cfg.train.base or spec, build=make, fit=fit, epochs=epochs, cache_spec=key)
+    name = cfg.train.base or (f"{spec}, {NEW_WEIGHTS}" if fresh else spec)
+    return ModelRecipe(architecture=name, build=make, fit=fit, epochs=epochs, cache_spec=key)
 
 
 def from_config(cfg: RunConfig, plan: Plan) -> Experiment:
@@ -162,7 +164,7 @@ class TextSets:
         architecture from scratch; trained by ``train_fn``, else miaudit's loop. Never cached (user objects)."""
         from ..training.loop import train
 
-        tokenizer = self.model.tokenizer
+        tokenizer, name = self.model.tokenizer, cfg.train.base or "model_factory"
         if model_factory is not None:
             make = lambda: _wrapped(model_factory(), tokenizer)
         elif cfg.train.base is not None:
@@ -171,14 +173,13 @@ class TextSets:
         else:
             log.warning("references: trained from scratch with the target's architecture (no train.base given)")
             make = lambda: _wrapped(type(self.model.model)(self.model.model.config), tokenizer)
+            name = f"{self.name}, {NEW_WEIGHTS}"
         fit = (
             user_fit(train_fn)
             if train_fn
             else (lambda m, x, y, seed, p: train(m, x, y, cfg.train, seed, cfg.device, p))
         )
-        return ModelRecipe(
-            architecture=cfg.train.base or self.name, build=make, fit=fit, epochs=None if train_fn else cfg.train.epochs
-        )
+        return ModelRecipe(architecture=name, build=make, fit=fit, epochs=None if train_fn else cfg.train.epochs)
 
 
 def _wrapped(model: Any, tokenizer: Any) -> CausalLM:
