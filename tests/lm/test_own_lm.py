@@ -149,3 +149,31 @@ def test_the_example_config_validates_on_the_files_its_script_writes(tmp_path: P
     cfg = config_run.load(tmp_path / "own-lm.yaml")
     assert cfg.target is not None and cfg.target_architecture == "hf:tuned" and cfg.train.base == "hf:base"
     assert plan.build(cfg).references == cfg.references
+
+
+def test_a_gpt_tiny_checkpoint_and_queries_of_unknown_membership(tmp_path: Path, corpus):
+    """``target: {architecture: gpt-tiny[...], checkpoint}``: the weights load into the model built over the same
+    texts, and its outputs are the saved model's; queries give p-values and a ranking, no ROC."""
+    from safetensors.torch import save_file
+
+    spec = "gpt-tiny[max_length=12,width=16,vocab=40]"
+    pd.DataFrame({"text": corpus}).to_csv(tmp_path / "texts.csv", index=False)
+    tokenizer = data.word_tokenizer(corpus, 40, 12)  # what the config's data stage builds over the same texts
+    torch.manual_seed(3)
+    saved = model.build(spec, tokenizer)
+    save_file(saved.state_dict(), str(tmp_path / "lm.safetensors"))
+    np.savetxt(tmp_path / "queries.txt", np.arange(40), fmt="%d")
+    cfg = {
+        "dataset": {"path": str(tmp_path / "texts.csv"), "text_column": "text"},
+        "target": {"architecture": spec, "checkpoint": str(tmp_path / "lm.safetensors")},
+        "queries": str(tmp_path / "queries.txt"),
+        "references": 0,
+        "attacks": ["attack-p", "min-k"],
+    }
+    result = miaudit.run(cfg)
+    exp = result.run.experiment
+    assert exp.target.source == "checkpoint lm.safetensors" and exp.is_member is None
+    with torch.no_grad():
+        want = saved.eval()(torch.as_tensor(exp.dataset.x[:5])).numpy()
+    np.testing.assert_allclose(exp.target.logits[:5], want, rtol=1e-5, atol=1e-6)
+    assert result.metrics == {"attack-p": None, "min-k": None} and len(result.scores) == 40
