@@ -20,7 +20,7 @@ import io
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -87,7 +87,7 @@ def _to_bytes(result: AttackResult) -> bytes:
             arrays[name] = getattr(result, name)
     arrays.update({f"extra.{k}": np.asarray(v) for k, v in result.extra.items()})
     buf = io.BytesIO()
-    np.savez(buf, **arrays)
+    np.savez(buf, **cast(dict[str, Any], arrays))  # numpy's stub reads the ** as its allow_pickle flag
     return buf.getvalue()
 
 
