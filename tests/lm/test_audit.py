@@ -40,6 +40,7 @@ def test_gpt_tiny_audit_of_csv_texts(tmp_path: Path, news_csv: Path):
     assert 0 <= baseline["auc"] <= 1 and "0.01" in baseline["tpr_at_fpr"]
     assert results["target"]["test_perplexity"] > 1 and "perplexity" in res.output
     assert "| blind baseline (text only) |" in (out / "report.md").read_text()
+    assert "<h2>Blind baseline (text only)</h2>" in (out / "report.html").read_text()
     scores = pd.read_csv(out / "scores.csv")
     assert len(scores) == results["n_queries"] and scores.filter(like="score").notna().all().all()
 
