@@ -94,7 +94,7 @@ def test_exposure_grows_with_repetitions_on_a_trained_model(news_csv: Path, tmp_
     assert json.loads((tmp_path / "out" / "results.json").read_text())["canary_exposure"] == written["canary_exposure"]
     assert "## Canary exposure" in (tmp_path / "out" / "report.md").read_text()
     html = (tmp_path / "out" / "report.html").read_text()
-    assert "<h2>Canary exposure</h2>" in html and html.count("<tr><td class=\"num\">") >= 2  # a row per count
+    assert "<h2>Canary exposure</h2>" in html and html.count('<tr><td class="num">') >= 2  # a row per count
 
 
 def test_the_config_is_checked():
