@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy.special import logsumexp
@@ -152,3 +154,14 @@ def test_the_bound_holds_the_worst_spread_of_exponents() -> None:
         d = np.minimum(d, 0.0)
         w = np.exp(d)
         assert (w * -d).sum() / w.sum() <= peak
+
+
+def test_nan_logits_give_nan_signals_flagged_not_finite_and_no_warning() -> None:
+    """The signal pass reads NaN logits without a RuntimeWarning (a scores-only audit refuses them in one line,
+    from the stored `finite` flags, and a warning would be a second line on stderr)."""
+    logits = np.array([[1.0, np.nan, 0.5], [2.0, 0.1, 0.3]], dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = signals.bundle(logits, np.array([0, 1]))
+    assert got[signals.FINITE].tolist() == [False, True]
+    assert np.isnan(got["loss"][0]) and np.isfinite(got["loss"][1])

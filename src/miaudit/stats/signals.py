@@ -96,7 +96,8 @@ def bundle(logits: np.ndarray, labels: np.ndarray, chunk: int = CHUNK_ROWS) -> d
         else:
             _chunk_pass(z, y, buf64[: stop - start], out, correct, part)
     result = {name: values.reshape(lead) for name, values in out.items()}
-    result["loss"] = np.logaddexp(0.0, -result["rescaled_logit"])
+    with np.errstate(invalid="ignore"):  # NaN logits give NaN signals quietly: the stored `finite` flags them
+        result["loss"] = np.logaddexp(0.0, -result["rescaled_logit"])
     result["confidence"] = np.exp(-result["loss"])
     result[CORRECT] = correct.reshape(lead)
     result[FINITE] = finite.reshape(lead)
