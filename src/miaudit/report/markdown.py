@@ -161,12 +161,11 @@ def report_md(res: RunResult, results: dict, frame: ScoresTable) -> str:
         f"({metrics.BOOTSTRAP_RESAMPLES} stratified resamples, seed {metrics.BOOTSTRAP_SEED}) for AUC. "
         "Scores of every record: `scores.csv`; ROC: `roc.png`.",
     ]
+    lines += _nan_note(results)
     if "dp_audit" in results:  # imported here: the DP bounds bring scipy.stats, a second of every other report
         from ..dp.audit import verdict_md
 
-        lines += _nan_note(results) + verdict_md(results["dp_audit"])
-    else:
-        lines += _nan_note(results)
+        lines += verdict_md(results["dp_audit"])
     lines += sections.records_at_risk_md(results) + sections.ppv_md(results) + sections.deployable_md(results)
     lines += _operating_points_md(results) + exposed_records_md(res, frame) + sections.gls_md(results, frame)
     lines += exposure_md(results["canary_exposure"]) if "canary_exposure" in results else []

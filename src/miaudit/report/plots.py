@@ -108,7 +108,7 @@ def _uri(data: bytes) -> str:
 
 
 def png_uri(fig_or_path: Figure | Path) -> str:
-    """A figure (closed here) or a PNG file as a data: URI."""
+    """A figure or a PNG file as a data: URI."""
     return _uri(fig_or_path.read_bytes() if isinstance(fig_or_path, Path) else _png(fig_or_path))
 
 

@@ -74,8 +74,9 @@ ATTACK_COLUMNS = {  # per attack row, after its column name (<name>_n<K>, or its
 def scores_frame(res: RunResult) -> ScoresTable:
     """The per-record risk table: one row per query, most exposed first."""
     exp = res.experiment
-    rank = np.empty(len(exp.query_idx), dtype=np.int64)
-    rank[np.argsort(-risk_values(risk_basis(res)), kind="stable")] = np.arange(1, len(rank) + 1)
+    order = np.argsort(-risk_values(risk_basis(res)), kind="stable")  # most exposed first
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(1, len(order) + 1)
     cols = {"risk_rank": rank, "record": exp.query_idx, **exp.query_info}
     if exp.is_member is not None:
         cols["member"] = exp.is_member.astype(int)
@@ -89,4 +90,4 @@ def scores_frame(res: RunResult) -> ScoresTable:
             cols[f"{s}.q_value"] = bh_qvalues(np.exp(headline))  # Benjamini-Hochberg: flagged at FDR q when <= q
         if r.result.log_pvalues_calibrated is not None and r.result.log_pvalues is not None:
             cols[f"{s}.p_value_raw"], cols[f"{s}.log_p_raw"] = np.exp(r.result.log_pvalues), r.result.log_pvalues
-    return ScoresTable(cols).take(np.argsort(rank, kind="stable"))
+    return ScoresTable(cols).take(order)

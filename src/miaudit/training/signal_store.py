@@ -62,8 +62,8 @@ def file_span(array: np.ndarray) -> tuple[Path, int] | None:
 class SignalEntry:
     """One model's stored signals: ``<root>/signals/<key>/{name}.npy`` and ``meta.json``."""
 
-    def __init__(self, folder: Path, logits: np.ndarray, labels: np.ndarray):
-        self.dir, self.logits, self.labels = folder, logits, labels
+    def __init__(self, folder: Path, logits: np.ndarray, labels: np.ndarray, digest: str):
+        self.dir, self.logits, self.labels, self.digest = folder, logits, labels, digest
         self._verified: dict[str, np.ndarray] = {}
 
     @property
@@ -115,11 +115,10 @@ class SignalCache:
         self.labels_digest = _sha256(self.labels)
         self.workers = workers
         self._entries: dict[int, tuple[np.ndarray, SignalEntry]] = {}  # by id(logits), the array kept alive
-        self._digests: dict[int, str] = {}  # by id(logits), for the arrays in _entries
 
     def __getstate__(self) -> dict:
         """Pickled (to a worker) without the models it has seen: their entries are found again by digest."""
-        return {**self.__dict__, "_entries": {}, "_digests": {}}
+        return {**self.__dict__, "_entries": {}}
 
     def entries(self, per_model: Sequence[np.ndarray]) -> list[SignalEntry]:
         """The models' entries, the missing ones computed (``workers`` models at a time)."""
@@ -155,16 +154,16 @@ class SignalCache:
             raise ValueError(
                 f"logits of shape {logits.shape}: the signal cache holds models on {len(self.labels)} records"
             )
-        digest = self._digests[id(logits)] = self.digest(logits)
+        digest = self.digest(logits)
         key = _sha256(f"{FORMAT}:{digest}:{self.labels_digest}".encode())[:24]
-        entry = SignalEntry(self.dir / key, logits, self.labels)
+        entry = SignalEntry(self.dir / key, logits, self.labels, digest)
         entry.fill()
         return entry
 
     def digest(self, logits: np.ndarray) -> str:
         """BLAKE3 digest of the logits' bytes with their dtype and shape; remembered per file state for memmaps."""
-        if id(logits) in self._entries and id(logits) in self._digests:  # known (and kept alive) already
-            return self._digests[id(logits)]
+        if id(logits) in self._entries:  # known (and kept alive) already
+            return self._entries[id(logits)][1].digest
         tag = f"{logits.dtype.str}{logits.shape}".encode()
         span = file_span(logits)
         if span is None:
