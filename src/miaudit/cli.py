@@ -242,6 +242,7 @@ def compare(
     from .report import compare_files
 
     try:
+        compare_files.check_destination(out or run_b)
         result = compare_mod.compare(run_a, run_b)
         where = compare_files.write(run_a, run_b, result, out or run_b)
     except MiauditError as e:
