@@ -193,7 +193,9 @@ def audit_given(
         source=source,
     )
     store = open_store(cfg)
-    announce.start(cfg, plan, records, target_trains=False, references_by=references_by)
+    announce.start(
+        cfg, plan, records, target_trains=False, references_by=references_by, reference_model=recipe.architecture
+    )
     if plan.references and not references_by:
         log.warning(
             "references: %s; not the recipe that trained your target, which skews the attacks if it differs "

@@ -43,7 +43,9 @@ def load_run(run: Any) -> tuple[dict, pd.DataFrame, str]:
     return results, frame, str(where)
 
 
-def attack_scores(frame: pd.DataFrame, attack: dict, records: np.ndarray | None, by: str = "record") -> difference.Scored:
+def attack_scores(
+    frame: pd.DataFrame, attack: dict, records: np.ndarray | None, by: str = "record"
+) -> difference.Scored:
     """One attack's scores, in the order of ``records`` (ids in column ``by``) when given (paired runs)."""
     col = f"{slug_of(attack['name'], attack['label'], attack['references'])}.score"
     f = frame if records is None else frame.set_index(by).loc[records].reset_index()
@@ -73,7 +75,8 @@ def _pairing(ra: dict, rb: dict, fa: pd.DataFrame, fb: pd.DataFrame) -> Pairing:
     if ra.get("data_fingerprint") == rb.get("data_fingerprint"):
         if _audited(fa, "record") != _audited(fb, "record"):
             return Pairing(False, "same data, different audited records: runs resampled independently")
-        return Pairing(True, "same data and records: paired bootstrap over the shared records", np.sort(fa["record"].to_numpy()))
+        how = "same data and records: paired bootstrap over the shared records"
+        return Pairing(True, how, np.sort(fa["record"].to_numpy()))
     by_a = "original_record" if "original_record" in fa else "record"
     by_b = "original_record" if "original_record" in fb else "record"
     if "original_record" in (by_a, by_b) and _audited(fa, by_a) == _audited(fb, by_b):
@@ -105,8 +108,10 @@ def _sentence(label: str, tpr: difference.Difference, auc: difference.Difference
     if not seen:
         return f"{label}: no detectable difference in TPR@1% or AUC: {numbers}"
     if len(set(seen.values())) > 1:
-        return f"{label}: mixed: B leaks less than A by {', '.join(k for k, v in seen.items() if v == 'less')}, " \
+        return (
+            f"{label}: mixed: B leaks less than A by {', '.join(k for k, v in seen.items() if v == 'less')}, "
             f"more by {', '.join(k for k, v in seen.items() if v == 'more')}: {numbers}"
+        )
     way, by = next(iter(seen.values())), " and ".join(seen)
     quiet = " (no detectable difference in " + ("AUC" if by == "TPR@1%" else "TPR@1%") + ")" if len(seen) == 1 else ""
     return f"{label}: B leaks {way} than A by {by}{quiet}: {numbers}"
