@@ -276,7 +276,7 @@ def plan_audit(
         result = forecast.forecast(cfg, plan.build(cfg), halfwidth=halfwidth)
     except MiauditError as e:
         _fail(e)
-    Console().print("\n".join(forecast.lines(result)), highlight=False, markup=False)
+    Console().print("\n".join(forecast.lines(result)), highlight=False, markup=False, soft_wrap=True)
 
 
 @app.command()

@@ -156,12 +156,12 @@ def _time_line(f: dict[str, Any]) -> str:
     if not models:
         return "training: no model to train"
     cached = sum(m["cached"] for m in models)
-    epochs = ", ".join(f"{kind} {s:.2f} s per epoch" for kind, s in f["seconds_per_epoch"].items())
+    epochs = ", ".join(f"{kind} {s:.2f} s per epoch (timed)" for kind, s in f["seconds_per_epoch"].items())
     if cached == len(models):
         return f"training: all {len(models)} models in the cache, nothing to train: about 0 s of training"
     left = len(models) - cached
     where = f"; {cached} of {len(models)} in the cache" if cached else ""
     return (
         f"training ({f['command']}): about {f['estimated_training_seconds']:.0f} s for {left} model(s) to train"
-        f"{where} ({epochs}, timed)"
+        f"{where}; {epochs}"
     )
