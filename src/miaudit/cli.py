@@ -124,7 +124,7 @@ def _summary(results: dict, out: Path, start: float) -> None:
         Console().print(f"[bold yellow]note:[/bold yellow] {note}", highlight=False)
     for line in sections.choice_lines(results):
         Console().print(line, highlight=False, markup=False, end="\n" if line else "")
-    Console().print(_metrics_table(results) if results["membership"] == "known" else _ranking_table(results))
+    _print_table(_metrics_table(results) if results["membership"] == "known" else _ranking_table(results))
     if results.get("records_at_risk", {}).get("note"):
         Console().print(f"records at risk: {results['records_at_risk']['note']}", highlight=False, markup=False)
     Console().print(f"wrote {out}/ in {time.perf_counter() - start:.0f} s")
@@ -175,6 +175,16 @@ def export(
     except MiauditError as e:
         _fail(e)
     Console().print(f"wrote {where} ({layout} layout)")
+
+
+def _print_table(table: Table) -> None:
+    """Print a table whole: rich cuts it to 80 columns ('0.…') when the output is no terminal, so a pipe or a
+    log file gets it as wide as its widest row."""
+    console = Console()
+    if not console.is_terminal:
+        wide = console.options.update_width(10_000)  # measured without the 80-column cap
+        console = Console(width=max(console.width, console.measure(table, options=wide).maximum))
+    console.print(table)
 
 
 def _metrics_table(results: dict) -> Table:
@@ -242,6 +252,7 @@ def compare(
     from .report import compare_files
 
     try:
+        compare_files.check_destination(out or run_b)
         result = compare_mod.compare(run_a, run_b)
         where = compare_files.write(run_a, run_b, result, out or run_b)
     except MiauditError as e:
@@ -265,7 +276,7 @@ def plan_audit(
         result = forecast.forecast(cfg, plan.build(cfg), halfwidth=halfwidth)
     except MiauditError as e:
         _fail(e)
-    Console().print("\n".join(forecast.lines(result)), highlight=False, markup=False)
+    Console().print("\n".join(forecast.lines(result)), highlight=False, markup=False, soft_wrap=True)
 
 
 @app.command()

@@ -7,12 +7,16 @@ attack outputs; attacks receive the queries without it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
+
 from . import data
 from .config.run import RunConfig
 from .experiment import announce, datasets, validate
 from .experiment.base import AuditRecords, Experiment
-from .experiment.build import shuffled_queries, with_calibration_records, with_references
-from .experiment.recipes import open_store, reference_recipe, trained_target
+from .experiment.build import reference_jobs, shuffled_queries, with_calibration_records, with_references
+from .experiment.recipes import ModelJob, ModelRecipe, open_store, reference_recipe, target_job, trained_target
 from .experiment.run import RunResult, run_experiment
 from .plan import Plan, config_roles
 from .plan import build as build_plan
@@ -32,6 +36,34 @@ def prepare(cfg: RunConfig, plan: Plan | None = None) -> Experiment:
             return own_lm.from_config(cfg, plan)
         return own_model.from_checkpoint(cfg, plan, cfg.target)
     store = open_store(cfg)  # first: decoded data is cached there too
+    layout = lay_out(cfg, plan)
+    announce.start(cfg, plan, layout.records, target_trains=True)
+    with ModelProgress(1 + plan.references) as tracker:  # one estimate of the time left over every model
+        tracker.expect_cached(sum(job.in_store(store) for job in layout.jobs))
+        target = trained_target(cfg, layout.target.ds, layout.target.train_idx, store, tracker)
+        return with_references(
+            cfg, plan, layout.records, target, layout.reference_recipe, store, tracker, other_pool=layout.other_pool
+        )
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A training run before it trains: the records' roles and every model it obtains (``miaudit plan`` reads
+    it too)."""
+
+    records: AuditRecords
+    target: ModelJob
+    references: list[ModelJob]
+    reference_recipe: ModelRecipe
+    other_pool: tuple[data.Dataset, np.ndarray] | None
+
+    @property
+    def jobs(self) -> list[ModelJob]:
+        return [self.target, *self.references]
+
+
+def lay_out(cfg: RunConfig, plan: Plan) -> Layout:
+    """Load and split the data, set the records' roles, and list the models (``cfg.target`` unset)."""
     ds = datasets.load(cfg)
     log.debug("data %s: %d records, %d classes, input shape %s", ds.name, len(ds), ds.n_classes, ds.input_shape)
     split = with_calibration_records(data.split_indices(len(ds), cfg.seed, cfg.split.as_tuple()), cfg)
@@ -46,11 +78,9 @@ def prepare(cfg: RunConfig, plan: Plan | None = None) -> Experiment:
     query_idx, is_member = shuffled_queries(split, cfg.seed)
     other_pool = datasets.reference_pool(cfg, ds, split)  # reference_data: checked before any model trains
     records = AuditRecords(dataset=ds, split=split, query_idx=query_idx, is_member=is_member)
-    announce.start(cfg, plan, records, target_trains=True)
-    with ModelProgress(1 + plan.references) as tracker:  # one estimate of the time left over every model
-        target = trained_target(cfg, ds, target_idx, store, tracker)
-        recipe = reference_recipe(cfg, ds)
-        return with_references(cfg, plan, records, target, recipe, store, tracker, other_pool=other_pool)
+    recipe = reference_recipe(cfg, ds)
+    references = reference_jobs(cfg, plan, records, recipe, other_pool)[0]
+    return Layout(records, target_job(cfg, ds, target_idx), references, recipe, other_pool)
 
 
 def run_config(cfg: RunConfig) -> RunResult:

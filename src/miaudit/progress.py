@@ -76,6 +76,7 @@ class ModelProgress:
 
     def __init__(self, total: int):
         self.total, self.trained, self.cached = total, 0, 0
+        self.expected_cached = 0  # models still to obtain that the store holds (``expect_cached``)
         self.train_seconds: list[float] = []
         self.started = 0.0  # when the current model began training
         self.epoch_share = 0.0  # how much of the current model is done
@@ -108,6 +109,10 @@ class ModelProgress:
         if self.depth == 0 and self.live is not None:
             self.live.stop()
 
+    def expect_cached(self, models: int) -> None:
+        """``models`` of those still to obtain are in the cache: no training time is counted for them."""
+        self.expected_cached += int(models)
+
     def training(self, role: str, epochs: int | None) -> Callable[[int, int], None]:
         """Starts one model's training; returns the callback its epochs report to, (done, total)."""
         self.started, self.epoch_share = time.perf_counter(), 0.0
@@ -126,6 +131,7 @@ class ModelProgress:
         """One model obtained: counted, shown and logged (with the models done and the time left)."""
         if cached:
             self.cached += 1
+            self.expected_cached = max(self.expected_cached - 1, 0)
         else:
             self.trained += 1
             SESSION["trained"] += 1
@@ -144,15 +150,17 @@ class ModelProgress:
         self._refresh()
 
     def seconds_left(self) -> float | None:
-        """Models still to obtain times the mean measured training time (from the current model's epochs
-        before one has finished), less what the current model has done; None before any measurement."""
+        """Models still to train (those expected in the cache aside) times the mean measured training time
+        (from the current model's epochs before one has finished), less what the current model has done; None
+        before any measurement."""
         if self.train_seconds:
             per_model = sum(self.train_seconds) / len(self.train_seconds)
         elif self.epoch_share > 0:
             per_model = (time.perf_counter() - self.started) / self.epoch_share
         else:
             return None
-        return max(per_model * (self.total - self.trained - self.cached - self.epoch_share), 0.0)
+        to_train = self.total - self.trained - self.cached - self.expected_cached
+        return max(per_model * (to_train - self.epoch_share), 0.0)
 
     def _refresh(self) -> None:
         if self.live is None or self.overall is None:

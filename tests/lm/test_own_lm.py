@@ -78,6 +78,14 @@ def test_own_lm_from_a_config_with_references_fine_tuned_from_the_base(tmp_path:
     # fine-tuned 12 epochs on its 30 members: its loss tells them apart (seeded, far from the bound)
     assert aucs["attack-p"] > 0.75 and aucs["lira"] > 0.75, aucs
     assert out["target"]["train_perplexity"] < out["target"]["test_perplexity"]
+    # an LM's figures, not a classifier's accuracy; the log says where the references start as results.json does
+    # (issue 32, row 11)
+    assert not any(k.endswith("accuracy") for k in out["target"]), out["target"]
+    for name in ("report.md", "report.html"):
+        report = (tmp_path / "out" / name).read_text()
+        assert "train accuracy" not in report and "train loss" in report and "(perplexity" in report, name
+    (start,) = [line for line in res.output.splitlines() if "reference model(s) (" in line]
+    assert f"reference model(s) (hf:{base}," in start, start
 
 
 def test_own_lm_through_the_python_api_directory_and_loaded_model(corpus, lms):

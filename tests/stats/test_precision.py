@@ -29,6 +29,6 @@ def test_interval_from_the_corners() -> None:
     assert lo < point < hi
 
 
-def test_no_false_positive_gives_an_upper_bound_of_one() -> None:
+def test_no_false_positive_gives_no_point_estimate_and_an_upper_bound_of_one() -> None:
     point, (lo, hi) = precision.ppv_interval(5, 100, 0, 100, 0.01)
-    assert point == 1.0 and hi == 1.0 and 0 < lo < 1
+    assert point is None and hi == 1.0 and 0 < lo < 1

@@ -129,11 +129,9 @@ def aggregate(per_seed: list[dict[str, Any]]) -> dict[str, Any]:
         "reference_model": first["reference_model"],
         "config": first["config"],
         "seeds": [r["seed"] for r in per_seed],
-        "target_train_accuracy": _summary([r["target"]["train_accuracy"] for r in per_seed]),
-        "target_test_accuracy": _summary([r["target"]["test_accuracy"] for r in per_seed]),
-        **{
+        **{  # a classifier's accuracy, an LM's perplexity
             f"target_{k}": _summary([r["target"][k] for r in per_seed])
-            for k in ("train_perplexity", "test_perplexity")
+            for k in ("train_accuracy", "test_accuracy", "train_perplexity", "test_perplexity")
             if k in first["target"]
         },
         "reference_seconds_each": _summary([m["seconds"] for r in per_seed for m in r["reference_models"]]),
@@ -242,13 +240,13 @@ def markdown(results: dict[str, Any]) -> str:
             f"## {label}",
             "",
             f"{d['n_records']} records, {d['n_members']} members / {d['n_nonmembers']} non-members; "
-            f"target {d['model']} (references {d['reference_model']}): train accuracy "
-            f"{_fmt(d['target_train_accuracy'], 1, 3)}, test accuracy {_fmt(d['target_test_accuracy'], 1, 3)}"
+            f"target {d['model']} (references {d['reference_model']}): "
             + (
-                f" (perplexity: train {_fmt(d['target_train_perplexity'], 1, 1)}, "
-                f"test {_fmt(d['target_test_perplexity'], 1, 1)})"
+                f"perplexity train {_fmt(d['target_train_perplexity'], 1, 1)}, "
+                f"test {_fmt(d['target_test_perplexity'], 1, 1)}"
                 if "target_train_perplexity" in d
-                else ""
+                else f"train accuracy {_fmt(d['target_train_accuracy'], 1, 3)}, "
+                f"test accuracy {_fmt(d['target_test_accuracy'], 1, 3)}"
             )
             + "; "
             f"one reference model trains in {d['reference_seconds_each']['mean']:.1f} s; seeds {d['seeds']}.",

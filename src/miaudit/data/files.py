@@ -9,6 +9,7 @@ None of these formats can execute code: npz and npy are read with
 from __future__ import annotations
 
 import logging
+import warnings
 import zipfile
 import zlib
 from pathlib import Path
@@ -162,7 +163,9 @@ def load_indices(path: str | Path, field: str, n_records: int) -> np.ndarray:
     if not path.is_file():
         raise DataError(f"{field}: file {path} not found")
     try:
-        raw = np.load(path, allow_pickle=False) if path.suffix.lower() == ".npy" else np.loadtxt(path, ndmin=1)
+        with warnings.catch_warnings():  # an empty text file: numpy warns, then the caller refuses it in one line
+            warnings.simplefilter("ignore", UserWarning)
+            raw = np.load(path, allow_pickle=False) if path.suffix.lower() == ".npy" else np.loadtxt(path, ndmin=1)
     except (ValueError, OSError, EOFError) as e:
         raise DataError(
             f"{field}: {path.name} is not a list of record indices ({str(e).splitlines()[0][:100]})"

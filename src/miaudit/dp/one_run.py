@@ -27,14 +27,16 @@ from ..config.run import RunConfig
 from ..errors import ConfigError
 from ..experiment import datasets
 from ..experiment.base import AuditRecords
-from ..experiment.build import with_calibration_records, with_references
+from ..experiment.build import reference_jobs, with_calibration_records, with_references
 from ..experiment.recipes import (
+    ModelJob,
     ModelRecipe,
     builtin_recipe,
     model_seed,
     obtain,
     open_store,
     reference_recipe,
+    target_job,
     trained_target,
 )
 from ..experiment.run import RunResult, run_attack
@@ -125,6 +127,38 @@ def run_whitebox(cfg: RunConfig) -> dict[str, Any]:
     }
 
 
+def _canary_records(cfg: RunConfig) -> tuple[data.Dataset, data.Split, dict[str, np.ndarray], AuditRecords]:
+    """The data, its split, the canaries drawn into it and the audited records (the canaries): what ``run``
+    trains on, known before it trains (``model_jobs``). ``cfg`` without calibration."""
+    ds = datasets.load(cfg)
+    split = with_calibration_records(data.split_indices(len(ds), cfg.seed, cfg.split.as_tuple()), cfg)
+    ds_c, c = canaries.draw(cfg, ds, split.nonmembers)
+    train_idx = np.sort(np.concatenate([split.members, c["idx"][c["included"]]]))
+    query_idx = np.random.default_rng(np.random.SeedSequence([cfg.seed, canaries.CANARY_SEED, 2])).permutation(c["idx"])
+    is_member = np.isin(query_idx, c["idx"][c["included"]])
+    c_split = replace(split, members=train_idx, nonmembers=np.sort(c["idx"][~c["included"]]))
+    return ds, split, c, AuditRecords(dataset=ds_c, split=c_split, query_idx=query_idx, is_member=is_member)
+
+
+def model_jobs(cfg: RunConfig) -> list[ModelJob]:
+    """The models ``run`` (or ``run_whitebox``) obtains, for ``miaudit plan``: the target with its canaries,
+    then the references; a target with gradient canaries in its steps is never cached."""
+    check(cfg)
+    spec = cfg.canaries
+    assert spec is not None
+    cfg = cfg.model_copy(update={"calibration": None})
+    if spec.implied_threat_model == "white-box":
+        ds = datasets.load(cfg)
+        job = target_job(cfg, ds, data.split_indices(len(ds), cfg.seed, cfg.split.as_tuple()).members)
+        return [replace(job, recipe=replace(job.recipe, cache_spec=None))]
+    _, _, _, records = _canary_records(cfg)
+    target = target_job(cfg, records.dataset, records.split.members, "target (with canaries)")
+    if spec.gradient:
+        target = replace(target, recipe=replace(target.recipe, cache_spec=None))
+    recipe = reference_recipe(cfg, records.dataset)
+    return [target, *reference_jobs(cfg, build_plan(cfg), records, recipe)[0]]
+
+
 def run(cfg: RunConfig) -> RunResult:
     """Train the target once with its canaries, run every planned attack on the canaries, bound epsilon."""
     check(cfg)
@@ -132,17 +166,13 @@ def run(cfg: RunConfig) -> RunResult:
     assert spec is not None
     cfg = cfg.model_copy(update={"calibration": None})  # canaries' p-values stay raw (module docstring)
     plan = build_plan(cfg)
-    ds = datasets.load(cfg)
-    split = with_calibration_records(data.split_indices(len(ds), cfg.seed, cfg.split.as_tuple()), cfg)
-    ds_c, c = canaries.draw(cfg, ds, split.nonmembers)
-    train_idx = np.sort(np.concatenate([split.members, c["idx"][c["included"]]]))
+    ds, split, c, records = _canary_records(cfg)
+    ds_c, train_idx = records.dataset, records.split.members
     test_idx = np.setdiff1d(split.nonmembers, c["idx"])
     observed = GradientCanaries("gradient", coins(cfg, spec.gradient, 3), cfg.seed) if spec.gradient else None
     target = train_target(cfg, ds_c, train_idx, observed)
-    query_idx = np.random.default_rng(np.random.SeedSequence([cfg.seed, canaries.CANARY_SEED, 2])).permutation(c["idx"])
-    is_member = np.isin(query_idx, c["idx"][c["included"]])
-    c_split = replace(split, members=train_idx, nonmembers=np.sort(c["idx"][~c["included"]]))
-    records = AuditRecords(dataset=ds_c, split=c_split, query_idx=query_idx, is_member=is_member)
+    is_member = records.is_member
+    assert is_member is not None  # the canaries' membership: known
     exp = with_references(cfg, plan, records, target, reference_recipe(cfg, ds_c), open_store(cfg))
     inputs = exp.attack_inputs()
     runs = [run_attack(exp, attack, inputs) for attack in plan.attacks]

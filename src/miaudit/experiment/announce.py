@@ -18,7 +18,14 @@ def loop_recipe(cfg: RunConfig) -> str:
     return f"miaudit's loop ({t.optimizer}, {t.epochs} epochs, lr {t.lr:g}, batch {t.batch_size}, {t.schedule})"
 
 
-def start(cfg: RunConfig, plan: Plan, records: AuditRecords, target_trains: bool, references_by: str = "") -> None:
+def start(
+    cfg: RunConfig,
+    plan: Plan,
+    records: AuditRecords,
+    target_trains: bool,
+    references_by: str = "",
+    reference_model: str = "",
+) -> None:
     """Log the start line.
 
     Args:
@@ -27,6 +34,8 @@ def start(cfg: RunConfig, plan: Plan, records: AuditRecords, target_trains: bool
         records: the audit's records and their roles.
         target_trains: whether miaudit trains the target (False: the user's model is audited).
         references_by: how the reference models train, when not by miaudit's loop with ``cfg.train``.
+        reference_model: what the references start from, as their recipe names it (results.json's
+            ``reference_model``), when not ``cfg.reference_architecture`` (an own LM's ``train.base``).
     """
     ds, member = records.dataset, records.is_member
     if member is not None:
@@ -36,7 +45,7 @@ def start(cfg: RunConfig, plan: Plan, records: AuditRecords, target_trains: bool
     loop = references_by or loop_recipe(cfg)
     models = [f"the target ({cfg.model}, {cfg.train.epochs} epochs)"] if target_trains else []
     if plan.references:
-        models.append(f"{plan.references} reference model(s) ({cfg.reference_architecture}, {loop})")
+        models.append(f"{plan.references} reference model(s) ({reference_model or cfg.reference_architecture}, {loop})")
     obtain = " and ".join(models) + " to train or load from the cache" if models else "no model to train"
     labels = ", ".join(a.label for a in plan.attacks)
     log.info(

@@ -17,7 +17,7 @@ from ..progress import ModelProgress, log
 from ..training import executor
 from ..training.store import Store
 from .base import AuditRecords, Experiment, TrainedModel
-from .recipes import ModelRecipe, model_seed, obtain, train_into_store
+from .recipes import ModelJob, ModelRecipe, model_seed, obtain, train_into_store
 
 
 def with_calibration_records(split: Split, cfg: RunConfig) -> Split:
@@ -35,6 +35,37 @@ def shuffled_queries(split: Split, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return query_idx, np.isin(query_idx, split.members)
 
 
+def reference_jobs(
+    cfg: RunConfig,
+    plan: Plan,
+    records: AuditRecords,
+    recipe: ModelRecipe,
+    other_pool: tuple[Dataset, np.ndarray] | None = None,
+) -> tuple[list[ModelJob], np.ndarray, np.ndarray]:
+    """The reference models the plan uses, each on a random half of its pool (``with_references``), and the
+    pool and the masks: offline, the pool is the population; online it also holds the queries (each IN for half
+    the models); ``other_pool`` (a data set holding the target's records then others, and the indices of those
+    others) replaces it."""
+    ds, split, query_idx = records.dataset, records.split, records.query_idx
+    online = cfg.mode == "online"
+    pool_idx = np.sort(np.concatenate([split.population, query_idx])) if online else split.population
+    ref_ds = ds
+    if other_pool is not None:
+        ref_ds, pool_idx = other_pool
+    ref_masks = data.reference_subsets(len(pool_idx), plan.references, cfg.seed, balanced=online)
+    jobs = [
+        ModelJob(
+            role=f"reference {k + 1}/{plan.references}",
+            recipe=recipe,
+            ds=ref_ds,
+            seed=model_seed(cfg.seed, k + 1),
+            train_idx=pool_idx[ref_masks[k]],
+        )
+        for k in range(plan.references)
+    ]
+    return jobs, pool_idx, ref_masks
+
+
 def with_references(
     cfg: RunConfig,
     plan: Plan,
@@ -45,42 +76,24 @@ def with_references(
     progress: ModelProgress | None = None,
     other_pool: tuple[Dataset, np.ndarray] | None = None,
 ) -> Experiment:
-    """Train (or load) the reference models the plan uses on random halves of the pool and assemble the
-    experiment. Offline, the pool is the population; online it also holds the queries (each IN for half
-    the models). ``progress`` counts the models (default: these references only). ``other_pool`` (a data
-    set holding the target's records then others, and the indices of those others) replaces the pool: the
-    references train on another population (``shift``)."""
-    ds, split, query_idx = records.dataset, records.split, records.query_idx
-    online = cfg.mode == "online"
-    pool_idx = np.sort(np.concatenate([split.population, query_idx])) if online else split.population
-    ref_ds = None
-    if other_pool is not None:
-        ref_ds, pool_idx = other_pool
-    ref_masks = data.reference_subsets(len(pool_idx), plan.references, cfg.seed, balanced=online)
+    """Train (or load) the reference models the plan uses (``reference_jobs``) and assemble the experiment.
+    ``progress`` counts the models (default: these references only). ``other_pool`` (a data set holding the
+    target's records then others, and the indices of those others) replaces the pool: the references train on
+    another population (``shift``)."""
+    ds = records.dataset
+    jobs, pool_idx, ref_masks = reference_jobs(cfg, plan, records, recipe, other_pool)
+    ref_ds = None if other_pool is None else other_pool[0]
     if cfg.executor.kind != "local" and recipe.cache_spec is not None:
         # the executor's tasks train into the store; the loop below loads them
-        jobs = [
-            (f"reference {k + 1}/{plan.references}", model_seed(cfg.seed, k + 1), pool_idx[ref_masks[k]])
-            for k in range(plan.references)
-        ]
         import torch
 
         shared = (str(store.root), recipe, ref_ds or ds, cfg.device, torch.get_num_threads())
-        executor.run_tasks(cfg.executor, train_into_store, shared, jobs, log=log.info)
+        tasks = [(job.role, job.seed, job.train_idx) for job in jobs]
+        executor.run_tasks(cfg.executor, train_into_store, shared, tasks, log=log.info)
     with progress or ModelProgress(plan.references) as tracker:
-        refs = [
-            obtain(
-                store,
-                recipe,
-                ref_ds or ds,
-                f"reference {k + 1}/{plan.references}",
-                model_seed(cfg.seed, k + 1),
-                pool_idx[ref_masks[k]],
-                tracker,
-                cfg.device,
-            )
-            for k in range(plan.references)
-        ]
+        if progress is None:
+            tracker.expect_cached(sum(job.in_store(store) for job in jobs))
+        refs = [obtain(store, recipe, job.ds, job.role, job.seed, job.train_idx, tracker, cfg.device) for job in jobs]
     if ref_ds is not None:  # the references' logits on the target's records: the first len(ds) of theirs
         for r in refs:
             r.logits = r.logits[: len(ds)]

@@ -1,5 +1,8 @@
-"""``miaudit plan CONFIG``: the audit's power and cost before it runs (``stats.power``), from the split sizes
-and one timed epoch of the target's training; nothing is cached or written."""
+"""``miaudit plan CONFIG``: the audit's power and cost before it runs (``stats.power``), from the split sizes,
+and the training time of every model the run obtains (``miaudit run``'s, or ``miaudit dp-audit``'s one-run
+audit for a config with canaries): none for a model already in the cache, else one timed epoch of its own
+recipe (the DP-SGD target's apart from the references') scaled to its records and epochs; nothing is cached
+or written."""
 
 from __future__ import annotations
 
@@ -11,21 +14,84 @@ from ..config.run import RunConfig
 from ..plan import Plan
 from ..stats import power
 from . import datasets
-from .recipes import builtin_recipe
+from .recipes import ModelJob, ModelRecipe, builtin_recipe, open_store, reference_recipe
 
 RANKINGS = frozenset({"gls"})  # risk rankings: not tests of the verdict
 LEVELS = (0.001, 0.01)
 
 
-def _timed_epoch(cfg: RunConfig, ds: data.Dataset, members: Any) -> float:
-    one = cfg.model_copy(update={"train": cfg.train.model_copy(update={"epochs": 1})})
-    recipe = builtin_recipe(one, ds, cfg.model, dp=cfg.train.dp)
-    warm = members[: cfg.train.batch_size]  # the first steps pay for imports and allocation: not timed
-    recipe.fit(recipe.build(), ds.x[warm], ds.y[warm], cfg.seed, lambda *_: None)
+def _epoch_seconds(recipe: ModelRecipe, job: ModelJob, seed: int) -> float:
+    """One timed epoch of ``recipe`` (a one-epoch copy of the job's) on the job's training records."""
+    x, y = job.ds.x, job.ds.y
+    warm = job.train_idx[:64]  # the first steps pay for imports and allocation: not timed
+    recipe.fit(recipe.build(), x[warm], y[warm], seed, lambda *_: None)
     model = recipe.build()
     start = time.perf_counter()
-    recipe.fit(model, ds.x[members], ds.y[members], cfg.seed, lambda *_: None)
+    recipe.fit(model, x[job.train_idx], y[job.train_idx], seed, lambda *_: None)
     return time.perf_counter() - start
+
+
+def _jobs(cfg: RunConfig, plan: Plan) -> tuple[list[ModelJob], str]:
+    """The models the audit obtains, and what runs it: ``miaudit dp-audit`` for a config with canaries (its
+    one-run audit), else ``miaudit run``."""
+    if cfg.canaries is not None:
+        from ..dp import one_run
+
+        return one_run.model_jobs(cfg), "dp-audit (one run)"
+    from ..pipeline import lay_out
+
+    return lay_out(cfg, plan).jobs, "run"
+
+
+def training_time(cfg: RunConfig, plan: Plan) -> dict[str, Any]:
+    """Per model: cached, or its predicted training time from one timed epoch of its own recipe (the DP-SGD
+    target's apart from the references', which train without DP unless ``train.dp.references``), scaled to its
+    training records and epochs."""
+    jobs, command = _jobs(cfg, plan)
+    store = open_store(cfg)
+    one = cfg.model_copy(update={"train": cfg.train.model_copy(update={"epochs": 1})})
+    per_epoch: dict[str, float] = {}  # per recipe kind, per training record
+    models = []
+    for job in jobs:
+        cached = job.in_store(store)
+        kind = "target" if job.role.startswith("target") else "reference"
+        if not cached and kind not in per_epoch:
+            recipe = (
+                builtin_recipe(one, job.ds, cfg.model, dp=cfg.train.dp)
+                if kind == "target"
+                else reference_recipe(one, job.ds)
+            )
+            per_epoch[kind] = _epoch_seconds(recipe, job, cfg.seed) / max(len(job.train_idx), 1)
+        seconds = 0.0 if cached else per_epoch[kind] * len(job.train_idx) * cfg.train.epochs
+        models.append({"role": job.role, "cached": cached, "seconds": seconds})
+    return {
+        "command": command,
+        "models": models,
+        "seconds_per_epoch": {
+            k: v * len(next(j for j in jobs if j.role.startswith(k)).train_idx) for k, v in per_epoch.items()
+        },
+        "estimated_training_seconds": sum(m["seconds"] for m in models),
+    }
+
+
+def _own_model_time(cfg: RunConfig, plan: Plan) -> dict[str, Any]:
+    """A target the user trained (``target:``): only the references train, timed as the config's model trains
+    on the members (the cache is not looked up)."""
+    ds = datasets.load(cfg)
+    one = cfg.model_copy(update={"train": cfg.train.model_copy(update={"epochs": 1})})
+    recipe = builtin_recipe(one, ds, cfg.model)
+    members = data.split_indices(len(ds), cfg.seed, cfg.split.as_tuple()).members
+    epoch = _epoch_seconds(recipe, ModelJob(role="reference", recipe=recipe, ds=ds, seed=0, train_idx=members), 0)
+    models = [
+        {"role": f"reference {k + 1}/{plan.references}", "cached": False, "seconds": epoch * cfg.train.epochs}
+        for k in range(plan.references)
+    ]
+    return {
+        "command": "run, your target",
+        "models": models,
+        "seconds_per_epoch": {"reference": epoch},
+        "estimated_training_seconds": sum(m["seconds"] for m in models),
+    }
 
 
 def forecast(cfg: RunConfig, plan: Plan, halfwidth: float = 0.01, at_tpr: float = 0.05) -> dict[str, Any]:
@@ -43,8 +109,6 @@ def forecast(cfg: RunConfig, plan: Plan, halfwidth: float = 0.01, at_tpr: float 
         }
         for a in LEVELS
     }
-    epoch = _timed_epoch(cfg, ds, split.members)
-    models = 1 + plan.references
     return {
         "dataset": ds.name,
         "n_members": n1,
@@ -58,9 +122,7 @@ def forecast(cfg: RunConfig, plan: Plan, halfwidth: float = 0.01, at_tpr: float 
             "at_tpr": at_tpr,
             "members": power.members_for_halfwidth(at_tpr, halfwidth),
         },  # fmt: skip
-        "seconds_per_epoch": epoch,
-        "estimated_training_seconds": epoch * cfg.train.epochs * models,
-        "models": models,
+        **(training_time(cfg, plan) if cfg.target is None else _own_model_time(cfg, plan)),
     }
 
 
@@ -85,8 +147,21 @@ def lines(f: dict[str, Any]) -> list[str]:
         )
     m = f["members_for_halfwidth"]
     out.append(f"members for TPR {100 * m['at_tpr']:g}% +-{100 * m['halfwidth']:g}: {m['members']}")
-    out.append(
-        f"training: {f['seconds_per_epoch']:.2f} s per epoch (timed), about {f['estimated_training_seconds']:.0f} s "
-        f"for {f['models']} models (less for models already in the cache)"
-    )
+    out.append(_time_line(f))
     return out
+
+
+def _time_line(f: dict[str, Any]) -> str:
+    models = f["models"]
+    if not models:
+        return "training: no model to train"
+    cached = sum(m["cached"] for m in models)
+    epochs = ", ".join(f"{kind} {s:.2f} s per epoch (timed)" for kind, s in f["seconds_per_epoch"].items())
+    if cached == len(models):
+        return f"training: all {len(models)} models in the cache, nothing to train: about 0 s of training"
+    left = len(models) - cached
+    where = f"; {cached} of {len(models)} in the cache" if cached else ""
+    return (
+        f"training ({f['command']}): about {f['estimated_training_seconds']:.0f} s for {left} model(s) to train"
+        f"{where}; {epochs}"
+    )

@@ -47,12 +47,6 @@ def remainder_split(rest: np.ndarray, cfg: RunConfig) -> tuple[np.ndarray, np.nd
     return np.sort(perm[n_val:]), np.sort(perm[:n_val])
 
 
-def _nonempty(idx: np.ndarray, field: str) -> np.ndarray:
-    if not len(idx):
-        raise DataError(f"{field}: no records; the audit needs at least one")
-    return idx
-
-
 def membership_from_files(
     cfg: RunConfig, ds: Dataset, unusable: np.ndarray | None = None
 ) -> tuple[Split, np.ndarray, np.ndarray | None]:
@@ -61,10 +55,10 @@ def membership_from_files(
     n, empty = len(ds), np.zeros(0, dtype=np.int64)
     if cfg.queries.indices is not None:
         members, nonmembers = empty, empty
-        audited = _nonempty(load_indices(cfg.queries.indices, "queries", n), "queries")
+        audited = validate.nonempty(load_indices(cfg.queries.indices, "queries", n), "queries")
     elif cfg.members is not None and cfg.nonmembers is not None:  # the config gives both or neither
-        members = _nonempty(load_indices(cfg.members, "members", n), "members")
-        nonmembers = _nonempty(load_indices(cfg.nonmembers, "nonmembers", n), "nonmembers")
+        members = validate.nonempty(load_indices(cfg.members, "members", n), "members")
+        nonmembers = validate.nonempty(load_indices(cfg.nonmembers, "nonmembers", n), "nonmembers")
         validate.check_disjoint_indices(members, nonmembers)
         validate.check_disjoint_rows(
             (ds.x[members], ds.y[members], members), (ds.x[nonmembers], ds.y[nonmembers], nonmembers)
@@ -199,7 +193,9 @@ def audit_given(
         source=source,
     )
     store = open_store(cfg)
-    announce.start(cfg, plan, records, target_trains=False, references_by=references_by)
+    announce.start(
+        cfg, plan, records, target_trains=False, references_by=references_by, reference_model=recipe.architecture
+    )
     if plan.references and not references_by:
         log.warning(
             "references: %s; not the recipe that trained your target, which skews the attacks if it differs "

@@ -89,15 +89,17 @@ def _roles(cfg: ScoreConfig, outputs: Outputs) -> tuple[Split, np.ndarray, np.nd
     sets = _index_sets(cfg, outputs)
     validation = np.sort(sets.get("validation", none))
     if "queries" in sets:
-        members, nonmembers, audited = none, none, sets["queries"]
+        members, nonmembers, audited = none, none, validate.nonempty(sets["queries"], "queries")
     elif "members" in sets:
-        members, nonmembers = np.sort(sets["members"]), np.sort(sets["nonmembers"])
+        members = np.sort(validate.nonempty(sets["members"], "members"))
+        nonmembers = np.sort(validate.nonempty(sets["nonmembers"], "nonmembers"))
         validate.check_disjoint_indices(members, nonmembers)
         audited = np.concatenate([members, nonmembers])
     elif outputs.target_keep is not None:
         audited = np.setdiff1d(np.arange(n), validation)
         member = np.asarray(outputs.target_keep, dtype=bool)[audited]
-        members, nonmembers = audited[member], audited[~member]
+        members = validate.nonempty(audited[member], "members (the target's keep mask)")
+        nonmembers = validate.nonempty(audited[~member], "nonmembers (the target's keep mask)")
     else:
         raise ConfigError("members: give members and nonmembers (or queries) index files; the layout has neither")
     if np.intersect1d(audited, validation).size:

@@ -105,6 +105,29 @@ def reference_recipe(cfg: RunConfig, ds: Dataset, head_dropout: float = 0.0) -> 
     return builtin_recipe(cfg, ds, cfg.reference_architecture, head_dropout, dp)
 
 
+@dataclass(frozen=True, kw_only=True)
+class ModelJob:
+    """One model a run obtains, known before anything trains: what ``miaudit plan`` times and looks up in the
+    cache, and what the progress display counts as to train or cached."""
+
+    role: str
+    recipe: ModelRecipe
+    ds: Dataset
+    seed: int
+    train_idx: np.ndarray
+
+    def in_store(self, store: Store) -> bool:
+        """Whether ``obtain`` would load it from ``store`` (a finished entry) rather than train it."""
+        spec = _cache_spec(self.recipe, self.ds, self.seed, self.train_idx)
+        return spec is not None and store.entry(spec).meta_path.is_file()
+
+
+def target_job(cfg: RunConfig, ds: Dataset, train_idx: np.ndarray, role: str = "target") -> ModelJob:
+    """The target (DP-SGD with ``train.dp``) on ``train_idx``."""
+    recipe = builtin_recipe(cfg, ds, cfg.model, dp=cfg.train.dp)
+    return ModelJob(role=role, recipe=recipe, ds=ds, seed=model_seed(cfg.seed, 0), train_idx=train_idx)
+
+
 def trained_target(
     cfg: RunConfig,
     ds: Dataset,
@@ -114,9 +137,18 @@ def trained_target(
     role: str = "target",
 ) -> TrainedModel:
     """The target (DP-SGD with ``train.dp``) trained on ``train_idx``, or loaded from the cache."""
-    recipe = builtin_recipe(cfg, ds, cfg.model, dp=cfg.train.dp)
+    job = target_job(cfg, ds, train_idx, role)
     with progress or ModelProgress(1) as tracker:
-        return obtain(store, recipe, ds, role, model_seed(cfg.seed, 0), train_idx, tracker, cfg.device)
+        if progress is None:
+            tracker.expect_cached(job.in_store(store))
+        return obtain(store, job.recipe, ds, role, job.seed, train_idx, tracker, cfg.device)
+
+
+def _cache_spec(recipe: ModelRecipe, ds: Dataset, seed: int, train_idx: np.ndarray) -> dict | None:
+    """What keys a model in the store: data, recipe, training indices, seed (None: never cached)."""
+    if recipe.cache_spec is None:
+        return None
+    return {"data": ds.fingerprint, **recipe.cache_spec, "train_idx": indices_digest(train_idx), "seed": seed}
 
 
 def obtain(
@@ -154,9 +186,9 @@ def obtain(
         progress.finished(role, report.seconds, cached=False)
         return module, kept(module.eval(), logits, report, False)
 
-    if recipe.cache_spec is None:
+    spec = _cache_spec(recipe, ds, seed, train_idx)
+    if spec is None:
         return trained_now()[1]
-    spec = {"data": ds.fingerprint, **recipe.cache_spec, "train_idx": indices_digest(train_idx), "seed": seed}
     entry = store.entry(spec)
     # Locked while loading or training: a concurrent run needing the same model waits, then loads it.
     with store.lock(entry, waiting=lambda: log.info("%s: waiting for another run training it", role)):

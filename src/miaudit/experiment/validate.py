@@ -104,6 +104,13 @@ def row_digests(x: np.ndarray, y: np.ndarray) -> list[bytes]:
     return [hashlib.blake2b(r.tobytes() + labels[i].tobytes(), digest_size=16).digest() for i, r in enumerate(rows)]
 
 
+def nonempty(idx: np.ndarray, field: str) -> np.ndarray:
+    """``idx`` itself, or a one-line error naming ``field`` when it holds no record."""
+    if not len(idx):
+        raise DataError(f"{field}: no records; the audit needs at least one")
+    return idx
+
+
 def check_disjoint_indices(
     first: np.ndarray, second: np.ndarray, names: tuple[str, str] = ("members", "nonmembers")
 ) -> None:

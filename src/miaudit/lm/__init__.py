@@ -66,14 +66,18 @@ def recipe(cfg: Any, ds: Any, spec: str, fresh: bool = False) -> tuple[Callable,
 
 
 def perplexities(exp: Any) -> dict[str, float]:
-    """results.json's target fit for an LM audit of known membership: exp of the mean over texts of their mean
-    token NLL, on the members (train) and the non-members (test); {} for any other audit."""
+    """results.json's target fit for an LM audit of known membership: the mean over texts of their mean token
+    NLL (loss, nats per token) and its exp (perplexity), on the members (train) and the non-members (test); {}
+    for any other audit."""
     if not getattr(exp.dataset, "texts", None) or exp.is_member is None:  # a TextDataset has texts
         return {}
     nll = -np.asarray(exp.target.logits[:, 0], dtype=np.float64)  # the sequence logit is the mean log-likelihood
+    train, test = float(nll[exp.split.members].mean()), float(nll[exp.split.nonmembers].mean())
     return {
-        "train_perplexity": float(np.exp(nll[exp.split.members].mean())),
-        "test_perplexity": float(np.exp(nll[exp.split.nonmembers].mean())),
+        "train_loss": train,
+        "test_loss": test,
+        "train_perplexity": float(np.exp(train)),
+        "test_perplexity": float(np.exp(test)),
     }
 
 

@@ -2,14 +2,17 @@
 
 For every membership test both runs hold (matched by label), B - A in TPR at each FPR level and in AUC with a
 95% bootstrap interval (``stats.difference``): paired over the shared records when the runs scored the same
-records of the same data, independent otherwise (different data are allowed, and said). One sentence per
-attack, on TPR at 1% FPR: B leaks less / more than A when the interval excludes 0, else no detectable change.
-Written as compare.json, compare.md and compare.html (both ROC curves per attack).
+records of the same data (a ``miaudit score`` of a run's own export included), independent otherwise
+(different data are allowed, and a warning leads the output, beside one naming the attacks not in both runs).
+One sentence per attack on TPR at 1% FPR and AUC: B leaks less / more than A by the measure whose interval
+excludes 0, else no detectable difference. Written as compare.json, compare.md and compare.html (both ROC
+curves per attack).
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,35 +43,92 @@ def load_run(run: Any) -> tuple[dict, pd.DataFrame, str]:
     return results, frame, str(where)
 
 
-def attack_scores(frame: pd.DataFrame, attack: dict, records: np.ndarray | None) -> difference.Scored:
-    """One attack's scores, in the order of ``records`` when given (paired runs)."""
+def attack_scores(
+    frame: pd.DataFrame, attack: dict, records: np.ndarray | None, by: str = "record"
+) -> difference.Scored:
+    """One attack's scores, in the order of ``records`` (ids in column ``by``) when given (paired runs)."""
     col = f"{slug_of(attack['name'], attack['label'], attack['references'])}.score"
-    f = frame if records is None else frame.set_index("record").loc[records].reset_index()
+    f = frame if records is None else frame.set_index(by).loc[records].reset_index()
     return difference.Scored(f[col].to_numpy(float), f["member"].to_numpy(bool))
 
 
-def _pairing(ra: dict, rb: dict, fa: pd.DataFrame, fb: pd.DataFrame) -> tuple[bool, str, np.ndarray | None]:
-    """(paired, how, the shared records in order) from the data fingerprints and the audited records."""
-    same_data = ra.get("data_fingerprint") == rb.get("data_fingerprint")
-    if not same_data:
-        return False, "different data (fingerprints differ): runs resampled independently", None
-    ma = dict(zip(fa["record"], fa["member"]))
-    same = ma == dict(zip(fb["record"], fb["member"]))
-    if not same:
-        return False, "same data, different audited records: runs resampled independently", None
-    return True, "same data and records: paired bootstrap over the shared records", np.sort(fa["record"].to_numpy())
+@dataclass(frozen=True)
+class Pairing:
+    """How two runs' records line up: paired over ``records`` (ids in columns ``by_a``, ``by_b``), or not."""
+
+    paired: bool
+    how: str
+    records: np.ndarray | None = None
+    by_a: str = "record"
+    by_b: str = "record"
 
 
-def _sentence(label: str, d: difference.Difference) -> str:
+def _audited(frame: pd.DataFrame, by: str) -> dict:
+    """record id -> (member, label): the audited records as a run saw them."""
+    return dict(zip(frame[by], zip(frame["member"], frame["label"] if "label" in frame else frame["member"])))
+
+
+def _pairing(ra: dict, rb: dict, fa: pd.DataFrame, fb: pd.DataFrame) -> Pairing:
+    """Paired when both runs audited the same records of the same data: the same data fingerprint and records,
+    or (a ``miaudit score`` of a run's own export) the other run's records by their ids in the original data
+    (``original_record``), with the same membership and labels."""
+    if ra.get("data_fingerprint") == rb.get("data_fingerprint"):
+        if _audited(fa, "record") != _audited(fb, "record"):
+            return Pairing(False, "same data, different audited records: runs resampled independently")
+        how = "same data and records: paired bootstrap over the shared records"
+        return Pairing(True, how, np.sort(fa["record"].to_numpy()))
+    by_a = "original_record" if "original_record" in fa else "record"
+    by_b = "original_record" if "original_record" in fb else "record"
+    if "original_record" in (by_a, by_b) and _audited(fa, by_a) == _audited(fb, by_b):
+        return Pairing(
+            True,
+            "the same records by their ids in the original data (original_record), with the same membership and "
+            "labels: paired bootstrap over the shared records",
+            np.sort(fa[by_a].to_numpy()),
+            by_a,
+            by_b,
+        )
+    return Pairing(False, "different data (fingerprints differ): runs resampled independently")
+
+
+def _direction(d: difference.Difference) -> str | None:
+    """'less' or 'more' leakage in B when the interval excludes 0, else None."""
+    return "less" if d.ci[1] < 0 else "more" if d.ci[0] > 0 else None
+
+
+def _sentence(label: str, tpr: difference.Difference, auc: difference.Difference) -> str:
+    """One line per attack from both headline measures, TPR at 1% FPR and AUC, each with its own 95% interval
+    (each read alone: a change either interval shows is named with the measure that shows it)."""
     numbers = (
-        f"TPR@1% {100 * d.a:.1f} -> {100 * d.b:.1f}, difference {100 * d.difference:+.1f} "
-        f"[{100 * d.ci[0]:+.1f}, {100 * d.ci[1]:+.1f}]"
+        f"TPR@1% A {100 * tpr.a:.1f} -> B {100 * tpr.b:.1f}, B - A {100 * tpr.difference:+.1f} "
+        f"[{100 * tpr.ci[0]:+.1f}, {100 * tpr.ci[1]:+.1f}]; AUC A {auc.a:.3f} -> B {auc.b:.3f}, "
+        f"B - A {auc.difference:+.3f} [{auc.ci[0]:+.3f}, {auc.ci[1]:+.3f}]"
     )
-    if d.ci[1] < 0:
-        return f"{label}: B leaks less than A: {numbers}"
-    if d.ci[0] > 0:
-        return f"{label}: B leaks more than A: {numbers}"
-    return f"{label}: no detectable difference: {numbers}"
+    seen = {name: way for name, way in (("TPR@1%", _direction(tpr)), ("AUC", _direction(auc))) if way}
+    if not seen:
+        return f"{label}: no detectable difference in TPR@1% or AUC: {numbers}"
+    if len(set(seen.values())) > 1:
+        return (
+            f"{label}: mixed: B leaks less than A by {', '.join(k for k, v in seen.items() if v == 'less')}, "
+            f"more by {', '.join(k for k, v in seen.items() if v == 'more')}: {numbers}"
+        )
+    way, by = next(iter(seen.values())), " and ".join(seen)
+    quiet = " (no detectable difference in " + ("AUC" if by == "TPR@1%" else "TPR@1%") + ")" if len(seen) == 1 else ""
+    return f"{label}: B leaks {way} than A by {by}{quiet}: {numbers}"
+
+
+def _warnings(ra: dict, rb: dict, pairing: Pairing, only_a: list[str], only_b: list[str]) -> list[str]:
+    """What a reader must know before the numbers: different data sets, attacks not compared."""
+    out = []
+    if not pairing.paired and ra.get("data_fingerprint") != rb.get("data_fingerprint"):
+        out.append(
+            f"warning: A audited {ra.get('dataset')}, B audited {rb.get('dataset')}: different data, so every "
+            "difference below mixes the data with the model"
+        )
+    if only_a or only_b:
+        parts = [f"{', '.join(x)} (only in {w})" for x, w in ((only_a, "A"), (only_b, "B")) if x]
+        out.append(f"warning: not compared, not in both runs: {'; '.join(parts)}")
+    return out
 
 
 def compare(a: Any, b: Any, resamples: int = difference.RESAMPLES) -> dict:
@@ -87,7 +147,7 @@ def compare(a: Any, b: Any, resamples: int = difference.RESAMPLES) -> dict:
         DataError: a directory that is no run, a run of unknown membership, or no attack in common.
     """
     (ra, fa, name_a), (rb, fb, name_b) = load_run(a), load_run(b)
-    paired, how, records = _pairing(ra, rb, fa, fb)
+    pairing = _pairing(ra, rb, fa, fb)
     by_label = {x["label"]: x for x in rb["attacks"]}
     shared = [x for x in ra["attacks"] if x["label"] in by_label and not is_ranking(x) and "tpr_at_fpr" in x]
     if not shared:
@@ -96,20 +156,27 @@ def compare(a: Any, b: Any, resamples: int = difference.RESAMPLES) -> dict:
     for x in shared:
         levels = tuple(float(k) for k in x["tpr_at_fpr"] if k in by_label[x["label"]]["tpr_at_fpr"])
         diff = difference.compare(
-            attack_scores(fa, x, records), attack_scores(fb, by_label[x["label"]], records), levels, paired, resamples
+            attack_scores(fa, x, pairing.records, pairing.by_a),
+            attack_scores(fb, by_label[x["label"]], pairing.records, pairing.by_b),
+            levels,
+            pairing.paired,
+            resamples,
         )
         as_json = {k: {"a": d.a, "b": d.b, "difference": d.difference, "ci": list(d.ci)} for k, d in diff.items()}
         rows.append({
             "attack": x["label"],
-            "verdict": _sentence(x["label"], diff[HEADLINE]) if HEADLINE in diff else None,
+            "verdict": _sentence(x["label"], diff[HEADLINE], diff["auc"]) if HEADLINE in diff else None,
             "auc": as_json.pop("auc"),
             "tpr_at_fpr": as_json,
         })  # fmt: skip
+    only_a = [x["label"] for x in ra["attacks"] if x["label"] not in by_label]
+    only_b = sorted(set(by_label) - {x["label"] for x in ra["attacks"]})
     return {
         "a": name_a,
         "b": name_b,
-        "paired": paired,
-        "pairing": how,
+        "warnings": _warnings(ra, rb, pairing, only_a, only_b),
+        "paired": pairing.paired,
+        "pairing": pairing.how,
         "data": {
             "a": ra.get("dataset"),
             "b": rb.get("dataset"),
@@ -118,6 +185,6 @@ def compare(a: Any, b: Any, resamples: int = difference.RESAMPLES) -> dict:
         "confidence": 0.95,
         "resamples": resamples,
         "attacks": rows,
-        "only_in_a": [x["label"] for x in ra["attacks"] if x["label"] not in by_label],
-        "only_in_b": sorted(set(by_label) - {x["label"] for x in ra["attacks"]}),
+        "only_in_a": only_a,
+        "only_in_b": only_b,
     }

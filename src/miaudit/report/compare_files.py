@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..errors import OutputDirError
 from ..stats import metrics
 from .compare import attack_scores, load_run
 from .plots import png_uri, thinned_roc
@@ -15,27 +16,30 @@ from .plots import png_uri, thinned_roc
 def _cell(d: dict, scale: float = 100, digits: int = 1) -> str:
     lo, hi = d["ci"]
     return (
-        f"{scale * d['a']:.{digits}f} -> {scale * d['b']:.{digits}f}, "
-        f"{scale * d['difference']:+.{digits}f} [{scale * lo:+.{digits}f}, {scale * hi:+.{digits}f}]"
+        f"A {scale * d['a']:.{digits}f} -> B {scale * d['b']:.{digits}f}, "
+        f"B - A {scale * d['difference']:+.{digits}f} [{scale * lo:+.{digits}f}, {scale * hi:+.{digits}f}]"
     )
 
 
 def lines(c: dict) -> list[str]:
-    """The console's and compare.md's lines: per attack its verdict, TPR at each level and AUC with intervals."""
-    out = [f"A: {c['a']}", f"B: {c['b']}", f"{c['pairing']}; 95% bootstrap intervals ({c['resamples']} resamples)", ""]
+    """The console's lines: the warnings first, then per attack its verdict, TPR at each level and AUC with
+    intervals."""
+    out = [*c["warnings"], f"A: {c['a']}", f"B: {c['b']}"]
+    out += [f"{c['pairing']}; 95% bootstrap intervals ({c['resamples']} resamples)", ""]
     for row in c["attacks"]:
         out.append(row["verdict"] or row["attack"])
         for level, d in row["tpr_at_fpr"].items():
-            out.append(f"  {row['attack']} TPR@{100 * float(level):g}%: A -> B, difference B - A {_cell(d)}")
-        out.append(f"  {row['attack']} AUC: A -> B, difference B - A {_cell(row['auc'], 1, 3)}")
+            out.append(f"  {row['attack']} TPR@{100 * float(level):g}%: {_cell(d)}")
+        out.append(f"  {row['attack']} AUC: {_cell(row['auc'], 1, 3)}")
     return out
 
 
 def markdown(c: dict) -> str:
     levels = list(c["attacks"][0]["tpr_at_fpr"])
-    head = ["attack", *(f"TPR@{100 * float(k):g}% A -> B, B - A [95%]" for k in levels), "AUC A -> B, B - A [95%]"]
+    head = ["attack", *(f"TPR@{100 * float(k):g}% [95%]" for k in levels), "AUC [95%]"]
     rows = [[r["attack"], *(_cell(r["tpr_at_fpr"][k]) for k in levels), _cell(r["auc"], 1, 3)] for r in c["attacks"]]
-    text = [f"# miaudit compare: A = {c['a']}, B = {c['b']}", "", f"{c['pairing']}.", ""]
+    text = [f"# miaudit compare: A = {c['a']}, B = {c['b']}", "", *(f"**{w}**" for w in c["warnings"])]
+    text += ["", f"{c['pairing']}.", ""]
     text += [f"- {r['verdict']}" for r in c["attacks"] if r["verdict"]]
     text += ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     text += ["| " + " | ".join(r) + " |" for r in rows]
@@ -65,18 +69,33 @@ def _roc_figure(a: Any, b: Any, c: dict) -> str:
     return png_uri(fig)
 
 
+def check_destination(out_dir: Path) -> None:
+    """A one-line ``OutputDirError`` when ``out_dir`` cannot hold compare's files (checked before any work)."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise OutputDirError(f"--out: {out_dir} is a file; compare writes a folder (compare.json, .md, .html)")
+    parent = next((p for p in out_dir.absolute().parents if p.exists()), None)
+    if not out_dir.exists() and parent is not None and not parent.is_dir():
+        raise OutputDirError(f"--out: {parent} is a file, so {out_dir} cannot be created")
+
+
 def write(a: Any, b: Any, c: dict, out_dir: Path) -> Path:
     """Write compare.json, compare.md and compare.html into ``out_dir``; return it."""
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    check_destination(out_dir)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OutputDirError(f"--out: cannot create {out_dir} ({e.strerror})") from None
     (out_dir / "compare.json").write_text(json.dumps(c, indent=1))
     md = markdown(c)
     (out_dir / "compare.md").write_text(md)
     body = "".join(f"<li>{html.escape(r['verdict'])}</li>" for r in c["attacks"] if r["verdict"])
     table = "<pre>" + html.escape("\n".join(lines(c))) + "</pre>"
+    warned = "".join(f"<p><strong>{html.escape(w)}</strong></p>" for w in c["warnings"])
     page = (
         f"<!doctype html><html><head><meta charset='utf-8'><title>miaudit compare</title></head><body>"
-        f"<h1>miaudit compare</h1><p>A = {html.escape(c['a'])}<br>B = {html.escape(c['b'])}</p>"
+        f"<h1>miaudit compare</h1>{warned}<p>A = {html.escape(c['a'])}<br>B = {html.escape(c['b'])}</p>"
         f"<p>{html.escape(c['pairing'])}.</p><ul>{body}</ul><img alt='ROC of both runs' "
         f"src='{_roc_figure(a, b, c)}'>{table}</body></html>"
     )

@@ -142,6 +142,6 @@ def ppv(run: AttackRun, n_members: int, n_nonmembers: int) -> dict[str, Any]:
         for level, tpr in m.tpr_at_fpr.items():
             tp, fp = round(tpr * n_members), round(m.realized_fpr[level] * n_nonmembers)
             value, ci = precision.ppv_interval(tp, n_members, fp, n_nonmembers, prior)
-            at[level] = {"ppv": value, "ci": None if value is None or ci is None else list(ci)}
+            at[level] = {"ppv": value, "ci": list(ci)}  # ppv None: no non-member flagged, no point estimate
         out[f"prior_{prior:g}"] = at
     return out

@@ -106,6 +106,9 @@ def render(res: RunResult, results: dict, frame: ScoresTable, roc_png: Path | No
         gls_purpose=sections.GLS_PURPOSE,
         gls_validation=sections.GLS_VALIDATION,
         gls_top=sections.gls_top(frame),
+        ppv_cell=sections.ppv_cell,
+        target_fit=sections.target_fit,
+        ppv_undefined=sections.PPV_UNDEFINED,
     )
 
 

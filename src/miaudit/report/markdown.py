@@ -105,9 +105,7 @@ def report_md(res: RunResult, results: dict, frame: ScoresTable) -> str:
         if known
         else f"{results['n_queries']} queries of unknown membership"
     )
-    accuracies = ", ".join(
-        f"{k.replace('_', ' ')} {v:.3f}" for k, v in t.items() if k.endswith(("accuracy", "perplexity"))
-    )
+    accuracies = sections.target_fit(t)
     lines = [
         f"# miaudit report: {results['dataset']}",
         "",

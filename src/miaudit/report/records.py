@@ -112,8 +112,8 @@ def results_json(res: RunResult) -> dict:
         "references": len(exp.references),
         "reference_training": _reference_training(exp),
         "target": {
-            **exp.target_accuracy(),
-            **lm.perplexities(exp),
+            # an LM's two-class "sequence logits" have no accuracy worth the name: its loss and perplexity instead
+            **(lm.perplexities(exp) or exp.target_accuracy()),
             **_real_record_accuracies(res.dp_audit),
             "training_seconds": exp.target.seconds,
             "source": exp.target.source,

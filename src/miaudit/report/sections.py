@@ -58,11 +58,25 @@ def records_at_risk_md(results: dict) -> list[str]:
     return lines
 
 
-def _ppv_cell(cell: dict) -> str:
-    if cell["ppv"] is None:
-        return "-"
-    lo, hi = cell["ci"]
-    return f"{100 * cell['ppv']:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
+def target_fit(target: dict) -> str:
+    """'train accuracy 0.641, test accuracy 0.563', or an LM's 'train loss 7.735 (perplexity 2287.8), ...'."""
+    if "train_perplexity" in target:
+        return ", ".join(
+            f"{part} loss {target[f'{part}_loss']:.3f} (perplexity {target[f'{part}_perplexity']:.1f})"
+            for part in ("train", "test")
+            if f"{part}_loss" in target
+        )
+    return ", ".join(f"{k.replace('_', ' ')} {v:.3f}" for k, v in target.items() if k.endswith("accuracy"))
+
+
+PPV_UNDEFINED = "undefined: no non-member flagged at that level, so no point estimate (the interval still holds)"
+
+
+def ppv_cell(cell: dict) -> str:
+    """'12.5 [3.1, 40.2]', or 'undefined [lo, hi]' where no non-member is flagged (no point estimate)."""
+    lo, hi = cell["ci"] or (0.0, 1.0)
+    point = "undefined" if cell["ppv"] is None else f"{100 * cell['ppv']:.1f}"
+    return f"{point} [{100 * lo:.1f}, {100 * hi:.1f}]"
 
 
 def ppv_md(results: dict) -> list[str]:
@@ -75,12 +89,13 @@ def ppv_md(results: dict) -> list[str]:
         "## Precision at realistic member priors",
         "",
         "PPV in percent at 1% FPR (95% interval): of the records an attack calls members, the share that are, "
-        "when members are this share of the candidates (prior). Every FPR level: results.json `ppv`.",
+        f"when members are this share of the candidates (prior); {PPV_UNDEFINED}. Every FPR level: results.json "
+        "`ppv`.",
         "",
         "| attack | " + " | ".join(f"prior {100 * float(p.removeprefix('prior_')):g}%" for p in priors) + " |",
         "|---|" + "---|" * len(priors),
     ]
-    lines += [f"| {a['label']} | " + " | ".join(_ppv_cell(a["ppv"][p]["0.01"]) for p in priors) + " |" for a in rows]
+    lines += [f"| {a['label']} | " + " | ".join(ppv_cell(a["ppv"][p]["0.01"]) for p in priors) + " |" for a in rows]
     return lines
 
 

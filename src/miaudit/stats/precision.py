@@ -29,11 +29,14 @@ def ppv(tpr: float, fpr: float, prior: float) -> float | None:
 
 def ppv_interval(
     tp: int, n_members: int, fp: int, n_nonmembers: int, prior: float, confidence: float = CONFIDENCE
-) -> tuple[float | None, tuple[float, float] | None]:
-    """PPV from the counts at an operating point, with its interval from the exact TPR and FPR intervals."""
+) -> tuple[float | None, tuple[float, float]]:
+    """PPV from the counts at an operating point, with its interval from the exact TPR and FPR intervals.
+
+    No point estimate (None) where no non-member is flagged: the plug-in PPV would be 1 on no evidence about
+    the FPR at all, while the interval (its upper end 1) still says what the counts allow."""
     each = math.sqrt(confidence)
     tpr_lo, tpr_hi = clopper_pearson(tp, n_members, each)
     fpr_lo, fpr_hi = clopper_pearson(fp, n_nonmembers, each)
-    point = ppv(tp / n_members, fp / n_nonmembers, prior)
+    point = ppv(tp / n_members, fp / n_nonmembers, prior) if fp > 0 else None
     lo, hi = ppv(tpr_lo, fpr_hi, prior), ppv(tpr_hi, fpr_lo, prior)
     return point, (0.0 if lo is None else lo, 1.0 if hi is None else hi)
