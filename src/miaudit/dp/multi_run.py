@@ -187,7 +187,7 @@ def run(cfg: RunConfig, runs: int) -> dict[str, Any]:
             "threat_model": worst_case.THREAT_MODEL,
             "how": f"{2 * runs} models ({int(included.sum())} with the canary, by fair coins) trained together by "
             f"stacked DP-SGD from a crafted start; {head['guesses']} guesses on the highest and lowest scores, "
-            f"{head['correct']} correct; {time.perf_counter() - started:.0f} s",
+            f"{head['correct']} correct; {time.perf_counter() - started:.0f} s. This {worst_case.THREAT_MODEL}",
         },
     }
 
