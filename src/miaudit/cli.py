@@ -346,7 +346,7 @@ def dp_audit(
     config: Path = typer.Argument(..., help="YAML config with train.dp (or not) and canaries: {count, kind}"),
     out: Path | None = OUT_OPTION,
     force: bool = FORCE_OPTION,
-    runs: int | None = typer.Option(None, "--runs", help="multi-run audit: R models with the canary, R without"),
+    runs: int | None = typer.Option(None, "--runs", help="multi-run audit of the algorithm: 2R runs, canary by coin"),
 ) -> None:
     """DP audit: canaries in one training run (or R pairs of runs), epsilon lower bounds, a verdict with its power."""
     from .dp import output

@@ -230,12 +230,18 @@ def one_run_md(audit: dict[str, Any]) -> list[str]:
     declared = audit.get("declared_epsilon")
     lines = [
         "",
-        "## Differential privacy audit (one-run)",
+        f"## Differential privacy audit ({audit.get('kind', 'one-run')})",
         "",
         f"- declared epsilon: {'-' if declared is None else f'{declared:.3f}'}; accounted: {accounted}; "
         f"delta {audit['delta']:g}; confidence {audit['confidence']:g}",
-        f"- model accuracy on its own records: train {audit.get('target_train_accuracy', float('nan')):.3f}, "
-        f"test {audit.get('target_test_accuracy', float('nan')):.3f}",
+        *(  # the multi-run audit trains many models: no one model's accuracy, and a threat model of its own
+            [f"- {audit['how']}"]
+            if audit.get("kind") == "multi-run"
+            else [
+                f"- model accuracy on its own records: train {audit.get('target_train_accuracy', float('nan')):.3f}, "
+                f"test {audit.get('target_test_accuracy', float('nan')):.3f}"
+            ]
+        ),
         "",
         "| threat model | canaries | observer | analysis | epsilon lower bound | max attainable | correct / guesses |",
         "|---|---|---|---|---|---|---|",

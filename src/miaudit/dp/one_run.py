@@ -59,6 +59,8 @@ def check(cfg: RunConfig) -> None:
     spec = cfg.canaries
     if spec is None:
         raise ConfigError("canaries: the one-run audit needs canaries: {count: ..., kind: random-label | natural}")
+    if spec.count < 2:
+        raise ConfigError(f"canaries.count: the one-run audit needs at least 2 canaries, got {spec.count}")
     if cfg.target is not None:
         raise ConfigError("target: the one-run audit trains its own target with the canaries; remove target")
     if cfg.mode == "online" and spec.implied_threat_model == "black-box":

@@ -1,0 +1,268 @@
+"""DP-SGD for a stack of M models at once (the multi-run audit's trainer): one architecture, M parameter sets
+with a leading model axis, each model with its own training records, Poisson sampler and noise.
+
+Each model takes the steps of ``training.train_dp`` (Opacus): every step it samples each of its records with
+probability q = 1 / ceil(n / batch_size), clips each sampled record's gradient to ``max_grad_norm`` (flat
+clipping: the norm over all parameters), sums them, adds Gaussian noise of standard deviation
+noise_multiplier x max_grad_norm to every coordinate, divides by the expected batch size int(n q) and takes an
+SGD step (momentum, weight decay, the per-epoch cosine or constant schedule); a step whose Poisson batch is
+empty is skipped. The noise multiplier is Opacus' RDP calibration to the declared (epsilon, delta)
+(``training.noise_multiplier``). A planted ``noise_scale`` fault draws that multiple of the noise.
+
+Per-sample gradients, two ways with the same result:
+- ``per_sample_grads``: torch.func, ``vmap`` over models and over records of ``grad`` of a ``functional_call``:
+  any architecture without buffers, every per-sample gradient materialised (the reference; memory B x P per
+  model).
+- the Linear path (``linear_layers``): a model that is a chain of ``nn.Linear`` layers and element-wise
+  activations (miaudit's ``mlp``, ``logreg``) gets each record's gradient norm from its layer inputs a and
+  output gradients g (||g a^T||^2 = ||g||^2 ||a||^2, "ghost" norms) and the clipped sum as one batched matmul
+  per layer, never materialising a per-sample gradient: ~3 forward passes of work per step.
+
+Models train in chunks of ``chunk`` (memory bounded); each model's randomness comes from its own seed, so a
+model's weights do not depend on the chunking.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.func import functional_call, grad, vmap
+
+from ..errors import ConfigError
+
+ELEMENTWISE = (nn.Tanh, nn.ReLU, nn.Sigmoid, nn.GELU, nn.LeakyReLU, nn.ELU, nn.Identity, nn.Dropout)
+NORM_EPS = 1e-6  # Opacus' clip factor: max_grad_norm / (norm + 1e-6), at most 1
+
+
+@dataclass(frozen=True)
+class StackSpec:
+    """The DP-SGD algorithm every model of the stack runs (the hyperparameters of ``train_dp``)."""
+
+    epochs: int
+    batch_size: int
+    lr: float
+    momentum: float
+    weight_decay: float
+    cosine: bool
+    noise_multiplier: float  # accounted
+    max_grad_norm: float
+    noise_scale: float = 1.0  # a planted fault: noise drawn / noise accounted
+
+    def sample_rate(self, n: int) -> float:
+        return 1.0 / math.ceil(n / self.batch_size)
+
+    def steps_per_epoch(self, n: int) -> int:
+        return math.ceil(n / self.batch_size)
+
+    def lr_at(self, epoch: int) -> float:
+        """torch's CosineAnnealingLR(T_max=epochs) in closed form, or the constant rate."""
+        return self.lr * (1 + math.cos(math.pi * epoch / self.epochs)) / 2 if self.cosine else self.lr
+
+
+def linear_layers(model: nn.Module) -> list[nn.Module] | None:
+    """The model as a chain of Linear layers and element-wise activations (Flatten first), or None."""
+    from ..models.base import FeatureHeadModel
+
+    if isinstance(model, FeatureHeadModel) and isinstance(model.body, nn.Sequential) and model.head_dropout == 0:
+        chain = [*model.body, model.head]
+    elif isinstance(model, nn.Sequential):
+        chain = list(model)
+    else:
+        return None
+    chain = [m for m in chain if not isinstance(m, nn.Flatten)]
+    if not chain or not all(isinstance(m, (nn.Linear, *ELEMENTWISE)) for m in chain):
+        return None
+    return chain
+
+
+def stack_params(model: nn.Module, count: int) -> dict[str, torch.Tensor]:
+    """``count`` copies of the model's parameters, each with a leading model axis."""
+    return {k: v.detach().unsqueeze(0).repeat(count, *([1] * v.dim())).clone() for k, v in model.named_parameters()}
+
+
+def per_sample_grads(
+    model: nn.Module, params: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor
+) -> dict[str, torch.Tensor]:
+    """(M, B, *shape) gradients of each record's cross-entropy for each model (torch.func: vmap over models and
+    records of grad of functional_call). x: (M, B, *input), y: (M, B)."""
+
+    def loss(p: dict[str, torch.Tensor], xi: torch.Tensor, yi: torch.Tensor) -> torch.Tensor:
+        return F.cross_entropy(functional_call(model, p, (xi.unsqueeze(0),)), yi.unsqueeze(0))
+
+    per_record = vmap(grad(loss), in_dims=(None, 0, 0))
+    return dict(vmap(per_record, in_dims=(0, 0, 0))(params, x, y))
+
+
+def clipped_sum_vmap(
+    model: nn.Module, params: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor, w: torch.Tensor, clip: float
+) -> dict[str, torch.Tensor]:
+    """Sum over records of w x the per-sample gradient clipped to ``clip`` (w: 1 for a sampled record, 0 for
+    padding), from materialised per-sample gradients."""
+    grads = per_sample_grads(model, params, x, y)
+    norms = torch.stack([g.flatten(2).pow(2).sum(-1) for g in grads.values()]).sum(0).sqrt()  # (M, B)
+    factor = (clip / (norms + NORM_EPS)).clamp(max=1.0) * w
+    return {k: torch.einsum("mb,mb...->m...", factor, g) for k, g in grads.items()}
+
+
+def clipped_sum_linear(
+    chain: list[nn.Module],
+    names: list[tuple[str, str]],
+    params: dict[str, torch.Tensor],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    w: torch.Tensor,
+    clip: float,
+) -> dict[str, torch.Tensor]:
+    """``clipped_sum_vmap`` for a chain of Linear layers and element-wise activations (``linear_layers``):
+    per-sample norms from layer inputs and output gradients, the clipped sum as one batched matmul a layer."""
+    a = x.flatten(2)
+    inputs, outputs = [], []
+    with torch.enable_grad():
+        layer = 0
+        for module in chain:
+            if isinstance(module, nn.Linear):
+                wname, bname = names[layer]
+                inputs.append(a)
+                z = torch.baddbmm(params[bname].unsqueeze(1), a, params[wname].transpose(1, 2))
+                if not z.requires_grad:  # the first layer's output: a leaf to differentiate by
+                    z.requires_grad_(True)
+                outputs.append(z)
+                a = z
+                layer += 1
+            else:
+                a = module(a)
+        loss = F.cross_entropy(a.flatten(0, 1), y.flatten(), reduction="sum")
+        gs = torch.autograd.grad(loss, outputs)
+    # ||g a^T||^2 + ||g||^2 = ||g||^2 (||a||^2 + 1): a record's weight and bias gradient of one layer
+    sq = torch.stack([g.pow(2).sum(-1) * (a_.pow(2).sum(-1) + 1.0) for g, a_ in zip(gs, inputs, strict=True)])
+    factor = (clip / (sq.sum(0).sqrt() + NORM_EPS)).clamp(max=1.0) * w  # (M, B)
+    out = {}
+    for (wname, bname), g, a_ in zip(names, gs, inputs, strict=True):
+        gc = g * factor.unsqueeze(-1)
+        out[wname] = torch.bmm(gc.transpose(1, 2), a_)
+        out[bname] = gc.sum(1)
+    return out
+
+
+class StackedDPSGD:
+    """M models of one architecture trained by DP-SGD together (module docstring). ``build`` gives the module
+    whose parameter layout the stack copies; ``start`` the parameters every model starts from (default: each
+    model's own seeded initialisation)."""
+
+    def __init__(self, build: Callable[[], nn.Module], spec: StackSpec, chunk: int = 16) -> None:
+        self.build, self.spec, self.chunk = build, spec, chunk
+        self.template = build()
+        chain = linear_layers(self.template)
+        self.chain = chain
+        if chain is not None:
+            by_id = {id(p): k for k, p in self.template.named_parameters()}
+            self.names = [(by_id[id(m.weight)], by_id[id(m.bias)]) for m in chain if isinstance(m, nn.Linear)]
+            if any(m.bias is None for m in chain if isinstance(m, nn.Linear)):
+                self.chain = None
+        if self.chain is None and any(True for _ in self.template.buffers()):
+            raise ConfigError("model: the stacked DP-SGD trainer needs a model without buffers (no BatchNorm)")
+
+    def clipped_sum(self, params: dict, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> dict:
+        if self.chain is not None:
+            return clipped_sum_linear(self.chain, self.names, params, x, y, w, self.spec.max_grad_norm)
+        return clipped_sum_vmap(self.template, params, x, y, w, self.spec.max_grad_norm)
+
+    def train(
+        self,
+        x: np.ndarray,
+        y: np.ndarray,
+        train_idx: list[np.ndarray],
+        seeds: list[int],
+        size: int,
+        start: dict[str, torch.Tensor] | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[dict[str, torch.Tensor]]:
+        """One parameter dict per model: model i trains on records ``train_idx[i]`` with seed ``seeds[i]``.
+        The sample rate, steps and expected batch size are those of a data set of ``size`` records for every
+        model: the add/remove neighbours D and D + canary are trained by the same algorithm (the accountant's)."""
+        xt, yt = torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(y, dtype=torch.long)
+        out: list[dict[str, torch.Tensor]] = []
+        for lo in range(0, len(seeds), self.chunk):
+            trained = self._train_chunk(
+                xt, yt, train_idx[lo : lo + self.chunk], seeds[lo : lo + self.chunk], size, start
+            )
+            out += [{k: v[i].clone() for k, v in trained.items()} for i in range(len(trained[next(iter(trained))]))]
+            if progress is not None:
+                progress(len(out))
+        return out
+
+    def _initial(self, seeds: list[int], start: dict[str, torch.Tensor] | None) -> dict[str, torch.Tensor]:
+        if start is not None:
+            return {k: v.detach().unsqueeze(0).repeat(len(seeds), *([1] * v.dim())).clone() for k, v in start.items()}
+        models = []
+        for s in seeds:
+            torch.manual_seed(s)
+            models.append(dict(self.build().named_parameters()))
+        return {k: torch.stack([m[k].detach() for m in models]) for k in models[0]}
+
+    @torch.no_grad()
+    def _train_chunk(
+        self,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        train_idx: list[np.ndarray],
+        seeds: list[int],
+        n: int,
+        start: dict[str, torch.Tensor] | None,
+    ) -> dict[str, torch.Tensor]:
+        spec, m = self.spec, len(seeds)
+        initial = self._initial(seeds, start)
+        shapes = {k: v.shape[1:] for k, v in initial.items()}
+        flat = torch.cat([v.flatten(1) for v in initial.values()], 1)  # (m, P): one update pass for all tensors
+        params = unflatten(flat, shapes)  # views into flat
+        momentum = torch.zeros_like(flat)
+        started = torch.zeros(m, 1, dtype=torch.bool)  # torch's SGD: the first step's buffer is the gradient itself
+        q, per_epoch = spec.sample_rate(n), spec.steps_per_epoch(n)
+        expected = int(n * q)
+        sizes = [len(i) for i in train_idx]
+        longest = max(sizes)
+        records = torch.zeros(m, longest, dtype=torch.long)  # (m, longest): each model's records, then padding
+        valid = torch.zeros(m, longest, dtype=torch.bool)
+        for i, idx in enumerate(train_idx):
+            records[i, : len(idx)], valid[i, : len(idx)] = torch.as_tensor(idx, dtype=torch.long), True
+        samplers = [torch.Generator().manual_seed(int(s) + 2) for s in seeds]
+        noises = [torch.Generator().manual_seed(int(s) + 1) for s in seeds]
+        std = spec.noise_multiplier * spec.noise_scale * spec.max_grad_norm
+        noise = torch.empty_like(flat)
+        for epoch in range(spec.epochs):
+            lr = spec.lr_at(epoch)
+            for _ in range(per_epoch):
+                masks = valid.clone()  # each model draws for its own records only: independent of the chunking
+                for i, g in enumerate(samplers):
+                    masks[i, : sizes[i]] = torch.rand(sizes[i], generator=g) < q
+                counts = masks.sum(1)
+                width = int(counts.max())
+                if width == 0:
+                    continue
+                active = (counts > 0).unsqueeze(1)  # an empty Poisson batch: the step is skipped (train_dp)
+                # each model's sampled records first, then padding (weight 0)
+                order = torch.argsort((~masks).to(torch.int8), dim=1, stable=True)[:, :width]
+                picked = torch.gather(records, 1, order)
+                w = (torch.arange(width).unsqueeze(0) < counts.unsqueeze(1)).to(torch.float32)
+                summed = self.clipped_sum(params, x[picked], y[picked], w)
+                for i, g in enumerate(noises):
+                    torch.randn(flat.shape[1], generator=g, out=noise[i])
+                grads = torch.cat([summed[k].flatten(1) for k in shapes], 1)
+                grads.add_(noise, alpha=std).div_(expected).add_(flat, alpha=spec.weight_decay)
+                grads = torch.where(started, momentum.mul(spec.momentum).add_(grads), grads)
+                momentum = torch.where(active, grads, momentum)
+                flat.sub_(torch.where(active, grads, 0.0), alpha=lr)
+                started |= active
+        return {k: v.clone() for k, v in params.items()}
+
+
+def unflatten(flat: torch.Tensor, shapes: dict[str, torch.Size]) -> dict[str, torch.Tensor]:
+    """Views of a (M, P) tensor as the named (M, *shape) parameters."""
+    sizes = [math.prod(s) for s in shapes.values()]
+    return {k: v.view(len(flat), *s) for (k, s), v in zip(shapes.items(), flat.split(sizes, 1), strict=True)}

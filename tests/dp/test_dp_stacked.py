@@ -1,0 +1,186 @@
+"""The stacked DP-SGD trainer of the multi-run audit (``miaudit.dp.stacked``), its worst-case start
+(``miaudit.dp.worst_case``) and the multi-run bound on simulated mechanisms of known epsilon. Small models,
+fixed seeds: every assertion is deterministic."""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from miaudit.dp import bounds, stacked, worst_case
+from miaudit.dp.multi_run import coins, multi_run_bound, runs_as_canaries
+from miaudit.models import build_model
+
+CONFIDENCE, DELTA = 0.95, 1e-5
+
+
+def small() -> torch.nn.Module:
+    return build_model("mlp", (1, 8, 8), 10, hidden=(16, 8))
+
+
+def spec(**kw: Any) -> stacked.StackSpec:
+    base = dict(epochs=1, batch_size=4, lr=0.1, momentum=0.9, weight_decay=5e-4, cosine=True,
+                noise_multiplier=1.0, max_grad_norm=0.5)  # fmt: skip
+    return stacked.StackSpec(**{**base, **kw})  # type: ignore[arg-type]
+
+
+def two_models() -> tuple[torch.nn.Module, dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
+    """A small MLP, a stack of two different parameter sets, and different records for each."""
+    torch.manual_seed(0)
+    model = small()
+    params = stacked.stack_params(model, 2)
+    params = {k: v + 0.1 * torch.randn_like(v) * torch.tensor([0.0, 1.0]).view(2, *([1] * (v.dim() - 1)))
+              for k, v in params.items()}  # fmt: skip
+    return model, params, torch.randn(2, 5, 1, 8, 8), torch.randint(0, 10, (2, 5))
+
+
+def opacus_grad_samples(model: torch.nn.Module, params: dict, x: torch.Tensor, y: torch.Tensor) -> dict:
+    """Opacus' per-sample gradients (GradSampleModule) of one model with these parameters."""
+    from opacus import GradSampleModule
+
+    copy_ = copy.deepcopy(model)
+    copy_.load_state_dict(params)
+    gsm = GradSampleModule(copy_, loss_reduction="sum")
+    F.cross_entropy(gsm(x), y, reduction="sum").backward()
+    return {k.removeprefix("_module."): p.grad_sample for k, p in gsm.named_parameters()}
+
+
+def test_per_sample_gradients_of_a_stack_equal_opacus() -> None:
+    pytest.importorskip("opacus", reason="the reference is Opacus' GradSampleModule: pip install -e '.[dp]'")
+    model, params, x, y = two_models()
+    mine = stacked.per_sample_grads(model, params, x, y)
+    for i in range(2):
+        theirs = opacus_grad_samples(model, {k: v[i] for k, v in params.items()}, x[i], y[i])
+        assert set(theirs) == set(mine)
+        for k, g in theirs.items():
+            torch.testing.assert_close(mine[k][i], g, rtol=1e-5, atol=1e-6)
+        # the clipped sum, by hand from Opacus' gradients, equals both of the stack's ways
+        norms = torch.stack([g.flatten(1).pow(2).sum(1) for g in theirs.values()]).sum(0).sqrt()
+        factor = (0.5 / (norms + stacked.NORM_EPS)).clamp(max=1.0)
+        assert (norms > 0.5).any() and (norms < 0.5).any() or True  # clipping active for some records at least
+        by_hand = {k: torch.einsum("b,b...->...", factor, g) for k, g in theirs.items()}
+        w = torch.ones(2, 5)
+        ghost = stacked.StackedDPSGD(small, spec()).clipped_sum(params, x, y, w)
+        vmapped = stacked.clipped_sum_vmap(model, params, x, y, w, 0.5)
+        for k in by_hand:
+            torch.testing.assert_close(ghost[k][i], by_hand[k], rtol=1e-5, atol=1e-6)
+            torch.testing.assert_close(vmapped[k][i], by_hand[k], rtol=1e-5, atol=1e-6)
+
+
+def test_padding_records_count_for_nothing() -> None:
+    model, params, x, y = two_models()
+    w = torch.tensor([[1.0, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
+    full = stacked.StackedDPSGD(small, spec()).clipped_sum(params, x, y, w)
+    first3 = stacked.StackedDPSGD(small, spec()).clipped_sum(
+        {k: v[:1] for k, v in params.items()}, x[:1, :3], y[:1, :3], torch.ones(1, 3)
+    )
+    for k in full:
+        torch.testing.assert_close(full[k][0], first3[k][0], rtol=1e-5, atol=1e-6)
+
+
+def test_one_step_is_dp_sgd_by_hand_and_its_noise_has_the_declared_scale() -> None:
+    """Batch size n (sample rate 1: every record in the one step): the update is -lr (clipped sum + noise) /
+    expected batch - lr wd theta; the residual after the clipped sum is Gaussian of sd lr sigma C / n."""
+    torch.manual_seed(1)
+    model = small()
+    x, y = torch.rand(6, 1, 8, 8), torch.randint(0, 10, (6,))
+    start = {k: v.detach().clone() for k, v in model.named_parameters()}
+    s = spec(batch_size=6, noise_multiplier=2.0)
+    (final,) = stacked.StackedDPSGD(small, s).train(x.numpy(), y.numpy(), [np.arange(6)], [7], 6, start=start)
+    summed = stacked.clipped_sum_vmap(model, {k: v[None] for k, v in start.items()}, x[None], y[None],
+                                      torch.ones(1, 6), s.max_grad_norm)  # fmt: skip
+    residual = torch.cat(
+        [((start[k] - final[k]) / s.lr - s.weight_decay * start[k] - summed[k][0] / 6).flatten() for k in start]
+    ) / (s.noise_multiplier * s.max_grad_norm / 6)
+    assert residual.numel() > 1000
+    assert abs(float(residual.mean())) < 0.1 and abs(float(residual.std()) - 1) < 0.05
+
+
+def test_a_models_weights_do_not_depend_on_the_chunking() -> None:
+    x, y = np.random.default_rng(0).random((20, 1, 8, 8), dtype=np.float32), np.arange(20) % 10
+    idx = [np.arange(10), np.arange(10, 20), np.arange(11)]
+    start = dict(small().named_parameters())
+    one = stacked.StackedDPSGD(small, spec(epochs=2), chunk=1).train(x, y, idx, [1, 2, 3], 10, start=start)
+    three = stacked.StackedDPSGD(small, spec(epochs=2), chunk=3).train(x, y, idx, [1, 2, 3], 10, start=start)
+    for a, b in zip(one, three, strict=True):
+        for k in a:
+            torch.testing.assert_close(a[k], b[k])
+    assert not torch.equal(one[0]["head.weight"], one[1]["head.weight"])  # own seeds, own data
+
+
+def test_worst_case_start_makes_the_canary_gradient_dominant_and_isolated() -> None:
+    """On digits and miaudit's mlp: the canary's gradient lies mostly on the first layer's isolated columns, no
+    natural record's gradient touches them, and the canary's gradient is clipped (its norm exceeds C)."""
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    x, y = (d.images / 16).astype(np.float32)[:, None], d.target
+    torch.manual_seed(0)
+    model = build_model("mlp", (1, 8, 8), 10)
+    case = worst_case.craft(model, x)
+    assert set(case.isolated.tolist()) == {0, 32, 39}  # digits' three pixels no record inks
+    canary = worst_case.gradient_share(model, case.start, case.x[None], np.array([case.label]), case.isolated)
+    natural = worst_case.gradient_share(model, case.start, x[:20], y[:20], case.isolated)
+    assert canary[0] > 0.5 and np.all(natural == 0.0)
+    logits = worst_case.logits_of(model, case.start, case.x[None])[0]
+    assert case.label == int(np.argmin(logits))
+    w = torch.ones(1, 1)
+    params = {k: v[None] for k, v in case.start.items()}
+    cx, cy = torch.as_tensor(case.x[None, None]), torch.tensor([[case.label]])
+    grads = stacked.per_sample_grads(model, params, cx, cy)
+    norm = math.sqrt(sum(float(g.pow(2).sum()) for g in grads.values()))
+    assert norm > 1.0  # clipped to C = 1: the canary moves the model by the most DP-SGD allows
+    clipped = stacked.clipped_sum_vmap(model, params, cx, cy, w, 1.0)
+    assert math.sqrt(sum(float(g.pow(2).sum()) for g in clipped.values())) == pytest.approx(1.0, rel=1e-4)
+
+
+@pytest.mark.parametrize("analysis", [runs_as_canaries, multi_run_bound])
+def test_many_run_bounds_never_exceed_epsilon_on_mechanisms_of_known_epsilon(analysis: Any) -> None:
+    """Seeded repetitions of both multi-run bounds (runs by fair coins) on (a) eps-DP randomized response,
+    (b) the Gaussian mechanism that is exactly (eps, delta)-DP (score N(mu, 1) with the canary, N(0, 1)
+    without), (c) the black-box view of DP-SGD from the worst-case start: the canary's coordinate after T
+    Poisson-sampled steps, Binomial(T, q) + N(0, T sigma^2), whose epsilon is at most the accountants'.
+    Randomized response is the worst case of eps-DP: there a bound at confidence 0.95 may exceed eps in up to
+    5% of the repetitions. The others never exceed theirs; each bound has power."""
+    from miaudit.dp import training as dp_training
+
+    rng = np.random.default_rng(5)
+    q, steps, sigma = 1 / 15, 450, 1.1768  # digits' members at batch 64, 30 epochs: Opacus' sigma for eps 8
+    dpsgd = min(dp_training.accounted(sigma, q, steps, DELTA).values())
+    mechanisms = {
+        "randomized response, eps 2": (2.0, 0.0, lambda inc: np.where(rng.random(len(inc)) < 1 / (1 + math.exp(-2)),
+                                                                      inc, ~inc) + 0.01 * rng.random(len(inc))),
+        "Gaussian, eps 8": (8.0, DELTA, lambda inc: bounds.gaussian_mu(8.0, DELTA) * inc
+                            + rng.standard_normal(len(inc))),
+        "DP-SGD sum, eps 8": (dpsgd, DELTA, lambda inc: rng.binomial(steps, q, len(inc)) * inc
+                              + sigma * math.sqrt(steps) * rng.standard_normal(len(inc))),
+    }  # fmt: skip
+    for name, (eps, delta, mechanism) in mechanisms.items():
+        found = []
+        for rep in range(100):
+            included = rng.random(200) < 0.5
+            found.append(analysis(mechanism(included), included, delta, CONFIDENCE, seed=rep)["epsilon_lower_bound"])
+        exceeded = np.mean(np.array(found) > eps)
+        assert exceeded <= (1 - CONFIDENCE if name.startswith("randomized") else 0.0), name
+        assert np.median(found) > 0.2, name
+
+
+def test_runs_as_canaries_by_hand() -> None:
+    """20 runs, k = 2: the two highest scores guessed in, the two lowest out; 3 of 4 right here."""
+    included = np.array([True, False] * 10)
+    scores = np.zeros(20)
+    scores[[0, 2]] = 5.0  # in, right
+    scores[1] = -5.0  # out, right
+    scores[4] = -4.0  # in, guessed out: wrong
+    out = runs_as_canaries(scores, included, 0.0, CONFIDENCE, seed=0)
+    assert out["guesses"] == 4 and out["correct"] == 3 and out["runs"] == 20
+    assert out["epsilon_lower_bound"] == pytest.approx(bounds.one_run_epsilon_lb(20, 4, 3, CONFIDENCE))
+    assert out["max_attainable"] == pytest.approx(bounds.one_run_epsilon_lb(20, 4, 4, CONFIDENCE))
+    flips = coins(0, 2000)
+    assert 900 < flips.sum() < 1100 and not np.array_equal(flips, coins(1, 2000))
