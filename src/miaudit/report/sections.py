@@ -39,7 +39,27 @@ def verdict_lines(results: dict) -> list[str]:
 def choice_lines(results: dict) -> list[str]:
     """Why these attacks ran, when ``attacks: auto`` chose them."""
     choice = results.get("attack_choice")
-    return [f"Attacks: auto, {choice['why']}.", ""] if choice else []
+    if not choice:
+        return []
+    lines = [f"Attacks: auto, {choice['why']}.", ""]
+    if choice.get("candidates"):
+        level = str(choice["level"])
+        lines += [
+            f"Each candidate on {choice['pseudo_targets']} references as pseudo-targets ({choice['pseudo_members']} "
+            f"members pooled, {choice['references_per_pseudo_target']} references each; no target membership read):",
+            "",
+            f"| candidate | pseudo-target TPR@{100 * choice['level']:g}% [95% interval] | per pseudo-target | run? |",
+            "|---|---|---|---|",
+        ]
+        for c in choice["candidates"]:
+            lo, hi = c["pseudo_target_tpr_ci"][level]
+            each = ", ".join(f"{100 * t:.1f}" for t in c["per_pseudo_target"])
+            lines.append(
+                f"| {c['name']} | {100 * c['pseudo_target_tpr'][level]:.2f} [{100 * lo:.1f}, {100 * hi:.1f}] | {each} "
+                f"| {c['why']} |"
+            )
+        lines.append("")
+    return lines
 
 
 def records_at_risk_md(results: dict) -> list[str]:
