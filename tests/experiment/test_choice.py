@@ -24,7 +24,7 @@ def test_auto_plans_the_candidates_with_two_references_or_more() -> None:
     assert p.candidates == recommended.CANDIDATES
     assert [a.label for a in p.attacks] == ["attack-p", "gls", *(f"{n} (n=4)" for n in recommended.CANDIDATES)]
     one = plan.build(config.from_dict({"references": 1}))
-    assert one.candidates == () and [a.name for a in one.attacks] == ["attack-p", "gls", *recommended.RULE[1]]
+    assert one.candidates == () and [a.name for a in one.attacks] == ["attack-p", "gls", recommended.RULE[1][0]]
 
 
 def test_pseudo_audits_hold_members_of_the_pseudo_target_alone() -> None:
@@ -95,3 +95,12 @@ def test_choice_reads_no_target_membership() -> None:
     assert first.to_json() == second.to_json()
     assert 1 <= len(first.chosen) <= choice.MAX_RUN < len(cands)
     assert all(c.tpr_ci["0.01"][0] <= c.tpr["0.01"] <= c.tpr_ci["0.01"][1] for c in first.candidates)
+
+
+def test_without_pseudo_targets_the_first_of_the_rule_that_runs() -> None:
+    """No reference membership: the pair attacks cannot run, so the rule's first attack that can does."""
+    inputs, _ = synthetic(np.random.default_rng(4), k=2, n_query=40, n_pop=200, n_val=20)
+    blind = replace(inputs, population=replace(inputs.population, ref_in=None))
+    order = ("pair-logit", "pair-lr", "rmia", "lira")
+    assert choice.first_that_runs(_candidates(2), order, blind) == "rmia"
+    assert choice.first_that_runs(_candidates(2), order, inputs) == "pair-logit"

@@ -228,3 +228,17 @@ def choose(
         nonmembers=int((~audits[0].is_member).sum()),
         candidates=tuple(estimates),
     )
+
+
+def first_that_runs(candidates: list[PlannedAttack], order: tuple[str, ...], inputs: AttackInputs) -> str:
+    """Without pseudo-targets: the first candidate in the leave-one-data-set-out ``order`` that runs on these
+    inputs (the pair attacks need the population's reference membership, which a plan cannot see)."""
+    by_name = {a.name: a for a in candidates}
+    for name in [n for n in order if n in by_name] + [a.name for a in candidates if a.name not in order]:
+        attack = by_name[name]
+        try:
+            registry.execute(attack.info, attack.params, attack.references, inputs.first(attack.references))
+        except AttackRequirementError:
+            continue
+        return name
+    return candidates[0].name
