@@ -10,8 +10,8 @@ Protocol (issue 38), fixed before the new data set's runs were looked at:
 - Pool: the attacks ``attacks: auto`` can choose from (``recommended.CANDIDATES``: those that need only
   logits, so they run in every kind of audit and can be measured on pseudo-targets). Attacks that need the
   models (rmia-draws, lr-bmia) are listed beside them in the table as "best overall", never chosen.
-- Rule: at each K, the candidates ranked by their lowest ratio (its mean TPR@1% over the best mean of the pool on that data
-  set) across the data sets it is chosen on, highest first (max-min ratio: an attack that collapses anywhere
+- Rule: at each K, the candidates ranked by their lowest ratio (mean TPR@1% over the best mean of the pool on
+  that data set) across the data sets it is chosen on, highest first (max-min ratio: an attack that collapses anywhere
   loses); the first is the pick (``recommended.RULE[K]`` holds the ranking on every data set: auto runs the
   first of it that the audit can run).
 - Leave one out: for each data set, the rule applied to the others; on the held-out one, the chosen
@@ -24,14 +24,11 @@ Protocol (issue 38), fixed before the new data set's runs were looked at:
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 from claims import RESULTS
 from frontier_table import reaches
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "src"))
-from miaudit.attacks.recommended import CANDIDATES, RULE  # noqa: E402
+from miaudit.attacks.recommended import CANDIDATES, RULE
 
 BUDGETS = (1, 2, 4, 8)
 
@@ -64,7 +61,9 @@ def ratio(d: dict, name: str, k: int) -> float:
 
 def pick(data: dict[str, dict], k: int) -> tuple[str, dict[str, float]]:
     """The max-min-ratio attack over ``data`` at K, and each candidate's worst ratio there."""
-    worst = {n: min(ratio(d, n, k) for d in data.values()) for n in CANDIDATES if all(_row(d, n, k) for d in data.values())}
+    worst = {
+        n: min(ratio(d, n, k) for d in data.values()) for n in CANDIDATES if all(_row(d, n, k) for d in data.values())
+    }
     return max(worst, key=lambda n: worst[n]), worst
 
 
@@ -76,7 +75,13 @@ def tied(d: dict, name: str, k: int) -> bool:
 
 def compute() -> dict:
     data = load()
-    out: dict = {"datasets": {n: {"seeds": d["seeds"], "n_members": d["n_members"]} for n, d in data.items()}, "budgets": {}}
+    out: dict = {
+        "datasets": {
+            n: {"seeds": d["seeds"], "n_members": d["n_members"], "description": d.get("description", "frontier2.json")}
+            for n, d in data.items()
+        },
+        "budgets": {},
+    }
     for k in BUDGETS:
         here = {n: d for n, d in data.items() if _row(d, CANDIDATES[0], k)}
         chosen, worst = pick(here, k)
@@ -88,7 +93,9 @@ def compute() -> dict:
                 "tpr": _tpr(d, name, k),
                 "best": best(d, k),
                 "best_tpr": _tpr(d, best(d, k), k),
-                "best_overall": max((r for r in d["rows"] if r["references"] == k), key=lambda r: r["tpr@0.01"]["mean"])["name"],
+                "best_overall": max(
+                    (r for r in d["rows"] if r["references"] == k), key=lambda r: r["tpr@0.01"]["mean"]
+                )["name"],
                 "ratio": ratio(d, name, k),
                 "within_one_sd": tied(d, name, k),
             }
@@ -113,16 +120,25 @@ def markdown(out: dict) -> list[str]:
         "to the best of the pool) picks on the other data sets, its TPR there, the best of the pool there, and "
         "whether the pick is within one sd of the difference (seed spread and binomial error).",
         "",
-        "| K | held out | chosen on the others | its TPR@1% | best of the pool | TPR@1% | ratio | within 1 sd | best overall (any attack) |",
+        "| K | held out | chosen on the others | its TPR@1% | best of the pool | TPR@1% | ratio | within 1 sd "
+        "| best overall (any attack) |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for k, b in out["budgets"].items():
         for h, r in b["held_out"].items():
             lines.append(
-                f"| {k} | {h} | {r['chosen_on_others']} | {100 * r['tpr']:.2f} | {r['best']} | {100 * r['best_tpr']:.2f} "
-                f"| {r['ratio']:.2f} | {'yes' if r['within_one_sd'] else 'no'} | {r['best_overall']} |"
+                f"| {k} | {h} | {r['chosen_on_others']} | {100 * r['tpr']:.2f} | {r['best']} "
+                f"| {100 * r['best_tpr']:.2f} | {r['ratio']:.2f} | {'yes' if r['within_one_sd'] else 'no'} "
+                f"| {r['best_overall']} |"
             )
-    lines += ["", "Each candidate's TPR@1% (mean ± sd over seeds) and its worst ratio to the best over all data sets:", ""]
+    lines += [""] + [
+        f"- {n}: {d['description']}" for n, d in out["datasets"].items() if d["description"] != "frontier2.json"
+    ]
+    lines += [
+        "",
+        "Each candidate's TPR@1% (mean ± sd over seeds) and its worst ratio to the best over all data sets:",
+        "",
+    ]
     names = list(out["datasets"])
     lines += [f"| K | attack | {' | '.join(names)} | worst ratio |", "|---|---|" + "---|" * (len(names) + 1)]
     for k, b in out["budgets"].items():
@@ -136,9 +152,9 @@ def markdown(out: dict) -> list[str]:
     for k, b in out["budgets"].items():
         held = b["held_out"].values()
         lines.append(
-            f"- K = {k}: rule on all data sets: {b['rule']} (worst ratio {b['worst_ratio'][b['rule']]:.2f}); held out, the "
-            f"pick was within one sd of the best on {sum(r['within_one_sd'] for r in held)} of {len(held)} and at "
-            f"least half the best on {sum(r['ratio'] >= 0.5 for r in held)} of {len(held)}."
+            f"- K = {k}: rule on all data sets: {b['rule']} (worst ratio {b['worst_ratio'][b['rule']]:.2f}); "
+            f"held out, the pick was within one sd of the best on {sum(r['within_one_sd'] for r in held)} of "
+            f"{len(held)} and at least half the best on {sum(r['ratio'] >= 0.5 for r in held)} of {len(held)}."
         )
     return lines
 

@@ -38,7 +38,7 @@ def pooled(runs: list[dict]) -> dict:
             row[f"tpr@{level}_ci"] = [statistics.fmean(c[0] for c in cis), statistics.fmean(c[1] for c in cis)]
         rows.append(row)
     return {
-        "n_records": runs[0]["n_records"] if "n_records" in runs[0] else None,
+        "n_records": runs[0].get("n_records"),
         "n_members": runs[0]["n_members"],
         "seeds": [r["seed"] for r in runs],
         "target_test_accuracy": _stat([r["target"]["test_accuracy"] for r in runs]),

@@ -141,7 +141,9 @@ def test_a_target_unlike_its_references_collapses_the_pair_attacks_and_they_say_
 
     def tpr(name: str, given: AttackInputs) -> float:
         info = registry.get(name)
-        return evaluate(registry.execute(info, info.params(), k, given).scores, is_member, {}, (0.01,)).tpr_at_fpr["0.01"]
+        return evaluate(registry.execute(info, info.params(), k, given).scores, is_member, {}, (0.01,)).tpr_at_fpr[
+            "0.01"
+        ]
 
     with caplog.at_level("WARNING", logger="miaudit"):
         assert tpr("pair-lr", inputs) > 0.1 and tpr("pair-logit", inputs) > 0.1

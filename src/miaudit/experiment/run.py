@@ -113,7 +113,9 @@ def chosen_attacks(exp: Experiment, inputs: AttackInputs) -> tuple[list[PlannedA
     candidates = [a for a in plan.attacks if a.name in plan.candidates]
     with working("attacks: auto, candidates on pseudo-targets"):
         found = choice.choose(candidates, inputs, plan.references, fpr_levels(exp.cfg), choice.LEVEL)
-    keep = set(found.chosen) if found else {choice.first_that_runs(candidates, recommended.rule(plan.references), inputs)}
+    keep = (
+        set(found.chosen) if found else {choice.first_that_runs(candidates, recommended.rule(plan.references), inputs)}
+    )
     if found:
         log.info("attacks: auto runs %s of %s", ", ".join(found.chosen), ", ".join(plan.candidates))
     return [a for a in plan.attacks if a.name not in plan.candidates or a.name in keep], found
