@@ -88,7 +88,7 @@ class AttackChoice:
                     "pseudo_target_tpr": c.tpr,
                     "pseudo_target_tpr_ci": {lv: list(ci) for lv, ci in c.tpr_ci.items()},
                     "per_pseudo_target": c.per_pseudo_target,
-                    "run": c.run,
+                    "decision": "run" if c.run else "left out",
                     "why": c.why,
                 }
                 for c in self.candidates
