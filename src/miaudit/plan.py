@@ -91,8 +91,13 @@ def build(cfg: AuditSettings, roles: Iterable[str] | None = None) -> Plan:
     available = cfg.references
     if available is None:
         raise TypeError("plan.build: resolve a scores-only config's references from its outputs first")
-    auto = recommended.choose(available, cfg.mode, roles | ALWAYS_PROVIDED) if cfg.attacks == "auto" else None
-    rows_asked = cfg.attacks if auto is None else auto.rows
+    asked = cfg.attacks
+    auto: recommended.AutoRows | None = None
+    if isinstance(asked, str):  # "auto"
+        auto = recommended.choose(available, cfg.mode, roles | ALWAYS_PROVIDED)
+        rows_asked = auto.rows
+    else:
+        rows_asked = asked
     parsed = [_parse(i, raw) for i, raw in enumerate(rows_asked)]
     rows: list[tuple[str, AttackParams, int]] = []
     for i, (name, params) in enumerate(parsed):
