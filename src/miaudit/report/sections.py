@@ -57,7 +57,8 @@ def choice_lines(results: dict, table: bool = True) -> list[str]:
             f"Each candidate on {choice['pseudo_targets']} references as pseudo-targets ({choice['pseudo_members']} "
             f"members pooled, {choice['references_per_pseudo_target']} references each; no target membership read):",
             "",
-            f"| candidate | pseudo-target TPR@{100 * choice['level']:g}% [95% interval] | per pseudo-target | run or left out, and why |",
+            f"| candidate | pseudo-target TPR@{100 * choice['level']:g}% [95% interval] | per pseudo-target "
+            "| run or left out, and why |",
             "|---|---|---|---|",
         ]
         for c in choice["candidates"]:
