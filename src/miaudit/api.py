@@ -307,8 +307,9 @@ def audit(
         queries: records of unknown membership, instead of members and nonmembers.
         population: records it never saw: the reference models' pool and population-based attacks.
         validation: more such records, for QMIA and calibration.
-        attacks: ``"auto"`` (the strongest attacks for the references, from the committed frontier
-            results), or attack names / rows as in a config's ``attacks``.
+        attacks: ``"auto"`` (with 2 or more references, the candidates measured on the references as
+            pseudo-targets and the strongest run; with one, the leave-one-data-set-out rule), or attack
+            names / rows as in a config's ``attacks``.
         references: reference models to train (default: the fewest the attacks need; with ``"auto"``, 4
             when there is a ``population``, else none).
         model_factory: builds a fresh reference model (default: a re-initialised copy of ``target``).

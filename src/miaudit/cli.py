@@ -122,7 +122,7 @@ def _summary(results: dict, out: Path, start: float) -> None:
         Console().print(line.replace("**", ""), highlight=False, markup=False, end="\n" if line else "")
     for note in results.get("notes", []):  # then what the numbers below do not promise
         Console().print(f"[bold yellow]note:[/bold yellow] {note}", highlight=False)
-    for line in sections.choice_lines(results):
+    for line in sections.choice_lines(results, table=False):
         Console().print(line, highlight=False, markup=False, end="\n" if line else "")
     _print_table(_metrics_table(results) if results["membership"] == "known" else _ranking_table(results))
     if results.get("records_at_risk", {}).get("note"):

@@ -48,6 +48,7 @@ class Plan:
     roles: frozenset[str]  # record sets besides the queries: "population", "validation"
     head_dropout: float = 0.0  # references train with dropout before the head (an attack samples them by MC Dropout)
     auto: str | None = None  # attacks: auto: why these attacks (None: the config named them)
+    candidates: tuple[str, ...] = ()  # attacks: auto rows the audit's own data decides on (experiment/choice.py)
 
     @property
     def needs_last_layer(self) -> str | None:
@@ -90,11 +91,13 @@ def build(cfg: AuditSettings, roles: Iterable[str] | None = None) -> Plan:
     available = cfg.references
     if available is None:
         raise TypeError("plan.build: resolve a scores-only config's references from its outputs first")
-    rows_asked, why = (
-        recommended.choose(available, cfg.mode, roles | ALWAYS_PROVIDED)
-        if cfg.attacks == "auto"
-        else (cfg.attacks, None)
-    )
+    asked = cfg.attacks
+    auto: recommended.AutoRows | None = None
+    if isinstance(asked, str):  # "auto"
+        auto = recommended.choose(available, cfg.mode, roles | ALWAYS_PROVIDED)
+        rows_asked = auto.rows
+    else:
+        rows_asked = asked
     parsed = [_parse(i, raw) for i, raw in enumerate(rows_asked)]
     rows: list[tuple[str, AttackParams, int]] = []
     for i, (name, params) in enumerate(parsed):
@@ -110,7 +113,8 @@ def build(cfg: AuditSettings, roles: Iterable[str] | None = None) -> Plan:
     labels = unique_labels(rows)
     attacks = tuple(PlannedAttack(n, label, p, k) for (n, p, k), label in zip(rows, labels))
     refs = max((a.references for a in attacks), default=0)
-    return Plan(attacks, refs, cfg.mode, roles, head_dropout(attacks), why)
+    why, candidates = (None, ()) if auto is None else (auto.why, auto.candidates)
+    return Plan(attacks, refs, cfg.mode, roles, head_dropout(attacks), why, candidates)
 
 
 def head_dropout(attacks: Sequence[PlannedAttack]) -> float:

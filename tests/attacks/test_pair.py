@@ -120,3 +120,37 @@ def test_refuses_online_and_a_population_without_reference_membership():
     blind = AttackInputs(inputs.queries, RecordSet(pop.labels, pop.target_logits, pop.ref_logits), inputs.validation)
     with pytest.raises(AttackRequirementError, match="ref_in"):
         registry.score("pair-lr", blind)
+
+
+def _shifted_target(inputs: AttackInputs, offset: float) -> AttackInputs:
+    from dataclasses import replace
+
+    def moved(records: RecordSet) -> RecordSet:
+        return replace(records, target_logits=logits_of(records.target_logits[:, 1] + offset))
+
+    return replace(inputs, queries=moved(inputs.queries), population=moved(inputs.population), validation=None)
+
+
+@pytest.mark.parametrize("k", [1, 4])
+def test_a_target_unlike_its_references_collapses_the_pair_attacks_and_they_say_so(k: int, caplog) -> None:
+    """Issue 38's collapse, reproduced: the target's scores shifted by 3 (its references unchanged) leave
+    LiRA's TPR@1% where it was and send both pair attacks to chance; each run warns, and only then."""
+    from miaudit.stats.metrics import evaluate
+
+    inputs, is_member = synthetic(np.random.default_rng(0), k, n_query=2000, n_pop=4000)
+
+    def tpr(name: str, given: AttackInputs) -> float:
+        info = registry.get(name)
+        return evaluate(registry.execute(info, info.params(), k, given).scores, is_member, {}, (0.01,)).tpr_at_fpr[
+            "0.01"
+        ]
+
+    with caplog.at_level("WARNING", logger="miaudit"):
+        assert tpr("pair-lr", inputs) > 0.1 and tpr("pair-logit", inputs) > 0.1
+    assert not caplog.records
+    shifted = _shifted_target(inputs, 3.0)
+    with caplog.at_level("WARNING", logger="miaudit"):
+        assert tpr("pair-lr", shifted) < 0.02 and tpr("pair-logit", shifted) < 0.02
+    assert tpr("lira", shifted) > 0.1
+    assert [r.getMessage().split(":")[0] for r in caplog.records] == ["pair-lr", "pair-logit"]
+    assert "not exchangeable" in caplog.records[0].getMessage()

@@ -1,4 +1,4 @@
-"""``attacks: auto`` against the committed frontier results it is taken from."""
+"""``attacks: auto`` against the leave-one-data-set-out results its rule is taken from."""
 
 from __future__ import annotations
 
@@ -8,47 +8,38 @@ from pathlib import Path
 import pytest
 
 from miaudit import plan
-from miaudit.attacks import recommended
+from miaudit.attacks import recommended, registry
 from miaudit.config import run as config
 
-FRONTIER = Path(__file__).parents[2] / "benchmarks" / "results" / "frontier.json"
-CANDIDATES = {"eb-bmia", "lr-bmia", "rmia-draws"}  # the frontier's new candidates: none won everywhere
-OFFLINE = ("location", "digits", "cifar10", "ag_news")
+LODO = Path(__file__).parents[2] / "benchmarks" / "results" / "lodo.json"
 
 
-def _best_existing(rows: list[dict], k: int) -> str | None:
-    pool = [r for r in rows if r["references"] == k and r["name"] not in CANDIDATES]
-    return max(pool, key=lambda r: r["tpr@0.01"]["mean"])["name"] if pool else None
+def test_rule_is_the_leave_one_data_set_out_pick_per_budget() -> None:
+    """RULE[K] is benchmarks/lodo.py's ranking on every data set, and its pick is nowhere below half the best."""
+    budgets = json.loads(LODO.read_text())["budgets"]
+    assert set(recommended.RULE) == {int(k) for k in budgets}
+    for k, b in budgets.items():
+        assert recommended.RULE[int(k)] == tuple(b["ranking"]) and b["ranking"][0] == b["rule"], f"K = {k}"
+        assert b["worst_ratio"][b["rule"]] >= 0.5, f"K = {k}: {b['rule']} below half the best somewhere"
 
 
-def test_round_two_is_the_candidates_best_or_tied_everywhere() -> None:
-    """Protocol amendment 2's rule, recomputed from frontier2.json with frontier_table.py's tie rule."""
-    import sys
-
-    sys.path.insert(0, str(FRONTIER.parents[1]))
-    from frontier_table import CANDIDATES2, tied_or_best
-
-    results = json.loads((FRONTIER.parent / "frontier2.json").read_text())["datasets"]
-    for k in (1, 2, 4, 8):
-        tied = [tied_or_best(results[d]["rows"], k, results[d]["n_members"], 3) for d in OFFLINE]
-        assert set(recommended.ROUND_TWO[k]) == set.intersection(*tied) & set(CANDIDATES2), f"K = {k}"
-
-
-def test_table_is_the_frontier_best_per_budget() -> None:
-    results = json.loads(FRONTIER.read_text())["datasets"]
-    for k, chosen in recommended.FRONTIER_BEST.items():
-        winners = {_best_existing(results[d]["rows"], k) for d in OFFLINE} - {None}
-        assert winners == set(chosen), f"K = {k}: frontier winners {winners}, auto runs {chosen}"
-
-
-@pytest.mark.parametrize(("refs", "expected"), [(0, ["attack-p", "gls"]), (4, ["attack-p", "gls", "rmia (n=4)",
-                         "bavaria-n (n=4)", "lira (n=4)", "pair-lr (n=4)", "pair-logit (n=4)"]), (6, ["attack-p", "gls",
-                         "rmia (n=6)", "bavaria-n (n=6)", "lira (n=6)", "pair-lr (n=6)", "pair-logit (n=6)"]),
-                         (32, ["attack-p", "gls", "rmia (n=32)", "bavaria-n (n=32)"])])  # fmt: skip
-def test_auto_rows_for_the_references_available(refs: int, expected: list[str]) -> None:
+@pytest.mark.parametrize(("refs", "expected", "candidates"), [
+    (0, ["attack-p", "gls"], ()),
+    (1, ["attack-p", "gls", f"{recommended.RULE[1][0]} (n=1)"], ()),
+    (4, ["attack-p", "gls", *(f"{n} (n=4)" for n in recommended.CANDIDATES)], recommended.CANDIDATES),
+    (32, ["attack-p", "gls", *(f"{n} (n=32)" for n in recommended.CANDIDATES)], recommended.CANDIDATES),
+])  # fmt: skip
+def test_auto_rows_for_the_references_available(refs: int, expected: list[str], candidates: tuple) -> None:
     p = plan.build(config.from_dict({"references": refs}))
     assert [a.label for a in p.attacks] == expected
-    assert p.auto and ("frontier_table.md" in p.auto) == (refs > 0)
+    assert p.candidates == candidates
+    assert p.auto and ("pseudo-targets" in p.auto) == bool(candidates)
+
+
+def test_online_auto_takes_the_rule() -> None:
+    p = plan.build(config.from_dict({"references": 4, "mode": "online"}))
+    runs_online = [n for n in recommended.rule(4) if "online" in registry.get(n).modes]
+    assert p.candidates == () and [a.name for a in p.attacks][2:] == runs_online[:1]
 
 
 def test_default_audit_and_init_template_agree() -> None:

@@ -127,3 +127,20 @@ def test_npz_with_nan_exits_2_and_writes_nothing(tiny_raw: dict[str, Any]) -> No
     assert res.exit_code == 2
     assert "NaN or inf in 2 record(s)" in res.output and len(res.output.strip().splitlines()) == 1
     assert not Path("out").exists()
+
+
+def test_auto_chooses_on_pseudo_targets_and_says_why(tiny_raw: dict[str, Any]) -> None:
+    """attacks: auto with 2 references: every candidate's pseudo-target estimate in results.json and report.md,
+    and only those chosen run beside the baseline and the risk ranking."""
+    res = invoke("run", write_config({**tiny_raw, "attacks": "auto"}), "--out", "out")
+    assert res.exit_code == 0, res.output
+    results = json.loads(Path("out/results.json").read_text())
+    choice = results["attack_choice"]
+    considered = [c["name"] for c in choice["candidates"]]
+    assert choice["rule"] == "pseudo-targets" and len(considered) == 5
+    assert all(
+        "0.01" in c["pseudo_target_tpr"] and c["why"].split()[0] in ("run", "left") for c in choice["candidates"]
+    )
+    ran = [a["name"] for a in results["attacks"] if a["references"] > 0]
+    assert sorted(ran) == sorted(choice["chosen"]) and 1 <= len(ran) < len(considered)
+    assert "pseudo-target TPR@1%" in Path("out/report.md").read_text()

@@ -1,39 +1,49 @@
-"""``attacks: auto``: the strongest attacks for the reference models an audit has, from committed results.
+"""``attacks: auto``: which attacks an audit runs for the reference models it has.
 
-The table is the "best existing" column of ``benchmarks/results/frontier_table.md`` (``miaudit bench
-frontier``, reporting seeds 3-5, offline): per reference budget K, every attack that was the strongest on at
-least one of location, digits, the CIFAR-10 subset and AG News. No attack won on all four at any K, so auto
-runs each winner (they are cheap beside training the references). Round two
-(``benchmarks/results/frontier2_table.md``, protocol amendment 2) adds, at each K it benchmarked (1, 2, 4, 8), the
-round-two candidates that were best or tied (within one sd of the best) on all four data sets there:
-``pair-logit`` at every K, ``pair-lr`` at K = 1 and 4. A budget between the benchmarked ones
-takes the set of the largest benchmarked K below it, with all K references. Around them: Attack-P, the
+A table measured on a few data sets did not hold on a data set it was not tuned on (issue 38: the pair
+attacks, best or tied on the four development sets, fell to a fifth of BaVarIA-n on a grayscale CIFAR-10
+MLP). So, where it can, auto chooses on the audit's own data: with K >= 2 references, offline, and population
+records whose reference membership is known, every attack in ``CANDIDATES`` (those a reference can be scored
+by from logits alone) is planned at K, measured on the references as pseudo-targets before any of them runs,
+and only the strongest, or the few tied with it, run (``experiment/choice.py``).
+
+Elsewhere (one reference, online, no pseudo-targets) auto runs one attack, the first of ``RULE[K]`` the
+audit can run: per K the candidates ranked by the leave-one-data-set-out protocol (``benchmarks/lodo.py``,
+``benchmarks/results/lodo.md``), by their lowest ratio to the best candidate's TPR@1% over five data sets
+(location, digits, the CIFAR-10 subset, AG News, the grayscale CIFAR-10 MLP). The rule picked on any four
+stayed at least half the best on the fifth at K = 1, 2, 4 (and within one sd of it on 4, 5, 3 of 5);
+``lodo.md`` shows where it did not. A budget between the benchmarked ones takes the rule of the largest
+benchmarked K below it. Around them: Attack-P, the
 reference-free baseline (it needs population records), and GLS, a per-record risk ranking from the target
-alone (not a membership test). ``tests/attacks/test_recommended.py`` holds this table to frontier.json.
+alone (not a membership test). ``tests/attacks/test_recommended.py`` holds ``RULE`` to ``lodo.json``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from ..errors import AttackRequirementError
 from . import registry
 
-FRONTIER_BEST: dict[int, tuple[str, ...]] = {
-    1: ("rmia", "bavaria-n", "lira"),
-    2: ("rmia", "bavaria-n", "mr-bmia"),
-    4: ("rmia", "bavaria-n", "lira"),
-    8: ("rmia", "bavaria-n"),
-    16: ("rmia", "bavaria-n"),
+CANDIDATES: tuple[str, ...] = ("bavaria-n", "lira", "rmia", "pair-lr", "pair-logit")
+RULE: dict[int, tuple[str, ...]] = {  # per K the candidates, the leave-one-data-set-out rule's pick first
+    1: ("rmia", "pair-lr", "bavaria-n", "pair-logit", "lira"),
+    2: ("pair-logit", "rmia", "bavaria-n", "lira", "pair-lr"),
+    4: ("lira", "pair-lr", "rmia", "pair-logit", "bavaria-n"),
+    8: ("pair-logit", "lira", "rmia", "pair-lr", "bavaria-n"),
 }
-ROUND_TWO: dict[int, tuple[str, ...]] = {
-    1: ("pair-lr", "pair-logit"),
-    2: ("pair-logit",),
-    4: ("pair-lr", "pair-logit"),
-    8: ("pair-logit",),
-}
-SOURCE = "benchmarks/results/frontier_table.md"
+SOURCE = "benchmarks/results/lodo.md"
 DEFAULT_REFERENCES = 4  # the default audit's; the Python API's when it has population records
+
+
+@dataclass(frozen=True)
+class AutoRows:
+    """The rows auto plans, why, and which of them the audit's own data decides on (empty: all run)."""
+
+    rows: list[dict]
+    why: str
+    candidates: tuple[str, ...] = ()
 
 
 def _runs(name: str, k: int, mode: str, provided: set[str]) -> bool:
@@ -44,19 +54,30 @@ def _runs(name: str, k: int, mode: str, provided: set[str]) -> bool:
     return True
 
 
-def choose(references: int, mode: str, provided: Iterable[str]) -> tuple[list[dict], str]:
-    """The attack rows ``attacks: auto`` runs, and why, for ``references`` models and the inputs provided."""
+def rule(references: int) -> tuple[str, ...]:
+    """The leave-one-data-set-out rule's attacks for ``references`` models (the largest benchmarked K below)."""
+    budget = max((k for k in RULE if k <= references), default=0)
+    return RULE.get(budget, ())
+
+
+def choose(references: int, mode: str, provided: Iterable[str]) -> AutoRows:
+    """The attack rows ``attacks: auto`` plans, and why, for ``references`` models and the inputs provided."""
     have = set(provided)
     base = [name for name in ("attack-p", "gls") if _runs(name, 0, mode, have)]
-    budget = max((k for k in FRONTIER_BEST if k <= references), default=0)
-    chosen = FRONTIER_BEST.get(budget, ()) + ROUND_TWO.get(budget, ())
-    strong = [n for n in chosen if _runs(n, references, mode, have)]
+    on_data = references >= 2 and mode == "offline" and "population" in have
+    strong = [n for n in (CANDIDATES if on_data else rule(references)) if _runs(n, references, mode, have)]
+    strong = strong if on_data else strong[:1]
     rows = [{"name": n} for n in base] + [{"name": n, "references": references} for n in strong]
-    if strong:
+    if strong and on_data:
         why = (
-            f"with {references} reference model(s), the strongest attacks at K = {budget} in {SOURCE} and "
-            f"frontier2_table.md ({', '.join(strong)}: each the best TPR@1% on at least one data set, or tied with "
-            "the best on all four; none the best on all)"
+            f"with {references} reference models, {', '.join(strong)} measured on the references as "
+            "pseudo-targets (no target membership read); the strongest, and those tied with it, run"
+        )
+    elif strong:
+        why = (
+            f"with {references} reference model(s), {', '.join(strong)}: the leave-one-data-set-out rule of "
+            f"{SOURCE} (the highest worst-case ratio to the best TPR@1% over five data sets, of the attacks this "
+            "audit can run)"
         )
     else:
         why = "no reference models: the reference-free baseline"
@@ -66,4 +87,4 @@ def choose(references: int, mode: str, provided: Iterable[str]) -> tuple[list[di
         raise AttackRequirementError(
             "attacks: auto found no attack for this audit (no population records and no models); name attacks"
         )
-    return rows, why
+    return AutoRows(rows, why, tuple(strong) if on_data else ())

@@ -204,7 +204,8 @@ class RunConfig(_Strict):
     )
     attacks: list[dict[str, Any]] | Literal["auto"] = Field(
         default="auto",
-        description="auto (the strongest attacks for the references, from the committed frontier results), or "
+        description="auto (with 2+ references the candidates measured on the references as pseudo-targets, the "
+        "strongest run; with 1, the leave-one-data-set-out rule), or "
         "attack rows: a name, or {name: ..., parameters}; see `miaudit attacks`",
     )
     fdr: float = Field(

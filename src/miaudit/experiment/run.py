@@ -11,13 +11,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..attacks import AttackInputs, AttackResult
+from ..attacks import AttackInputs, AttackResult, recommended
 from ..config.run import RunConfig
 from ..config.settings import AuditSettings
 from ..plan import PlannedAttack
 from ..progress import log, working
 from ..stats import calibration, metrics
-from . import cached, deployable
+from . import cached, choice, deployable
 from .base import Experiment
 
 
@@ -37,6 +37,7 @@ class RunResult:
     dp_audit: dict | None = None  # the epsilon lower bound (miaudit.dp.audit), when the config asks for it
     blind_baseline: dict | None = None  # LM audits: the text-only classifier beside the attacks (miaudit.lm.blind)
     canary_exposure: dict | None = None  # LM audits with canaries: their exposure (miaudit.lm.canaries)
+    attack_choice: choice.AttackChoice | None = None  # attacks: auto's pseudo-target estimates (experiment.choice)
 
 
 def run_attack(exp: Experiment, attack: PlannedAttack, inputs: AttackInputs | None = None) -> AttackRun:
@@ -94,12 +95,30 @@ def evaluate(exp: Experiment, result: AttackResult) -> metrics.AttackMetrics | N
 def run_experiment(exp: Experiment) -> RunResult:
     """Every planned attack on a prepared experiment."""
     inputs = exp.attack_inputs()
+    attacks, chosen = chosen_attacks(exp, inputs)
     runs = []
-    for attack in exp.plan.attacks:
+    for attack in attacks:
         with working(f"attack {attack.label}"):
             runs.append(run_attack(exp, attack, inputs))
         log.info("attack %s: %.2f s", attack.label, runs[-1].seconds["attack"])
-    return RunResult(exp, runs, dp_audit(exp, runs), blind_baseline(exp, runs), canary_exposure(exp))
+    return RunResult(exp, runs, dp_audit(exp, runs), blind_baseline(exp, runs), canary_exposure(exp), chosen)
+
+
+def chosen_attacks(exp: Experiment, inputs: AttackInputs) -> tuple[list[PlannedAttack], choice.AttackChoice | None]:
+    """The planned attacks to run: ``attacks: auto``'s candidates narrowed on the references as pseudo-targets
+    (``experiment.choice``), or by the leave-one-data-set-out rule where the audit has no pseudo-targets."""
+    plan = exp.plan
+    if not plan.candidates:
+        return list(plan.attacks), None
+    candidates = [a for a in plan.attacks if a.name in plan.candidates]
+    with working("attacks: auto, candidates on pseudo-targets"):
+        found = choice.choose(candidates, inputs, plan.references, fpr_levels(exp.cfg), choice.LEVEL)
+    keep = (
+        set(found.chosen) if found else {choice.first_that_runs(candidates, recommended.rule(plan.references), inputs)}
+    )
+    if found:
+        log.info("attacks: auto runs %s of %s", ", ".join(found.chosen), ", ".join(plan.candidates))
+    return [a for a in plan.attacks if a.name not in plan.candidates or a.name in keep], found
 
 
 def canary_exposure(exp: Experiment) -> dict | None:

@@ -126,7 +126,7 @@ def results_json(res: RunResult) -> dict:
             "calibrated": exp.calibrates,
             "records": len(getattr(exp.split, exp.calibration_part)) if exp.calibrates else 0,
         },
-        **({"attack_choice": {"attacks": "auto", "why": exp.plan.auto}} if getattr(exp.plan, "auto", None) else {}),
+        **({"attack_choice": attack_choice(res)} if getattr(exp.plan, "auto", None) else {}),
         "verdict": (verdict := findings.verdict(res)),
         "records_at_risk": findings.records_at_risk(res, verdict["attack"] if verdict else None),
         "attacks": [_attack_json(r, exp) for r in res.attacks],
@@ -144,6 +144,23 @@ def results_json(res: RunResult) -> dict:
             "your target; if that differs, name yours (target.train_fn, or train_fn in the Python API)"
         )
     return {**out, "notes": notes} if notes else out
+
+
+def attack_choice(res: RunResult) -> dict:
+    """results.json's ``attack_choice``: why ``attacks: auto`` ran these attacks; with K >= 2 references each
+    candidate's pseudo-target estimate, its interval, and why it ran or was left out (``experiment.choice``)."""
+    plan = res.experiment.plan
+    found: dict = {"attacks": "auto", "why": plan.auto}
+    if res.attack_choice is not None:
+        return {**found, **res.attack_choice.to_json()}
+    if plan.candidates:  # candidates planned, but no pseudo-targets: the leave-one-data-set-out rule ran
+        ran = [r.attack.name for r in res.attacks if r.attack.name in plan.candidates]
+        found["rule"] = "leave-one-data-set-out"
+        found["why"] = (
+            f"{plan.auto}; the audit has no pseudo-targets (no population records with known reference "
+            f"membership), so the leave-one-data-set-out rule ran {', '.join(ran)}"
+        )
+    return found
 
 
 def _real_record_accuracies(dp_audit: dict | None) -> dict[str, float]:

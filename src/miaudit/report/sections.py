@@ -36,10 +36,40 @@ def verdict_lines(results: dict) -> list[str]:
     return [f"**Verdict: {v['statement']}**", ""] if v else []
 
 
-def choice_lines(results: dict) -> list[str]:
-    """Why these attacks ran, when ``attacks: auto`` chose them."""
+def choice_lines(results: dict, table: bool = True) -> list[str]:
+    """Why these attacks ran, when ``attacks: auto`` chose them; with ``table`` (report.md) every candidate's
+    pseudo-target estimate and why it ran or not, else (the terminal) one line of the estimates."""
     choice = results.get("attack_choice")
-    return [f"Attacks: auto, {choice['why']}.", ""] if choice else []
+    if not choice:
+        return []
+    lines = [f"Attacks: auto, {choice['why']}.", ""]
+    if choice.get("candidates") and not table:
+        level = str(choice["level"])
+        each = ", ".join(f"{c['name']} {100 * c['pseudo_target_tpr'][level]:.1f}" for c in choice["candidates"])
+        return [
+            *lines[:1],
+            f"Pseudo-target TPR@{100 * choice['level']:g}%: {each}; ran {', '.join(choice['chosen'])}.",
+            "",
+        ]
+    if choice.get("candidates"):
+        level = str(choice["level"])
+        lines += [
+            f"Each candidate on {choice['pseudo_targets']} references as pseudo-targets ({choice['pseudo_members']} "
+            f"members pooled, {choice['references_per_pseudo_target']} references each; no target membership read):",
+            "",
+            f"| candidate | pseudo-target TPR@{100 * choice['level']:g}% [95% interval] | per pseudo-target "
+            "| run or left out, and why |",
+            "|---|---|---|---|",
+        ]
+        for c in choice["candidates"]:
+            lo, hi = c["pseudo_target_tpr_ci"][level]
+            each = ", ".join(f"{100 * t:.1f}" for t in c["per_pseudo_target"])
+            lines.append(
+                f"| {c['name']} | {100 * c['pseudo_target_tpr'][level]:.2f} [{100 * lo:.1f}, {100 * hi:.1f}] | {each} "
+                f"| {c['why']} |"
+            )
+        lines.append("")
+    return lines
 
 
 def records_at_risk_md(results: dict) -> list[str]:

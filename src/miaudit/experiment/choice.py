@@ -1,0 +1,250 @@
+"""``attacks: auto`` with K >= 2 references: each candidate measured on the references as pseudo-targets, and
+only the strongest run.
+
+A table measured on other data sets does not say which attack is strongest on this one (issue 38: on a
+grayscale CIFAR-10 MLP the pair attacks, tied-best on the four development sets, fell to a fifth of the best).
+The references can say it without reading the target's membership: reference k plays the target, the other
+references play its references, and the population records reference k trained on are its members, those it
+did not its known non-members, exactly as the audit's own queries (offline, no reference trained on them).
+
+Per pseudo-target k (the first ``PSEUDO_TARGETS`` references), with ``m = min(K - 1, REFERENCES_PER_RUN)`` of
+the other references as its references:
+
+- members: the population records k trained on and none of its m references did (offline, as the audit's
+  queries are to the real references); each reference trains on a random half of the population, so these
+  are about 1 / 2^(m + 1) of it, which is why m is capped (with 8 references, 1 / 512 would leave none);
+- non-members: the audit's queries (no reference trained on them: offline) and the validation records;
+- the attack's population: the population records k did not train on (``deployable``'s rule);
+
+each candidate's scores give, per FPR level, a threshold on that pseudo-target's non-members and the members
+it flags. The estimate pools the K pseudo-targets' members (Clopper-Pearson interval on the pooled counts; the
+models' own spread is listed per pseudo-target beside it). The candidate with the highest estimate at the
+audit's FPR level runs, and with it each candidate tied with it: the flagged members differ from the best's by
+at most one standard error of a paired difference (McNemar's, sqrt(b + c) on the discordant members), up to
+``MAX_RUN`` in all, so that Holm spends its family-wise error on attacks that earn it.
+
+Nothing reads the target's membership; the target's own outputs are not used at all (a test permutes its
+membership and checks that the choice does not move).
+
+The estimates run above the target's own TPR (K = 4: location 28% against 10-18%, the grayscale CIFAR-10 MLP
+64% against 34-42%; ``benchmarks/results/lodo_choice.json``). A likely cause, not tested: references train
+on random halves of one pool, so any two share about half their training records, while the target shares
+none with them; a pseudo-target is more like its references than the target is, and easier to attack. Read
+the estimates as a ranking of the candidates, not a forecast of the audit's TPR.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from ..attacks import AttackInputs, RecordSet, registry
+from ..errors import AttackRequirementError
+from ..plan import PlannedAttack
+from ..stats.metrics import _ordered, clopper_pearson
+from . import deployable
+
+PSEUDO_TARGETS = 4  # references that play the target; each costs one run of every candidate
+REFERENCES_PER_RUN = 3  # the pseudo-target's references: more leave too few members of it alone (docstring)
+MAX_RUN = 3  # candidates run at most: the strongest and those tied with it
+LEVEL = 0.01  # the FPR the choice ranks at unless the audit asks for a lower one (min_fpr)
+
+
+@dataclass(frozen=True)
+class CandidateEstimate:
+    """One candidate's pseudo-target TPR per FPR level, and whether it runs."""
+
+    name: str
+    tpr: dict[str, float]  # FPR level -> pooled TPR over the pseudo-targets' members
+    tpr_ci: dict[str, tuple[float, float]]  # Clopper-Pearson 95% interval of the pooled TPR
+    per_pseudo_target: list[float]  # TPR at the choice's level, per pseudo-target (the models' spread)
+    run: bool
+    why: str
+
+
+@dataclass(frozen=True)
+class AttackChoice:
+    """What ``attacks: auto`` measured on the references and what it chose."""
+
+    level: float
+    pseudo_targets: int
+    references_per_run: int
+    members: int  # pooled over the pseudo-targets
+    nonmembers: int  # per pseudo-target
+    candidates: tuple[CandidateEstimate, ...]
+
+    @property
+    def chosen(self) -> list[str]:
+        return [c.name for c in self.candidates if c.run]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rule": "pseudo-targets",
+            "level": self.level,
+            "pseudo_targets": self.pseudo_targets,
+            "references_per_pseudo_target": self.references_per_run,
+            "pseudo_members": self.members,
+            "pseudo_nonmembers": self.nonmembers,
+            "chosen": self.chosen,
+            "candidates": [
+                {
+                    "name": c.name,
+                    "pseudo_target_tpr": c.tpr,
+                    "pseudo_target_tpr_ci": {lv: list(ci) for lv, ci in c.tpr_ci.items()},
+                    "per_pseudo_target": c.per_pseudo_target,
+                    "decision": "run" if c.run else "left out",
+                    "why": c.why,
+                }
+                for c in self.candidates
+            ],
+        }
+
+
+def _models(records: RecordSet, target: int, refs: list[int], keep: np.ndarray) -> RecordSet:
+    """Records ``keep`` seen with reference ``target`` as the target and references ``refs`` as its references
+    (arrays, no augmentation views: the choice scores the records themselves)."""
+    block = records.ref_logits
+    logits = np.stack([np.asarray(block[j], dtype=np.float64)[keep] for j in [target, *refs]])
+    return RecordSet(
+        labels=records.labels[keep],
+        target_logits=logits[0],
+        ref_logits=logits[1:],
+        ref_in=None if records.ref_in is None else np.asarray(records.ref_in, dtype=bool)[refs][:, keep],
+        x=None if records.x is None else records.x[keep],
+    )
+
+
+def _joined(a: RecordSet, b: RecordSet) -> RecordSet:
+    """Two record sets as one set of offline queries (no reference membership)."""
+    return RecordSet(
+        labels=np.concatenate([a.labels, b.labels]),
+        target_logits=np.concatenate([a.target_logits, b.target_logits]),
+        ref_logits=np.concatenate([np.asarray(a.ref_logits), np.asarray(b.ref_logits)], axis=1),
+        x=None if a.x is None or b.x is None else np.concatenate([a.x, b.x]),
+    )
+
+
+@dataclass(frozen=True)
+class PseudoAudit:
+    """One pseudo-target's audit: the inputs an attack sees, and which of its queries are members."""
+
+    inputs: AttackInputs
+    is_member: np.ndarray
+
+
+def pseudo_audits(inputs: AttackInputs, references: int) -> list[PseudoAudit]:
+    """The references as pseudo-targets (module docstring); none when the audit cannot supply them."""
+    pop = inputs.population
+    if inputs.mode != "offline" or references < 2 or pop is None or pop.ref_in is None:
+        return []
+    ref_in = np.asarray(pop.ref_in, dtype=bool)[:references]
+    m = min(references - 1, REFERENCES_PER_RUN)
+    audits = []
+    for k in range(min(references, PSEUDO_TARGETS)):
+        refs = [j for j in range(references) if j != k][:m]
+        members = ref_in[k] & ~ref_in[refs].any(axis=0)
+        if not members.any():
+            continue
+        everything = np.ones(len(inputs.queries.labels), dtype=bool)
+        nonmembers = _models(inputs.queries, k, refs, everything)
+        if inputs.validation is not None:
+            val = inputs.validation
+            nonmembers = _joined(nonmembers, _models(val, k, refs, np.ones(len(val.labels), dtype=bool)))
+        queries = _joined(nonmembers, _models(pop, k, refs, members))
+        is_member = np.r_[np.zeros(len(nonmembers.labels), dtype=bool), np.ones(int(members.sum()), dtype=bool)]
+        pseudo = replace(
+            inputs, queries=queries, population=_models(pop, k, refs, ~ref_in[k]), validation=None, models=None
+        )
+        audits.append(PseudoAudit(pseudo, is_member))
+    return audits
+
+
+def _flagged(scores: np.ndarray, is_member: np.ndarray, level: float) -> np.ndarray:
+    """Which members reach the threshold that at most ``level`` of the non-members reach (none: no such one)."""
+    s = _ordered(scores)
+    threshold = deployable.pooled_threshold(s[~is_member], level)
+    return np.zeros(int(is_member.sum()), dtype=bool) if threshold is None else s[is_member] >= threshold
+
+
+def decide(flagged: dict[str, np.ndarray], level: float) -> list[tuple[str, bool, str]]:
+    """(name, run, why) per candidate, strongest first, from which pooled members each flags: the most flagged
+    runs, and each candidate whose shortfall is at most one paired sd (sqrt of the members on which the two
+    disagree, McNemar), up to ``MAX_RUN``."""
+    order = sorted(flagged, key=lambda n: -int(flagged[n].sum()))
+    best = flagged[order[0]]
+    out, running = [], 0
+    for name in order:
+        mine = flagged[name]
+        gap, sd = int(best.sum() - mine.sum()), float(np.sqrt((mine != best).sum()))
+        tied = gap <= sd
+        run = tied and running < MAX_RUN
+        running += run
+        if name == order[0]:
+            why = f"run because it has the highest pseudo-target TPR at {level:g} FPR"
+        elif run:
+            why = f"run because it is tied with {order[0]} ({gap} fewer members flagged, one paired sd {sd:.1f})"
+        elif tied:
+            why = f"left out because {MAX_RUN} tied attacks already run (each spends family-wise error)"
+        else:
+            why = f"left out because it flags {gap} fewer members than {order[0]}, beyond one paired sd ({sd:.1f})"
+        out.append((name, bool(run), why))
+    return out
+
+
+def choose(
+    candidates: list[PlannedAttack], inputs: AttackInputs, references: int, levels: tuple[float, ...], level: float
+) -> AttackChoice | None:
+    """Each candidate's pseudo-target TPR at ``levels`` and which run (module docstring); None when the audit
+    has no pseudo-targets (online, one reference, or no population records with known reference membership)."""
+    audits = pseudo_audits(inputs.first(references), references)
+    if not audits:
+        return None
+    m = min(references - 1, REFERENCES_PER_RUN)
+    levels = tuple(sorted(set(levels) | {level}))
+    flags: dict[str, dict[float, list[np.ndarray]]] = {}
+    for attack in candidates:
+        flags[attack.name] = {lv: [] for lv in levels}
+        for audit in audits:
+            try:
+                scores = registry.execute(attack.info, attack.params, m, audit.inputs).scores
+            except AttackRequirementError:
+                scores = np.full(audit.is_member.size, np.nan)
+            for lv in levels:
+                flags[attack.name][lv].append(_flagged(scores, audit.is_member, lv))
+    pooled = {n: {lv: np.concatenate(f) for lv, f in per.items()} for n, per in flags.items()}
+    n_members = int(sum(a.is_member.sum() for a in audits))
+    estimates = [
+        CandidateEstimate(
+            name=name,
+            tpr={str(lv): float(pooled[name][lv].mean()) for lv in levels},
+            tpr_ci={str(lv): clopper_pearson(int(pooled[name][lv].sum()), n_members) for lv in levels},
+            per_pseudo_target=[float(f.mean()) for f in flags[name][level]],
+            run=run,
+            why=why,
+        )
+        for name, run, why in decide({n: p[level] for n, p in pooled.items()}, level)
+    ]
+    return AttackChoice(
+        level=level,
+        pseudo_targets=len(audits),
+        references_per_run=m,
+        members=n_members,
+        nonmembers=int((~audits[0].is_member).sum()),
+        candidates=tuple(estimates),
+    )
+
+
+def first_that_runs(candidates: list[PlannedAttack], order: tuple[str, ...], inputs: AttackInputs) -> str:
+    """Without pseudo-targets: the first candidate in the leave-one-data-set-out ``order`` that runs on these
+    inputs (the pair attacks need the population's reference membership, which a plan cannot see)."""
+    by_name = {a.name: a for a in candidates}
+    for name in [n for n in order if n in by_name] + [a.name for a in candidates if a.name not in order]:
+        attack = by_name[name]
+        try:
+            registry.execute(attack.info, attack.params, attack.references, inputs.first(attack.references))
+        except AttackRequirementError:
+            continue
+        return name
+    return candidates[0].name
