@@ -32,8 +32,8 @@ def _epoch_seconds(recipe: ModelRecipe, job: ModelJob, seed: int) -> float:
 
 
 def _jobs(cfg: RunConfig, plan: Plan) -> tuple[list[ModelJob], str]:
-    """The models the audit obtains, and what runs it: ``miaudit dp-audit`` for a config with canaries (its
-    one-run audit), else ``miaudit run``."""
+    """The models the audit obtains, the target first, and what runs it: ``miaudit dp-audit`` for a config with
+    canaries (its one-run audit), else ``miaudit run``."""
     if cfg.canaries is not None:
         from ..dp import one_run
 
@@ -50,26 +50,24 @@ def training_time(cfg: RunConfig, plan: Plan) -> dict[str, Any]:
     jobs, command = _jobs(cfg, plan)
     store = open_store(cfg)
     one = cfg.model_copy(update={"train": cfg.train.model_copy(update={"epochs": 1})})
-    per_epoch: dict[str, float] = {}  # per recipe kind, per training record
+    per_epoch: dict[str, float] = {}  # "target" / "reference": one timed epoch on the first such model's records
+    per_record: dict[str, float] = {}
     models = []
-    for job in jobs:
+    for i, job in enumerate(jobs):
         cached = job.in_store(store)
-        kind = "target" if job.role.startswith("target") else "reference"
+        kind = "reference" if i else "target"
         if not cached and kind not in per_epoch:
             recipe = (
-                builtin_recipe(one, job.ds, cfg.model, dp=cfg.train.dp)
-                if kind == "target"
-                else reference_recipe(one, job.ds)
+                builtin_recipe(one, job.ds, cfg.model, dp=cfg.train.dp) if i == 0 else reference_recipe(one, job.ds)
             )
-            per_epoch[kind] = _epoch_seconds(recipe, job, cfg.seed) / max(len(job.train_idx), 1)
-        seconds = 0.0 if cached else per_epoch[kind] * len(job.train_idx) * cfg.train.epochs
+            per_epoch[kind] = _epoch_seconds(recipe, job, cfg.seed)
+            per_record[kind] = per_epoch[kind] / max(len(job.train_idx), 1)
+        seconds = 0.0 if cached else per_record[kind] * len(job.train_idx) * cfg.train.epochs
         models.append({"role": job.role, "cached": cached, "seconds": seconds})
     return {
         "command": command,
         "models": models,
-        "seconds_per_epoch": {
-            k: v * len(next(j for j in jobs if j.role.startswith(k)).train_idx) for k, v in per_epoch.items()
-        },
+        "seconds_per_epoch": per_epoch,
         "estimated_training_seconds": sum(m["seconds"] for m in models),
     }
 
