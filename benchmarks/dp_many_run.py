@@ -106,7 +106,7 @@ def simulate(runs_list: list[int], eps_list: list[float]) -> list[dict[str, Any]
     return rows
 
 
-def train(eps: float, runs: int, model: str, seed: int) -> dict[str, Any]:
+def train(eps: float, runs: int, model: str, seed: int, noise_scale: float | None = None) -> dict[str, Any]:
     from miaudit.config import run as config
 
     cfg = config.from_dict(
@@ -132,6 +132,7 @@ def train(eps: float, runs: int, model: str, seed: int) -> dict[str, Any]:
     sep = (s[inc].mean() - s[~inc].mean()) / math.sqrt((s[inc].var() + s[~inc].var()) / 2)
     return {
         "declared_epsilon": eps,
+        "planted_noise_scale": noise_scale,
         "accounted": a["accounted"],
         "model": model,
         "seed": seed,
@@ -145,6 +146,10 @@ def train(eps: float, runs: int, model: str, seed: int) -> dict[str, Any]:
         "verdict": a["verdict"],
         "hardware": f"{platform.processor() or platform.machine()}, torch threads {torch.get_num_threads()}",
     }
+
+
+def fault(row: dict[str, Any]) -> str:
+    return f" (planted: {row['planted_noise_scale']:g} x noise)" if row.get("planted_noise_scale") else ""
 
 
 def table(sim: list[dict[str, Any]], trained: list[dict[str, Any]]) -> str:
@@ -165,7 +170,8 @@ def table(sim: list[dict[str, Any]], trained: list[dict[str, Any]]) -> str:
     ]
     for r in trained:
         lines.append(
-            f"| {r['declared_epsilon']:g} | {r['accounted']['prv']:.2f} | {r['model']} | {r['runs']} ({r['models']}) | "
+            f"| {r['declared_epsilon']:g}{fault(r)} | {r['accounted']['prv']:.2f} | {r['model']} | "
+            f"{r['runs']} ({r['models']}) | "
             f"{r['bounds']['binomial']:.2f} | {r['bounds']['multi-run']:.2f} | {r['correct_of_guesses'][0]} / "
             f"{r['correct_of_guesses'][1]} | {r['separation']:.2f} | {r['wall_s']:.0f} |"
         )
@@ -195,6 +201,7 @@ def main() -> None:
     p.add_argument("--runs", type=int, nargs="+", default=[100, 500])
     p.add_argument("--model", default="mlp")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--noise-scale", type=float, default=None, help="a planted fault: noise drawn / accounted")
     p.add_argument("--out", type=Path, default=RESULTS / "dp_many_run.md")
     args = p.parse_args()
     torch.set_num_threads(1)
@@ -205,7 +212,7 @@ def main() -> None:
     if args.part == "simulate":
         out: Any = simulate(args.runs, args.eps)
     else:
-        out = [train(e, r, args.model, args.seed) for e in args.eps for r in args.runs]
+        out = [train(e, r, args.model, args.seed, args.noise_scale) for e in args.eps for r in args.runs]
         for row in out:
             print(json.dumps(row), flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -162,7 +162,8 @@ def run(cfg: RunConfig, runs: int) -> dict[str, Any]:
         "worst_case": case.to_json(),
         "canaries": 1,
     }
-    head = {**runs_as_canaries(scores, included, delta, confidence, cfg.seed), **about}
+    # the binomial analysis counts each run's coin as one canary: m = 2R (one record, in or out of each run)
+    head = {**runs_as_canaries(scores, included, delta, confidence, cfg.seed), **about, "canaries": len(scores)}
     two_run = {**multi_run_bound(scores, included, delta, confidence, cfg.seed), **about}
     entries = [head, {**two_run, "included": int(included.sum())}]
     declared = audit.declared_epsilon(cfg.dp_audit, cfg)
