@@ -145,7 +145,7 @@ def _check_models(plan: Plan, ds: Dataset, module: nn.Module, recipe: ModelRecip
             validate.check_last_layer(probe, ds.x, reference_field, attack)
 
 
-def _check_pool(plan: Plan, split: Split, query_idx: np.ndarray) -> None:
+def check_pool(plan: Plan, split: Split, query_idx: np.ndarray) -> None:
     pool = len(split.population) + (len(query_idx) if plan.mode == "online" else 0)
     if plan.references and pool < MIN_POOL:
         raise DataError(
@@ -154,7 +154,7 @@ def _check_pool(plan: Plan, split: Split, query_idx: np.ndarray) -> None:
         )
 
 
-def _check_roles(plan: Plan, split: Split) -> None:
+def check_roles(plan: Plan, split: Split) -> None:
     """The record sets the plan counted on are there (records left over for them may run out)."""
     for role in sorted(plan.roles):
         if not len(getattr(split, role)):
@@ -181,8 +181,8 @@ def audit_given(
         validate.check_min_fpr(cfg.min_fpr, int((~is_member).sum()))
     elif cfg.min_fpr is not None:
         raise ConfigError("min_fpr: needs members and nonmembers; queries of unknown membership give no ROC")
-    _check_roles(plan, split)
-    _check_pool(plan, split, query_idx)
+    check_roles(plan, split)
+    check_pool(plan, split, query_idx)
     _check_models(plan, ds, module, recipe, reference_field)
     logits = predict_logits(module, ds.x, device=cfg.device)
     validate.check_logits(logits, "target", record_name)
