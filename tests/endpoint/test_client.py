@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _v2_server import V2Server
+from _v2_server import FaultyServer as V2Server
 
 from miaudit.config.run import TargetConfig
 from miaudit.endpoint import outputs
