@@ -368,7 +368,9 @@ def audit(
     )
     if isinstance(target, Endpoint):
         membership = {"members": members, "nonmembers": nonmembers, "queries": queries}
-        return _audit_endpoint(cfg, target, _given_sets(membership, {"population": population, "validation": validation}))
+        return _audit_endpoint(
+            cfg, target, _given_sets(membership, {"population": population, "validation": validation})
+        )
     lm = own_lm.TextSets.of(target, tokenizer, max_length)  # a causal LM's texts; None for a classifier
     given = _given_sets(
         {"members": members, "nonmembers": nonmembers, "queries": queries},

@@ -8,7 +8,7 @@ from scipy import stats
 
 from miaudit.attacks import AttackInputs, RecordSet, registry
 from miaudit.attacks.base import LabelAccess
-from miaudit.attacks.label_only import LabelRobustParams, perturbed, robust_statistic
+from miaudit.attacks.label_only import LabelLiraParams, perturbed, robust_statistic
 
 Y = np.array([0, 1])
 # two records, four copies each (record 0's copies first): the labels each model gives them
@@ -46,19 +46,19 @@ def test_the_statistic_is_the_smoothed_logit_of_the_share_correct():
 
 def test_offline_is_a_one_sided_test_against_the_out_gaussian():
     data = inputs()
-    got = registry.score("label-robust", data, queries=4)
+    got = registry.score("label-lira", data, queries=4)
     obs = np.array([[phi(2), phi(2)], [phi(3), phi(1)]])  # references x records
     mu, sd = obs.mean(axis=0), obs.std()  # one global variance: fewer than 64 references (LiRA's rule)
     log_sf = stats.norm.logsf([phi(4), phi(1)], mu, sd)
     np.testing.assert_allclose(got.log_pvalues, log_sf, rtol=1e-10)
     np.testing.assert_allclose(got.scores, -log_sf, rtol=1e-10)
     np.testing.assert_array_equal(got.extra["correct"], [4, 1])
-    assert data.asked == [(8, "label-robust")]  # type: ignore[attr-defined]  # 4 queries per record, one call
+    assert data.asked == [(8, "label-lira")]  # type: ignore[attr-defined]  # 4 queries per record, one call
 
 
 def test_online_is_the_in_out_likelihood_ratio():
     ref_in = np.array([[True, False], [False, True]])  # reference 0 trained on record 0, reference 1 on record 1
-    got = registry.score("label-robust", inputs("online", ref_in), queries=4)
+    got = registry.score("label-lira", inputs("online", ref_in), queries=4)
     obs = np.array([[phi(2), phi(2)], [phi(3), phi(1)]])
     mu_in, mu_out = obs[ref_in.argmax(axis=0), [0, 1]], obs[(~ref_in).argmax(axis=0), [0, 1]]
     sd = np.array([phi(2), phi(1)]).std()  # the IN observations' total variance, for both classes
@@ -74,7 +74,7 @@ def test_the_gap_attack_scores_correct_labels():
 
 def test_perturbations_are_seeded_and_scaled():
     x = np.zeros((3, 2), dtype=np.float32)
-    params = LabelRobustParams(queries=500, noise=0.5)
+    params = LabelLiraParams(queries=500, noise=0.5)
     a = perturbed(x, params, 7, np.array([1.0, 2.0]))
     np.testing.assert_array_equal(a, perturbed(x, params, 7, np.array([1.0, 2.0])))
     assert a.shape == (1500, 2)
@@ -83,7 +83,7 @@ def test_perturbations_are_seeded_and_scaled():
 
 def test_images_are_flipped_and_shifted_within_bounds():
     x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
-    params = LabelRobustParams(queries=50, noise=0.0, shift=1)
+    params = LabelLiraParams(queries=50, noise=0.0, shift=1)
     copies = perturbed(x, params, 0, np.ones((1, 4, 4)))
     assert copies.shape == (50, 1, 4, 4)
     assert any((c == x[0, :, :, ::-1]).all() for c in copies)  # some unshifted flips
@@ -94,4 +94,4 @@ def test_needs_label_access():
     data = inputs()
     data.labels = None
     with pytest.raises(ValueError, match="labels"):
-        registry.score("label-robust", data, queries=4)
+        registry.score("label-lira", data, queries=4)

@@ -68,9 +68,7 @@ def test_logits_over_an_endpoint_score_as_the_weights_do(served):
     srv = served["servers"]["logits"]
     attacks = [{"name": "lira", "references": 2}, "attack-p"]
     rows_before = srv.rows
-    endpoint = miaudit.run(
-        config(served, {"endpoint": srv.url, "architecture": "mlp", "batch_size": 64}, attacks)
-    )
+    endpoint = miaudit.run(config(served, {"endpoint": srv.url, "architecture": "mlp", "batch_size": 64}, attacks))
     weights = miaudit.run(
         config(served, {"architecture": "mlp", "checkpoint": str(served["dir"] / "model.safetensors")}, attacks)
     )
@@ -85,11 +83,11 @@ def test_label_output_runs_the_label_only_attacks(served):
     target = {"endpoint": srv.url, "output": "label", "architecture": "mlp"}
     result = miaudit.run(config(served, target, "auto"))
     ran = {r.attack.name for r in result.run.attacks}
-    assert ran == {"label-gap", "label-robust"}
+    assert ran == {"label-gap", "label-lira"}
     usage = result.run.experiment.oracle.usage()
-    robust = next(r for r in result.run.attacks if r.attack.name == "label-robust")
+    robust = next(r for r in result.run.attacks if r.attack.name == "label-lira")
     scored = len(robust.result.scores) + result.run.experiment.split.validation.size  # calibration records too
-    assert usage["queries_by_stage"]["label-robust"] == 32 * scored
+    assert usage["queries_by_stage"]["label-lira"] == 32 * scored
     # the rerun asks nothing: the perturbed copies are seeded, their answers in the store
     again = miaudit.run(config(served, target, "auto"))
     assert again.run.experiment.oracle.usage()["queries_spent"] == 0

@@ -4,7 +4,7 @@ For a target that answers only its predicted class (an endpoint with ``output: l
 
 - ``label-gap``: the gap attack, the baseline: a record the target labels correctly scores 1, else 0. No
   query beyond the record itself.
-- ``label-robust``: robustness to perturbations. Each record is perturbed ``queries`` times (Gaussian noise
+- ``label-lira``: robustness to perturbations. Each record is perturbed ``queries`` times (Gaussian noise
   scaled to each feature's spread; images: a random flip and a shift of up to ``shift`` pixels, then the
   noise), the target is asked for its label on every copy, and the statistic is the share labelled
   correctly, c of n, on the logit scale: phi = log((c + 1/2) / (n - c + 1/2)). Members, fitted, keep their
@@ -13,7 +13,7 @@ For a target that answers only its predicted class (an endpoint with ``output: l
   a one-sided test against the OUT Gaussian (score -log P(Z >= phi), Z ~ N(mu_out, var)), online the IN vs
   OUT Gaussian log-likelihood ratio; with fewer than 64 references one global variance (LiRA's rule).
 
-Queries per record: ``queries`` for label-robust, none for label-gap (each registry entry names the
+Queries per record: ``queries`` for label-lira, none for label-gap (each registry entry names the
 parameter in ``queries_per_record``). The perturbations are seeded by the run's seed and the record's
 position, so a rerun asks the same inputs and the endpoint's store answers them.
 """
@@ -34,7 +34,7 @@ CHUNK = 256  # records perturbed at once (their copies are one call to the targe
 SEED_TAG = 0x1AB3
 
 
-class LabelRobustParams(AttackParams):
+class LabelLiraParams(AttackParams):
     """Perturbations per record (the endpoint queries each costs), and how records are perturbed."""
 
     queries: int = Field(default=32, ge=1, le=10_000, description="perturbed copies per record: queries per record")
@@ -64,7 +64,7 @@ def _augmented(x: np.ndarray, rng: np.random.Generator, shift: int) -> np.ndarra
     return out
 
 
-def perturbed(x: np.ndarray, params: LabelRobustParams, seed: int, scale: np.ndarray) -> np.ndarray:
+def perturbed(x: np.ndarray, params: LabelLiraParams, seed: int, scale: np.ndarray) -> np.ndarray:
     """(n * q, ...) copies of the records x (n, ...), q = params.queries each, record by record."""
     q = params.queries
     images = x.ndim == 4 and params.perturbation != "noise"
@@ -78,7 +78,7 @@ def perturbed(x: np.ndarray, params: LabelRobustParams, seed: int, scale: np.nda
 
 
 def correct_counts(
-    access: LabelAccess, x: np.ndarray, y: np.ndarray, params: LabelRobustParams, seed: int, asked_by: str
+    access: LabelAccess, x: np.ndarray, y: np.ndarray, params: LabelLiraParams, seed: int, asked_by: str
 ) -> tuple[np.ndarray, np.ndarray]:
     """(target (n,), references (K, n)): how many of each record's copies each model labels correctly."""
     scale = np.std(x.reshape(len(x), -1), axis=0).reshape(x.shape[1:]) if len(x) > 1 else np.ones(x.shape[1:])
@@ -103,29 +103,29 @@ def label_gap(inputs: AttackInputs, params: AttackParams) -> AttackResult:
 
 
 @register(
-    "label-robust",
-    params=LabelRobustParams,
+    "label-lira",
+    params=LabelLiraParams,
     min_references=1,
     needs=frozenset({"x", "labels"}),
     outputs=ALL_OUTPUTS,
     queries_per_record="queries",
     pvalues=True,
 )
-def label_robust(inputs: AttackInputs, params: LabelRobustParams) -> AttackResult:
+def label_lira(inputs: AttackInputs, params: LabelLiraParams) -> AttackResult:
     """Label-only: robustness of the predicted label to noise/augmentation, calibrated per record on references"""
     q = inputs.queries
     assert q.x is not None  # needs "x": the plan provided it
-    target_c, ref_c = correct_counts(inputs.require_labels(), q.x, q.labels, params, inputs.seed, "label-robust")
+    target_c, ref_c = correct_counts(inputs.require_labels(), q.x, q.labels, params, inputs.seed, "label-lira")
     phi0, phi = robust_statistic(target_c, params.queries), robust_statistic(ref_c, params.queries)
-    member, out = membership_masks(inputs, "label-robust")
+    member, out = membership_masks(inputs, "label-lira")
     per_record = uses_per_record_variance(params.variance, phi.shape[0])
-    require_each(out, "label-robust", "OUT")
+    require_each(out, "label-lira", "OUT")
     mu_out, var_out = _moments(phi, out, per_record)
     extra = {"correct": target_c.astype(np.float64), "mu_out": mu_out}
     if inputs.mode == "offline":
         log_sf = gaussian_log_sf(phi0, mu_out, var_out)
         return AttackResult(scores=-log_sf, log_pvalues=log_sf, extra=extra)
-    require_each(member, "label-robust", "IN")
+    require_each(member, "label-lira", "IN")
     mu_in, var_in = _moments(phi, member, per_record)
     if not per_record:  # LiRA's released code: the IN observations' variance for both classes
         var_out = var_in

@@ -32,8 +32,8 @@ class EndpointFields(Strict):
     )
     adapter: str | None = Field(
         default=None,
-        description="package.module:Class whose instances have body(x) -> JSON and parse(payload, n) -> array, for any other "
-        "JSON API (replaces protocol)",
+        description="package.module:Class whose instances have body(x) -> JSON and parse(payload, n) -> arrays, "
+        "for any other JSON API (replaces protocol)",
     )
     output: OutputMode = Field(
         default="logits",
@@ -65,8 +65,10 @@ class EndpointFields(Strict):
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"expected an http(s) URL such as http://127.0.0.1:8080/v2/models/NAME/infer, got {v!r}")
         if parts.username or parts.password:
-            raise ValueError("credentials do not go in the URL (it is written to results.json); put the token in "
-                             "an environment variable and name it in credentials_env")
+            raise ValueError(
+                "credentials do not go in the URL (it is written to results.json); put the token in "
+                "an environment variable and name it in credentials_env"
+            )
         return v
 
     @field_validator("credentials_env")

@@ -13,6 +13,7 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
@@ -60,7 +61,7 @@ class _Transient(Exception):
 class EndpointClient:
     """Answers for records, from the store where it has them, else from the endpoint in batches."""
 
-    def __init__(self, spec: EndpointFields, store_root: os.PathLike, n_classes: int):
+    def __init__(self, spec: EndpointFields, store_root: Path, n_classes: int):
         import requests
 
         assert spec.endpoint is not None
@@ -106,8 +107,9 @@ class EndpointClient:
         for attempt in range(tries):
             try:
                 payload = self._post(body)
-                return outputs.rows(self.wire.parse(payload, len(x)), self.spec.output, len(x), self.n_classes,
-                                    self.spec.top_k)
+                return outputs.rows(
+                    self.wire.parse(payload, len(x)), self.spec.output, len(x), self.n_classes, self.spec.top_k
+                )
             except MalformedAnswer as e:
                 raise EndpointError(
                     f"endpoint {self.name}: the answer does not fit output: {self.spec.output} ({e}); "

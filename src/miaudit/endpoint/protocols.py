@@ -8,7 +8,7 @@ named ``package.module:object`` with the same two methods.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -49,7 +49,9 @@ class V2:
 
     def body(self, x: np.ndarray) -> Any:
         flat = np.ascontiguousarray(x, dtype=np.float32)
-        return {"inputs": [{"name": "input", "shape": list(flat.shape), "datatype": "FP32", "data": flat.ravel().tolist()}]}
+        return {
+            "inputs": [{"name": "input", "shape": list(flat.shape), "datatype": "FP32", "data": flat.ravel().tolist()}]
+        }
 
     def parse(self, payload: Any, n: int) -> list[np.ndarray]:
         if not isinstance(payload, dict) or not isinstance(payload.get("outputs"), list) or not payload["outputs"]:
@@ -58,7 +60,7 @@ class V2:
         for out in payload["outputs"]:
             try:
                 dtype = V2_DTYPES[str(out.get("datatype", "FP32")).upper()]
-                data = np.asarray(out["data"], dtype=dtype)
+                data: np.ndarray = np.asarray(out["data"], dtype=dtype)
                 shape = [int(s) for s in out.get("shape", data.shape)]
                 arrays.append(data.reshape(shape))
             except (KeyError, TypeError, ValueError) as e:
@@ -90,8 +92,8 @@ def wire_format(protocol: str, adapter: str | None) -> WireFormat:
     if adapter is not None:
         from ..models import io
 
-        obj = io.import_factory(adapter)()
+        obj: Any = io.import_factory(adapter)()
         if not (callable(getattr(obj, "body", None)) and callable(getattr(obj, "parse", None))):
             raise ConfigError(f"target.adapter: {adapter} has no body(x) and parse(payload, n) methods")
-        return obj  # type: ignore[no-any-return]
+        return cast(WireFormat, obj)
     return V2() if protocol == "v2" else MLflow()

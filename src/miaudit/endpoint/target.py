@@ -15,15 +15,15 @@ from ..config.endpoint import EndpointFields
 from ..config.run import RunConfig
 from ..data.split import Split
 from ..errors import ModelError
+from ..experiment import announce, datasets, own_model, validate
+from ..experiment.base import AuditRecords, Experiment, TrainedModel
+from ..experiment.build import with_references
+from ..experiment.recipes import ModelRecipe, open_store, reference_recipe
 from ..plan import Plan
 from ..progress import log
 from ..stats.metrics import accuracy
 from . import outputs
 from .client import EndpointClient, shown_url
-from ..experiment import announce, datasets, own_model, validate
-from ..experiment.base import AuditRecords, Experiment, TrainedModel
-from ..experiment.build import with_references
-from ..experiment.recipes import ModelRecipe, open_store, reference_recipe
 
 TARGET_STAGE = "target outputs"  # the count of the records audited, in results.json's queries_by_stage
 
@@ -102,7 +102,10 @@ def audit_endpoint(
     logits = np.full((len(ds), ds.n_classes), np.nan)
     logits[asked] = oracle.logits(ds.x[asked])
     log.info(
-        "endpoint %s: %d records answered, %d from the store", client.name, client.usage.queries, client.usage.from_store
+        "endpoint %s: %d records answered, %d from the store",
+        client.name,
+        client.usage.queries,
+        client.usage.from_store,
     )
     target = TrainedModel(
         role="target",

@@ -205,8 +205,16 @@ class Experiment:
 
             return labels
 
-        asked = self.oracle.labels if self.oracle is not None else (lambda x, _by, m=argmax(target): m(x))
-        return LabelAccess(target=asked, references=[argmax(m) for m in refs if m is not None])
+        references = [argmax(m) for m in refs if m is not None]
+        if self.oracle is not None:
+            return LabelAccess(target=self.oracle.labels, references=references)
+        assert target is not None
+        local = argmax(target)
+
+        def asked(x: np.ndarray, asked_by: str) -> np.ndarray:
+            return local(x)
+
+        return LabelAccess(target=asked, references=references)
 
     def attack_inputs(self) -> AttackInputs:
         s = self.split
