@@ -4,6 +4,12 @@ For a target that answers only its predicted class (an endpoint with ``output: l
 
 - ``label-gap``: the gap attack, the baseline: a record the target labels correctly scores 1, else 0. No
   query beyond the record itself.
+- ``label-boundary``: the distance to the decision boundary (HopSkipJump's quantity, found more simply): along
+  ``directions`` random directions (Gaussian, scaled to each feature's spread) a binary search of ``steps``
+  steps on [0, ``radius``] finds where the target's label leaves the true class; the statistic is the log of
+  the mean distance (members sit farther from the boundary), calibrated on the references as label-lira's.
+  HopSkipJump's gradient-estimation steps would find shorter distances with more queries; within the budget
+  of about 100 queries per record, the binary search spends every query on the distance itself.
 - ``label-lira``: robustness to perturbations. Each record is perturbed ``queries`` times (Gaussian noise
   scaled to each feature's spread; images: a random flip and a shift of up to ``shift`` pixels, then the
   noise), the target is asked for its label on every copy, and the statistic is the share labelled
@@ -13,13 +19,15 @@ For a target that answers only its predicted class (an endpoint with ``output: l
   a one-sided test against the OUT Gaussian (score -log P(Z >= phi), Z ~ N(mu_out, var)), online the IN vs
   OUT Gaussian log-likelihood ratio; with fewer than 64 references one global variance (LiRA's rule).
 
-Queries per record: ``queries`` for label-lira, none for label-gap (each registry entry names the
-parameter in ``queries_per_record``). The perturbations are seeded by the run's seed and the record's
-position, so a rerun asks the same inputs and the endpoint's store answers them.
+Queries per record: ``queries`` for label-lira, ``directions x steps`` for label-boundary, none for label-gap
+(each registry entry names them in ``queries_per_record``). Perturbations and directions are seeded by the
+run's seed and the record's position, and the search is deterministic, so a rerun asks the same inputs and
+the endpoint's store answers them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 import numpy as np
@@ -117,19 +125,113 @@ def label_lira(inputs: AttackInputs, params: LabelLiraParams) -> AttackResult:
     assert q.x is not None  # needs "x": the plan provided it
     target_c, ref_c = correct_counts(inputs.require_labels(), q.x, q.labels, params, inputs.seed, "label-lira")
     phi0, phi = robust_statistic(target_c, params.queries), robust_statistic(ref_c, params.queries)
-    member, out = membership_masks(inputs, "label-lira")
-    per_record = uses_per_record_variance(params.variance, phi.shape[0])
-    require_each(out, "label-lira", "OUT")
+    return calibrated(inputs, "label-lira", phi0, phi, params.variance, {"correct": target_c.astype(np.float64)})
+
+
+def calibrated(
+    inputs: AttackInputs, name: str, phi0: np.ndarray, phi: np.ndarray, variance: str, extra: dict[str, np.ndarray]
+) -> AttackResult:
+    """LiRA's calibration of a per-record statistic (higher: more member-like): the target's ``phi0`` (n,)
+    against the references' ``phi`` (K, n); offline the one-sided OUT test, online the IN/OUT ratio."""
+    member, out = membership_masks(inputs, name)
+    per_record = uses_per_record_variance(variance, phi.shape[0])
+    require_each(out, name, "OUT")
     mu_out, var_out = _moments(phi, out, per_record)
-    extra = {"correct": target_c.astype(np.float64), "mu_out": mu_out}
+    extra = {**extra, "mu_out": mu_out}
     if inputs.mode == "offline":
         log_sf = gaussian_log_sf(phi0, mu_out, var_out)
         return AttackResult(scores=-log_sf, log_pvalues=log_sf, extra=extra)
-    require_each(member, "label-lira", "IN")
+    require_each(member, name, "IN")
     mu_in, var_in = _moments(phi, member, per_record)
     if not per_record:  # LiRA's released code: the IN observations' variance for both classes
         var_out = var_in
     return AttackResult(scores=gaussian_llr(phi0, mu_in, var_in, mu_out, var_out), extra={**extra, "mu_in": mu_in})
+
+
+class LabelBoundaryParams(AttackParams):
+    """Directions searched per record and binary-search steps along each: directions x steps queries."""
+
+    directions: int = Field(default=8, ge=1, le=1000, description="random directions searched per record")
+    steps: int = Field(default=6, ge=1, le=50, description="binary-search steps along each direction")
+    radius: float = Field(
+        default=4.0, gt=0, description="largest distance searched, in units of each feature's standard deviation"
+    )
+    variance: Literal["auto", "global", "per_record"] = "auto"
+
+
+def boundary_distances(
+    label_of: Callable[[np.ndarray], np.ndarray],
+    x: np.ndarray,
+    y: np.ndarray,
+    correct: np.ndarray,
+    directions: np.ndarray,
+    scale: np.ndarray,
+    params: LabelBoundaryParams,
+) -> np.ndarray:
+    """(n,) mean over the D directions of the distance at which the label leaves y, by binary search on
+    [0, radius] (the search's upper end: ``radius`` where it never leaves). ``directions`` (n, D, ...) unit
+    vectors; ``label_of`` answers a batch of inputs. A record the model already labels wrongly (``correct``
+    False) is at distance 0 and costs no query."""
+    out = np.zeros(len(x))
+    keep = np.flatnonzero(correct)
+    if not len(keep):
+        return out
+    x, y, directions = x[keep], y[keep], directions[keep]
+    n, d = len(x), directions.shape[1]
+    lo, hi = np.zeros((n, d)), np.full((n, d), params.radius)
+    base = np.repeat(np.asarray(x, dtype=np.float32)[:, None], d, axis=1)
+    step = (scale * directions).astype(np.float32)
+    for _ in range(params.steps):
+        mid = (lo + hi) / 2
+        probe = base + mid.reshape(n, d, *([1] * (x.ndim - 1))).astype(np.float32) * step
+        kept = label_of(probe.reshape(n * d, *x.shape[1:])).reshape(n, d) == y[:, None]
+        lo, hi = np.where(kept, mid, lo), np.where(kept, hi, mid)
+    out[keep] = hi.mean(axis=1)
+    return out
+
+
+def _unit_directions(shape: tuple[int, ...], d: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(np.random.SeedSequence([seed, SEED_TAG + 1, *shape]))
+    u = rng.standard_normal((shape[0], d, *shape[1:]))
+    norms = np.sqrt((u.reshape(shape[0], d, -1) ** 2).sum(axis=2)).reshape(shape[0], d, *([1] * (len(shape) - 1)))
+    return u / norms * np.sqrt(np.prod(shape[1:]))  # unit length per feature on average: r in feature-std units
+
+
+@register(
+    "label-boundary",
+    params=LabelBoundaryParams,
+    min_references=1,
+    needs=frozenset({"x", "labels"}),
+    outputs=ALL_OUTPUTS,
+    queries_per_record="directions x steps",
+    pvalues=True,
+)
+def label_boundary(inputs: AttackInputs, params: LabelBoundaryParams) -> AttackResult:
+    """Label-only: distance to the decision boundary along random directions, calibrated on references"""
+    q, access = inputs.queries, inputs.require_labels()
+    assert q.x is not None  # needs "x": the plan provided it
+    x, y = q.x, q.labels
+    scale = np.std(x.reshape(len(x), -1), axis=0).reshape(x.shape[1:]) if len(x) > 1 else np.ones(x.shape[1:])
+    target, refs = [], []
+    for start in range(0, len(x), CHUNK):
+        part, labels = x[start : start + CHUNK], y[start : start + CHUNK]
+        dirs = _unit_directions(part.shape, params.directions, inputs.seed + start)
+
+        def asked(batch: np.ndarray) -> np.ndarray:
+            return access.target(batch, "label-boundary")
+
+        # the target's label on the record itself is in its outputs already: no query
+        right = np.argmax(q.target_logits[start : start + CHUNK], axis=1) == labels
+        target.append(boundary_distances(asked, part, labels, right, dirs, scale, params))
+        refs.append(
+            np.stack(
+                [boundary_distances(r, part, labels, r(part) == labels, dirs, scale, params) for r in access.references]
+            )
+        )
+    floor = params.radius / 2 ** (params.steps + 1)  # below the search's resolution
+    phi0 = np.log(np.concatenate(target) + floor)
+    phi = np.log(np.concatenate(refs, axis=1) + floor)
+    return calibrated(inputs, "label-boundary", phi0, phi, params.variance, {"distance": np.exp(phi0) - floor})
 
 
 def _moments(phi: np.ndarray, mask: np.ndarray, per_record: bool) -> tuple[np.ndarray, np.ndarray]:

@@ -35,7 +35,7 @@ class AttackInfo:
     mode_note: str = ""  # appended to the refusal of another mode: why, and what to run instead
     needs: frozenset[str] = frozenset()
     outputs: tuple[str, ...] = LOGIT_OUTPUTS  # the target output modes it runs on (an endpoint's ``output``)
-    queries_per_record: str = ""  # label-only attacks: the parameter that sets the endpoint queries per record
+    queries_per_record: str = ""  # label-only attacks: the parameters that set the endpoint queries per record
     pvalues: bool = False  # returns one-sided p-values (a hypothesis test)
     warmup: Callable[[], None] | None = None  # one-time setup (heavy imports) kept out of the attack's timing
 
