@@ -9,7 +9,7 @@ from scipy import stats
 from miaudit.attacks import AttackInputs, RecordSet, registry
 from miaudit.attacks.base import LabelAccess
 from miaudit.attacks.label_only import (
-    LabelBoundaryParams,
+    LabelDistParams,
     LabelLiraParams,
     boundary_distances,
     perturbed,
@@ -109,7 +109,7 @@ def test_boundary_distance_by_binary_search_on_a_hand_case():
     def label_of(batch: np.ndarray) -> np.ndarray:
         return (batch[:, 0] > 0).astype(np.int64)
 
-    params = LabelBoundaryParams(directions=2, steps=10, radius=4.0)
+    params = LabelDistParams(directions=2, steps=10, radius=4.0)
     dirs = np.array([[[-1.0], [1.0]]])
     got = boundary_distances(label_of, np.array([[1.0]]), np.array([1]), np.array([True]), dirs, np.ones(1), params)
     resolution = 4.0 / 2**10
@@ -127,7 +127,7 @@ def test_boundary_distance_by_binary_search_on_a_hand_case():
     assert wrong[0] == 0.0 and not asked  # labelled wrongly already: distance 0, no query
 
 
-def test_label_boundary_calibrates_the_log_distance_as_lira():
+def test_label_dist_calibrates_the_log_distance_as_lira():
     # the target keeps every label (distance: the radius); each reference labels the records wrongly (distance 0)
     access = LabelAccess(
         target=lambda x, by: np.zeros(len(x), dtype=np.int64),
@@ -136,7 +136,7 @@ def test_label_boundary_calibrates_the_log_distance_as_lira():
     logits = np.array([[1.0, 0.0], [1.0, 0.0]])  # the target labels both records 0, correctly
     q = RecordSet(labels=np.array([0, 0]), target_logits=logits, ref_logits=np.zeros((2, 2, 2)), x=np.eye(2))
     params = {"directions": 3, "steps": 4, "radius": 2.0}
-    got = registry.score("label-boundary", AttackInputs(queries=q, labels=access), **params)
+    got = registry.score("label-dist", AttackInputs(queries=q, labels=access), **params)
     floor = 2.0 / 2**5
     np.testing.assert_allclose(got.extra["distance"], [2.0, 2.0])
     np.testing.assert_allclose(got.extra["mu_out"], np.log(floor))

@@ -4,7 +4,7 @@ For a target that answers only its predicted class (an endpoint with ``output: l
 
 - ``label-gap``: the gap attack, the baseline: a record the target labels correctly scores 1, else 0. No
   query beyond the record itself.
-- ``label-boundary``: the distance to the decision boundary (HopSkipJump's quantity, found more simply): along
+- ``label-dist``: the distance to the decision boundary (HopSkipJump's quantity, found more simply): along
   ``directions`` random directions (Gaussian, scaled to each feature's spread) a binary search of ``steps``
   steps on [0, ``radius``] finds where the target's label leaves the true class; the statistic is the log of
   the mean distance (members sit farther from the boundary), calibrated on the references as label-lira's.
@@ -19,7 +19,7 @@ For a target that answers only its predicted class (an endpoint with ``output: l
   a one-sided test against the OUT Gaussian (score -log P(Z >= phi), Z ~ N(mu_out, var)), online the IN vs
   OUT Gaussian log-likelihood ratio; with fewer than 64 references one global variance (LiRA's rule).
 
-Queries per record: ``queries`` for label-lira, ``directions x steps`` for label-boundary, none for label-gap
+Queries per record: ``queries`` for label-lira, ``directions x steps`` for label-dist, none for label-gap
 (each registry entry names them in ``queries_per_record``). Perturbations and directions are seeded by the
 run's seed and the record's position, and the search is deterministic, so a rerun asks the same inputs and
 the endpoint's store answers them.
@@ -148,7 +148,7 @@ def calibrated(
     return AttackResult(scores=gaussian_llr(phi0, mu_in, var_in, mu_out, var_out), extra={**extra, "mu_in": mu_in})
 
 
-class LabelBoundaryParams(AttackParams):
+class LabelDistParams(AttackParams):
     """Directions searched per record and binary-search steps along each: directions x steps queries."""
 
     directions: int = Field(default=8, ge=1, le=1000, description="random directions searched per record")
@@ -166,7 +166,7 @@ def boundary_distances(
     correct: np.ndarray,
     directions: np.ndarray,
     scale: np.ndarray,
-    params: LabelBoundaryParams,
+    params: LabelDistParams,
 ) -> np.ndarray:
     """(n,) mean over the D directions of the distance at which the label leaves y, by binary search on
     [0, radius] (the search's upper end: ``radius`` where it never leaves). ``directions`` (n, D, ...) unit
@@ -198,15 +198,15 @@ def _unit_directions(shape: tuple[int, ...], d: int, seed: int) -> np.ndarray:
 
 
 @register(
-    "label-boundary",
-    params=LabelBoundaryParams,
+    "label-dist",
+    params=LabelDistParams,
     min_references=1,
     needs=frozenset({"x", "labels"}),
     outputs=ALL_OUTPUTS,
     queries_per_record="directions x steps",
     pvalues=True,
 )
-def label_boundary(inputs: AttackInputs, params: LabelBoundaryParams) -> AttackResult:
+def label_dist(inputs: AttackInputs, params: LabelDistParams) -> AttackResult:
     """Label-only: distance to the decision boundary along random directions, calibrated on references"""
     q, access = inputs.queries, inputs.require_labels()
     assert q.x is not None  # needs "x": the plan provided it
@@ -218,7 +218,7 @@ def label_boundary(inputs: AttackInputs, params: LabelBoundaryParams) -> AttackR
         dirs = _unit_directions(part.shape, params.directions, inputs.seed + start)
 
         def asked(batch: np.ndarray) -> np.ndarray:
-            return access.target(batch, "label-boundary")
+            return access.target(batch, "label-dist")
 
         # the target's label on the record itself is in its outputs already: no query
         right = np.argmax(q.target_logits[start : start + CHUNK], axis=1) == labels
@@ -231,7 +231,7 @@ def label_boundary(inputs: AttackInputs, params: LabelBoundaryParams) -> AttackR
     floor = params.radius / 2 ** (params.steps + 1)  # below the search's resolution
     phi0 = np.log(np.concatenate(target) + floor)
     phi = np.log(np.concatenate(refs, axis=1) + floor)
-    return calibrated(inputs, "label-boundary", phi0, phi, params.variance, {"distance": np.exp(phi0) - floor})
+    return calibrated(inputs, "label-dist", phi0, phi, params.variance, {"distance": np.exp(phi0) - floor})
 
 
 def _moments(phi: np.ndarray, mask: np.ndarray, per_record: bool) -> tuple[np.ndarray, np.ndarray]:
