@@ -10,7 +10,7 @@
 3. Audit each with ``miaudit.audit(target=miaudit.Endpoint(url, output=..., architecture=...), ...)``: the
    references are trained by miaudit on the auditor's population records in the named architecture.
    Logit-based attacks run on logits, probabilities and top-k; the label-only attacks (label-gap,
-   label-lira) on every mode.
+   label-lira, label-dist) on every mode.
 4. Print, per mode and attack: AUC with its 95% bootstrap interval, TPR at 1% FPR with its Clopper-Pearson
    interval, and the endpoint queries spent per audited record (the audited record's own answer included).
 
@@ -24,6 +24,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import torch
 
 import miaudit
 from miaudit.config.run import TrainConfig
@@ -33,7 +34,7 @@ from miaudit.models import build_model
 from miaudit.training.loop import train
 
 MODES = {"logits": {}, "probabilities": {}, "top-k": {"top_k": 1}, "label": {}}
-LABEL_ONLY = ["label-gap", "label-lira"]
+LABEL_ONLY = ["label-gap", "label-dist"]  # and label-lira with --queries
 
 
 def data(name: str, records: int, seed: int) -> tuple[np.ndarray, np.ndarray, str]:
@@ -73,6 +74,7 @@ def main() -> None:
     q = len(y) // 4  # a quarter members, a quarter non-members, half the auditor's population
     members, nonmembers, population = order[:q], order[q : 2 * q], order[2 * q :]
     settings = TrainConfig(epochs=args.epochs)
+    torch.manual_seed(args.seed)  # the target's initial weights
     target = build_model(arch, x.shape[1:], int(y.max()) + 1)
     train(target, x[members], y[members], settings, seed=10_000 + args.seed)
     logits = module_fn(target)(x)
@@ -89,7 +91,7 @@ def main() -> None:
                 members=(x[members], y[members]),
                 nonmembers=(x[nonmembers], y[nonmembers]),
                 population=(x[population], y[population]),
-                attacks=[*logit_attacks, "label-gap", {"name": "label-lira", "queries": args.queries}],
+                attacks=[*logit_attacks, *LABEL_ONLY, {"name": "label-lira", "queries": args.queries}],
                 references=args.references,
                 train=settings,
                 seed=args.seed,

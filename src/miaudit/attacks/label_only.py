@@ -38,6 +38,8 @@ from .base import AttackInputs, AttackParams, AttackResult, LabelAccess
 from .lira import uses_per_record_variance
 from .registry import ALL_OUTPUTS, register
 
+# label-only attacks that query: calibrated on references (a p-value test), on the records' inputs x, any output
+QUERYING: dict = {"min_references": 1, "needs": frozenset({"x", "labels"}), "outputs": ALL_OUTPUTS, "pvalues": True}
 CHUNK = 256  # records perturbed at once (their copies are one call to the target)
 SEED_TAG = 0x1AB3
 
@@ -52,6 +54,11 @@ class LabelLiraParams(AttackParams):
         default="auto", description="noise, or augment (images: flip and shift, then noise); auto: augment for images"
     )
     variance: Literal["auto", "global", "per_record"] = "auto"
+
+
+def feature_scale(x: np.ndarray) -> np.ndarray:
+    """Each feature's standard deviation over the records scored (ones for a single record)."""
+    return np.std(x.reshape(len(x), -1), axis=0).reshape(x.shape[1:]) if len(x) > 1 else np.ones(x.shape[1:])
 
 
 def robust_statistic(correct: np.ndarray, n: int) -> np.ndarray:
@@ -89,7 +96,7 @@ def correct_counts(
     access: LabelAccess, x: np.ndarray, y: np.ndarray, params: LabelLiraParams, seed: int, asked_by: str
 ) -> tuple[np.ndarray, np.ndarray]:
     """(target (n,), references (K, n)): how many of each record's copies each model labels correctly."""
-    scale = np.std(x.reshape(len(x), -1), axis=0).reshape(x.shape[1:]) if len(x) > 1 else np.ones(x.shape[1:])
+    scale = feature_scale(x)
     q, target, refs = params.queries, [], []
     for start in range(0, len(x), CHUNK):
         part, labels = x[start : start + CHUNK], y[start : start + CHUNK]
@@ -110,15 +117,7 @@ def label_gap(inputs: AttackInputs, params: AttackParams) -> AttackResult:
     return AttackResult(scores=(np.argmax(q.target_logits, axis=1) == q.labels).astype(np.float64))
 
 
-@register(
-    "label-lira",
-    params=LabelLiraParams,
-    min_references=1,
-    needs=frozenset({"x", "labels"}),
-    outputs=ALL_OUTPUTS,
-    queries_per_record="queries",
-    pvalues=True,
-)
+@register("label-lira", params=LabelLiraParams, queries_per_record="queries", **QUERYING)
 def label_lira(inputs: AttackInputs, params: LabelLiraParams) -> AttackResult:
     """Label-only: robustness of the predicted label to noise/augmentation, calibrated per record on references"""
     q = inputs.queries
@@ -197,21 +196,13 @@ def _unit_directions(shape: tuple[int, ...], d: int, seed: int) -> np.ndarray:
     return u / norms * np.sqrt(np.prod(shape[1:]))  # unit length per feature on average: r in feature-std units
 
 
-@register(
-    "label-dist",
-    params=LabelDistParams,
-    min_references=1,
-    needs=frozenset({"x", "labels"}),
-    outputs=ALL_OUTPUTS,
-    queries_per_record="directions x steps",
-    pvalues=True,
-)
+@register("label-dist", params=LabelDistParams, queries_per_record="directions x steps", **QUERYING)
 def label_dist(inputs: AttackInputs, params: LabelDistParams) -> AttackResult:
     """Label-only: distance to the decision boundary along random directions, calibrated on references"""
     q, access = inputs.queries, inputs.require_labels()
     assert q.x is not None  # needs "x": the plan provided it
     x, y = q.x, q.labels
-    scale = np.std(x.reshape(len(x), -1), axis=0).reshape(x.shape[1:]) if len(x) > 1 else np.ones(x.shape[1:])
+    scale = feature_scale(x)
     target, refs = [], []
     for start in range(0, len(x), CHUNK):
         part, labels = x[start : start + CHUNK], y[start : start + CHUNK]
