@@ -66,8 +66,8 @@ def from_config(cfg: RunConfig, plan: Plan) -> Experiment:
     ds = datasets.load(cfg)
     split, query_idx, is_member = own_model.membership_from_files(cfg, ds)
     records = AuditRecords(dataset=ds, split=split, query_idx=query_idx, is_member=is_member)
-    recipe = reference_recipe(cfg, ds, plan.head_dropout)
-    return audit_endpoint(cfg, plan, records, cfg.target, recipe, cfg.target_architecture)
+    recipe, by = own_model.with_train_fn(reference_recipe(cfg, ds, plan.head_dropout), cfg.target.train_fn)
+    return audit_endpoint(cfg, plan, records, cfg.target, recipe, cfg.target_architecture, references_by=by)
 
 
 def asked_rows(split: Split, query_idx: np.ndarray) -> np.ndarray:

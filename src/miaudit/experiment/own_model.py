@@ -110,12 +110,17 @@ def from_checkpoint(cfg: RunConfig, plan: Plan, target: TargetConfig) -> Experim
     records = AuditRecords(dataset=ds, split=split, query_idx=query_idx, is_member=is_member)
     arch = cfg.target_architecture
     module = io.load_weights(build_model(arch, ds.input_shape, ds.n_classes), state, arch)
-    recipe = reference_recipe(cfg, ds, plan.head_dropout)
-    train_fn, by = target.train_fn, ""
-    if train_fn is not None:  # user code trains the references: never cached (miaudit cannot hash it)
-        recipe, by = replace(recipe, fit=user_fit(io.import_factory(train_fn)), cache_spec=None), f"train_fn {train_fn}"
+    recipe, by = with_train_fn(reference_recipe(cfg, ds, plan.head_dropout), target.train_fn)
     source = f"checkpoint {Path(target.checkpoint).name}"
     return audit_given(cfg, plan, records, module, recipe, source=source, architecture=arch, references_by=by)
+
+
+def with_train_fn(recipe: ModelRecipe, train_fn: str | None) -> tuple[ModelRecipe, str]:
+    """The references' recipe with ``target.train_fn`` (user code: never cached, miaudit cannot hash it) when
+    the config names one, and who trains them ("": miaudit's loop)."""
+    if train_fn is None:
+        return recipe, ""
+    return replace(recipe, fit=user_fit(io.import_factory(train_fn)), cache_spec=None), f"train_fn {train_fn}"
 
 
 def user_fit(train_fn: Callable[..., Any]) -> Callable[..., TrainReport]:
