@@ -13,6 +13,7 @@ from safetensors.torch import save_file
 from sklearn.datasets import make_classification
 
 import miaudit
+from miaudit.endpoint.client import EndpointError
 from miaudit.endpoint.serve import module_fn
 from miaudit.errors import AttackRequirementError
 from miaudit.models import build_model
@@ -83,11 +84,12 @@ def test_label_output_runs_the_label_only_attacks(served):
     target = {"endpoint": srv.url, "output": "label", "architecture": "mlp"}
     result = miaudit.run(config(served, target, "auto"))
     ran = {r.attack.name for r in result.run.attacks}
-    assert ran == {"label-gap", "label-lira"}
+    assert ran == {"label-gap", "label-lira", "label-dist"}
     usage = result.run.experiment.oracle.usage()
     robust = next(r for r in result.run.attacks if r.attack.name == "label-lira")
     scored = len(robust.result.scores) + result.run.experiment.split.validation.size  # calibration records too
     assert usage["queries_by_stage"]["label-lira"] == 32 * scored
+    assert 0 < usage["queries_by_stage"]["label-dist"] <= 8 * 6 * scored  # correctly labelled records only
     # the rerun asks nothing: the perturbed copies are seeded, their answers in the store
     again = miaudit.run(config(served, target, "auto"))
     assert again.run.experiment.oracle.usage()["queries_spent"] == 0
@@ -125,3 +127,13 @@ def test_endpoint_options_are_checked_in_one_line():
         miaudit.Endpoint("http://user:pw@127.0.0.1:1/v2/models/m/infer", architecture="mlp")
     with pytest.raises(ValueError, match="architecture: an endpoint's references"):
         miaudit.Endpoint("http://127.0.0.1:1/v2/models/m/infer")
+
+
+def test_a_server_down_at_the_start_fails_before_any_reference_trains(served, isolated_cache):
+    dead = FaultyServer(lambda x: x, name="gone")
+    url = dead.url
+    dead.stop()
+    target = {"endpoint": url, "architecture": "mlp", "retries": 1, "backoff": 0.01}
+    with pytest.raises(EndpointError, match="cannot connect .*nothing was asked yet"):
+        miaudit.run(config(served, target, [{"name": "lira", "references": 2}]))
+    assert not list((isolated_cache / "models").glob("*/meta.json"))  # no reference trained

@@ -82,6 +82,28 @@ class EndpointClient:
         self.usage = Usage()
         self._last_request = 0.0
 
+    def missing(self, x: np.ndarray) -> int:
+        """How many distinct records of ``x`` the store has no answer for."""
+        keys = list(dict.fromkeys(digests(x)))
+        return len(keys) - len(self.store.get(keys))
+
+    def probe(self) -> None:
+        """Whether the endpoint answers at all (any HTTP status will do; a GET, no inference), with the
+        retries of a request: a server down fails here, before the references train."""
+        import requests
+
+        for attempt in range(self.spec.retries + 1):
+            try:
+                self.session.get(self.url, timeout=self.spec.timeout)
+                return
+            except (requests.ConnectionError, requests.Timeout):
+                if attempt == self.spec.retries:
+                    raise EndpointError(
+                        f"endpoint {self.name}: cannot connect (server down or unreachable; tried "
+                        f"{self.spec.retries + 1} times); nothing was asked yet"
+                    ) from None
+                time.sleep(self.spec.backoff * 2**attempt)
+
     def rows(self, x: np.ndarray, stage: str) -> np.ndarray:
         """(n, width) stored rows for the records ``x``: from the store, the rest asked (each distinct input
         once) and kept as each batch is answered."""

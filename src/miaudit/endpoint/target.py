@@ -2,9 +2,11 @@
 
 ``from_config`` (``target: {endpoint: ...}``) and ``miaudit.audit(target=miaudit.Endpoint(...))`` both end in
 ``audit_endpoint``: every check first (the plan refused attacks the output mode cannot feed before this
-runs), then the endpoint is asked about the audited records (queries, population, validation: what the
-attacks and the calibration read of the target), then the references train in the named architecture on
-the auditor's records, as for a model the user brought (``experiment.own_model``).
+runs) and a probe of the endpoint (a server down fails before any work), then the references train in the
+named architecture on the auditor's records, as for a model the user brought (``experiment.own_model``),
+and are cached; last the endpoint is asked about the audited records (queries, population, validation:
+what the attacks and the calibration read of the target). An audit the endpoint stops mid-run keeps both
+the references and the answers, so its rerun asks only the rest.
 """
 
 from __future__ import annotations
@@ -84,7 +86,8 @@ def audit_endpoint(
     architecture: str,
     references_by: str = "",
 ) -> Experiment:
-    """Check, ask the endpoint about the audited records, train the references; the Experiment."""
+    """Check, probe the endpoint (when the store lacks answers), train the references, then ask the endpoint
+    about the audited records; the Experiment."""
     ds, split = records.dataset, records.split
     if records.is_member is not None:
         validate.check_min_fpr(cfg.min_fpr, int((~records.is_member).sum()))
@@ -98,28 +101,35 @@ def audit_endpoint(
     client = EndpointClient(spec, store.root, ds.n_classes)
     oracle = EndpointTarget(client, spec, ds.n_classes)
     asked = asked_rows(split, records.query_idx)
-    log.info("endpoint %s (%s, output: %s): %d records to answer", client.name, spec.protocol, spec.output, len(asked))
+    to_ask = client.missing(ds.x[asked])
+    if to_ask:  # a server down fails now, not after the references have trained
+        client.probe()
+    # the references first (cached): an audit the endpoint stops mid-run keeps them as well as the answers
     logits = np.full((len(ds), ds.n_classes), np.nan)
-    logits[asked] = oracle.logits(ds.x[asked])
-    log.info(
-        "endpoint %s: %d records answered, %d from the store",
-        client.name,
-        client.usage.queries,
-        client.usage.from_store,
-    )
     target = TrainedModel(
         role="target",
         module=None,
         logits=logits,
         train_idx=split.members,
         seconds=0.0,
-        train_accuracy=accuracy(logits[split.members], ds.y[split.members]) if len(split.members) else float("nan"),
+        train_accuracy=float("nan"),
         cached=False,
         architecture=architecture,
         source=f"endpoint {shown_url(client.url)} (output: {spec.output})",
     )
     announce.start(cfg, plan, records, target_trains=False, references_by=references_by)
     exp = with_references(cfg, plan, records, target, recipe, store)
+    log.info(
+        "endpoint %s (%s, output: %s): %d of %d records to ask",
+        client.name,
+        spec.protocol,
+        spec.output,
+        to_ask,
+        len(asked),
+    )
+    logits[asked] = oracle.logits(ds.x[asked])
+    if len(split.members):
+        target.train_accuracy = accuracy(logits[split.members], ds.y[split.members])
     for ref in exp.references:
         ref.source = references_by or "trained"
     exp.oracle = oracle
