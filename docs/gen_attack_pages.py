@@ -75,6 +75,7 @@ NEEDS_TEXT = {
     "validation": "validation records (target non-members, held out)",
     "models": "torch access to the models (last layer)",
     "x": "the records' raw inputs",
+    "labels": "the target's and the references' labels on inputs it makes (queries)",
 }
 
 
@@ -151,6 +152,8 @@ def facts_table(info: AttackInfo) -> str:
             f"| reference models | {reference_range(info)} |",
             f"| modes | {MODES_TEXT.get(tuple(info.modes), ', '.join(info.modes))} |",
             f"| also needs | {needs} |",
+            f"| endpoint outputs it runs on | {', '.join(info.outputs)} |",
+            *([f"| queries per record | `{info.queries_per_record}` |"] if info.queries_per_record else []),
             f"| one-sided p-values | {PVALUES_TEXT[info.pvalues]} |",
         ]
     )

@@ -23,11 +23,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
+from pydantic import ValidationError
 
 from . import pipeline, report
 from . import plan as plan_mod
 from .config import run as config_mod
-from .config.run import RunConfig, TrainConfig
+from .config.run import RunConfig, TargetConfig, TrainConfig
 from .data import Dataset, Split
 from .data.base import validate_arrays, validate_features
 from .errors import ConfigError, DataError, ModelError
@@ -44,6 +45,23 @@ if TYPE_CHECKING:  # torch and the training loop load in audit(): `miaudit score
 
 SETS = ("members", "nonmembers", "queries", "population", "validation")
 TrainFn = Callable[["nn.Module", np.ndarray, np.ndarray], Any]
+
+
+class Endpoint(TargetConfig):
+    """A deployed model to audit by querying it: ``miaudit.audit(target=miaudit.Endpoint(url, architecture="mlp",
+    output="label"), members=..., ...)``. The options are ``target:``'s in a config (docs/endpoint.md):
+    ``protocol`` (v2, mlflow), ``adapter``, ``output`` (logits, probabilities, top-k, label), ``top_k``,
+    ``batch_size``, ``rate_limit`` (requests per second), ``timeout``, ``retries``, ``backoff``,
+    ``credentials_env`` (the name of the environment variable holding a bearer token) and ``architecture``,
+    the references' (required)."""
+
+    def __init__(self, url: str, **options: Any) -> None:
+        try:
+            super().__init__(endpoint=url, **options)
+        except ValidationError as e:
+            first = e.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "url"
+            raise ConfigError(f"Endpoint.{where}: {first['msg']}") from None
 
 
 @dataclass
@@ -272,7 +290,7 @@ def score(config: Any) -> AuditResult:
 
 
 def audit(
-    target: nn.Module | str | Path,
+    target: nn.Module | str | Path | Endpoint,
     *,
     members: Any = None,
     nonmembers: Any = None,
@@ -301,7 +319,8 @@ def audit(
     of unknown membership (p-values and a ranking). Nothing is trained before every argument is checked.
 
     Args:
-        target: the trained torch module (put in eval mode), or a causal LM's directory.
+        target: the trained torch module (put in eval mode), a causal LM's directory, or an ``Endpoint``: a
+            deployed model audited through its prediction API (docs/endpoint.md).
         members: records ``target`` trained on.
         nonmembers: records it did not train on.
         queries: records of unknown membership, instead of members and nonmembers.
@@ -346,7 +365,13 @@ def audit(
         calibration="none" if calibration is None else {"fraction": calibration},
         fdr=fdr,
         has_population=population is not None,
+        **({"target": target.model_dump(exclude_unset=True)} if isinstance(target, Endpoint) else {}),
     )
+    if isinstance(target, Endpoint):
+        membership = {"members": members, "nonmembers": nonmembers, "queries": queries}
+        return _audit_endpoint(
+            cfg, target, _given_sets(membership, {"population": population, "validation": validation})
+        )
     lm = own_lm.TextSets.of(target, tokenizer, max_length)  # a causal LM's texts; None for a classifier
     given = _given_sets(
         {"members": members, "nonmembers": nonmembers, "queries": queries},
@@ -360,19 +385,11 @@ def audit(
     return _audit_given(cfg, plan, model, given, recipe, by, lm)
 
 
-def _audit_given(
-    cfg: RunConfig,
-    plan: plan_mod.Plan,
-    target: nn.Module,
-    given: dict[str, tuple[np.ndarray, np.ndarray]],
-    recipe: ModelRecipe,
-    references_by: str,
-    lm: Any = None,
-) -> AuditResult:
-    """The given sets checked and assembled (``lm``: with a causal LM's texts), then ``target`` audited."""
-    from .experiment import own_model, validate
+def _audit_records(cfg: RunConfig, sets: dict[str, Dataset], lm: Any = None) -> tuple[AuditRecords, Any, Any]:
+    """The checked sets as one data set and the audit's records (``lm``: with a causal LM's texts); per record
+    the set it came from and its row there."""
+    from .experiment import validate
 
-    sets = _checked_sets(target, given)
     if "members" in sets:
         m, n = sets["members"], sets["nonmembers"]
         validate.check_disjoint_rows((m.x, m.y, np.arange(len(m))), (n.x, n.y, np.arange(len(n))))
@@ -386,6 +403,41 @@ def _audit_given(
     query_idx, is_member = (idx["queries"], None) if "queries" in idx else shuffled_queries(split, cfg.seed)
     query_info = {"set": origin[query_idx], "position": position[query_idx]}
     records = AuditRecords(dataset=ds, split=split, query_idx=query_idx, is_member=is_member, query_info=query_info)
+    return records, origin, position
+
+
+def _audit_endpoint(cfg: RunConfig, spec: Endpoint, given: dict[str, tuple[np.ndarray, np.ndarray]]) -> AuditResult:
+    """``audit(target=Endpoint(...))``: the given sets checked and assembled, the endpoint asked, the references
+    trained in ``spec.architecture`` by miaudit's loop (cached, as in a config)."""
+    from .endpoint import target as endpoint_target
+    from .experiment.recipes import reference_recipe
+
+    n_classes = 1 + max(int(np.max(np.asarray(y))) for _, y in given.values() if len(y))
+    sets = {name: validate_arrays(name, x, y, n_classes) for name, (x, y) in given.items()}
+    first = next(iter(sets))
+    for name, ds in sets.items():
+        if ds.input_shape != sets[first].input_shape:
+            raise DataError(f"{name}: records have shape {ds.input_shape}, {first} records {sets[first].input_shape}")
+    plan = plan_mod.build(cfg, plan_mod.audit_roles(given, cfg))
+    records, _, _ = _audit_records(cfg, sets)
+    recipe = reference_recipe(cfg, records.dataset, plan.head_dropout)
+    exp = endpoint_target.audit_endpoint(cfg, plan, records, spec, recipe, cfg.target_architecture)
+    return AuditResult(run_experiment(exp))
+
+
+def _audit_given(
+    cfg: RunConfig,
+    plan: plan_mod.Plan,
+    target: nn.Module,
+    given: dict[str, tuple[np.ndarray, np.ndarray]],
+    recipe: ModelRecipe,
+    references_by: str,
+    lm: Any = None,
+) -> AuditResult:
+    """The given sets checked and assembled (``lm``: with a causal LM's texts), then ``target`` audited."""
+    from .experiment import own_model
+
+    records, origin, position = _audit_records(cfg, _checked_sets(target, given), lm)
     exp = own_model.audit_given(
         cfg,
         plan,

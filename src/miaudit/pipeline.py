@@ -34,6 +34,10 @@ def prepare(cfg: RunConfig, plan: Plan | None = None) -> Experiment:
 
         if own_lm.audits_lm(cfg):
             return own_lm.from_config(cfg, plan)
+        if cfg.target.endpoint is not None:
+            from .endpoint import target as endpoint_target
+
+            return endpoint_target.from_config(cfg, plan)
         return own_model.from_checkpoint(cfg, plan, cfg.target)
     store = open_store(cfg)  # first: decoded data is cached there too
     layout = lay_out(cfg, plan)

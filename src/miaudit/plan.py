@@ -23,7 +23,8 @@ from .config.run import RunConfig
 from .config.settings import AuditSettings
 from .errors import AttackRequirementError, ConfigError, did_you_mean
 
-ALWAYS_PROVIDED = frozenset({"models", "x"})  # every pipeline audit holds the models and the records' inputs
+ALWAYS_PROVIDED = frozenset({"models", "x", "labels"})  # every pipeline audit holds the models and the records' inputs
+ENDPOINT_PROVIDED = frozenset({"x", "labels"})  # an endpoint: the records and labels on new inputs, no weights
 
 
 @dataclass(frozen=True)
@@ -91,13 +92,13 @@ def build(cfg: AuditSettings, roles: Iterable[str] | None = None) -> Plan:
     available = cfg.references
     if available is None:
         raise TypeError("plan.build: resolve a scores-only config's references from its outputs first")
-    asked = cfg.attacks
+    output, provided = target_output(cfg)
     auto: recommended.AutoRows | None = None
-    if isinstance(asked, str):  # "auto"
-        auto = recommended.choose(available, cfg.mode, roles | ALWAYS_PROVIDED)
+    if cfg.attacks == "auto":
+        auto = _auto_for(output, available, cfg.mode, set(roles | provided))
         rows_asked = auto.rows
     else:
-        rows_asked = asked
+        rows_asked = cfg.attacks
     parsed = [_parse(i, raw) for i, raw in enumerate(rows_asked)]
     rows: list[tuple[str, AttackParams, int]] = []
     for i, (name, params) in enumerate(parsed):
@@ -106,7 +107,7 @@ def build(cfg: AuditSettings, roles: Iterable[str] | None = None) -> Plan:
         if k > available:
             raise ConfigError(f"attacks.{i}.references: {k} exceeds the run's references: {available}")
         try:
-            info.check(k, cfg.mode, set(roles | ALWAYS_PROVIDED))
+            info.check(k, cfg.mode, set(roles | provided), output)
         except AttackRequirementError as e:
             raise AttackRequirementError(f"attacks.{i}: {e}") from None
         rows.append((name, params, k))
@@ -115,6 +116,40 @@ def build(cfg: AuditSettings, roles: Iterable[str] | None = None) -> Plan:
     refs = max((a.references for a in attacks), default=0)
     why, candidates = (None, ()) if auto is None else (auto.why, auto.candidates)
     return Plan(attacks, refs, cfg.mode, roles, head_dropout(attacks), why, candidates)
+
+
+def target_output(cfg: AuditSettings) -> tuple[str, frozenset[str]]:
+    """What the target answers (an endpoint's ``output``; logits otherwise) and the inputs the audit provides."""
+    target = getattr(cfg, "target", None)
+    if target is None or getattr(target, "endpoint", None) is None:
+        return "logits", ALWAYS_PROVIDED
+    return target.output, ENDPOINT_PROVIDED
+
+
+def _auto_for(output: str, available: int, mode: str, provided: set[str]) -> recommended.AutoRows:
+    """``attacks: auto``: the recommended attacks that run on the target's output; where none does (an
+    endpoint answering labels), every attack registered for that output."""
+    try:
+        auto = recommended.choose(available, mode, provided)
+    except AttackRequirementError:
+        auto = recommended.AutoRows([], "")
+    fits = [r for r in auto.rows if output in registry.get(str(r["name"])).outputs]
+    if fits:
+        why = auto.why + (f"; those that run on output: {output}" if len(fits) < len(auto.rows) else "")
+        chosen_among = tuple(c for c in auto.candidates if output in registry.get(c).outputs)
+        return recommended.AutoRows(fits, why, chosen_among)
+    own = []
+    for info in registry.all_attacks():
+        k = info.references_used(info.params(), available)
+        try:
+            info.check(k, mode, provided, output)
+        except AttackRequirementError:
+            continue
+        own.append({"name": info.name} | ({"references": k} if k else {}))
+    if not own:
+        raise AttackRequirementError(f"attacks: auto found no attack that runs on output: {output}; name attacks")
+    why = f"output: {output}: every attack registered for it ({', '.join(str(r['name']) for r in own)})"
+    return recommended.AutoRows(own, why)
 
 
 def head_dropout(attacks: Sequence[PlannedAttack]) -> float:

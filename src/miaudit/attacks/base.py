@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -122,6 +122,30 @@ class ModelAccess:
         return self.memo[key]
 
 
+class TargetOracle(Protocol):
+    """A target known only by its answers (an endpoint, ``miaudit.endpoint``)."""
+
+    def labels(self, x: np.ndarray, asked_by: str) -> np.ndarray:
+        """(n,) int64: the target's predicted class for each input (``asked_by``: the attack, for the count)."""
+        ...
+
+    def usage(self) -> dict:
+        """What results.json states about the queries (``endpoint``)."""
+        ...
+
+
+@dataclass
+class LabelAccess:
+    """What label-only attacks ask: the target's predicted labels on inputs they make (an endpoint's answers,
+    or the target module's argmax), and each reference model's on the same inputs."""
+
+    target: Callable[[np.ndarray, str], np.ndarray]  # (x, asked_by) -> (n,) int64
+    references: list[Callable[[np.ndarray], np.ndarray]]  # x -> (n,) int64
+
+    def first(self, k: int) -> LabelAccess:
+        return replace(self, references=self.references[:k])
+
+
 @dataclass
 class AttackInputs:
     """Everything an attack may read. Optional parts are None when not computed."""
@@ -132,6 +156,13 @@ class AttackInputs:
     models: ModelAccess | None = None
     mode: Mode = "offline"
     seed: int = 0
+    labels: LabelAccess | None = None  # label-only attacks: predicted labels on inputs they make
+
+    def require_labels(self) -> LabelAccess:
+        """The label access, for attacks that declare needs={"labels"}."""
+        if self.labels is None:
+            raise AttackRequirementError("needs the target's and the references' labels on new inputs (labels)")
+        return self.labels
 
     def require(self, part: Literal["population", "validation"], inputs_x: bool = False) -> RecordSet:
         """The named record set (with its inputs x when asked): an attack's declared need, one-line error
@@ -161,6 +192,7 @@ class AttackInputs:
             population=None if self.population is None else self.population.first(k),
             validation=None if self.validation is None else self.validation.first(k),
             models=None if self.models is None else self.models.first(k),
+            labels=None if self.labels is None else self.labels.first(k),
         )
 
 

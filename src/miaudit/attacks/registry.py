@@ -17,7 +17,10 @@ from ..registries import Registry
 from .base import AttackInputs, AttackParams, AttackResult
 
 AttackFn = Callable[[Any, Any], AttackResult]  # (AttackInputs, the attack's own AttackParams subclass)
-Need = Literal["population", "validation", "models", "x"]
+Need = Literal["population", "validation", "models", "x", "labels"]
+# what a target can answer (config.endpoint.OutputMode); a weights or logits audit has "logits"
+LOGIT_OUTPUTS = ("logits", "probabilities", "top-k")  # read as logits (endpoint.outputs: the conversions)
+ALL_OUTPUTS = (*LOGIT_OUTPUTS, "label")
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,8 @@ class AttackInfo:
     modes: tuple[str, ...] = ("offline", "online")
     mode_note: str = ""  # appended to the refusal of another mode: why, and what to run instead
     needs: frozenset[str] = frozenset()
+    outputs: tuple[str, ...] = LOGIT_OUTPUTS  # the target output modes it runs on (an endpoint's ``output``)
+    queries_per_record: str = ""  # label-only attacks: the parameters that set the endpoint queries per record
     pvalues: bool = False  # returns one-sided p-values (a hypothesis test)
     warmup: Callable[[], None] | None = None  # one-time setup (heavy imports) kept out of the attack's timing
 
@@ -40,9 +45,15 @@ class AttackInfo:
             return params.references
         return available if self.max_references is None else min(available, self.max_references)
 
-    def check(self, k: int, mode: str, provided: set[str]) -> None:
+    def check(self, k: int, mode: str, provided: set[str], output: str = "logits") -> None:
         """Raise AttackRequirementError (one line) when run outside its assumptions: with k references,
-        in ``mode``, given the optional inputs named in ``provided``."""
+        in ``mode``, given the optional inputs named in ``provided``, on a target answering ``output``."""
+        if output not in self.outputs:
+            others = ", ".join(a.name for a in all_attacks() if output in a.outputs) or "none"
+            raise AttackRequirementError(
+                f"{self.name}: reads the target's {'/'.join(o for o in self.outputs if o != 'label')}; the endpoint "
+                f"answers output: {output} only; attacks that run on {output}: {others}"
+            )
         if k < self.min_references:
             raise AttackRequirementError(
                 f"{self.name}: needs at least {self.min_references} reference model(s), got references={k}"
@@ -93,7 +104,12 @@ def all_attacks() -> list[AttackInfo]:
 
 def provided_by(inputs: AttackInputs) -> set[str]:
     """The optional inputs an ``AttackInputs`` holds, by the names attacks declare in ``needs``."""
-    parts = {"population": inputs.population, "validation": inputs.validation, "models": inputs.models}
+    parts = {
+        "population": inputs.population,
+        "validation": inputs.validation,
+        "models": inputs.models,
+        "labels": inputs.labels,
+    }
     return {name for name, part in parts.items() if part is not None} | (
         {"x"} if inputs.queries.x is not None else set()
     )

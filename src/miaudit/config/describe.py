@@ -153,6 +153,8 @@ def attack_help(name: str) -> tuple[list[str], list[list[str]]]:
         f"reference models: at least {info.min_references}, {most}",
         f"modes: {', '.join(info.modes)}{mode_note}",
         f"needs: {', '.join(sorted(info.needs)) or 'logits only'}; p-values: {'yes' if info.pvalues else 'no'}",
+        f"endpoint outputs: {', '.join(info.outputs)}"
+        + (f"; queries per record: {info.queries_per_record}" if info.queries_per_record else ""),
     ]
     rows = [
         [key, type_of(prop, defs), yaml_value(prop.get("default", REQUIRED)), bounds(prop), description(prop, defs)]

@@ -22,6 +22,7 @@ from .checks import (
     _model_from_base,
     _target,
 )
+from .endpoint import EndpointFields
 from .files import read, validated, with_overrides
 from .options import CanaryConfig, CanaryExposureConfig, DPAuditConfig, DPConfig, ExecutorConfig
 from .options import Strict as _Strict
@@ -132,8 +133,9 @@ class CalibrationConfig(_Strict):
     fraction: float = Field(default=0.2, gt=0, lt=1, description="population share held out when no validation")
 
 
-class TargetConfig(_Strict):
-    """A model the user trained outside miaudit: how to build it and where its weights are."""
+class TargetConfig(EndpointFields, _Strict):
+    """A model the user trained outside miaudit: how to build it and where its weights are, or the URL of an
+    endpoint serving it (``EndpointFields``), with the architecture miaudit trains the references in."""
 
     architecture: str | None = Field(
         default=None,
@@ -162,6 +164,22 @@ class TargetConfig(_Strict):
         if v is not None:
             io.import_factory(v)
         return v
+
+    @model_validator(mode="after")
+    def _weights_or_endpoint(self) -> TargetConfig:
+        if self.endpoint is None:
+            stray = sorted(set(self.model_fields_set) & set(EndpointFields.model_fields) - {"endpoint"})
+            if stray:
+                raise ValueError(f"{stray[0]}: applies to an endpoint; add endpoint: URL, or remove it")
+            return self
+        if self.checkpoint is not None:
+            raise ValueError("checkpoint: give either a checkpoint (the weights) or an endpoint (queries), not both")
+        if self.architecture is None:
+            raise ValueError(
+                "architecture: an endpoint's references are trained by miaudit in the architecture named here "
+                "(a built-in name or package.module:factory), e.g. architecture: mlp"
+            )
+        return self
 
 
 class RunConfig(_Strict):
@@ -278,7 +296,12 @@ class RunConfig(_Strict):
 
     @model_validator(mode="after")
     def _own_weights(self) -> RunConfig:
-        if self.target is not None and self.target.checkpoint is None and not _holds_weights(self.target_architecture):
+        if (
+            self.target is not None
+            and self.target.checkpoint is None
+            and self.target.endpoint is None
+            and not _holds_weights(self.target_architecture)
+        ):
             raise ValueError(
                 f"target.checkpoint: required for {self.target_architecture!r} (only an hf: causal LM directory "
                 "holds its own weights)"

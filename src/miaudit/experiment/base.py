@@ -9,12 +9,14 @@ several fields share a type (index arrays), so a positional mix-up would pass si
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from ..attacks import AttackInputs, ModelAccess, RecordSet
+from ..attacks.base import LabelAccess, TargetOracle
 from ..config.options import ExecutorConfig
 from ..config.settings import AuditSettings
 from ..data import Dataset, Split
@@ -71,6 +73,7 @@ class Experiment:
     device: str = "cpu"
     executor: ExecutorConfig = field(default_factory=ExecutorConfig)  # where BMIA's posterior fits run
     query_augment: str = "none"  # ``queries.augment``: views of the queries given to the attacks
+    oracle: TargetOracle | None = None  # a target known by its answers only (an endpoint): no module
 
     def __getstate__(self) -> dict:
         """Pickled without the memo: fitted posteriors and cached features are rebuilt on demand, and
@@ -185,6 +188,34 @@ class Experiment:
             query_views=_query_views(self.query_augment) if self.query_augment != "none" else (),
         )
 
+    def _label_access(self) -> LabelAccess | None:
+        """Predicted labels on new inputs, for label-only attacks: the endpoint's (``oracle``) or the target
+        module's, and the references'; None when a model is missing (outputs only)."""
+        refs = [r.module for r in self.references]
+        target = self.target.module
+        if any(m is None for m in refs) or (self.oracle is None and target is None):
+            return None
+        device = self.device
+
+        def argmax(module: torch.nn.Module) -> Callable[[np.ndarray], np.ndarray]:
+            def labels(x: np.ndarray) -> np.ndarray:
+                from ..training.loop import predict_logits
+
+                return np.argmax(predict_logits(module, x, device=device), axis=1).astype(np.int64)
+
+            return labels
+
+        references = [argmax(m) for m in refs if m is not None]
+        if self.oracle is not None:
+            return LabelAccess(target=self.oracle.labels, references=references)
+        assert target is not None
+        local = argmax(target)
+
+        def asked(x: np.ndarray, asked_by: str) -> np.ndarray:
+            return local(x)
+
+        return LabelAccess(target=asked, references=references)
+
     def attack_inputs(self) -> AttackInputs:
         s = self.split
         return AttackInputs(
@@ -194,6 +225,7 @@ class Experiment:
             models=self._model_access(),
             mode=self.cfg.mode,
             seed=self.cfg.seed,
+            labels=self._label_access(),
         )
 
 

@@ -28,7 +28,7 @@ from ..attacks import AttackInputs, AttackResult, RecordSet, registry
 from ..stats import memo
 from ..stats.logitstack import LogitStack
 
-UNCACHED_NEEDS = {"models", "x"}  # what an attack may read that the key does not cover
+UNCACHED_NEEDS = {"models", "x", "labels"}  # what an attack may read that the key does not cover
 
 
 def _stack_parts(block: np.ndarray | LogitStack) -> list[memo.Part]:

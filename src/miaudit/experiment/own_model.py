@@ -104,12 +104,17 @@ def from_checkpoint(cfg: RunConfig, plan: Plan, target: TargetConfig) -> Experim
     records = AuditRecords(dataset=ds, split=split, query_idx=query_idx, is_member=is_member)
     arch = cfg.target_architecture
     module = io.load_weights(build_model(arch, ds.input_shape, ds.n_classes), state, arch)
-    recipe = reference_recipe(cfg, ds, plan.head_dropout)
-    train_fn, by = target.train_fn, ""
-    if train_fn is not None:  # user code trains the references: never cached (miaudit cannot hash it)
-        recipe, by = replace(recipe, fit=user_fit(io.import_factory(train_fn)), cache_spec=None), f"train_fn {train_fn}"
+    recipe, by = with_train_fn(reference_recipe(cfg, ds, plan.head_dropout), target.train_fn)
     source = f"checkpoint {Path(target.checkpoint).name}"
     return audit_given(cfg, plan, records, module, recipe, source=source, architecture=arch, references_by=by)
+
+
+def with_train_fn(recipe: ModelRecipe, train_fn: str | None) -> tuple[ModelRecipe, str]:
+    """The references' recipe with ``target.train_fn`` (user code: never cached, miaudit cannot hash it) when
+    the config names one, and who trains them ("": miaudit's loop)."""
+    if train_fn is None:
+        return recipe, ""
+    return replace(recipe, fit=user_fit(io.import_factory(train_fn)), cache_spec=None), f"train_fn {train_fn}"
 
 
 def user_fit(train_fn: Callable[..., Any]) -> Callable[..., TrainReport]:
@@ -139,7 +144,7 @@ def _check_models(plan: Plan, ds: Dataset, module: nn.Module, recipe: ModelRecip
             validate.check_last_layer(probe, ds.x, reference_field, attack)
 
 
-def _check_pool(plan: Plan, split: Split, query_idx: np.ndarray) -> None:
+def check_pool(plan: Plan, split: Split, query_idx: np.ndarray) -> None:
     pool = len(split.population) + (len(query_idx) if plan.mode == "online" else 0)
     if plan.references and pool < MIN_POOL:
         raise DataError(
@@ -148,7 +153,7 @@ def _check_pool(plan: Plan, split: Split, query_idx: np.ndarray) -> None:
         )
 
 
-def _check_roles(plan: Plan, split: Split) -> None:
+def check_roles(plan: Plan, split: Split) -> None:
     """The record sets the plan counted on are there (records left over for them may run out)."""
     for role in sorted(plan.roles):
         if not len(getattr(split, role)):
@@ -175,8 +180,8 @@ def audit_given(
         validate.check_min_fpr(cfg.min_fpr, int((~is_member).sum()))
     elif cfg.min_fpr is not None:
         raise ConfigError("min_fpr: needs members and nonmembers; queries of unknown membership give no ROC")
-    _check_roles(plan, split)
-    _check_pool(plan, split, query_idx)
+    check_roles(plan, split)
+    check_pool(plan, split, query_idx)
     _check_models(plan, ds, module, recipe, reference_field)
     logits = predict_logits(module, ds.x, device=cfg.device)
     validate.check_logits(logits, "target", record_name)

@@ -35,7 +35,11 @@ from .base import AuditRecords, Experiment, TrainedModel
 from .build import shuffled_queries
 from .layouts import Outputs
 
-UNAVAILABLE = {"models": "the trained models", "x": "the records' inputs"}
+UNAVAILABLE = {
+    "models": "the trained models",
+    "x": "the records' inputs",
+    "labels": "the models' labels on new inputs",
+}
 
 
 class ScoredExperiment(Experiment):

@@ -119,6 +119,7 @@ def results_json(res: RunResult) -> dict:
             "source": exp.target.source,
             **({"dp": exp.target.privacy} if exp.target.privacy else {}),
         },
+        **({"endpoint": exp.oracle.usage()} if exp.oracle is not None else {}),
         "reference_models": [
             {"train_accuracy": r.train_accuracy, "seconds": r.seconds, "cached": r.cached} for r in exp.references
         ],
