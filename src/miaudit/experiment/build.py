@@ -17,7 +17,8 @@ from ..progress import ModelProgress, log
 from ..training import executor
 from ..training.store import Store
 from .base import AuditRecords, Experiment, TrainedModel
-from .recipes import ModelRecipe, model_seed, obtain, train_into_store
+from .recipes import ModelRecipe, model_seed
+from .together import Job, chunks, obtain_all, stack_size, train_stack_into_store
 
 
 def with_calibration_records(split: Split, cfg: RunConfig) -> Split:
@@ -57,30 +58,20 @@ def with_references(
     if other_pool is not None:
         ref_ds, pool_idx = other_pool
     ref_masks = data.reference_subsets(len(pool_idx), plan.references, cfg.seed, balanced=online)
+    jobs = [
+        Job(f"reference {k + 1}/{plan.references}", model_seed(cfg.seed, k + 1), pool_idx[ref_masks[k]])
+        for k in range(plan.references)
+    ]
     if cfg.executor.kind != "local" and recipe.cache_spec is not None:
-        # the executor's tasks train into the store; the loop below loads them
-        jobs = [
-            (f"reference {k + 1}/{plan.references}", model_seed(cfg.seed, k + 1), pool_idx[ref_masks[k]])
-            for k in range(plan.references)
-        ]
+        # the executor's tasks train into the store, a stack each; the call below loads them
         import torch
 
+        size = stack_size(recipe, ref_ds or ds, jobs, cfg.device)
+        tasks = [([jobs[i] for i in chunk],) for chunk in chunks(list(range(len(jobs))), size)]
         shared = (str(store.root), recipe, ref_ds or ds, cfg.device, torch.get_num_threads())
-        executor.run_tasks(cfg.executor, train_into_store, shared, jobs, log=log.info)
+        executor.run_tasks(cfg.executor, train_stack_into_store, shared, tasks, log=log.info)
     with progress or ModelProgress(plan.references) as tracker:
-        refs = [
-            obtain(
-                store,
-                recipe,
-                ref_ds or ds,
-                f"reference {k + 1}/{plan.references}",
-                model_seed(cfg.seed, k + 1),
-                pool_idx[ref_masks[k]],
-                tracker,
-                cfg.device,
-            )
-            for k in range(plan.references)
-        ]
+        refs = obtain_all(store, recipe, ref_ds or ds, jobs, tracker, cfg.device)
     if ref_ds is not None:  # the references' logits on the target's records: the first len(ds) of theirs
         for r in refs:
             r.logits = r.logits[: len(ds)]
