@@ -3,7 +3,6 @@ an interrupted stack resumes without retraining finished members; the memory bou
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ import pytest
 from miaudit.config.run import from_dict
 from miaudit.data import Dataset
 from miaudit.experiment import together
-from miaudit.experiment.recipes import builtin_recipe
+from miaudit.experiment.recipes import ModelRecipe, builtin_recipe
 from miaudit.experiment.together import Job, chunks, obtain_all
 from miaudit.progress import ModelProgress
 from miaudit.training import loop, stacked
@@ -126,13 +125,8 @@ def test_dp_and_user_code_train_one_at_a_time() -> None:
     cfg = from_dict({"dataset": "digits", "model": "mlp", "train": {"dp": {"noise_multiplier": 1.0}}})
     dp_recipe = builtin_recipe(cfg, ds, "mlp", dp=cfg.train.dp)
     assert together.stack_size(dp_recipe, ds, jobs(4), "cpu") == 1
-    no_cache: Callable[[], Any] = recipe(ds).build
-    assert (
-        together.stack_size(
-            recipe(ds).__class__(architecture="x", build=no_cache, fit=lambda *a: None), ds, jobs(4), "cpu"
-        )
-        == 1
-    )
+    user_code = ModelRecipe(architecture="x", build=recipe(ds).build, fit=lambda *a: None)  # not cached
+    assert together.stack_size(user_code, ds, jobs(4), "cpu") == 1
 
 
 def test_progress_counts_models_per_minute() -> None:
