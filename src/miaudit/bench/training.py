@@ -34,8 +34,8 @@ CIFAR10_SMALL: dict[str, Any] = {
     "train": {"epochs": 10, "batch_size": 32, "lr": 0.05},
 }
 DATASETS: dict[str, dict[str, Any]] = {"digits": DIGITS, "location": LOCATION, "cifar10-subset": CIFAR10_SMALL}
-GRID: dict[str, tuple[int, ...]] = {label: (4, 16, 64) for label in DATASETS}
-QUICK_GRID: dict[str, tuple[int, ...]] = {"digits": (4, 16), "location": (4,), "cifar10-subset": (4,)}
+GRID: dict[str, tuple[int, ...]] = {label: (4, 16, 64) for label in ("digits", "cifar10-subset", "location")}
+QUICK_GRID: dict[str, tuple[int, ...]] = {"digits": (4, 16), "cifar10-subset": (4,), "location": (4,)}
 WAYS: dict[str, int | str] = {"one at a time": 1, "together": "auto"}
 FPR = "0.01"
 
@@ -85,7 +85,14 @@ def run_suite(
     grid = QUICK_GRID if quick else GRID
     name = "training-quick" if quick else "training"
     start = time.perf_counter()
-    cells = []
+    results: dict[str, Any] = {
+        "suite": name,
+        "description": __doc__.split("\n\n")[1].replace("\n", " ") if __doc__ else "",
+        "miaudit_version": __version__,
+        "command": f"miaudit bench {name}",
+        "hardware": hardware,
+        "cells": [],
+    }
     for label in datasets or list(grid):
         for k in grid[label]:
             for seed in seeds or [0]:
@@ -95,7 +102,7 @@ def run_suite(
                     log(f"[{name}] {label} K={k} seed {seed}: {way}")
                     runs[way] = one_run(DATASETS[label], k, seed, at_once)
                 apart, together = runs["one at a time"], runs["together"]
-                cells.append(
+                results["cells"].append(
                     {
                         "dataset": label,
                         "references": k,
@@ -107,19 +114,15 @@ def run_suite(
                         "run_cpu_speedup": apart["run_cpu_s"] / together["run_cpu_s"],
                     }
                 )
-    results = {
-        "suite": name,
-        "description": __doc__.split("\n\n")[1].replace("\n", " ") if __doc__ else "",
-        "miaudit_version": __version__,
-        "command": f"miaudit bench {name}",
-        "hardware": hardware,
-        "cells": cells,
-        "wall_seconds": time.perf_counter() - start,
-    }
+                results["wall_seconds"] = time.perf_counter() - start
+                write(out_dir, name, results)  # after every cell: a long run interrupted keeps what it measured
+    return results
+
+
+def write(out_dir: Path, name: str, results: dict[str, Any]) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"{name}.json").write_text(json.dumps(results, indent=1))
     (out_dir / f"{name}.md").write_text(markdown(results))
-    return results
 
 
 def markdown(results: dict[str, Any]) -> str:
