@@ -93,9 +93,9 @@ def run_suite(
         "hardware": hardware,
         "cells": [],
     }
-    labels = datasets or list(grid)
     # the smallest K of every data set first: a run cut short still compares every data set
-    for k, label, seed in sorted((k, label, seed) for label in labels for k in grid[label] for seed in seeds or [0]):
+    cells = sorted((k, d, s) for d in datasets or list(grid) for k in grid[d] for s in seeds or [0])
+    for k, label, seed in cells:
         ways = list(WAYS.items()) if seed % 2 == 0 else list(WAYS.items())[::-1]
         runs = {}
         for way, at_once in ways:
