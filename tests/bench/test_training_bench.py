@@ -17,7 +17,7 @@ def test_training_bench_runs_both_ways(tmp_path: Path, monkeypatch: pytest.Monke
     res = training.run_suite(tmp_path, {"cores": 2}, quick=True, log=lambda _: None)
     [cell] = res["cells"]
     assert set(cell["runs"]) == {"one at a time", "together"}
-    assert cell["runs"]["one at a time"]["models_at_once"] == 1 and cell["runs"]["together"]["models_at_once"] == "auto"
+    assert cell["runs"]["one at a time"]["models_at_once"] == 1 and cell["runs"]["together"]["models_at_once"] == 2
     for run in cell["runs"].values():
         assert run["references_training_s"] > 0 and set(run["tpr_at_1pct"]) == set(training.ATTACKS)
     assert json.loads((tmp_path / "training-quick.json").read_text())["cells"][0]["references"] == 2

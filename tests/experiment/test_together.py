@@ -137,3 +137,18 @@ def test_progress_counts_models_per_minute() -> None:
     progress.finished("s", 1.0, cached=False, together=2)
     rate = progress.models_per_minute()
     assert rate is not None and rate > 0
+
+
+def test_auto_trains_convolutional_models_one_at_a_time_on_a_cpu() -> None:
+    """auto stacks CNNs only on an accelerator (slower than alone on a CPU); a number stacks them anyway."""
+    rng = np.random.default_rng(0)
+    ds = Dataset("images", rng.normal(size=(40, 3, 8, 8)).astype(np.float32), rng.integers(0, 2, 40), 2)
+    image_jobs = [Job(f"reference {k + 1}/4", k, np.arange(20) + k) for k in range(4)]
+
+    def cnn(at_once: int | str) -> Any:
+        cfg = from_dict({"dataset": "digits", "model": "cnn", "train": {"epochs": 1, "models_at_once": at_once}})
+        return builtin_recipe(cfg, ds, "cnn")
+
+    assert together.stack_size(cnn("auto"), ds, image_jobs, "cpu") == 1
+    assert together.stack_size(cnn(4), ds, image_jobs, "cpu") == 4
+    assert together.stack_size(recipe(dataset()), dataset(), jobs(4), "cpu") == 4

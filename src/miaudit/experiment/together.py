@@ -44,6 +44,8 @@ def stack_size(recipe: ModelRecipe, ds: Dataset, jobs: Sequence[Job], device: st
 
     probe = recipe.build()
     why = stacked.why_not_stackable(probe, cfg)
+    if why is None and cfg.models_at_once == "auto":
+        why = stacked.why_not_by_default(probe, device)
     if why is not None:
         log.info("models trained one at a time: %s", why)
         return 1

@@ -66,6 +66,17 @@ def why_not_stackable(model: nn.Module, cfg: TrainConfig) -> str | None:
     return None
 
 
+def why_not_by_default(model: nn.Module, device: str) -> str | None:
+    """Why ``models_at_once: auto`` trains this model one at a time although it could stack, or None.
+
+    On a CPU a stack of convolutional networks trained slower than the same models one at a time
+    (``miaudit bench training-quick``: the small CNN at 0.7x; vmap turns a stack's convolutions into grouped
+    ones), so ``auto`` stacks them only on an accelerator; ``models_at_once: N`` stacks them anyway."""
+    if torch.device(device).type == "cpu" and any(isinstance(m, nn.modules.conv._ConvNd) for m in model.modules()):
+        return "convolutions stack slower than they train alone on a CPU (models_at_once: N stacks them anyway)"
+    return None
+
+
 def _optimizer_states(cfg: TrainConfig) -> int:
     """Tensors the optimizer keeps per parameter (SGD with momentum: 1; AdamW: 2)."""
     return 2 if cfg.optimizer == "adamw" else int(cfg.momentum > 0)
