@@ -142,7 +142,7 @@ class ModelProgress:
             note = f" [{done}/{self.total} models{time_left}]"
         what = f"loaded from cache (trained in {seconds:.1f} s before)" if cached else f"trained in {seconds:.1f} s"
         if not cached and together > 1:
-            what = f"trained with {together - 1} other(s) together, {seconds:.1f} s per model"
+            what = f"trained in {seconds:.1f} s (its share of {together} models trained together)"
         rate = self.models_per_minute()
         if not cached and rate is not None:
             note += f" {rate:.1f} models/min"
