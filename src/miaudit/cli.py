@@ -323,7 +323,9 @@ def show_config(
 @app.command()
 def bench(
     suite: str = typer.Argument(
-        ..., help="suite name: smoke, quick, paper, ablations, seeds, frontier, realmodels, dp, speed, speed-quick"
+        ...,
+        help="suite name: smoke, quick, paper, ablations, seeds, frontier, realmodels, dp, speed, speed-quick, "
+        "training, training-quick",
     ),
     out: Path = typer.Option(Path("benchmarks/results"), "--out", "-o", help="folder for <suite>.json and .md"),
     dataset: list[str] | None = typer.Option(None, "--dataset", "-d", help="only these data sets of the suite"),

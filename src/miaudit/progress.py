@@ -78,7 +78,8 @@ class ModelProgress:
         self.total, self.trained, self.cached = total, 0, 0
         self.expected_cached = 0  # models still to obtain that the store holds (``expect_cached``)
         self.train_seconds: list[float] = []
-        self.started = 0.0  # when the current model began training
+        self.started = 0.0  # when the current model (or stack of models) began training
+        self.first_started: float | None = None  # when the first model began training: models per minute
         self.epoch_share = 0.0  # how much of the current model is done
         self.depth = 0
         self.live = (
@@ -116,6 +117,8 @@ class ModelProgress:
     def training(self, role: str, epochs: int | None) -> Callable[[int, int], None]:
         """Starts one model's training; returns the callback its epochs report to, (done, total)."""
         self.started, self.epoch_share = time.perf_counter(), 0.0
+        if self.first_started is None:
+            self.first_started = self.started
         if self.live is not None:
             self.current = self.live.add_task(f"  {role}", total=epochs, note="")
 
@@ -127,8 +130,9 @@ class ModelProgress:
 
         return epoch
 
-    def finished(self, role: str, seconds: float, cached: bool) -> None:
-        """One model obtained: counted, shown and logged (with the models done and the time left)."""
+    def finished(self, role: str, seconds: float, cached: bool, together: int = 1) -> None:
+        """One model obtained: counted, shown and logged (with the models done, the time left and the models
+        trained per minute). ``together``: the model trained in a stack of that many (``seconds``: its share)."""
         if cached:
             self.cached += 1
             self.expected_cached = max(self.expected_cached - 1, 0)
@@ -143,11 +147,22 @@ class ModelProgress:
             time_left = f", about {left:.0f} s of training left" if left and done < self.total else ""
             note = f" [{done}/{self.total} models{time_left}]"
         what = f"loaded from cache (trained in {seconds:.1f} s before)" if cached else f"trained in {seconds:.1f} s"
+        if not cached and together > 1:
+            what = f"trained in {seconds:.1f} s (its share of {together} models trained together)"
+        rate = self.models_per_minute()
+        if not cached and rate is not None:
+            note += f" {rate:.1f} models/min"
         log.info("%s: %s%s", role, what, note)
         if self.live is not None and self.current is not None:
             self.live.remove_task(self.current)
             self.current = None
         self._refresh()
+
+    def models_per_minute(self) -> float | None:
+        """Models trained per minute of wall time since the first began training (stacks included)."""
+        if self.first_started is None or not self.trained:
+            return None
+        return 60.0 * self.trained / max(time.perf_counter() - self.first_started, 1e-9)
 
     def seconds_left(self) -> float | None:
         """Models still to train (those expected in the cache aside) times the mean measured training time
@@ -166,5 +181,7 @@ class ModelProgress:
         if self.live is None or self.overall is None:
             return
         left = self.seconds_left()
-        note = f"{self.trained} trained, {self.cached} cached" + (f", about {left:.0f} s left" if left else "")
+        rate = self.models_per_minute()
+        note = f"{self.trained} trained, {self.cached} cached" + (f", {rate:.1f} models/min" if rate else "")
+        note += f", about {left:.0f} s left" if left else ""
         self.live.update(self.overall, completed=self.trained + self.cached, note=note)

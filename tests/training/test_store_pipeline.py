@@ -15,6 +15,7 @@ import pytest
 from miaudit import pipeline, report
 from miaudit.config.run import RunConfig
 from miaudit.training import loop as training_loop
+from miaudit.training import stacked
 from miaudit.training.loop import predict_logits
 
 TIMING_KEYS = {"seconds", "training_seconds", "cache_dir", "created"}  # wall-clock numbers and the folder differ
@@ -32,15 +33,21 @@ def copy_cache(res: pipeline.RunResult, dest: Path) -> Path:
 
 
 def count_training(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Wrap the pipeline's training call; the list grows by the training-set size per model trained."""
+    """Wrap the pipeline's training calls (one at a time, and together); the list grows by the training-set
+    size per model trained."""
     calls: list[int] = []
-    real = training_loop.train
+    real, real_together = training_loop.train, stacked.train_together
 
     def counted(module, x, *args, **kwargs):
         calls.append(len(x))
         return real(module, x, *args, **kwargs)
 
+    def counted_together(members, *args, **kwargs):
+        calls.extend(len(m.x) for m in members)
+        return real_together(members, *args, **kwargs)
+
     monkeypatch.setattr(training_loop, "train", counted)
+    monkeypatch.setattr(stacked, "train_together", counted_together)
     return calls
 
 
@@ -63,6 +70,7 @@ def test_second_run_trains_nothing(first_run: pipeline.RunResult, monkeypatch: p
         raise AssertionError("a cached model was trained again")
 
     monkeypatch.setattr(training_loop, "train", refuse)
+    monkeypatch.setattr(stacked, "train_together", refuse)
     again = pipeline.run_config(first_run.experiment.cfg)
     exp = again.experiment
     assert all(m.cached for m in [exp.target, *exp.references])

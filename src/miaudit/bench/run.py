@@ -172,8 +172,27 @@ def _speed(quick: bool) -> Callable[..., dict]:
     return run
 
 
+def _training(quick: bool) -> Callable[..., dict]:
+    """Reference training one at a time against together, with the attacks' TPRs (``bench/training.py``)."""
+
+    def run(
+        out_dir: Path, cache_dir: Path | None, datasets: list[str] | None, seeds: list[int] | None, log: Log
+    ) -> dict:
+        from . import training
+
+        return training.run_suite(out_dir, hardware(), quick, datasets, seeds, log)
+
+    return run
+
+
 # Suites with a protocol of their own (not pipeline runs over data sets and seeds): name -> runner
-OWN_PROTOCOL: dict[str, Callable[..., dict]] = {"dp": _dp, "speed": _speed(False), "speed-quick": _speed(True)}
+OWN_PROTOCOL: dict[str, Callable[..., dict]] = {
+    "dp": _dp,
+    "speed": _speed(False),
+    "speed-quick": _speed(True),
+    "training": _training(False),
+    "training-quick": _training(True),
+}
 
 
 def suite_names() -> list[str]:

@@ -83,6 +83,15 @@ class TrainConfig(_Strict):
     loader_workers: int = Field(
         default=0, ge=0, description="DataLoader processes preparing (augmenting) batches; same weights as 0"
     )
+    models_at_once: int | Literal["auto"] = Field(
+        default="auto",
+        description="reference models of one recipe trained together as one stacked model (torch.func), each "
+        "on its own records, seed, order and augmentation, stored apart; auto: as many as stack_memory_mb holds; "
+        "1: one at a time",
+    )
+    stack_memory_mb: int = Field(
+        default=2048, ge=1, description="most memory a stack of models trained together may take (MB); cut to fit"
+    )
     dp: DPConfig | None = Field(default=None, description="train with DP-SGD (Opacus, extra dp)")
     base: str | None = Field(
         default=None,
@@ -91,6 +100,13 @@ class TrainConfig(_Strict):
     )
 
     _base = field_validator("base")(_lm_base)
+
+    @field_validator("models_at_once")
+    @classmethod
+    def _at_least_one(cls, v: int | str) -> int | str:
+        if isinstance(v, int) and v < 1:
+            raise ValueError(f"expected auto or a whole number of models, at least 1; got {v}")
+        return v
 
 
 class SplitConfig(_Strict):

@@ -17,7 +17,8 @@ from ..progress import ModelProgress, log
 from ..training import executor
 from ..training.store import Store
 from .base import AuditRecords, Experiment, TrainedModel
-from .recipes import ModelJob, ModelRecipe, model_seed, obtain, train_into_store
+from .recipes import ModelJob, ModelRecipe, model_seed
+from .together import chunks, obtain_all, stack_size, train_stack_into_store
 
 
 def with_calibration_records(split: Split, cfg: RunConfig) -> Split:
@@ -76,24 +77,25 @@ def with_references(
     progress: ModelProgress | None = None,
     other_pool: tuple[Dataset, np.ndarray] | None = None,
 ) -> Experiment:
-    """Train (or load) the reference models the plan uses (``reference_jobs``) and assemble the experiment.
-    ``progress`` counts the models (default: these references only). ``other_pool`` (a data set holding the
-    target's records then others, and the indices of those others) replaces the pool: the references train on
-    another population (``shift``)."""
+    """Train (or load) the reference models the plan uses (``reference_jobs``), in stacks where the recipe
+    allows (``together.obtain_all``), and assemble the experiment. ``progress`` counts the models (default:
+    these references only). ``other_pool`` (a data set holding the target's records then others, and the
+    indices of those others) replaces the pool: the references train on another population (``shift``)."""
     ds = records.dataset
     jobs, pool_idx, ref_masks = reference_jobs(cfg, plan, records, recipe, other_pool)
     ref_ds = None if other_pool is None else other_pool[0]
     if cfg.executor.kind != "local" and recipe.cache_spec is not None:
-        # the executor's tasks train into the store; the loop below loads them
+        # the executor's tasks train into the store, a stack each; the call below loads them
         import torch
 
+        size = stack_size(recipe, ref_ds or ds, jobs, cfg.device)
+        tasks = [([jobs[i] for i in chunk],) for chunk in chunks(list(range(len(jobs))), size)]
         shared = (str(store.root), recipe, ref_ds or ds, cfg.device, torch.get_num_threads())
-        tasks = [(job.role, job.seed, job.train_idx) for job in jobs]
-        executor.run_tasks(cfg.executor, train_into_store, shared, tasks, log=log.info)
+        executor.run_tasks(cfg.executor, train_stack_into_store, shared, tasks, log=log.info)
     with progress or ModelProgress(plan.references) as tracker:
         if progress is None:
             tracker.expect_cached(sum(job.in_store(store) for job in jobs))
-        refs = [obtain(store, recipe, job.ds, job.role, job.seed, job.train_idx, tracker, cfg.device) for job in jobs]
+        refs = obtain_all(store, recipe, ref_ds or ds, jobs, tracker, cfg.device)
     if ref_ds is not None:  # the references' logits on the target's records: the first len(ds) of theirs
         for r in refs:
             r.logits = r.logits[: len(ds)]

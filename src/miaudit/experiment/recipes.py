@@ -10,16 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import data, lm
-from ..config.run import DPConfig, RunConfig
+from ..config.run import DPConfig, RunConfig, TrainConfig
 from ..data import Dataset
 from ..progress import ModelProgress, log
-from ..training.store import Store, indices_digest
+from ..training.store import ModelEntry, Store, indices_digest
 from .base import TrainedModel
 
 if TYPE_CHECKING:  # torch, the models and the training loop load with the first model trained or read
@@ -40,6 +39,7 @@ class ModelRecipe:
     fit: Callable[[torch.nn.Module, np.ndarray, np.ndarray, int, ProgressFn], TrainReport]
     epochs: int | None = None  # progress-bar length (None: unknown)
     cache_spec: dict | None = None
+    together: TrainConfig | None = None  # the training config when models of it can train stacked (``together``)
 
 
 def model_seed(seed: int, role: int) -> int:
@@ -60,7 +60,10 @@ def builtin_recipe(
     from ..models import adapters, build_model, io
     from ..training.loop import train
 
-    defaults = {"dp", "loader_workers", "base"} | ({"precision"} if cfg.train.precision == "fp32" else set())
+    # models_at_once and stack_memory_mb change the weights by float rounding only (training/stacked.py), as
+    # another machine would: a model trained in a stack serves a run training one at a time, and back
+    defaults = {"dp", "loader_workers", "base", "models_at_once", "stack_memory_mb"}
+    defaults |= {"precision"} if cfg.train.precision == "fp32" else set()
     defaults |= {"optimizer"} if cfg.train.optimizer == "sgd" else set()
     defaults |= {"augment"} if cfg.train.augment == "none" else set()
     spec: dict[str, Any] = {
@@ -96,6 +99,7 @@ def builtin_recipe(
         fit=lambda m, x, y, seed, progress: train(m, x, y, cfg.train, seed, cfg.device, progress),
         epochs=cfg.train.epochs,
         cache_spec=spec,
+        together=cfg.train,
     )
 
 
@@ -118,8 +122,9 @@ class ModelJob:
 
     def in_store(self, store: Store) -> bool:
         """Whether ``obtain`` would load it from ``store`` (a finished entry) rather than train it."""
-        spec = _cache_spec(self.recipe, self.ds, self.seed, self.train_idx)
-        return spec is not None and store.entry(spec).meta_path.is_file()
+        if self.recipe.cache_spec is None:
+            return False
+        return entry_for(store, self.recipe, self.ds, self.seed, self.train_idx)[0].meta_path.is_file()
 
 
 def target_job(cfg: RunConfig, ds: Dataset, train_idx: np.ndarray, role: str = "target") -> ModelJob:
@@ -144,13 +149,6 @@ def trained_target(
         return obtain(store, job.recipe, ds, role, job.seed, train_idx, tracker, cfg.device)
 
 
-def _cache_spec(recipe: ModelRecipe, ds: Dataset, seed: int, train_idx: np.ndarray) -> dict | None:
-    """What keys a model in the store: data, recipe, training indices, seed (None: never cached)."""
-    if recipe.cache_spec is None:
-        return None
-    return {"data": ds.fingerprint, **recipe.cache_spec, "train_idx": indices_digest(train_idx), "seed": seed}
-
-
 def obtain(
     store: Store,
     recipe: ModelRecipe,
@@ -163,58 +161,86 @@ def obtain(
 ) -> TrainedModel:
     """A model trained on ``train_idx``: loaded from the cache when finished before, else trained now;
     either way counted by ``progress``."""
-    from ..training.loop import TrainReport, predict_logits, seeded_model
+    from ..training.loop import predict_logits, seeded_model
 
-    def kept(module: torch.nn.Module, logits: np.ndarray, report: TrainReport, cached: bool) -> TrainedModel:
-        return TrainedModel(
-            role=role,
-            module=module,
-            logits=logits,
-            train_idx=train_idx,
-            seconds=report.seconds,
-            train_accuracy=report.train_accuracy,
-            privacy=report.privacy,
-            cached=cached,
-            architecture=recipe.architecture,
-        )
-
-    def trained_now() -> tuple[torch.nn.Module, TrainedModel]:
+    def trained_now() -> TrainedModel:
         module = seeded_model(recipe.build, seed)
         epochs = progress.training(role, recipe.epochs)
         report: TrainReport = recipe.fit(module, ds.x[train_idx], ds.y[train_idx], seed, epochs)
         logits = predict_logits(module, ds.x, device=device)
         progress.finished(role, report.seconds, cached=False)
-        return module, kept(module.eval(), logits, report, False)
+        return kept(recipe, role, train_idx, module.eval(), logits, report, cached=False)
 
-    spec = _cache_spec(recipe, ds, seed, train_idx)
-    if spec is None:
-        return trained_now()[1]
-    entry = store.entry(spec)
+    if recipe.cache_spec is None:
+        return trained_now()
+    entry, spec = entry_for(store, recipe, ds, seed, train_idx)
     # Locked while loading or training: a concurrent run needing the same model waits, then loads it.
     with store.lock(entry, waiting=lambda: log.info("%s: waiting for another run training it", role)):
-        hit = store.load(entry, recipe.build, role)
+        hit = loaded(store, entry, recipe, role, train_idx, progress)
         if hit is not None:
-            # the logits stay memory-mapped (float32): rows are read when an attack's inputs are built
-            stored = TrainReport(hit.meta["seconds"], hit.meta["train_accuracy"], hit.meta.get("privacy"))
-            progress.finished(role, stored.seconds, cached=True)
-            return kept(hit.module, hit.logits, stored, True)
-        module, model = trained_now()
-        meta = {"role": role, "spec": spec, "seconds": model.seconds, "train_accuracy": model.train_accuracy}
-        meta.update({"privacy": model.privacy} if model.privacy else {})
-        store.save(entry, module, meta, model.logits.astype(np.float32))
+            return hit
+        model = trained_now()
+        save(store, entry, spec, model)
     return model
 
 
-def train_into_store(
-    root: str, recipe: ModelRecipe, ds: Dataset, device: str, threads: int, role: str, seed: int, train_idx: np.ndarray
-) -> bool:
-    """One model into the store at ``root`` (an executor task; the driver loads it after): whether it was
-    already there. Torch uses the driver's thread count, so the weights are the ones a local run gets."""
-    import torch
+def entry_for(
+    store: Store, recipe: ModelRecipe, ds: Dataset, seed: int, train_idx: np.ndarray
+) -> tuple[ModelEntry, dict[str, Any]]:
+    """The store entry of a cached recipe's model, and its spec (what fixes its weights)."""
+    assert recipe.cache_spec is not None
+    spec = {"data": ds.fingerprint, **recipe.cache_spec, "train_idx": indices_digest(train_idx), "seed": seed}
+    return store.entry(spec), spec
 
-    torch.set_num_threads(threads)
-    with ModelProgress(1) as progress:
-        return obtain(Store(Path(root)), recipe, ds, role, seed, train_idx, progress, device).cached
+
+def kept(
+    recipe: ModelRecipe,
+    role: str,
+    train_idx: np.ndarray,
+    module: torch.nn.Module,
+    logits: np.ndarray,
+    report: TrainReport,
+    cached: bool,
+) -> TrainedModel:
+    return TrainedModel(
+        role=role,
+        module=module,
+        logits=logits,
+        train_idx=train_idx,
+        seconds=report.seconds,
+        train_accuracy=report.train_accuracy,
+        privacy=report.privacy,
+        cached=cached,
+        architecture=recipe.architecture,
+    )
+
+
+def loaded(
+    store: Store,
+    entry: ModelEntry,
+    recipe: ModelRecipe,
+    role: str,
+    train_idx: np.ndarray,
+    progress: ModelProgress,
+) -> TrainedModel | None:
+    """The finished model in ``entry`` (counted by ``progress``), or None to train it; call holding its lock."""
+    from ..training.loop import TrainReport
+
+    hit = store.load(entry, recipe.build, role)
+    if hit is None:
+        return None
+    # the logits stay memory-mapped (float32): rows are read when an attack's inputs are built
+    stored = TrainReport(hit.meta["seconds"], hit.meta["train_accuracy"], hit.meta.get("privacy"))
+    progress.finished(role, stored.seconds, cached=True)
+    return kept(recipe, role, train_idx, hit.module, hit.logits, stored, cached=True)
+
+
+def save(store: Store, entry: ModelEntry, spec: dict[str, Any], model: TrainedModel) -> None:
+    """A model just trained into its entry (call holding its lock)."""
+    assert model.module is not None  # trained here: never outputs only
+    meta = {"role": model.role, "spec": spec, "seconds": model.seconds, "train_accuracy": model.train_accuracy}
+    meta.update({"privacy": model.privacy} if model.privacy else {})
+    store.save(entry, model.module, meta, model.logits.astype(np.float32))
 
 
 def open_store(cfg: RunConfig) -> Store:

@@ -123,14 +123,16 @@ def _worker_loader(batches: EpochBatches, workers: int, device_type: str) -> Ite
 
 
 def optimizer_with_schedule(
-    model: nn.Module, cfg: TrainConfig
+    model: nn.Module | Iterable[torch.Tensor], cfg: TrainConfig
 ) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler]:
     """The optimizer (SGD with momentum and weight decay, or AdamW with that weight decay: transformers
-    train poorly with plain SGD) and its per-epoch learning-rate schedule (cosine or constant)."""
+    train poorly with plain SGD) of a model's parameters (or of tensors: a stack's, ``stacked.py``) and its
+    per-epoch learning-rate schedule (cosine or constant)."""
+    params = list(model.parameters() if isinstance(model, nn.Module) else model)
     opt: torch.optim.Optimizer = (
-        torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
         if cfg.optimizer == "adamw"
-        else torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
+        else torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
     )
     sched = (
         torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=cfg.epochs)

@@ -127,24 +127,28 @@ class Store:
         return ModelEntry(key=spec_key(spec), dir=self.root / "models" / spec_key(spec))
 
     @contextmanager
-    def lock(self, entry: ModelEntry, waiting: Callable[[], None] | None = None) -> Iterator[None]:
-        """Hold the entry's lock; ``waiting()`` is called once if another process holds it.
+    def lock(self, entry: ModelEntry, waiting: Callable[[], None] | None = None, wait: bool = True) -> Iterator[bool]:
+        """Hold the entry's lock; ``waiting()`` is called once if another process holds it. Yields whether
+        the lock is held: with ``wait=False`` a lock another process holds is not waited for (False).
 
         An OS-level lock (flock): a crashed holder releases it, so no stale lock survives a run. A
         read-only cache takes none: nothing in it can change, and no lock file can be made there."""
         if self.read_only:
-            yield
+            yield True
             return
         entry.lock_path.parent.mkdir(parents=True, exist_ok=True)
         lock = FileLock(str(entry.lock_path))
         try:
             lock.acquire(timeout=0)
         except Timeout:
+            if not wait:
+                yield False
+                return
             if waiting is not None:
                 waiting()
             lock.acquire()
         try:
-            yield
+            yield True
         finally:
             lock.release()
 

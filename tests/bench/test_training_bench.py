@@ -1,0 +1,25 @@
+"""``miaudit bench training``: both ways run on one audit, the table and the JSON hold both."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from miaudit.bench import training
+
+
+def test_training_bench_runs_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tiny = {"dataset": {"name": "digits", "subset": 300}, "model": "mlp", "train": {"epochs": 2, "batch_size": 32}}
+    monkeypatch.setattr(training, "DATASETS", {"tiny": tiny})
+    monkeypatch.setattr(training, "QUICK_GRID", {"tiny": (2,)})
+    res = training.run_suite(tmp_path, {"cores": 2}, quick=True, log=lambda _: None)
+    [cell] = res["cells"]
+    assert set(cell["runs"]) == {"one at a time", "together"}
+    assert cell["runs"]["one at a time"]["models_at_once"] == 1 and cell["runs"]["together"]["models_at_once"] == 2
+    for run in cell["runs"].values():
+        assert run["references_training_s"] > 0 and set(run["tpr_at_1pct"]) == set(training.ATTACKS)
+    assert json.loads((tmp_path / "training-quick.json").read_text())["cells"][0]["references"] == 2
+    table = (tmp_path / "training-quick.md").read_text()
+    assert "| tiny | 2 | 0 |" in table and "lira TPR@1%" in table
