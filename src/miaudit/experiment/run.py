@@ -17,7 +17,8 @@ from ..config.settings import AuditSettings
 from ..plan import PlannedAttack
 from ..progress import log, working
 from ..stats import calibration, metrics
-from . import cached, deployable
+from ..stats.pooled_null import PseudoTargetScores
+from . import cached, deployable, pseudo_targets
 from .base import Experiment
 
 
@@ -28,6 +29,7 @@ class AttackRun:
     metrics: metrics.AttackMetrics | None  # None when the queries' membership is unknown
     seconds: dict[str, float]
     deployable: dict | None = None  # thresholds set on the references alone (experiment.deployable)
+    pseudo_targets: list[PseudoTargetScores] | None = None  # the references' null pool (experiment.pseudo_targets)
 
 
 @dataclass
@@ -56,7 +58,12 @@ def run_attack(exp: Experiment, attack: PlannedAttack, inputs: AttackInputs | No
     }
     found = evaluate(exp, result)
     return AttackRun(
-        attack, result, found, seconds, None if found is None else deployable_at(exp, attack, inputs, result)
+        attack,
+        result,
+        found,
+        seconds,
+        None if found is None else deployable_at(exp, attack, inputs, result),
+        pseudo_targets.scores(attack.info, attack.params, attack.references, inputs),
     )
 
 
