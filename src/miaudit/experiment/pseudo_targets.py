@@ -53,12 +53,15 @@ def _members_of(records: RecordSet | None, k: int) -> RecordSet | None:
 def scores(
     info: registry.AttackInfo, params: Any, references: int, inputs: AttackInputs
 ) -> list[PseudoTargetScores] | None:
-    """Per pseudo-target: the scores of the audited records it did not train on (nulls) and of the records it did
-    (members: the population's, or the queries' where the layout says references trained on them). None where the
-    construction does not apply."""
+    """Per pseudo-target: the scores of the audited records (nulls) and of the population records it trained on
+    (members). None where the construction does not apply: see ``applies`` and references that trained on audited
+    records (precomputed outputs can say so)."""
     if not applies(info, references, inputs.mode):
         return None
     base = inputs.first(references)
+    if base.queries.ref_in is not None and base.queries.ref_in.any():
+        return None  # references trained on audited records: a pseudo-target's other references are not the
+        # target's (K - 1 with some IN against K with the same IN), and the nulls would not match
     queries, n = base.queries, len(base.queries.labels)
     out = []
     for k in range(pseudo_targets(references, n)):

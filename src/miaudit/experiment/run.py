@@ -30,6 +30,7 @@ class AttackRun:
     seconds: dict[str, float]
     deployable: dict | None = None  # thresholds set on the references alone (experiment.deployable)
     pseudo_targets: list[PseudoTargetScores] | None = None  # the references' null pool (experiment.pseudo_targets)
+    calibration_scores: np.ndarray | None = None  # the calibration records' scores (known non-members of the target)
 
 
 @dataclass
@@ -50,6 +51,7 @@ def run_attack(exp: Experiment, attack: PlannedAttack, inputs: AttackInputs | No
     start = time.perf_counter()
     run_on = calibration.with_calibration_queries(inputs, exp.calibration_part) if calibrating else inputs
     result = cached.execute(attack.info, attack.params, attack.references, run_on)
+    calibration_scores = result.scores[len(inputs.queries.labels) :] if calibrating else None
     if calibrating:
         result = calibration.split_calibrated(result, len(inputs.queries.labels))
     seconds = {
@@ -64,6 +66,7 @@ def run_attack(exp: Experiment, attack: PlannedAttack, inputs: AttackInputs | No
         seconds,
         None if found is None else deployable_at(exp, attack, inputs, result),
         pseudo_targets.scores(attack.info, attack.params, attack.references, inputs),
+        calibration_scores,
     )
 
 

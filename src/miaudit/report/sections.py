@@ -48,13 +48,20 @@ def records_at_risk_md(results: dict) -> list[str]:
         return []
     lines = ["", f"## Records at risk (FDR {r['fdr']:g})", "", r["note"] + ".", ""]
     lines += [
-        f"By {r['attack']}: {r['count']} record(s) (q_value <= {r['fdr']:g} in scores.csv); in expectation at most "
-        f"{r['expected_false_discoveries_at_most']:.2g} of them are false discoveries.",
+        f"Procedure: {r['assumes']}. P-values: {r['p_values']}. The records: at_risk.csv (and the column at_risk "
+        f"of scores.csv); in expectation at most {r['expected_false_discoveries_at_most']:.2g} of them are false "
+        "discoveries.",
         "",
-        "| attack | records at q <= FDR | records at the p-value floor |",
-        "|---|---|---|",
+        "| attack | records at q <= FDR | procedure | p-values | FDP on pseudo-targets | calibrated: at q <= FDR "
+        "| at the p-value floor |",
+        "|---|---|---|---|---|---|---|",
     ]
-    lines += [f"| {label} | {a['count']} | {a['at_floor']} |" for label, a in r["by_attack"].items()]
+    for label, a in r["by_attack"].items():
+        fdp = f"{100 * a['pseudo_target_fdp']:.1f}%" if "pseudo_target_fdp" in a else "-"
+        lines.append(
+            f"| {label} | {a['count']} | {a['procedure']} | {'pooled null' if a['pooled'] else 'own'} | {fdp} | "
+            f"{a.get('count_calibrated', '-')} | {a.get('at_floor', '-')} |"
+        )
     return lines
 
 
