@@ -1,12 +1,15 @@
 """Which records a run names at risk, by which attack and which FDR procedure (docs/concepts.md, records at risk).
 
-Per attack with a pooled null (``experiment.pseudo_targets``): p-values among the references' null scores, the
-procedure checked on the pseudo-targets (whose membership is known) before it is applied to the target: Storey's
-adaptive BH where its realized FDP there is at most the level, else plain BH. A pooled claim is validated when that
-realized FDP is at most the level and the target's calibration records (its known non-members) are not
-significantly more often at pooled p <= 0.01 than 1%. The headline attack follows a fixed order, not the results
-(picking the attack with the most flags would be a selection the FDR does not cover): ``chosen``. Attacks without
-a pooled null keep BH on their calibrated (or raw) p-values.
+Per attack with a pooled null (``experiment.pseudo_targets``): p-values among the references' null scores, put on
+the target's scale and tail-calibrated on its calibration records (``stats.pooled_null``), flagged by
+Benjamini-Hochberg. Storey's adaptive BH needs exactly valid p-values, which the pooled tail (an extrapolation below
+the calibration records' resolution) is not, so it is used where the p-values are conformal ranks (calibrated
+claims). The procedure is run on every pseudo-target against the pool of the others, where membership is known:
+a pooled claim is validated when its realized FDP there is at most the level. The headline attack is the verdict's
+when its pooled claim is validated (one story: the attack that leaks most names the records), else the first
+validated pooled claim by ``ranking.risk_basis``'s preference, else the risk-basis attack on its own p-values.
+The verdict picks its attack on the target's membership; the FDR does not cover that choice, which is why the
+realized FDP on the target (membership known) stands beside every count.
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ class Claim:
     null_size: int  # pooled null scores (0: not pooled)
     pi0: float | None  # Storey's null-share estimate on the target's p-values
     level: float  # the run's FDR
-    target_check: dict | None = None  # the target's calibration records against the pool (pooled_null)
+    target_check: dict | None = None  # the target's calibration records against the scaled pool, before the tail
+    # calibration corrects it (pooled_null.calibration_check)
 
     @property
     def flagged(self) -> np.ndarray:
@@ -43,35 +47,33 @@ class Claim:
 
     @property
     def validated(self) -> bool:
-        fails_on_target = self.target_check is not None and self.target_check["anti_conservative"]
-        return self.validation is not None and self.validation.fdp.value <= self.level and not fails_on_target
+        return self.validation is not None and self.validation.fdp.value <= self.level
 
 
 def _pooled(run: AttackRun, level: float) -> Claim | None:
     pseudo = run.pseudo_targets
     if not pseudo:
         return None
-    cal = run.calibration_scores  # the target's null scale; without it, every model's scores as they are
-    scaled = cal is not None and bool(np.isfinite(cal).any())
-    null = pooled_null.pool(pseudo, scaled)
-    target = pooled_null.standardized(run.result.scores, cal) if scaled and cal is not None else run.result.scores
-    log_p = pooled_null.log_pvalues(target, null)
-    storey = pooled_null.validate(pseudo, level, "storey-bh", scaled)
-    use_storey = storey is not None and storey.fdp.value <= level
-    procedure = "storey-bh" if use_storey else "bh"
-    validation = storey if use_storey else pooled_null.validate(pseudo, level, "bh", scaled)
-    p = np.exp(log_p)
-    q = fdr.procedure_qvalues(p, procedure)
-    pi0 = fdr.storey_null_share(p) if use_storey else None
-    check = pooled_null.calibration_check(cal, null) if scaled and cal is not None else None
-    return Claim(run, True, log_p, procedure, q, validation, int(null.size), pi0, level, check)
+    cal = run.calibration_scores  # the target's known non-members: its null's scale and tail
+    n_cal = None if cal is None or not np.isfinite(cal).any() else int(np.isfinite(cal).sum())
+    log_p = pooled_null.target_log_pvalues(run.result.scores, cal if n_cal else None, pseudo)
+    null = pooled_null.pool(pseudo, scaled=n_cal is not None)
+    validation = pooled_null.validate(pseudo, level, "bh", n_cal)
+    q = fdr.procedure_qvalues(np.exp(log_p), "bh")
+    check = pooled_null.calibration_check(cal, null) if n_cal and cal is not None else None
+    return Claim(run, True, log_p, "bh", q, validation, int(null.size), None, level, check)
 
 
 def _headline(run: AttackRun, level: float) -> Claim | None:
+    """BH on the attack's own p-values; Storey's adaptive BH where they are conformal (calibrated)."""
     log_p = headline_log_pvalues(run)
     if log_p is None:
         return None
-    return Claim(run, False, log_p, "bh", fdr.bh_qvalues(np.exp(log_p)), None, 0, None, level)
+    p = np.exp(log_p)
+    if run.result.log_pvalues_calibrated is None:
+        return Claim(run, False, log_p, "bh", fdr.bh_qvalues(p), None, 0, None, level)
+    pi0 = fdr.storey_null_share(p)
+    return Claim(run, False, log_p, "storey-bh", fdr.procedure_qvalues(p, "storey-bh"), None, 0, pi0, level)
 
 
 def claims(res: RunResult) -> list[Claim]:
@@ -86,13 +88,15 @@ def claims(res: RunResult) -> list[Claim]:
 
 
 def chosen(res: RunResult, found: list[Claim]) -> Claim | None:
-    """The headline claim, by a fixed order (no look at any result): the attack ranking the most exposed records
-    (``ranking.risk_basis``) when its pooled claim is validated, else the first validated pooled claim in the run's
-    order, else the risk-basis attack's claim on its own p-values, else the first."""
+    """The headline claim (module docstring)."""
+    from .findings import verdict  # findings words this module's answer; the verdict's attack is needed here
+
+    v = verdict(res)
     basis = risk_basis(res)
     validated = [c for c in found if c.pooled and c.validated]
-    if validated:
-        return next((c for c in validated if c.run is basis), validated[0])
+    named = [c for c in validated if v is not None and c.run.attack.label == v["attack"]]
+    if named or validated:
+        return (named or [c for c in validated if c.run is basis] or validated)[0]
     unpooled = [c for c in found if not c.pooled] or found
     return next((c for c in unpooled if c.run is basis), next(iter(unpooled), None))
 

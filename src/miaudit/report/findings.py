@@ -147,6 +147,8 @@ def _claim_json(c: at_risk.Claim, calibrated: fdr.AtRisk | None) -> dict[str, An
     out: dict[str, Any] = {"count": int(c.flagged.sum()), "procedure": c.procedure, "pooled": c.pooled}
     if c.validation is not None:
         out["pseudo_target_fdp"] = c.validation.fdp.value
+    if c.target_check is not None:
+        out["calibration_records_at_pooled_p_0.01"] = c.target_check
     if calibrated is not None:
         out |= {"count_calibrated": calibrated.count, "at_floor": calibrated.at_floor}
     return out

@@ -62,6 +62,43 @@ def log_pvalues(scores: np.ndarray, null: np.ndarray) -> np.ndarray:
     return empirical_log_pvalues(scores, null)
 
 
+TAIL_RECORDS = 10
+
+
+def tail_calibrated(log_p: np.ndarray, calibration_log_p: np.ndarray, tail: int = TAIL_RECORDS) -> np.ndarray:
+    """Pooled log p-values calibrated on the target's own non-members, extended below their resolution.
+
+    Down to the ``tail``-th smallest calibration value t0 this is the conformal p-value with the pooled p-value as
+    score, (1 + #{calibration <= p}) / (n + 1): valid whatever the pool. Below t0, where the calibration records
+    are too few to rank against, it is p x G(t0) / t0, G(t0) = (1 + tail) / (n + 1): the pool's shape carried
+    on at the ratio the target's non-members showed at t0 (continuous at t0). The one assumption left is that the
+    target's null tail is no heavier relative to the pool below t0 than at t0; ``validate`` measures the whole
+    procedure where membership is known."""
+    cal = np.sort(calibration_log_p[np.isfinite(calibration_log_p)])
+    n = cal.size
+    if n == 0:
+        return log_p
+    tail = min(tail, n)
+    out = np.log1p(np.searchsorted(cal, log_p, side="right")) - np.log1p(n)
+    t0 = cal[tail - 1]
+    below = log_p < t0
+    out[below] = log_p[below] + (np.log1p(tail) - np.log1p(n)) - t0
+    return np.minimum(out, 0.0)
+
+
+def target_log_pvalues(
+    scores: np.ndarray, calibration: np.ndarray | None, pseudo: list[PseudoTargetScores]
+) -> np.ndarray:
+    """A model's records against the pool of ``pseudo``: with calibration scores (its known non-members) on their
+    scale and tail-calibrated on them; without, raw scores against the raw pool (valid only as far as the model
+    is exchangeable with the pseudo-targets)."""
+    if calibration is None or not np.isfinite(calibration).any():
+        return log_pvalues(scores, pool(pseudo, scaled=False))
+    null = pool(pseudo)
+    log_p = log_pvalues(standardized(scores, calibration), null)
+    return tail_calibrated(log_p, log_pvalues(standardized(calibration, calibration), null))
+
+
 @dataclass(frozen=True)
 class Validation:
     """The procedure run on each pseudo-target against the pool of the others."""
@@ -80,20 +117,27 @@ class Validation:
         }
 
 
-def validate(pseudo: list[PseudoTargetScores], level: float, procedure: str, scaled: bool = True) -> Validation | None:
-    """Leave one pseudo-target out: its nulls and members tested against the others' pooled nulls at ``level``.
+def validate(
+    pseudo: list[PseudoTargetScores], level: float, procedure: str, n_calibration: int | None
+) -> Validation | None:
+    """Leave one pseudo-target out: its nulls and members tested against the others' pool at ``level``, as the
+    target is (``target_log_pvalues``): with ``n_calibration`` of its nulls (at most half, every other one) as its
+    calibration records, or none.
 
     None with fewer than two pseudo-targets (nothing to pool against) or no members to test."""
     if len(pseudo) < 2 or not any(p.members.size for p in pseudo):
         return None
     flagged, member, worst = [], [], 0.0
     for k, held in enumerate(pseudo):
-        null = pool([p for j, p in enumerate(pseudo) if j != k], scaled)
-        s = np.concatenate([held.null, held.members])
-        s = standardized(s, held.null) if scaled else s
-        q = fdr.procedure_qvalues(np.exp(log_pvalues(s, null)), procedure)
-        f = q <= level
-        is_member = np.r_[np.zeros(held.null.size, bool), np.ones(held.members.size, bool)]
+        others = [p for j, p in enumerate(pseudo) if j != k]
+        nulls, cal = held.null, None
+        if n_calibration:
+            picked = np.zeros(nulls.size, dtype=bool)
+            picked[::2][: min(n_calibration, nulls.size // 2)] = True
+            nulls, cal = held.null[~picked], held.null[picked]
+        log_p = target_log_pvalues(np.concatenate([nulls, held.members]), cal, others)
+        f = fdr.procedure_qvalues(np.exp(log_p), procedure) <= level
+        is_member = np.r_[np.zeros(nulls.size, bool), np.ones(held.members.size, bool)]
         flagged.append(f)
         member.append(is_member)
         worst = max(worst, fdr.realized_fdp(f, is_member).value)
