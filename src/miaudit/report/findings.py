@@ -8,9 +8,11 @@ from typing import Any
 
 import numpy as np
 
+from ..experiment.deployable import pooled_threshold
 from ..experiment.run import AttackRun, RunResult
-from ..stats import fdr, precision
+from ..stats import fdr, precision, signals
 from ..stats import verdict as rule
+from ..stats.metrics import clopper_pearson
 from . import at_risk
 from .ranking import headline_log_pvalues
 
@@ -199,3 +201,48 @@ def ppv(run: AttackRun, n_members: int, n_nonmembers: int) -> dict[str, Any]:
             at[level] = {"ppv": value, "ci": None if value is None or ci is None else list(ci)}
         out[f"prior_{prior:g}"] = at
     return out
+
+
+WORST_CASE_SHARES = (0.01, 0.1)
+WORST_CASE_FPR = 0.01
+
+
+def vulnerability(res: RunResult) -> tuple[str, np.ndarray] | None:
+    """A per-query vulnerability score that reads no target membership: the references' mean loss on the record
+    (records the references find hard, the atypical ones, leak most: Carlini et al. 2022, Aerni et al. 2024);
+    without references, GLS on the target. None when neither is there."""
+    exp = res.experiment
+    if exp.references:
+        queries = exp.attack_inputs().queries
+        losses = signals.compute("loss", queries.ref_logits, queries.labels)
+        return "the references' mean loss", np.nanmean(np.asarray(losses, dtype=np.float64), axis=0)
+    gls = next((r for r in res.attacks if r.attack.name in RANKINGS), None)
+    return None if gls is None else (gls.attack.label, gls.result.scores)
+
+
+def worst_case(res: RunResult) -> dict[str, Any] | None:
+    """results.json's ``worst_case`` (Aerni et al. 2024): each membership test's TPR at 1% FPR on the members among
+    the records a membership-free vulnerability score puts most at risk (the top 1% and 10% of the queries), with
+    the threshold set on all non-members as for the average. None without such a score or membership."""
+    exp, found = res.experiment, vulnerability(res)
+    if found is None or exp.is_member is None:
+        return None
+    member = np.asarray(exp.is_member, dtype=bool)
+    order = np.argsort(-np.nan_to_num(found[1], nan=-np.inf), kind="stable")
+    out: dict[str, Any] = {"vulnerability": found[0], "fpr_level": WORST_CASE_FPR, "by_attack": {}}
+    for run in membership_tests(res):
+        s = np.nan_to_num(run.result.scores, nan=-np.inf)
+        t = pooled_threshold(s[~member], WORST_CASE_FPR)
+        hit = np.zeros(len(s), bool) if t is None else s >= t
+        rows = {"average": _tpr(hit, member)}
+        for share in WORST_CASE_SHARES:
+            top = np.zeros(len(s), bool)
+            top[order[: max(1, int(np.ceil(share * len(s))))]] = True
+            rows[f"top_{share:g}"] = _tpr(hit, member & top)
+        out["by_attack"][run.attack.label] = rows
+    return out
+
+
+def _tpr(hit: np.ndarray, among: np.ndarray) -> dict[str, Any]:
+    n, k = int(among.sum()), int((hit & among).sum())
+    return {"members": n, "tpr": k / n if n else None, "ci": list(clopper_pearson(k, n)) if n else None}

@@ -124,6 +124,13 @@ def render(res: RunResult, results: dict, frame: ScoresTable, roc_png: Path | No
         flagged_columns=flagged_columns,
         flagged=flagged,
         thumbnail_pixels=at_risk.THUMBNAIL_PIXELS,
+        worst_case_note=sections.WORST_CASE_NOTE.format(
+            fpr=100 * results["worst_case"]["fpr_level"], by=results["worst_case"]["vulnerability"]
+        )
+        if results.get("worst_case")
+        else "",
+        worst_case_header=sections.worst_case_header,
+        worst_case_cell=sections.worst_case_cell,
     )
 
 

@@ -129,6 +129,7 @@ def results_json(res: RunResult) -> dict:
         **({"attack_choice": {"attacks": "auto", "why": exp.plan.auto}} if getattr(exp.plan, "auto", None) else {}),
         "verdict": findings.verdict(res),
         "records_at_risk": findings.records_at_risk(res),
+        **({"worst_case": worst} if (worst := findings.worst_case(res)) else {}),
         "attacks": [_attack_json(r, exp) for r in res.attacks],
         **({"dp_audit": res.dp_audit} if res.dp_audit else {}),
         **({"blind_baseline": res.blind_baseline} if res.blind_baseline else {}),

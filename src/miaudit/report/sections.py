@@ -65,6 +65,38 @@ def records_at_risk_md(results: dict) -> list[str]:
     return lines
 
 
+WORST_CASE_NOTE = (
+    "TPR in percent [95% interval] at {fpr:g}% FPR, the threshold set on all non-members as for the average, on the "
+    "members among the records {by} ranks most exposed (no membership used to rank them; Aerni et al. 2024): an "
+    "average can hide the records that leak most."
+)
+
+
+def worst_case_md(results: dict) -> list[str]:
+    w = results.get("worst_case")
+    if not w:
+        return []
+    groups = list(next(iter(w["by_attack"].values())))
+    lines = table_section(
+        "The most vulnerable records beside the average",
+        WORST_CASE_NOTE.format(fpr=100 * w["fpr_level"], by=w["vulnerability"]),
+        ["attack", *(worst_case_header(g) for g in groups)],
+    )
+    for label, rows in w["by_attack"].items():
+        lines.append(f"| {label} | " + " | ".join(worst_case_cell(rows[g]) for g in groups) + " |")
+    return lines
+
+
+def worst_case_header(group: str) -> str:
+    return "all members" if group == "average" else f"members in the top {100 * float(group[4:]):g}%"
+
+
+def worst_case_cell(cell: dict) -> str:
+    if cell["tpr"] is None:
+        return "- (no members)"
+    return f"{_ci(cell['tpr'], cell['ci'])} (n={cell['members']})"
+
+
 def _ppv_cell(cell: dict) -> str:
     if cell["ppv"] is None:
         return "-"
