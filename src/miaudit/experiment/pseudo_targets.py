@@ -38,7 +38,7 @@ def _scorable(records: RecordSet, k: int) -> np.ndarray:
     """The records some reference other than k did not train on: an offline attack needs one OUT reference."""
     if records.ref_in is None:
         return np.ones(len(records.labels), dtype=bool)
-    return ~np.delete(records.ref_in, k, axis=0).all(axis=0)
+    return np.asarray(~np.delete(records.ref_in, k, axis=0).all(axis=0), dtype=bool)
 
 
 def _members_of(records: RecordSet | None, k: int) -> RecordSet | None:

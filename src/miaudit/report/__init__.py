@@ -39,7 +39,7 @@ def write(res: RunResult, out_dir: Path) -> dict:
             roc_plot(res, tmp / "roc.png")
         frame.write_csv(tmp / "scores.csv")
         frame.write_parquet(tmp / "scores.parquet")
-        at_risk.flagged_table(res, at_risk.headline(res)[1]).write_csv(tmp / "at_risk.csv")
+        at_risk.flagged_table(res, at_risk.named(res)[1]).write_csv(tmp / "at_risk.csv")
         html.write(res, results, frame, tmp)
         outdir.publish(tmp, out_dir)
     finally:

@@ -101,7 +101,7 @@ def chosen(res: RunResult, found: list[Claim]) -> Claim | None:
     return next((c for c in unpooled if c.run is basis), next(iter(unpooled), None))
 
 
-def headline(res: RunResult) -> tuple[list[Claim], Claim | None]:
+def named(res: RunResult) -> tuple[list[Claim], Claim | None]:
     """Every attack's claim and the one the run headlines."""
     found = claims(res)
     return found, chosen(res, found)

@@ -95,7 +95,7 @@ def records_at_risk(res: RunResult) -> dict[str, Any]:
     realized FDP on the target with its exact interval."""
     level = float(res.experiment.cfg.fdr)
     n_cal, m = n_calibration(res), len(res.experiment.query_idx)
-    found, head = at_risk.headline(res)
+    found, head = at_risk.named(res)
     out: dict[str, Any] = {"fdr": level, "attack": None if head is None else head.run.attack.label}
     if head is None:
         return {**out, "note": "no attack in this run gives p-values: no records can be flagged"}
@@ -118,8 +118,8 @@ def records_at_risk(res: RunResult) -> dict[str, Any]:
         "n_calibration_records": n_cal,
         "calibration_records_needed": fdr.calibration_needed(m, level),
         "by_attack": {c.run.attack.label: _claim_json(c, calibrated.get(c.run.attack.label)) for c in found},
-        "note": note(head, out, m),
     }
+    out["note"] = note(head, out, m)
     return out
 
 

@@ -74,7 +74,7 @@ def exposed_records(res: RunResult, frame: ScoresTable) -> tuple[str, list[str],
 def flagged_records(res: RunResult) -> tuple[list[str], list[dict]]:
     """The records named at risk, smallest q first: their cells and a preview (thumbnail or text) where the
     data set has one."""
-    _, head = at_risk.headline(res)
+    _, head = at_risk.named(res)
     table = at_risk.flagged_table(res, head).head(LISTED_AT_RISK)
     columns = [c for c in table.columns if c not in ("procedure",)]
     rows = []

@@ -79,10 +79,10 @@ ATTACK_COLUMNS = {  # per attack row, after its column name (<name>_n<K>, or its
 
 def scores_frame(res: RunResult) -> ScoresTable:
     """The per-record risk table: one row per query, most exposed first."""
-    from .at_risk import headline  # at_risk reads this module's headline p-values
+    from .at_risk import named  # at_risk reads this module's headline p-values
 
     exp = res.experiment
-    found, head = headline(res)
+    found, head = named(res)
     pooled = {c.run.attack.label: c for c in found if c.pooled}
     order = np.argsort(-risk_values(risk_basis(res)), kind="stable")  # most exposed first
     rank = np.empty(len(order), dtype=np.int64)
