@@ -7,8 +7,9 @@ calibrated p-values flagged before (the conformal floor). Then the no-leak case:
 logits in which the target does not depend on membership (the generator of ../shared/checks/atrisk), counting
 the audits that flag any record.
 
-Run: MIAUDIT_DATA_DIR=... MIAUDIT_CACHE_DIR=... python benchmarks/records_at_risk.py location:3,4 digits:3,4,5 \
-       --null 20      (writes benchmarks/results/records_at_risk.json and .md; models come from the cache)
+Run: MIAUDIT_DATA_DIR=... MIAUDIT_CACHE_DIR=... python benchmarks/records_at_risk.py location:1,3 digits:3,4,5 \
+       --null 20      (writes benchmarks/results/records_at_risk.json and .md; models come from the cache), then
+     python benchmarks/records_at_risk.py location:4 --append
 """
 
 from __future__ import annotations
@@ -30,10 +31,12 @@ K = 4
 
 
 def audit(dataset: str, seed: int, where: Path) -> dict:
+    """One audit, run into ``where`` unless a finished one is there already (a run interrupted before)."""
     cfg = where / f"{dataset}-{seed}.yaml"
     cfg.write_text(f"dataset: {dataset}\nmodel: mlp\nseed: {seed}\nreferences: {K}\n")
     out = where / f"{dataset}-{seed}"
-    subprocess.run(["miaudit", "run", str(cfg), "--out", str(out)], check=True, capture_output=True)
+    if not (out / "results.json").exists():
+        subprocess.run(["miaudit", "run", str(cfg), "--out", str(out)], check=True, capture_output=True)
     r = json.loads((out / "results.json").read_text())["records_at_risk"]
     with open(out / "scores.csv") as f:
         rows = list(csv.DictReader(f))
@@ -128,11 +131,19 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("cases", nargs="*", help="dataset:seed,seed,...")
     ap.add_argument("--null", type=int, default=0, help="no-leak audits to run")
+    ap.add_argument(
+        "--append", action="store_true", help="add to the committed results (same data set and seed: replaced)"
+    )
     args = ap.parse_args()
-    where = Path(tempfile.mkdtemp())
+    where = args.where or Path(tempfile.mkdtemp())
     cases = [(ds, int(s)) for case in args.cases for ds, seeds in [case.split(":")] for s in seeds.split(",")]
     runs = [audit(ds, s, where) for ds, s in cases]
     nulls = [null_audit(s, where) for s in range(1, args.null + 1)]
+    if args.append and (RESULTS / "records_at_risk.json").exists():
+        old = json.loads((RESULTS / "records_at_risk.json").read_text())
+        done = {(r["dataset"], r["seed"]) for r in runs}
+        runs = [r for r in old["runs"] if (r["dataset"], r["seed"]) not in done] + runs
+        nulls = nulls or old["null_counts"]
     env = {"machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores (shared, loaded)",
            "python": platform.python_version()}  # fmt: skip
     RESULTS.mkdir(exist_ok=True)
