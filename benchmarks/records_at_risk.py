@@ -131,6 +131,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("cases", nargs="*", help="dataset:seed,seed,...")
     ap.add_argument("--null", type=int, default=0, help="no-leak audits to run")
+    ap.add_argument("--where", type=Path, default=None, help="the audits' folder (default: a new temporary one)")
     ap.add_argument(
         "--append", action="store_true", help="add to the committed results (same data set and seed: replaced)"
     )
