@@ -50,7 +50,16 @@ def test_results_answer_with_verdict_records_at_risk_and_ppv(two_runs: tuple[Pat
         stem = slug_of(row["name"], label, row["references"])
         q = frame[f"{stem}.q_value"].to_numpy()
         np.testing.assert_allclose(q, stats.false_discovery_control(frame[f"{stem}.p_value"], method="bh"))
+        if counted["pooled"]:  # the count is BH on the pooled-null p-values
+            q = frame[f"{stem}.q_value_pooled"].to_numpy()
+            np.testing.assert_allclose(q, stats.false_discovery_control(frame[f"{stem}.p_value_pooled"]))
         assert counted["count"] == int((q <= risk["fdr"]).sum())
+    flagged = frame["at_risk"].to_numpy() == 1
+    assert flagged.sum() == risk["count"] and risk["attack"] in risk["by_attack"]
+    fdp = risk["realized_fdp"]  # by hand from the member column
+    assert fdp["non_members"] == int((flagged & (frame["member"].to_numpy() == 0)).sum())
+    assert fdp["value"] == (fdp["non_members"] / flagged.sum() if flagged.sum() else 0.0)
+    assert len(pd.read_csv(run / "at_risk.csv")) == risk["count"]
     assert all(set(a["ppv"]) == {"prior_0.01", "prior_0.1", "prior_0.5"} for a in r["attacks"])
     assert (run / "report.md").read_text().splitlines()[2].startswith("**Verdict: ")
 

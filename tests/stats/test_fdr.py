@@ -42,7 +42,7 @@ def test_fdr_controlled_on_simulated_conformal_pvalues() -> None:
     """Queries: 270 non-members and 30 members (scores shifted by 3), p-values conformal against one shared set
     of 2000 calibration non-members (positively dependent). Mean false-discovery proportion <= 5% + 2 SE."""
     reps, level = 200, 0.05
-    fdp, raw = [], []
+    fdp, storey, raw = [], [], []
     for seed in range(reps):
         rng = np.random.default_rng(seed)
         member = np.arange(300) < 30
@@ -50,7 +50,35 @@ def test_fdr_controlled_on_simulated_conformal_pvalues() -> None:
         p = np.exp(empirical_log_pvalues(scores, rng.normal(size=2000)))
         flagged = fdr.bh_qvalues(p) <= level
         fdp.append((flagged & ~member).sum() / max(flagged.sum(), 1))
+        storey.append(fdr.realized_fdp(fdr.procedure_qvalues(p, "storey-bh") <= level, member).value)
         raw.append((~member & (p < level)).sum() / max((p < level).sum(), 1))
-    fdp = np.array(fdp)
-    assert fdp.mean() <= level + 2 * fdp.std(ddof=1) / math.sqrt(reps)
+    for realized in (np.array(fdp), np.array(storey)):  # BH, and Storey's adaptive BH on the same p-values
+        assert realized.mean() <= level + 2 * realized.std(ddof=1) / math.sqrt(reps)
     assert np.mean(raw) > 0.2  # flagging p < 0.05: ~13 of the 270 non-members among ~40 flags
+
+
+def test_scipy_procedures_match_bh_and_by() -> None:
+    p = np.random.default_rng(1).uniform(size=300) ** 2
+    np.testing.assert_allclose(fdr.scipy_qvalues(p, "bh"), fdr.bh_qvalues(p), rtol=1e-12)
+    by = fdr.procedure_qvalues(p, "by")
+    np.testing.assert_allclose(by, np.minimum(1, fdr.bh_qvalues(p) * np.sum(1 / np.arange(1, 301))), rtol=1e-12)
+    assert np.isnan(fdr.scipy_qvalues(np.r_[p[:3], np.nan], "bh")[-1])
+
+
+def test_storey_null_share_by_hand() -> None:
+    # m = 20, lambda = 0.5: 3 p-values above 0.5, so pi0 = (1 + 3) / (20 x 0.5) = 0.4;
+    # Storey's q = 0.4 x BH's q.
+    p = np.r_[np.full(12, 0.001), [0.1, 0.2, 0.3, 0.4, 0.45], [0.6, 0.8, 0.95]]
+    assert fdr.storey_null_share(p) == pytest.approx(0.4)
+    np.testing.assert_allclose(fdr.procedure_qvalues(p, "storey-bh"), 0.4 * fdr.bh_qvalues(p))
+    assert fdr.storey_null_share(np.full(10, 0.9)) == 1.0  # (1 + 10) / 5 capped at 1
+
+
+def test_realized_fdp_by_hand() -> None:
+    flagged = np.array([1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0], dtype=bool)
+    member = np.array([1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1], dtype=bool)
+    r = fdr.realized_fdp(flagged, member)  # 2 non-members among 10 flagged
+    assert (r.flagged, r.false, r.value) == (10, 2, 0.2)
+    assert r.ci == pytest.approx((stats.beta.ppf(0.025, 2, 9), stats.beta.ppf(0.975, 3, 8)))
+    assert r.to_json(0.05)["above_level"] and not r.to_json(0.25)["above_level"]
+    assert fdr.realized_fdp(np.zeros(3, bool), np.ones(3, bool)).value == 0.0

@@ -5,7 +5,7 @@ import pytest
 
 from miaudit.attacks import RecordSet
 from miaudit.stats import signals
-from miaudit.stats.calibration import _joined_records
+from miaudit.stats.calibration import joined_records
 from miaudit.stats.logitstack import LogitStack, concat_records
 
 
@@ -49,7 +49,7 @@ def test_joined_record_sets_concatenate_rows(stack_and_block):
     np.testing.assert_array_equal(np.asarray(joined), np.concatenate([block, np.asarray(other)], axis=1))
     first = RecordSet(labels=labels, target_logits=block[0], ref_logits=stack)
     second = RecordSet(labels=labels[:5], target_logits=block[0, :5], ref_logits=other)
-    assert _joined_records(first, second).ref_logits.shape == (3, 42, 4)
+    assert joined_records(first, second).ref_logits.shape == (3, 42, 4)
 
 
 def test_stacks_of_different_models_do_not_join(stack_and_block):

@@ -17,7 +17,8 @@ from ..config.settings import AuditSettings
 from ..plan import PlannedAttack
 from ..progress import log, working
 from ..stats import calibration, metrics
-from . import cached, choice, deployable
+from ..stats.pooled_null import PseudoTargetScores
+from . import cached, choice, deployable, pseudo_targets
 from .base import Experiment
 
 
@@ -28,6 +29,8 @@ class AttackRun:
     metrics: metrics.AttackMetrics | None  # None when the queries' membership is unknown
     seconds: dict[str, float]
     deployable: dict | None = None  # thresholds set on the references alone (experiment.deployable)
+    pseudo_targets: list[PseudoTargetScores] | None = None  # the references' null pool (experiment.pseudo_targets)
+    calibration_scores: np.ndarray | None = None  # the calibration records' scores (known non-members of the target)
 
 
 @dataclass
@@ -49,6 +52,7 @@ def run_attack(exp: Experiment, attack: PlannedAttack, inputs: AttackInputs | No
     start = time.perf_counter()
     run_on = calibration.with_calibration_queries(inputs, exp.calibration_part) if calibrating else inputs
     result = cached.execute(attack.info, attack.params, attack.references, run_on)
+    calibration_scores = result.scores[len(inputs.queries.labels) :] if calibrating else None
     if calibrating:
         result = calibration.split_calibrated(result, len(inputs.queries.labels))
     seconds = {
@@ -57,7 +61,13 @@ def run_attack(exp: Experiment, attack: PlannedAttack, inputs: AttackInputs | No
     }
     found = evaluate(exp, result)
     return AttackRun(
-        attack, result, found, seconds, None if found is None else deployable_at(exp, attack, inputs, result)
+        attack,
+        result,
+        found,
+        seconds,
+        None if found is None else deployable_at(exp, attack, inputs, result),
+        pseudo_targets.scores(attack.info, attack.params, attack.references, inputs),
+        calibration_scores,
     )
 
 

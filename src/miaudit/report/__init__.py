@@ -1,7 +1,7 @@
 """The report stage: every output file of a run, written atomically.
 
 results.json (``records``), report.md (``markdown``), report.html (``html``), roc.png
-(``plots``), scores.csv and scores.parquet (``ranking``). Everything is first written
+(``plots``), scores.csv and scores.parquet (``ranking``), at_risk.csv (``at_risk``). Everything is first written
 into a temporary sibling folder and moved into place at the end (``outdir.publish``),
 so a failure never leaves a half-written output directory.
 """
@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from ..experiment.run import RunResult
-from . import html, outdir
+from . import at_risk, html, outdir
 from .markdown import report_md
 from .plots import roc_plot
 from .ranking import risk_basis, scores_frame, slug
@@ -39,6 +39,7 @@ def write(res: RunResult, out_dir: Path) -> dict:
             roc_plot(res, tmp / "roc.png")
         frame.write_csv(tmp / "scores.csv")
         frame.write_parquet(tmp / "scores.parquet")
+        at_risk.flagged_table(res, at_risk.named(res)[1]).write_csv(tmp / "at_risk.csv")
         html.write(res, results, frame, tmp)
         outdir.publish(tmp, out_dir)
     finally:

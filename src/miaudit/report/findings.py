@@ -8,10 +8,13 @@ from typing import Any
 
 import numpy as np
 
+from ..experiment.deployable import pooled_threshold
 from ..experiment.run import AttackRun, RunResult
-from ..stats import fdr, precision
+from ..stats import fdr, precision, signals
 from ..stats import verdict as rule
-from .ranking import headline_log_pvalues, risk_basis
+from ..stats.metrics import clopper_pearson
+from . import at_risk
+from .ranking import headline_log_pvalues
 
 RANKINGS = frozenset({"gls"})  # per-record risk rankings, not membership tests: out of the verdict and PPV
 HEADLINE_LEVEL = 0.01
@@ -80,56 +83,109 @@ def verdict(res: RunResult) -> dict[str, Any] | None:
     }
 
 
-def _records_attack(res: RunResult, basis: str | None) -> AttackRun | None:
-    """The attack whose p-values give the records at risk: the one ranking the most exposed records (report.md),
-    else the verdict's, else the first with p-values."""
-    tested = [r for r in res.attacks if headline_log_pvalues(r) is not None]
-    named = [r for r in tested if r is risk_basis(res)] or [r for r in tested if r.attack.label == basis]
-    return next(iter(named or tested), None)
-
-
 def n_calibration(res: RunResult) -> int | None:
     exp = res.experiment
     calibrates = getattr(exp, "calibrates", False)
     return len(getattr(exp.split, exp.calibration_part)) if calibrates else None
 
 
-def records_at_risk(res: RunResult, basis: str | None) -> dict[str, Any]:
-    """results.json's ``records_at_risk``: Benjamini-Hochberg at the run's FDR on each attack's headline p-values."""
+def records_at_risk(res: RunResult) -> dict[str, Any]:
+    """results.json's ``records_at_risk``: the records named at the run's FDR (``report.at_risk``), by which attack
+    and procedure, what that procedure assumes, how it did on the pseudo-targets, and (membership known) the
+    realized FDP on the target with its exact interval."""
     level = float(res.experiment.cfg.fdr)
     n_cal, m = n_calibration(res), len(res.experiment.query_idx)
-    head = _records_attack(res, basis)
-    logs = {r.attack.label: headline_log_pvalues(r) for r in res.attacks}
-    per = {label: fdr.at_risk(np.exp(lp), level, n_cal) for label, lp in logs.items() if lp is not None}
-    out: dict[str, Any] = {"fdr": level, "attack": None if head is None else head.attack.label}
+    found, head = at_risk.named(res)
+    out: dict[str, Any] = {"fdr": level, "attack": None if head is None else head.run.attack.label}
     if head is None:
         return {**out, "note": "no attack in this run gives p-values: no records can be flagged"}
-    mine = per[head.attack.label]
+    count = int(head.flagged.sum())
     out |= {
-        "count": mine.count,
-        "expected_false_discoveries_at_most": mine.false_discoveries_bound,
-        "smallest_p_value": None if n_cal is None else fdr.smallest_pvalue(n_cal),
+        "count": count,
+        "procedure": head.procedure,
+        "assumes": fdr.PROCEDURES[head.procedure],
+        "p_values": _p_values_basis(head, n_cal),
+        "expected_false_discoveries_at_most": level * count,
+        "smallest_p_value": _smallest(head, n_cal),
+        **({"null_share_estimate": head.pi0} if head.pi0 is not None else {}),
+        **({"pseudo_targets": _validation_json(head)} if head.pooled else {}),
+    }  # fmt: skip
+    if res.experiment.is_member is not None:
+        out["realized_fdp"] = fdr.realized_fdp(head.flagged, res.experiment.is_member).to_json(level)
+    calibrated = {r.attack.label: fdr.at_risk(np.exp(lp), level, n_cal) for r in res.attacks
+                  if (lp := headline_log_pvalues(r)) is not None}  # fmt: skip
+    out |= {
         "n_calibration_records": n_cal,
         "calibration_records_needed": fdr.calibration_needed(m, level),
-        "records_at_floor": mine.at_floor,
-        "by_attack": {label: {"count": a.count, "at_floor": a.at_floor} for label, a in per.items()},
-        "note": floor_note(mine, n_cal, m, level),
+        "by_attack": {c.run.attack.label: _claim_json(c, calibrated.get(c.run.attack.label)) for c in found},
     }
+    out["note"] = note(head, out, m)
     return out
 
 
-def floor_note(a: fdr.AtRisk, n_cal: int | None, m: int, level: float) -> str:
-    """What the count can and cannot say, given the conformal floor."""
-    said = f"{a.count} of {a.n_tested} records flagged at FDR {level:g} (Benjamini-Hochberg on calibrated p-values)"
-    if n_cal is None:
-        return said + "; p-values are raw (not calibrated): BH's guarantee holds only as far as they are valid"
-    floor = fdr.smallest_pvalue(n_cal)
-    note = f"; no p-value can be below 1/({n_cal}+1) = {floor:.3g} with {n_cal} calibration records"
-    if floor > level / m:
-        note += f" (to flag a single record among {m} needs {fdr.calibration_needed(m, level)})"
-    if a.at_floor > 1:
-        note += f"; {a.at_floor} records tie at that floor: their order among themselves is uninformative"
-    return said + note
+def _smallest(c: at_risk.Claim, n_cal: int | None) -> float | None:
+    """The smallest p-value the claim's null allows: 1 / (N + 1) among N null scores; None for raw p-values."""
+    if c.pooled:
+        return 1 / (c.null_size + 1)
+    return None if n_cal is None else fdr.smallest_pvalue(n_cal)
+
+
+def _p_values_basis(c: at_risk.Claim, n_cal: int | None) -> str:
+    if c.pooled:
+        pseudo = c.run.pseudo_targets or []
+        return f"pooled null: rank among {c.null_size} scores of {len(pseudo)} references as pseudo-targets"
+    return "calibrated" if n_cal is not None else "raw (not calibrated)"
+
+
+def _validation_json(c: at_risk.Claim) -> dict[str, Any]:
+    pseudo = c.run.pseudo_targets or []
+    out: dict[str, Any] = {"count": len(pseudo), "null_scores": c.null_size}
+    if c.validation is not None:
+        out["realized_fdp"] = c.validation.to_json(c.level)
+    return out
+
+
+def _claim_json(c: at_risk.Claim, calibrated: fdr.AtRisk | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"count": int(c.flagged.sum()), "procedure": c.procedure, "pooled": c.pooled}
+    if c.validation is not None:
+        out["pseudo_target_fdp"] = c.validation.fdp.value
+    if c.target_check is not None:
+        out["calibration_records_at_pooled_p_0.01"] = c.target_check
+    if calibrated is not None:
+        out |= {"count_calibrated": calibrated.count, "at_floor": calibrated.at_floor}
+    return out
+
+
+def note(c: at_risk.Claim, found: dict[str, Any], m: int) -> str:
+    """One sentence: whose count, on which p-values, by which procedure, and what holds it."""
+    level, label = c.level, c.run.attack.label
+    said = f"{found['count']} of {m} records flagged at FDR {level:g} by {label} ({fdr.PROCEDURE_NAMES[c.procedure]}"
+    if c.pooled:
+        v = c.validation
+        said += f" on p-values from a pooled null of {c.null_size} reference scores; "
+        if v is None:
+            said += "its validity could not be measured: no pseudo-target has records it trained on)"
+        else:
+            fdp = v.fdp
+            said += (f"on the {len(c.run.pseudo_targets or [])} pseudo-targets the same procedure's realized FDP was "
+                     f"{_pct(fdp.value)} [{_pct(fdp.ci[0])}, {_pct(fdp.ci[1])}] of {fdp.flagged} flagged"
+                     + (", above the level: these claims may not hold)" if fdp.value > level else ")"))  # fmt: skip
+    elif found["p_values"] == "calibrated":
+        n_cal = found["n_calibration_records"]
+        said += f" on calibrated p-values; none can be below 1/({n_cal}+1)"
+        if fdr.smallest_pvalue(n_cal) > level / m:
+            said += (
+                f", so a single record among {m} would need {found['calibration_records_needed']} calibration records"
+            )
+        said += ")"
+    else:
+        said += " on raw p-values, NOT calibrated: the FDR holds only as far as the attack's own null model does)"
+    if "realized_fdp" in found:
+        r = found["realized_fdp"]
+        above = " ABOVE the FDR level" if r["above_level"] else ""
+        said += (f"; realized FDP on the target {_pct(r['value'])} [{_pct(r['ci'][0])}, {_pct(r['ci'][1])}] "
+                 f"({r['non_members']} non-members){above}")  # fmt: skip
+    return said
 
 
 def ppv(run: AttackRun, n_members: int, n_nonmembers: int) -> dict[str, Any]:
@@ -145,3 +201,48 @@ def ppv(run: AttackRun, n_members: int, n_nonmembers: int) -> dict[str, Any]:
             at[level] = {"ppv": value, "ci": list(ci)}  # ppv None: no non-member flagged, no point estimate
         out[f"prior_{prior:g}"] = at
     return out
+
+
+WORST_CASE_SHARES = (0.01, 0.1)
+WORST_CASE_FPR = 0.01
+
+
+def vulnerability(res: RunResult) -> tuple[str, np.ndarray] | None:
+    """A per-query vulnerability score that reads no target membership: the references' mean loss on the record
+    (records the references find hard, the atypical ones, leak most: Carlini et al. 2022, Aerni et al. 2024);
+    without references, GLS on the target. None when neither is there."""
+    exp = res.experiment
+    if exp.references:
+        queries = exp.attack_inputs().queries
+        losses = signals.compute("loss", queries.ref_logits, queries.labels)
+        return "the references' mean loss", np.nanmean(np.asarray(losses, dtype=np.float64), axis=0)
+    gls = next((r for r in res.attacks if r.attack.name in RANKINGS), None)
+    return None if gls is None else (gls.attack.label, gls.result.scores)
+
+
+def worst_case(res: RunResult) -> dict[str, Any] | None:
+    """results.json's ``worst_case`` (Aerni et al. 2024): each membership test's TPR at 1% FPR on the members among
+    the records a membership-free vulnerability score puts most at risk (the top 1% and 10% of the queries), with
+    the threshold set on all non-members as for the average. None without such a score or membership."""
+    exp, found = res.experiment, vulnerability(res)
+    if found is None or exp.is_member is None:
+        return None
+    member = np.asarray(exp.is_member, dtype=bool)
+    order = np.argsort(-np.nan_to_num(found[1], nan=-np.inf), kind="stable")
+    out: dict[str, Any] = {"vulnerability": found[0], "fpr_level": WORST_CASE_FPR, "by_attack": {}}
+    for run in membership_tests(res):
+        s = np.nan_to_num(run.result.scores, nan=-np.inf)
+        t = pooled_threshold(s[~member], WORST_CASE_FPR)
+        hit = np.zeros(len(s), bool) if t is None else s >= t
+        rows = {"average": _tpr(hit, member)}
+        for share in WORST_CASE_SHARES:
+            top = np.zeros(len(s), bool)
+            top[order[: max(1, int(np.ceil(share * len(s))))]] = True
+            rows[f"top_{share:g}"] = _tpr(hit, member & top)
+        out["by_attack"][run.attack.label] = rows
+    return out
+
+
+def _tpr(hit: np.ndarray, among: np.ndarray) -> dict[str, Any]:
+    n, k = int(among.sum()), int((hit & among).sum())
+    return {"members": n, "tpr": k / n if n else None, "ci": list(clopper_pearson(k, n)) if n else None}

@@ -12,12 +12,13 @@ import numpy as np
 import yaml
 
 from ..experiment.run import RunResult
-from . import sections
+from . import at_risk, sections
 from .plots import png_uri, pvalue_histograms, score_histograms
 from .ranking import risk_basis, slug
 from .table import ScoresTable
 
 TOP_RECORDS = 20
+LISTED_AT_RISK = 500  # flagged records listed in the page (all of them: at_risk.csv)
 
 
 _env = jinja2.Environment(
@@ -70,6 +71,19 @@ def exposed_records(res: RunResult, frame: ScoresTable) -> tuple[str, list[str],
     return basis.attack.label, columns, cells
 
 
+def flagged_records(res: RunResult) -> tuple[list[str], list[dict]]:
+    """The records named at risk, smallest q first: their cells and a preview (thumbnail or text) where the
+    data set has one."""
+    _, head = at_risk.named(res)
+    table = at_risk.flagged_table(res, head).head(LISTED_AT_RISK)
+    columns = [c for c in table.columns if c not in ("procedure",)]
+    rows = []
+    for row in table.rows(columns):
+        shown = at_risk.preview(res.experiment.dataset, int(row["record"]))
+        rows.append({"cells": [_cell(row[c]) for c in columns], "preview": shown})
+    return columns, rows
+
+
 def _tpr_headers(results: dict) -> list[str]:
     return [f"TPR@{100 * float(k):g}%" for k in sorted(results["attacks"][0]["tpr_at_fpr"], key=float)]
 
@@ -85,6 +99,7 @@ def render(res: RunResult, results: dict, frame: ScoresTable, roc_png: Path | No
     known = results["membership"] == "known"
     pvalue_uri, pvalue_kinds = pvalue_histograms(res)
     basis, columns, records = exposed_records(res, frame)
+    flagged_columns, flagged = flagged_records(res)
     return _env.get_template("report.html.j2").render(
         r=results,
         known=known,
@@ -109,6 +124,16 @@ def render(res: RunResult, results: dict, frame: ScoresTable, roc_png: Path | No
         ppv_cell=sections.ppv_cell,
         target_fit=sections.target_fit,
         ppv_undefined=sections.PPV_UNDEFINED,
+        flagged_columns=flagged_columns,
+        flagged=flagged,
+        thumbnail_pixels=at_risk.THUMBNAIL_PIXELS,
+        worst_case_note=sections.WORST_CASE_NOTE.format(
+            fpr=100 * results["worst_case"]["fpr_level"], by=results["worst_case"]["vulnerability"]
+        )
+        if results.get("worst_case")
+        else "",
+        worst_case_header=sections.worst_case_header,
+        worst_case_cell=sections.worst_case_cell,
     )
 
 

@@ -164,7 +164,8 @@ def report_md(res: RunResult, results: dict, frame: ScoresTable) -> str:
         from ..dp.audit import verdict_md
 
         lines += verdict_md(results["dp_audit"])
-    lines += sections.records_at_risk_md(results) + sections.ppv_md(results) + sections.deployable_md(results)
+    lines += sections.records_at_risk_md(results) + sections.worst_case_md(results)
+    lines += sections.ppv_md(results) + sections.deployable_md(results)
     lines += _operating_points_md(results) + exposed_records_md(res, frame) + sections.gls_md(results, frame)
     lines += exposure_md(results["canary_exposure"]) if "canary_exposure" in results else []
     return "\n".join(lines) + "\n"

@@ -34,6 +34,8 @@ OUTPUT_FILES = {
     "roc.png": "the log-log ROC curve of every attack (only when membership is known)",
     "scores.csv": "one row per queried record, most exposed first: its scores and p-values per attack",
     "scores.parquet": "the same table as scores.csv, typed",
+    "at_risk.csv": "the records named at risk at the run's FDR, smallest q-value first: the attack that flagged "
+    "them, its p-value and q-value (results.json records_at_risk says how)",
 }
 
 

@@ -60,12 +60,18 @@ RECORD_COLUMNS = {
     "original_record": "miaudit score: the record's id in the original data (the layout's records)",
     "member": "1 when the target trained on the record (only when membership is known)",
     "label": "the record's class",
+    "at_risk": "1 when the record is named at risk at the run's FDR (records_at_risk in results.json: its attack, "
+    "procedure and p-values)",
 }
 ATTACK_COLUMNS = {  # per attack row, after its column name (<name>_n<K>, or its label when one is given)
     "score": "the attack's score: higher is more likely a member",
     "p_value": "the p-value to quote (tests only): calibrated when the run calibrates, else the attack's own",
     "log_p": "its natural log, exact where the p-value underflows",
     "q_value": "Benjamini-Hochberg q-value of p_value over the queries: the record is flagged at FDR q when <= q",
+    "p_value_pooled": "p-value among the references' pooled null scores, the references as pseudo-targets "
+    "(offline attacks on logits)",
+    "q_value_pooled": "q-value of p_value_pooled under the procedure records_at_risk.by_attack names (BH or "
+    "Storey's adaptive BH): flagged at FDR q when <= q",
     "p_value_raw": "the attack's own p-value before calibration (calibrated tests only)",
     "log_p_raw": "its natural log",
 }
@@ -73,7 +79,11 @@ ATTACK_COLUMNS = {  # per attack row, after its column name (<name>_n<K>, or its
 
 def scores_frame(res: RunResult) -> ScoresTable:
     """The per-record risk table: one row per query, most exposed first."""
+    from .at_risk import named  # at_risk reads this module's headline p-values
+
     exp = res.experiment
+    found, head = named(res)
+    pooled = {c.run.attack.label: c for c in found if c.pooled}
     order = np.argsort(-risk_values(risk_basis(res)), kind="stable")  # most exposed first
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(1, len(order) + 1)
@@ -81,6 +91,8 @@ def scores_frame(res: RunResult) -> ScoresTable:
     if exp.is_member is not None:
         cols["member"] = exp.is_member.astype(int)
     cols["label"] = exp.dataset.y[exp.query_idx]
+    if head is not None:
+        cols["at_risk"] = head.flagged.astype(int)
     for r in res.attacks:
         s = slug(r)
         cols[f"{s}.score"] = r.result.scores
@@ -88,6 +100,8 @@ def scores_frame(res: RunResult) -> ScoresTable:
         if headline is not None:  # p_value / log_p: the headline (calibrated when the run calibrates)
             cols[f"{s}.p_value"], cols[f"{s}.log_p"] = np.exp(headline), headline
             cols[f"{s}.q_value"] = bh_qvalues(np.exp(headline))  # Benjamini-Hochberg: flagged at FDR q when <= q
+        if (c := pooled.get(r.attack.label)) is not None:
+            cols[f"{s}.p_value_pooled"], cols[f"{s}.q_value_pooled"] = np.exp(c.log_p), c.q
         if r.result.log_pvalues_calibrated is not None and r.result.log_pvalues is not None:
             cols[f"{s}.p_value_raw"], cols[f"{s}.log_p_raw"] = np.exp(r.result.log_pvalues), r.result.log_pvalues
     return ScoresTable(cols).take(order)

@@ -78,13 +78,20 @@ def records_at_risk_md(results: dict) -> list[str]:
         return []
     lines = ["", f"## Records at risk (FDR {r['fdr']:g})", "", r["note"] + ".", ""]
     lines += [
-        f"By {r['attack']}: {r['count']} record(s) (q_value <= {r['fdr']:g} in scores.csv); in expectation at most "
-        f"{r['expected_false_discoveries_at_most']:.2g} of them are false discoveries.",
+        f"Procedure: {r['assumes']}. P-values: {r['p_values']}. The records: at_risk.csv (and the column at_risk "
+        f"of scores.csv); in expectation at most {r['expected_false_discoveries_at_most']:.2g} of them are false "
+        "discoveries.",
         "",
-        "| attack | records at q <= FDR | records at the p-value floor |",
-        "|---|---|---|",
+        "| attack | records at q <= FDR | procedure | p-values | FDP on pseudo-targets | calibrated: at q <= FDR "
+        "| at the p-value floor |",
+        "|---|---|---|---|---|---|---|",
     ]
-    lines += [f"| {label} | {a['count']} | {a['at_floor']} |" for label, a in r["by_attack"].items()]
+    for label, a in r["by_attack"].items():
+        fdp = f"{100 * a['pseudo_target_fdp']:.1f}%" if "pseudo_target_fdp" in a else "-"
+        lines.append(
+            f"| {label} | {a['count']} | {a['procedure']} | {'pooled null' if a['pooled'] else 'own'} | {fdp} | "
+            f"{a.get('count_calibrated', '-')} | {a.get('at_floor', '-')} |"
+        )
     return lines
 
 
@@ -107,6 +114,38 @@ def ppv_cell(cell: dict) -> str:
     lo, hi = cell["ci"] or (0.0, 1.0)
     point = "undefined" if cell["ppv"] is None else f"{100 * cell['ppv']:.1f}"
     return f"{point} [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+WORST_CASE_NOTE = (
+    "TPR in percent [95% interval] at {fpr:g}% FPR, the threshold set on all non-members as for the average, on the "
+    "members among the records {by} ranks most exposed (no membership used to rank them; Aerni et al. 2024): an "
+    "average can hide the records that leak most."
+)
+
+
+def worst_case_md(results: dict) -> list[str]:
+    w = results.get("worst_case")
+    if not w:
+        return []
+    groups = list(next(iter(w["by_attack"].values())))
+    lines = table_section(
+        "The most vulnerable records beside the average",
+        WORST_CASE_NOTE.format(fpr=100 * w["fpr_level"], by=w["vulnerability"]),
+        ["attack", *(worst_case_header(g) for g in groups)],
+    )
+    for label, rows in w["by_attack"].items():
+        lines.append(f"| {label} | " + " | ".join(worst_case_cell(rows[g]) for g in groups) + " |")
+    return lines
+
+
+def worst_case_header(group: str) -> str:
+    return "all members" if group == "average" else f"members in the top {100 * float(group[4:]):g}%"
+
+
+def worst_case_cell(cell: dict) -> str:
+    if cell["tpr"] is None:
+        return "- (no members)"
+    return f"{_ci(cell['tpr'], cell['ci'])} (n={cell['members']})"
 
 
 def ppv_md(results: dict) -> list[str]:

@@ -26,7 +26,7 @@ from .logitstack import concat_records
 from .pvalues import empirical_log_pvalues
 
 
-def _joined_records(first: RecordSet, second: RecordSet) -> RecordSet:
+def joined_records(first: RecordSet, second: RecordSet) -> RecordSet:
     def both(a: np.ndarray | None, b: np.ndarray | None, axis: int = 0) -> np.ndarray | None:
         return None if a is None or b is None else np.concatenate([a, b], axis=axis)
 
@@ -50,7 +50,7 @@ def with_calibration_queries(
     they are IN for half the reference models (an online attack needs IN observations of every record)
     and none trained the target."""
     calibration = inputs.require(part)
-    joined = _joined_records(inputs.queries, calibration)
+    joined = joined_records(inputs.queries, calibration)
     models = inputs.models
     if models is not None and calibration.x is not None:
         query_x = np.concatenate([models.query_x, calibration.x])

@@ -74,3 +74,76 @@ def at_risk(p_values: np.ndarray, fdr: float, n_calibration: int | None) -> AtRi
     q = bh_qvalues(p)
     floor = 0 if n_calibration is None else int(np.sum(p <= smallest_pvalue(n_calibration) * (1 + 1e-9)))
     return AtRisk(fdr, int(np.sum(q <= fdr)), int(np.isfinite(p).sum()), floor)
+
+
+# --- the records-at-risk procedure on pooled-null p-values (docs/concepts.md, records at risk) -------------------
+STOREY_LAMBDA = 0.5
+
+
+def scipy_qvalues(p_values: np.ndarray, method: str = "bh") -> np.ndarray:
+    """``scipy.stats.false_discovery_control`` (``"bh"`` or ``"by"``) over the finite p-values; NaN elsewhere.
+
+    BY (Benjamini-Yekutieli) holds under any dependence, at the price of a factor sum(1/i) ~ ln m + 0.58."""
+    from scipy.stats import false_discovery_control  # a second's import: only where records are tested
+
+    p = np.asarray(p_values, dtype=np.float64)
+    q = np.full(p.shape, np.nan)
+    finite = np.isfinite(p)
+    if finite.any():
+        q[finite] = false_discovery_control(p[finite], method=method)
+    return q
+
+
+def storey_null_share(p_values: np.ndarray, lam: float = STOREY_LAMBDA) -> float:
+    """Storey's estimate of the share of true nulls, (1 + #{p > lambda}) / (m (1 - lambda)), capped at 1.
+
+    The +1 is Storey, Taylor and Siegmund's (2004) finite-sample correction: with it, BH at level q / pi0 controls
+    the FDR at q for independent p-values; for conformal p-values sharing one null pool, Marandon et al. (2024,
+    adaptive novelty detection with FDR guarantee) show the same. tests/stats/test_fdr.py checks both by simulation."""
+    p = np.asarray(p_values, dtype=np.float64)
+    p = p[np.isfinite(p)]
+    if p.size == 0:
+        return 1.0
+    return float(min(1.0, (1 + np.sum(p > lam)) / (p.size * (1 - lam))))
+
+
+PROCEDURE_NAMES = {"bh": "Benjamini-Hochberg", "storey-bh": "Storey's adaptive BH", "by": "Benjamini-Yekutieli"}
+PROCEDURES = {
+    "bh": "Benjamini-Hochberg: valid for independent or positively dependent (PRDS) p-values",
+    "storey-bh": f"Storey's adaptive Benjamini-Hochberg (lambda {STOREY_LAMBDA}): BH at level FDR / pi0, pi0 the "
+    "estimated share of non-members; valid for independent p-values and for conformal p-values sharing one null pool",
+    "by": "Benjamini-Yekutieli: valid under any dependence, about ln(m) + 0.58 times stricter than BH",
+}
+
+
+def procedure_qvalues(p_values: np.ndarray, procedure: str) -> np.ndarray:
+    """q-values of ``procedure`` (a key of ``PROCEDURES``): a record is flagged at FDR q when its q-value <= q."""
+    if procedure == "storey-bh":
+        return np.minimum(1.0, storey_null_share(p_values) * scipy_qvalues(p_values, "bh"))
+    return scipy_qvalues(p_values, procedure)
+
+
+@dataclass(frozen=True)
+class RealizedFDP:
+    """The share of flagged records that are non-members, where membership is known."""
+
+    flagged: int
+    false: int
+    ci: tuple[float, float]  # Clopper-Pearson 95%: the FDR of the procedure that produced them
+
+    @property
+    def value(self) -> float:
+        return self.false / self.flagged if self.flagged else 0.0
+
+    def to_json(self, level: float) -> dict:
+        return {"value": self.value, "ci": list(self.ci), "flagged": self.flagged, "non_members": self.false,
+                "above_level": self.value > level}  # fmt: skip
+
+
+def realized_fdp(flagged: np.ndarray, is_member: np.ndarray) -> RealizedFDP:
+    """Non-members among the flagged records, with the exact (Clopper-Pearson) interval of that share."""
+    from .metrics import clopper_pearson
+
+    flagged, member = np.asarray(flagged, dtype=bool), np.asarray(is_member, dtype=bool)
+    n, false = int(flagged.sum()), int((flagged & ~member).sum())
+    return RealizedFDP(n, false, clopper_pearson(false, n) if n else (0.0, 1.0))
