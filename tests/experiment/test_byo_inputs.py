@@ -78,6 +78,7 @@ def test_queries_config_ranks_records_without_roc(tmp_path: Path, files: dict[st
     )  # 140 records left: 2/3 population
     assert set(results["attacks"][0]["most_exposed"]) <= set(range(10, 30))
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "at_risk.csv",
         "report.html",
         "report.md",
         "results.json",

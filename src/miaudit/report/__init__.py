@@ -17,8 +17,9 @@ from ..experiment.run import RunResult
 from . import at_risk, html, outdir
 from .markdown import report_md
 from .plots import roc_plot
-from .ranking import risk_basis, scores_frame, slug
+from .ranking import risk_basis, slug
 from .records import results_json
+from .scores import scores_frame
 
 OUTPUT_FILES = outdir.OUTPUT_FILES
 
@@ -33,13 +34,14 @@ def write(res: RunResult, out_dir: Path) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
         (tmp / "results.json").write_text(json.dumps(results, indent=1))
-        frame = scores_frame(res)
+        claims = at_risk.named(res)
+        frame = scores_frame(res, claims)
         (tmp / "report.md").write_text(report_md(res, results, frame))
         if res.experiment.membership_known:  # no ROC without membership
             roc_plot(res, tmp / "roc.png")
         frame.write_csv(tmp / "scores.csv")
         frame.write_parquet(tmp / "scores.parquet")
-        at_risk.flagged_table(res, at_risk.named(res)[1]).write_csv(tmp / "at_risk.csv")
+        at_risk.flagged_table(res, claims[1]).write_csv(tmp / "at_risk.csv")
         html.write(res, results, frame, tmp)
         outdir.publish(tmp, out_dir)
     finally:

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..experiment.run import AttackRun, RunResult
 from ..stats import fdr, pooled_null
+from .leak_verdict import verdict
 from .ranking import headline_log_pvalues, risk_basis
 from .table import ScoresTable
 
@@ -89,8 +90,6 @@ def claims(res: RunResult) -> list[Claim]:
 
 def chosen(res: RunResult, found: list[Claim]) -> Claim | None:
     """The headline claim (module docstring)."""
-    from .findings import verdict  # findings words this module's answer; the verdict's attack is needed here
-
     v = verdict(res)
     basis = risk_basis(res)
     validated = [c for c in found if c.pooled and c.validated]

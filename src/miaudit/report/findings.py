@@ -11,76 +11,10 @@ import numpy as np
 from ..experiment.deployable import pooled_threshold
 from ..experiment.run import AttackRun, RunResult
 from ..stats import fdr, precision, signals
-from ..stats import verdict as rule
 from ..stats.metrics import clopper_pearson
 from . import at_risk
+from .leak_verdict import RANKINGS, membership_tests, pct
 from .ranking import headline_log_pvalues
-
-RANKINGS = frozenset({"gls"})  # per-record risk rankings, not membership tests: out of the verdict and PPV
-HEADLINE_LEVEL = 0.01
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:.3g}%"
-
-
-def membership_tests(res: RunResult) -> list[AttackRun]:
-    """The attack rows that test membership (every row but the risk rankings), with metrics."""
-    return [r for r in res.attacks if r.attack.name not in RANKINGS and r.metrics is not None]
-
-
-def verdict(res: RunResult) -> dict[str, Any] | None:
-    """results.json's ``verdict``: one decision over every attack and FPR level (``stats.verdict``)."""
-    runs, exp = membership_tests(res), res.experiment
-    if not runs or exp.is_member is None:
-        return None
-    levels = tuple(float(k) for k in runs[0].metrics.tpr_at_fpr)  # type: ignore[union-attr]
-    v = rule.decide({r.attack.label: r.result.scores for r in runs}, exp.is_member, levels)
-    t = v.basis(HEADLINE_LEVEL)
-    ci = next(r for r in runs if r.attack.label == t.attack).metrics.tpr_at_fpr_ci[str(t.level)]  # type: ignore
-    power = {str(a): v.smallest_detectable_tpr(a) for a in levels}
-    tpr = t.tp / t.n_members
-    where = f"{t.attack} identifies {_pct(tpr)} [{_pct(ci[0])}, {_pct(ci[1])}] of members at {_pct(t.level)} FPR"
-    tests = f"{len(v.tests)} tests ({len(runs)} attacks x {len(levels)} FPR levels)"
-    if v.leaks:
-        statement = (
-            f"Leaks: {where}, more than chance allows (exact p = {t.p_value:.2g}; Holm-adjusted over {tests}: "
-            f"{t.adjusted:.2g} <= {v.alpha:g})."
-        )
-    else:
-        need = power.get(str(HEADLINE_LEVEL))
-        statement = (
-            f"No leak detected: no attack tells members from non-members better than chance at family-wise error "
-            f"{v.alpha:g} over {tests}; best at {_pct(t.level)} FPR: {where}. "
-            + (
-                f"This audit would detect a TPR@{_pct(HEADLINE_LEVEL)} of {_pct(need)} or more."
-                if need is not None
-                else f"With these numbers of records no TPR@{_pct(HEADLINE_LEVEL)} could be told from chance."
-            )
-        )
-    return {
-        "statement": statement,
-        "leaks": v.leaks,
-        "attack": t.attack,
-        "fpr_level": t.level,
-        "tpr": tpr,
-        "tpr_ci": list(ci),
-        "p_value": t.p_value,
-        "adjusted_p_value": t.adjusted,
-        "rule": (
-            "leaks when Holm's procedure over every (attack, FPR level) test rejects one at family-wise error "
-            f"{v.alpha:g}; each test's exact p-value is the negative hypergeometric tail of the members above the "
-            "threshold that flags at most floor(level x non-members) non-members, under exchangeable members and "
-            "non-members (docs/concepts.md, the verdict)"
-        ),
-        "family_alpha": v.alpha,
-        "n_tests": len(v.tests),
-        "smallest_detectable_tpr": power,
-        "rejected": [
-            {"attack": r.attack, "fpr_level": r.level, "tpr": r.tp / r.n_members, "adjusted_p_value": r.adjusted}
-            for r in v.rejected
-        ],
-    }
 
 
 def n_calibration(res: RunResult) -> int | None:
@@ -168,7 +102,7 @@ def note(c: at_risk.Claim, found: dict[str, Any], m: int) -> str:
         else:
             fdp = v.fdp
             said += (f"on the {len(c.run.pseudo_targets or [])} pseudo-targets the same procedure's realized FDP was "
-                     f"{_pct(fdp.value)} [{_pct(fdp.ci[0])}, {_pct(fdp.ci[1])}] of {fdp.flagged} flagged"
+                     f"{pct(fdp.value)} [{pct(fdp.ci[0])}, {pct(fdp.ci[1])}] of {fdp.flagged} flagged"
                      + (", above the level: these claims may not hold)" if fdp.value > level else ")"))  # fmt: skip
     elif found["p_values"] == "calibrated":
         n_cal = found["n_calibration_records"]
@@ -183,7 +117,7 @@ def note(c: at_risk.Claim, found: dict[str, Any], m: int) -> str:
     if "realized_fdp" in found:
         r = found["realized_fdp"]
         above = " ABOVE the FDR level" if r["above_level"] else ""
-        said += (f"; realized FDP on the target {_pct(r['value'])} [{_pct(r['ci'][0])}, {_pct(r['ci'][1])}] "
+        said += (f"; realized FDP on the target {pct(r['value'])} [{pct(r['ci'][0])}, {pct(r['ci'][1])}] "
                  f"({r['non_members']} non-members){above}")  # fmt: skip
     return said
 

@@ -7,8 +7,6 @@ import re
 import numpy as np
 
 from ..experiment.run import AttackRun, RunResult
-from ..stats.fdr import bh_qvalues
-from .table import ScoresTable
 
 
 def slug(run: AttackRun) -> str:
@@ -75,33 +73,3 @@ ATTACK_COLUMNS = {  # per attack row, after its column name (<name>_n<K>, or its
     "p_value_raw": "the attack's own p-value before calibration (calibrated tests only)",
     "log_p_raw": "its natural log",
 }
-
-
-def scores_frame(res: RunResult) -> ScoresTable:
-    """The per-record risk table: one row per query, most exposed first."""
-    from .at_risk import named  # at_risk reads this module's headline p-values
-
-    exp = res.experiment
-    found, head = named(res)
-    pooled = {c.run.attack.label: c for c in found if c.pooled}
-    order = np.argsort(-risk_values(risk_basis(res)), kind="stable")  # most exposed first
-    rank = np.empty(len(order), dtype=np.int64)
-    rank[order] = np.arange(1, len(order) + 1)
-    cols = {"risk_rank": rank, "record": exp.query_idx, **exp.query_info}
-    if exp.is_member is not None:
-        cols["member"] = exp.is_member.astype(int)
-    cols["label"] = exp.dataset.y[exp.query_idx]
-    if head is not None:
-        cols["at_risk"] = head.flagged.astype(int)
-    for r in res.attacks:
-        s = slug(r)
-        cols[f"{s}.score"] = r.result.scores
-        headline = headline_log_pvalues(r)
-        if headline is not None:  # p_value / log_p: the headline (calibrated when the run calibrates)
-            cols[f"{s}.p_value"], cols[f"{s}.log_p"] = np.exp(headline), headline
-            cols[f"{s}.q_value"] = bh_qvalues(np.exp(headline))  # Benjamini-Hochberg: flagged at FDR q when <= q
-        if (c := pooled.get(r.attack.label)) is not None:
-            cols[f"{s}.p_value_pooled"], cols[f"{s}.q_value_pooled"] = np.exp(c.log_p), c.q
-        if r.result.log_pvalues_calibrated is not None and r.result.log_pvalues is not None:
-            cols[f"{s}.p_value_raw"], cols[f"{s}.log_p_raw"] = np.exp(r.result.log_pvalues), r.result.log_pvalues
-    return ScoresTable(cols).take(order)

@@ -17,7 +17,7 @@ from ..experiment import announce
 from ..experiment.base import Experiment
 from ..experiment.run import AttackRun, RunResult
 from ..stats import metrics
-from . import findings
+from . import findings, leak_verdict
 from .ranking import headline_log_pvalues, risk_values
 
 UNKNOWN_MEMBERSHIP_NOTE = (
@@ -85,7 +85,7 @@ def _attack_json(r: AttackRun, exp: Experiment) -> dict:
 
 def _membership_counts(r: AttackRun, exp: Experiment) -> tuple[int, int] | None:
     """(members, non-members) where the row is a membership test with ROC metrics (PPV applies), else None."""
-    if r.metrics is None or r.attack.name in findings.RANKINGS or exp.is_member is None:
+    if r.metrics is None or r.attack.name in leak_verdict.RANKINGS or exp.is_member is None:
         return None
     return int(exp.is_member.sum()), int((~exp.is_member).sum())
 
@@ -128,7 +128,7 @@ def results_json(res: RunResult) -> dict:
             "records": len(getattr(exp.split, exp.calibration_part)) if exp.calibrates else 0,
         },
         **({"attack_choice": attack_choice(res)} if getattr(exp.plan, "auto", None) else {}),
-        "verdict": findings.verdict(res),
+        "verdict": leak_verdict.verdict(res),
         "records_at_risk": findings.records_at_risk(res),
         **({"worst_case": worst} if (worst := findings.worst_case(res)) else {}),
         "attacks": [_attack_json(r, exp) for r in res.attacks],

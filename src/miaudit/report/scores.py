@@ -1,0 +1,41 @@
+"""scores.csv / scores.parquet: the per-record table, one row per query, most exposed first; the columns are
+described in ``ranking.RECORD_COLUMNS`` and ``ranking.ATTACK_COLUMNS``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..experiment.run import RunResult
+from ..stats.fdr import bh_qvalues
+from .at_risk import Claim, named
+from .ranking import headline_log_pvalues, risk_basis, risk_values, slug
+from .table import ScoresTable
+
+
+def scores_frame(res: RunResult, claims: tuple[list[Claim], Claim | None] | None = None) -> ScoresTable:
+    """The per-record risk table: one row per query, most exposed first. ``claims``: ``at_risk.named(res)``,
+    when the caller has it already."""
+    exp = res.experiment
+    found, head = claims if claims is not None else named(res)
+    pooled = {c.run.attack.label: c for c in found if c.pooled}
+    order = np.argsort(-risk_values(risk_basis(res)), kind="stable")  # most exposed first
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(1, len(order) + 1)
+    cols = {"risk_rank": rank, "record": exp.query_idx, **exp.query_info}
+    if exp.is_member is not None:
+        cols["member"] = exp.is_member.astype(int)
+    cols["label"] = exp.dataset.y[exp.query_idx]
+    if head is not None:
+        cols["at_risk"] = head.flagged.astype(int)
+    for r in res.attacks:
+        s = slug(r)
+        cols[f"{s}.score"] = r.result.scores
+        headline = headline_log_pvalues(r)
+        if headline is not None:  # p_value / log_p: the headline (calibrated when the run calibrates)
+            cols[f"{s}.p_value"], cols[f"{s}.log_p"] = np.exp(headline), headline
+            cols[f"{s}.q_value"] = bh_qvalues(np.exp(headline))  # Benjamini-Hochberg: flagged at FDR q when <= q
+        if (c := pooled.get(r.attack.label)) is not None:
+            cols[f"{s}.p_value_pooled"], cols[f"{s}.q_value_pooled"] = np.exp(c.log_p), c.q
+        if r.result.log_pvalues_calibrated is not None and r.result.log_pvalues is not None:
+            cols[f"{s}.p_value_raw"], cols[f"{s}.log_p_raw"] = np.exp(r.result.log_pvalues), r.result.log_pvalues
+    return ScoresTable(cols).take(order)
