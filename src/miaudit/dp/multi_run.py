@@ -24,7 +24,7 @@ from ..errors import ConfigError
 from ..experiment import datasets
 from ..experiment.recipes import builtin_recipe, model_seed, obtain, open_store
 from ..progress import ModelProgress
-from . import audit, bounds, canaries
+from . import audit, bounds, canaries, verdict
 from . import training as dp_training
 
 RUN_ROLE = 5000  # model seeds of the runs: model_seed(seed, RUN_ROLE + i), apart from the references'
@@ -112,7 +112,8 @@ def run(cfg: RunConfig, runs: int) -> dict[str, Any]:
             "declared_epsilon": declared,
             "accounted_epsilon": (privacy or {}).get("accounted_epsilon"),
             "accounted": (privacy or {}).get("accounted"),
-            "verdict": audit.one_run_verdict(entry, [entry], claim),
+            **verdict.multi_run(entry, claim, privacy),
+            "planted_fault": (privacy or {}).get("planted_fault"),
             "how": f"{2 * runs} models ({runs} with the canary), threshold on half of them",
         },
     }

@@ -106,7 +106,27 @@ def render(res: RunResult, results: dict, frame: ScoresTable, roc_png: Path | No
         gls_purpose=sections.GLS_PURPOSE,
         gls_validation=sections.GLS_VALIDATION,
         gls_top=sections.gls_top(frame),
+        audited=sections.audited_records(results) if known else "",
+        **dp_context(results),
     )
+
+
+def dp_context(results: dict) -> dict:
+    """The DP audit's part of report.html: its verdict on top, its section (``dp_audit.html.j2``)."""
+    if "dp_audit" not in results:
+        return {"dp_head": []}
+    from ..dp import audit  # imported here: the DP bounds bring scipy.stats, a second of every other report
+
+    a = results["dp_audit"]
+    one_run = a.get("kind") == "one-run"
+    return {
+        "dp_head": [line.replace("**", "") for line in sections.verdict_lines(results) if line]
+        if sections.dp_audited(results)
+        else [],
+        "dp_claims": audit.claims_line(a) if "accounted" in a else "",
+        "dp_rows": audit.bound_rows(a) if one_run else [],
+        "dp_header": audit.BOUND_HEADER,
+    }
 
 
 def write(res: RunResult, results: dict, frame: ScoresTable, out_dir: Path) -> Path:
