@@ -111,6 +111,12 @@ def render(res: RunResult, results: dict, frame: ScoresTable, roc_png: Path | No
     )
 
 
+def render_dp(results: dict, title: str) -> str:
+    """report.html of a DP audit without attacks (white-box only, or multi-run): its verdict and DP section."""
+    config = yaml.safe_dump(results.get("config", {}), sort_keys=False, default_flow_style=None)
+    return _env.get_template("dp_report.html.j2").render(r=results, title=title, config=config, **dp_context(results))
+
+
 def dp_context(results: dict) -> dict:
     """The DP audit's part of report.html: its verdict on top, its section (``dp_audit.html.j2``)."""
     if "dp_audit" not in results:
