@@ -16,9 +16,10 @@ from miaudit.config.options import DPConfig
 from miaudit.errors import ConfigError
 
 pytest.importorskip("opacus", reason="DP-SGD needs opacus: pip install -e '.[dp]'")
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # Opacus' notes: secure RNG off, backward hooks
 
-from miaudit.dp import training  # noqa: E402  (after the skip: it needs opacus)
-from miaudit.dp.faults import Planted  # noqa: E402
+from miaudit.dp import training  # after the skip: it needs opacus
+from miaudit.dp.faults import Planted
 
 CLIP, N, D, K = 1.0, 8, 40, 5  # clipping norm; 8 records of 40 features, 5 classes: 205 parameters
 
