@@ -13,13 +13,12 @@ import torch.nn as nn
 
 from miaudit.config import run as config
 from miaudit.config.options import DPConfig
+from miaudit.dp import training
+from miaudit.dp.faults import Planted
 from miaudit.errors import ConfigError
 
 pytest.importorskip("opacus", reason="DP-SGD needs opacus: pip install -e '.[dp]'")
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # Opacus' notes: secure RNG off, backward hooks
-
-from miaudit.dp import training  # after the skip: it needs opacus
-from miaudit.dp.faults import Planted
 
 CLIP, N, D, K = 1.0, 8, 40, 5  # clipping norm; 8 records of 40 features, 5 classes: 205 parameters
 
@@ -168,8 +167,13 @@ def test_a_fault_is_planted_only_by_its_explicit_key(fault: dict[str, Any], fiel
 def test_every_fault_kind_is_described() -> None:
     dp = DPConfig(
         epsilon=1.0,
-        planted_fault={"clip": "after_mean", "noise": "per_epoch", "sampling": {"accounted_rate_factor": 4},
-                       "public_pass": True, "noise_scale": 0.5},  # fmt: skip
+        planted_fault={
+            "clip": "after_mean",
+            "noise": "per_epoch",
+            "sampling": {"accounted_rate_factor": 4},
+            "public_pass": True,
+            "noise_scale": 0.5,
+        },  # fmt: skip
     )
     said = dp.planted_fault.description()
     for words in ("mean gradient clipped", "once per epoch", "4x smaller", "non-private epoch", "0.5x"):
