@@ -105,6 +105,11 @@ def run(
     _summary(results, out, start)
 
 
+def _say(line: str) -> None:
+    """A line on stderr before the work (a dp-audit's power): plain text, unwrapped."""
+    err.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
 def _interrupted(cfg: config_mod.RunConfig | None, out: Path) -> None:
     """Ctrl-C: one line saying what the run kept, exit 130 (the shell's code for SIGINT)."""
     from .data import default_cache_dir
@@ -347,7 +352,7 @@ def dp_audit(
     try:
         with outdir.reserved(out, force):  # first, as for run
             cfg = _config(config, None)
-            results = output.audit(cfg, out, runs, say=lambda line: err.print(line, highlight=False, markup=False))
+            results = output.audit(cfg, out, runs, say=_say)
     except MiauditError as e:
         _fail(e)
     except KeyboardInterrupt:
