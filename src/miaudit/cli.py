@@ -105,6 +105,11 @@ def run(
     _summary(results, out, start)
 
 
+def _say(line: str) -> None:
+    """A line on stderr before the work (a dp-audit's power): plain text, unwrapped."""
+    err.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
 def _interrupted(cfg: config_mod.RunConfig | None, out: Path) -> None:
     """Ctrl-C: one line saying what the run kept, exit 130 (the shell's code for SIGINT)."""
     from .data import default_cache_dir
@@ -351,21 +356,31 @@ def dp_audit(
     runs: int | None = typer.Option(None, "--runs", help="multi-run audit of the algorithm: 2R runs, canary by coin"),
 ) -> None:
     """DP audit: canaries in one training run (or R pairs of runs), epsilon lower bounds, a verdict with its power."""
+    from . import progress
     from .dp import output
-    from .report import outdir
+    from .report import outdir, sections
 
     out = out or Path("miaudit-runs") / f"{config.stem}-dp"
+    cfg, progress.SESSION["trained"] = None, 0  # what this audit trains: an interrupt reports it
     try:
         with outdir.reserved(out, force):  # first, as for run
-            results = output.audit(_config(config, None), out, runs)
+            cfg = _config(config, None)
+            results = output.audit(cfg, out, runs, say=_say)
     except MiauditError as e:
         _fail(e)
+    except KeyboardInterrupt:
+        _interrupted(cfg, out)
     a = results["dp_audit"]
+    for line in sections.dp_verdict_lines(a):  # the answer first, as in report.md and report.html
+        Console().print(line.replace("**", ""), highlight=False, markup=False, soft_wrap=True, end="\n" if line else "")
+    from .dp.audit import claims_line
+
     Console().print(
-        f"{a['kind']} audit, {len(a['bounds'])} bounds; headline: epsilon lower bound {a['epsilon_lb']:.3f} "
-        f"of at most {a['max_attainable']:.3f} at confidence {a['confidence']:g} ({a['how']}); "
-        f"declared {a['declared_epsilon']}, accounted {a['accounted']}\n{a['verdict']}\nwrote {out}/",
+        f"{a['kind']} audit, {len(a['bounds'])} bounds; {claims_line(a)}; epsilon lower bound {a['epsilon_lb']:.3f} "
+        f"of at most {a['max_attainable']:.3f} attainable ({a['how']})\nwrote {out}/",
         highlight=False,
+        markup=False,
+        soft_wrap=True,
     )
 
 

@@ -31,11 +31,58 @@ class Strict(BaseModel):
 _Strict = Strict
 
 
-class PlantedFault(_Strict):
-    """A self-test of the DP audits, never a way to train: DP-SGD draws ``noise_scale`` times the noise its
-    accountants are told of, so the declared epsilon is false and an audit with power must flag it."""
+class SamplingFault(_Strict):
+    """The accountant is told a sampling rate ``accounted_rate_factor`` times smaller than the one used."""
 
-    noise_scale: float = Field(gt=0, lt=1, description="noise drawn / noise accounted (below 1: a broken claim)")
+    accounted_rate_factor: float = Field(gt=1, description="rate used / rate accounted (above 1: a broken claim)")
+
+
+class PlantedFault(_Strict):
+    """A self-test of the DP audits, never a way to train: a bug planted on purpose into DP-SGD, so the declared
+    epsilon is false and an audit with power must flag it. Each kind is planted only when its key is given:
+    ``noise_scale: s`` draws s times the noise the accountants are told of; ``clip: none`` skips per-sample
+    clipping; ``clip: after_mean`` clips the batch's mean gradient instead of each record's; ``sampling:
+    {accounted_rate_factor: f}`` tells the accountants (and the noise calibration) a rate f times smaller than the
+    one used; ``noise: per_epoch`` draws noise once per epoch (the epoch's first step; its other steps add none);
+    ``public_pass: true`` trains one non-private epoch on the private data before DP-SGD."""
+
+    noise_scale: float | None = Field(default=None, gt=0, lt=1, description="noise drawn / noise accounted (< 1)")
+    clip: Literal["none", "after_mean"] | None = Field(default=None, description="none | after_mean")
+    sampling: SamplingFault | None = Field(default=None, description="{accounted_rate_factor: f}, f > 1")
+    noise: Literal["per_epoch"] | None = Field(default=None, description="per_epoch: noise once per epoch")
+    public_pass: bool | None = Field(default=None, description="true: one non-private epoch before DP-SGD")
+
+    @model_validator(mode="after")
+    def _something_planted(self) -> PlantedFault:
+        if self.public_pass is False:
+            raise ValueError("public_pass: give true to plant the fault, or remove the key")
+        if not self.kinds():
+            raise ValueError(
+                "planted_fault: name the fault: noise_scale: s, clip: none | after_mean, "
+                "sampling: {accounted_rate_factor: f}, noise: per_epoch, or public_pass: true"
+            )
+        return self
+
+    def kinds(self) -> dict[str, Any]:
+        """The faults planted, as given: {key: value}."""
+        return {k: v for k, v in self.model_dump(exclude_none=True).items()}
+
+    def description(self) -> str:
+        """What was planted, in words, for every output."""
+        said = {
+            "noise_scale": lambda v: f"noise drawn at {v:g}x the noise accounted",
+            "clip": lambda v: (
+                "per-sample clipping skipped"
+                if v == "none"
+                else "the batch's mean gradient clipped instead of each record's"
+            ),
+            "sampling": lambda v: (
+                f"the accountant told a sampling rate {v['accounted_rate_factor']:g}x smaller than the one used"
+            ),
+            "noise": lambda v: "noise drawn once per epoch (the epoch's other steps add none)",
+            "public_pass": lambda v: "one non-private epoch on the private data before DP-SGD",
+        }
+        return "; ".join(said[k](v) for k, v in self.kinds().items())
 
 
 class DPConfig(_Strict):
@@ -49,7 +96,7 @@ class DPConfig(_Strict):
     max_grad_norm: float = Field(default=1.0, gt=0)
     references: bool = Field(default=False, description="train the reference models with DP-SGD as well")
     planted_fault: PlantedFault | None = Field(
-        default=None, description="self-test of the audit: {noise_scale: s} draws s x the accounted noise"
+        default=None, description="self-test of the audit: a DP-SGD bug planted on purpose (PlantedFault's kinds)"
     )
 
     @model_validator(mode="after")

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..config.run import DPAuditConfig, RunConfig
 from ..stats import metrics
-from . import bounds
+from . import bounds, verdict
 
 SELECTION_SEED = 0xD9A
 TWO_RUN_ASSUMES = (
@@ -38,7 +38,7 @@ def declared_epsilon(spec: DPAuditConfig | None, cfg: RunConfig) -> float | None
     return cfg.train.dp.epsilon if cfg.train.dp is not None and cfg.target is None else None
 
 
-def verdict(epsilon_lb: float, declared: float | None, confidence: float) -> str:
+def two_run_verdict(epsilon_lb: float, declared: float | None, confidence: float) -> str:
     """One line: is the declared epsilon contradicted by the empirical lower bound?"""
     if declared is None:
         return (
@@ -64,48 +64,31 @@ def tightest(privacy: dict | None, declared: float | None) -> tuple[str, float] 
     return min(claims.items(), key=lambda kv: kv[1]) if claims else None
 
 
-def one_run_verdict(head: dict[str, Any], bounds_: list[dict[str, Any]], claim: tuple[str, float] | None) -> str:
-    """One sentence: the headline bound against the tightest claim, with the audit's power in it."""
-    lb, power, confidence = head["epsilon_lower_bound"], head["max_attainable"], head["confidence"]
-    said = f"{head['analysis']} bound {lb:.3f} from {head['correct']}/{head['guesses']} correct guesses"
-    power_txt = (
-        f"power: {head['canaries']} canaries and {head['guesses']} guesses could show at most epsilon {power:.3f}"
-    )
-    if claim is None:
-        return f"no epsilon claimed: {said} at confidence {confidence:g} ({power_txt})"
-    name, eps = claim
-    others = sum(b is not head and b["epsilon_lower_bound"] > eps for b in bounds_)
-    if lb > eps:
-        also = f"; {others} other bound(s) exceed it too" if others else ""
-        at = f"at confidence {confidence:g}"
-        return f"violation: the {said} exceeds the {name} epsilon {eps:.3f} {at} ({power_txt}){also}"
-    weak = " (too little power to detect any violation of this claim)" if power <= eps else ""
-    but = f"; {others} other bound(s) exceed it, each valid alone (the verdict reads the headline)" if others else ""
-    return f"no violation detected: {said} <= the {name} epsilon {eps:.3f}{weak} ({power_txt}){but}"
-
-
 def one_run_summary(
-    cfg: RunConfig, entries: list[dict[str, Any]], observer: str, privacy: dict | None, accuracies: dict
+    cfg: RunConfig, entries: list[dict[str, Any]], privacy: dict | None, accuracies: dict
 ) -> dict[str, Any]:
-    """results.json's ``dp_audit`` of a one-run audit: every bound, the headline and the verdict."""
-    head = next(e for e in entries if e["observer"] == observer and e["analysis"] == "binomial")
+    """results.json's ``dp_audit`` of a one-run audit: every bound, and the verdict over every observer
+    (``verdict.decide``). f-DP entries carry what they assume."""
+    entries = [{**e, "assumes": verdict.FDP_ASSUMES} if e["analysis"] == "fdp" else e for e in entries]
     declared = declared_epsilon(cfg.dp_audit, cfg)
     claim = tightest(privacy, declared)
+    confidence, delta = one_run_level(cfg)
+    decided = verdict.decide(entries, claim, confidence, privacy)
     return {
         "kind": "one-run",
         "bounds": entries,
-        "headline": {k: head[k] for k in ("observer", "analysis", "threat_model", "canary_kind")},
-        "epsilon_lb": head["epsilon_lower_bound"],
-        "max_attainable": head["max_attainable"],
-        "confidence": head["confidence"],
-        "delta": head["delta"],
+        **decided,
+        "confidence": confidence,
+        "delta": delta,
         "declared_epsilon": declared,
         "accounted_epsilon": (privacy or {}).get("accounted_epsilon"),
         "accounted": (privacy or {}).get("accounted"),
+        "planted_fault": (privacy or {}).get("planted_fault"),
         "compared_with": None if claim is None else {"claim": claim[0], "epsilon": claim[1]},
-        "verdict": one_run_verdict(head, entries, claim),
-        "how": f"{head['correct']} of {head['guesses']} guesses correct on {head['canaries']} {head['canary_kind']} "
-        f"canaries ({head['included']} included), observer {head['observer']}",
+        "how": "; ".join(
+            f"{t['observer']}: {t['correct']} of {t['guesses']} guesses right on {t['canaries']} canaries"
+            for t in decided["tests"]
+        ),
         **accuracies,
     }
 
@@ -177,7 +160,7 @@ def two_run(
         **b,
         "declared_epsilon": declared,
         "accounted_epsilon": accounted,
-        "verdict": verdict(bound.epsilon_lb, declared, spec.confidence),
+        "verdict": two_run_verdict(bound.epsilon_lb, declared, spec.confidence),
         "formula": bounds.FORMULA_TWO_RUN,
         "source": bounds.SOURCE_TWO_RUN,
         "assumes": TWO_RUN_ASSUMES,
@@ -224,31 +207,81 @@ def verdict_md(audit: dict[str, Any]) -> list[str]:
     ]
 
 
-def one_run_md(audit: dict[str, Any]) -> list[str]:
-    """The report.md section of a one-run audit: the claims, every bound with its power, the verdict."""
+def claims_line(audit: dict[str, Any]) -> str:
+    """'declared epsilon 1.000; accounted RDP 0.998, PRV 0.910; delta 1e-05; confidence 0.95'."""
     accounted = ", ".join(f"{k.upper()} {v:.3f}" for k, v in (audit.get("accounted") or {}).items()) or "-"
     declared = audit.get("declared_epsilon")
-    lines = [
-        "",
-        f"## Differential privacy audit ({audit.get('kind', 'one-run')})",
-        "",
-        f"- declared epsilon: {'-' if declared is None else f'{declared:.3f}'}; accounted: {accounted}; "
-        f"delta {audit['delta']:g}; confidence {audit['confidence']:g}",
-        *(  # the multi-run audit trains many models: no one model's accuracy, and a threat model of its own
-            [f"- {audit['how']}"]
-            if audit.get("kind") == "multi-run"
-            else [
-                f"- model accuracy on its own records: train {audit.get('target_train_accuracy', float('nan')):.3f}, "
-                f"test {audit.get('target_test_accuracy', float('nan')):.3f}"
-            ]
-        ),
-        "",
-        "| threat model | canaries | observer | analysis | epsilon lower bound | max attainable | correct / guesses |",
-        "|---|---|---|---|---|---|---|",
-    ]
+    return (
+        f"declared epsilon {'-' if declared is None else f'{declared:.3f}'}; accounted: {accounted}; "
+        f"delta {audit['delta']:g}; confidence {audit['confidence']:g}"
+    )
+
+
+def bound_rows(audit: dict[str, Any]) -> list[list[str]]:
+    """The bounds table (one-run): one row per observer and analysis, the f-DP rows with their assumption, each
+    binomial row with its Holm-adjusted p-value at the claim."""
+    adjusted = {t["observer"]: t["holm_adjusted_p_value"] for t in audit.get("tests", [])}
+    rows = []
     for b in audit["bounds"]:
-        lines.append(
-            f"| {b['threat_model']} | {b['canaries']} {b['canary_kind']} | {b['observer']} | {b['analysis']} | "
-            f"{b['epsilon_lower_bound']:.3f} | {b['max_attainable']:.3f} | {b['correct']} / {b['guesses']} |"
+        binomial = b["analysis"] == "binomial"
+        rows.append(
+            [
+                b["threat_model"],
+                f"{b['canaries']} {b['canary_kind']}",
+                b["observer"],
+                "binomial" if binomial else "f-DP (assumes a Gaussian tradeoff curve (mu-GDP))",
+                f"{b['epsilon_lower_bound']:.3f}",
+                f"{b['max_attainable']:.3f}",
+                f"{b['correct']} / {b['guesses']}",
+                f"{adjusted[b['observer']]:.2g}" if binomial and b["observer"] in adjusted else "-",
+            ]
         )
-    return [*lines, "", f"- **{audit['verdict']}**"]
+    return rows
+
+
+BOUND_HEADER = [
+    "threat model",
+    "canaries",
+    "observer",
+    "analysis",
+    "epsilon lower bound",
+    "max attainable",
+    "correct / guesses",
+    "Holm-adjusted p at the claim",
+]
+
+
+def one_run_md(audit: dict[str, Any]) -> list[str]:
+    """The report.md section of a one-run audit: the verdict, the claims, every bound with its power, what each
+    observer sees."""
+    if audit.get("kind") == "multi-run":
+        return multi_run_md(audit)
+    lines = ["", "## Differential privacy audit (one-run)", "", f"- **{audit['verdict']}**"]
+    if audit.get("gdp_test"):
+        lines.append(f"- {audit['gdp_test']['statement']}")
+    lines += [f"- {claims_line(audit)}", f"- verdict: {audit['family']['method']}"]
+    if "target_train_accuracy" in audit:
+        lines.append(
+            f"- model accuracy on its own records: train {audit['target_train_accuracy']:.3f}, "
+            f"test {audit['target_test_accuracy']:.3f}"
+        )
+    lines += ["", "| " + " | ".join(BOUND_HEADER) + " |", "|" + "---|" * len(BOUND_HEADER)]
+    lines += ["| " + " | ".join(row) + " |" for row in bound_rows(audit)]
+    lines += ["", "What each observer can and cannot see:", ""]
+    lines += [f"- {tm}: sees {o['sees']}; blind to {o['blind_to']}" for tm, o in audit.get("observers", {}).items()]
+    return lines
+
+
+def multi_run_md(audit: dict[str, Any]) -> list[str]:
+    """The report.md section of a multi-run audit: the verdict, the claims, the threat model and how the runs were
+    made (``how``), then every bound from the trained models (the first is the headline the verdict reads)."""
+    lines = ["", "## Differential privacy audit (multi-run)", "", f"- **{audit['verdict']}**"]
+    lines += [f"- {claims_line(audit)}", f"- {audit['how']}", ""]
+    lines += ["| analysis | epsilon lower bound | max attainable | correct / guesses | runs (with the canary) |"]
+    lines += ["|---|---|---|---|---|"]
+    lines += [
+        f"| {b['analysis']}{' (headline)' if i == 0 else ''} | {b['epsilon_lower_bound']:.3f} | "
+        f"{b['max_attainable']:.3f} | {b['correct']} / {b['guesses']} | {b['runs']} ({b.get('included', '-')}) |"
+        for i, b in enumerate(audit["bounds"])
+    ]
+    return lines

@@ -38,7 +38,7 @@ from ..errors import ConfigError
 from ..experiment import datasets
 from ..experiment.recipes import model_seed
 from ..progress import ModelProgress
-from . import audit, bounds, canaries, stacked, worst_case
+from . import audit, bounds, canaries, stacked, verdict, worst_case
 from . import training as dp_training
 
 RUN_ROLE = 5000  # model seeds of the runs: model_seed(seed, RUN_ROLE + 1 + i), apart from the references'
@@ -184,7 +184,8 @@ def run(cfg: RunConfig, runs: int) -> dict[str, Any]:
             "declared_epsilon": declared,
             "accounted_epsilon": (privacy or {}).get("accounted_epsilon"),
             "accounted": (privacy or {}).get("accounted"),
-            "verdict": audit.one_run_verdict(head, entries, claim),
+            **verdict.multi_run(head, claim, privacy),
+            "planted_fault": (privacy or {}).get("planted_fault"),
             "threat_model": worst_case.THREAT_MODEL,
             "how": f"{2 * runs} models ({int(included.sum())} with the canary, by fair coins) trained together by "
             f"stacked DP-SGD from a crafted start; {head['guesses']} guesses on the highest and lowest scores, "
@@ -203,7 +204,13 @@ def stacked_spec(cfg: RunConfig, dp: DPConfig, n: int) -> stacked.StackSpec:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         sigma = dp_training.noise_multiplier(dp, q, train.epochs)
-    fault = dp.planted_fault.noise_scale if dp.planted_fault is not None else 1.0
+    planted = dp.planted_fault.kinds() if dp.planted_fault is not None else {}
+    if set(planted) - {"noise_scale"}:  # refused rather than ignored: the audit would test a fault never planted
+        raise ConfigError(
+            f"train.dp.planted_fault: the multi-run audit's stacked DP-SGD plants noise_scale only, not "
+            f"{', '.join(sorted(set(planted) - {'noise_scale'}))}; audit those faults with the one-run dp-audit"
+        )
+    fault = float(planted.get("noise_scale", 1.0))
     return stacked.StackSpec(
         epochs=train.epochs,
         batch_size=train.batch_size,

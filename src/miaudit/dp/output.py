@@ -1,14 +1,15 @@
 """``miaudit dp-audit``'s outputs. A one-run audit with input-space canaries writes a run's usual outputs
 (``report.write``). A white-box-only audit (no input-space canary, so no attack and no per-record table) and a
 multi-run audit write results.json with the keys a run has where they apply (``target`` with ``dp``,
-``dp_audit``, ``config``, ``environment``), report.md, and scores.csv (one row per gradient canary, or per
-trained model), atomically."""
+``dp_audit``, ``config``, ``environment``), report.md, report.html (the DP section alone) and scores.csv (one
+row per gradient canary, or per trained model), atomically."""
 
 from __future__ import annotations
 
 import json
 import shutil
 import tempfile
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -19,9 +20,11 @@ from .._version import __version__
 from ..config.run import RunConfig
 from ..report import outdir
 from ..report import write as write_run
+from ..report.html import render_dp
 from ..report.records import environment
-from . import multi_run, one_run
-from .audit import one_run_md
+from ..report.sections import dp_verdict_lines
+from . import bounds, multi_run, one_run
+from .audit import declared_epsilon, one_run_level, one_run_md
 from .canaries import guesses
 
 
@@ -47,11 +50,13 @@ def write(res: dict[str, Any], frame: pd.DataFrame, title: str, out: Path) -> di
     """Write results.json, report.md and scores.csv into ``out`` atomically; return the results."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    lines = [f"# miaudit {title}: {res['dataset']}", "", f"- model {res['model']}, seed {res['seed']}"]
+    lines = [f"# miaudit {title}: {res['dataset']}", "", *dp_verdict_lines(res["dp_audit"])]
+    lines += [f"- model {res['model']}, seed {res['seed']}"]
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         (tmp / "results.json").write_text(json.dumps(res, indent=1))
         (tmp / "report.md").write_text("\n".join([*lines, *one_run_md(res["dp_audit"])]) + "\n")
+        (tmp / "report.html").write_text(render_dp(res, title), encoding="utf-8")
         frame.to_csv(tmp / "scores.csv", index=False, float_format="%.8g")
         outdir.publish(tmp, out)
     finally:
@@ -89,10 +94,29 @@ def multirun(found: dict[str, Any], cfg: RunConfig, out: Path) -> dict[str, Any]
     return write(res, frame, "multi-run DP audit", out)
 
 
-def audit(cfg: RunConfig, out: Path, runs: int | None = None) -> dict[str, Any]:
+def multi_run_power(cfg: RunConfig, runs: int) -> str:
+    """What ``runs`` pairs of models can show at most (every decision right on the half not used to choose the
+    threshold), said before any training; and whether that is too little for the declared epsilon."""
+    confidence, delta = one_run_level(cfg)
+    held = runs - runs // 2  # models with (and without) the canary that test the threshold
+    power = bounds.rate_bound(held, held, 0, held, delta, confidence).epsilon_lb
+    said = (
+        f"power: {runs} runs with the canary and {runs} without (threshold chosen on half of them) can show at most "
+        f"epsilon {power:.3f} at confidence {confidence:g}"
+    )
+    declared = declared_epsilon(cfg.dp_audit, cfg)
+    if declared is not None and power <= declared:
+        return f"{said}: too little power to detect any violation of the declared epsilon {declared:g}; more runs"
+    return said
+
+
+def audit(cfg: RunConfig, out: Path, runs: int | None = None, say: Callable[[str], None] = print) -> dict[str, Any]:
     """``miaudit dp-audit``: the multi-run audit with ``runs``, else the one-run audit (white-box only, or with
-    input-space canaries and attacks); its outputs written into ``out``."""
+    input-space canaries and attacks); its outputs written into ``out``. ``say`` gets the lines said before
+    training (the multi-run audit's power)."""
     if runs is not None:
+        if runs >= 2:  # fewer: refused by multi_run.run
+            say(multi_run_power(cfg, runs))
         return multirun(multi_run.run(cfg, runs), cfg, out)
     one_run.check(cfg)
     if cfg.canaries is not None and cfg.canaries.implied_threat_model == "white-box":

@@ -9,8 +9,9 @@ installed) and the audits compare with the smallest (results.json ``target.dp.ac
 stays the RDP figure). Models go through Opacus' validator first (``compatible``: BatchNorm becomes GroupNorm),
 in the recipe's ``build``, so a cached DP model loads into the same architecture.
 
-A planted fault (``train.dp.planted_fault: {noise_scale: s}``) draws s times the noise the accountants are told
-of: a self-test of the audits, which must flag it. White-box gradient canaries (``whitebox``) are observed in,
+A planted fault (``train.dp.planted_fault``, ``faults``: a noise scale, clipping skipped or after the mean, a
+sampling rate misreported to the accountants, noise once per epoch, a non-private pass) is a self-test of the
+audits, which must flag it. White-box gradient canaries (``whitebox``) are observed in,
 and added to, every noisy update.
 """
 
@@ -27,6 +28,7 @@ import torch.nn as nn
 from ..config.run import DPConfig, TrainConfig
 from ..errors import ConfigError
 from ..training.loop import ProgressFn, TrainReport, accuracy, optimizer_with_schedule, predict_logits
+from .faults import Planted
 from .whitebox import GradientCanaries
 
 ACCOUNTANT = "rdp"
@@ -57,8 +59,9 @@ def compatible(model: nn.Module) -> nn.Module:
     return ModuleValidator.fix(model)
 
 
-def noise_multiplier(dp: DPConfig, sample_rate: float, epochs: int) -> float:
-    """The given noise multiplier, or the one Opacus' accountant calibrates to (epsilon, delta)."""
+def noise_multiplier(dp: DPConfig, sample_rate: float, epochs: int, steps: int | None = None) -> float:
+    """The given noise multiplier, or the one Opacus' accountant calibrates to (epsilon, delta) over ``epochs``
+    at this rate (or over ``steps``, when given)."""
     if dp.noise_multiplier is not None:
         return dp.noise_multiplier
     from opacus.accountants.utils import get_noise_multiplier
@@ -68,7 +71,7 @@ def noise_multiplier(dp: DPConfig, sample_rate: float, epochs: int) -> float:
             target_epsilon=dp.epsilon,
             target_delta=dp.delta,
             sample_rate=sample_rate,
-            epochs=epochs,
+            **({"epochs": epochs} if steps is None else {"steps": steps}),
             accountant=ACCOUNTANT,
             epsilon_tolerance=0.005,
         )
@@ -80,9 +83,11 @@ def accounted(sigma: float, sample_rate: float, steps: int, delta: float) -> dic
     from opacus.accountants import PRVAccountant, RDPAccountant
 
     out = {}
-    for name, accountant in (("rdp", RDPAccountant()), ("prv", PRVAccountant())):
-        accountant.history = [(sigma, sample_rate, steps)]
-        out[name] = float(accountant.get_epsilon(delta=delta))
+    with warnings.catch_warnings():  # Opacus' notes (optimal order at the largest alpha; PRV's overflows in exp)
+        warnings.simplefilter("ignore")  # would be lines of every dp-audit's output: the figures stand as given
+        for name, accountant in (("rdp", RDPAccountant()), ("prv", PRVAccountant())):
+            accountant.history = [(sigma, sample_rate, steps)]
+            out[name] = float(accountant.get_epsilon(delta=delta))
     try:
         import dp_accounting
     except ImportError:  # PLD is optional (the audit-ref extra installs dp-accounting)
@@ -103,6 +108,24 @@ def with_accountants(privacy: dict | None) -> dict | None:
         **privacy,
         "accounted": accounted(privacy["noise_multiplier"], privacy["sample_rate"], steps, privacy["delta"]),
     }
+
+
+def make_private(
+    model: nn.Module, opt: torch.optim.Optimizer, loader: Any, sigma: float, clip: float, seed: int, device: str
+) -> tuple[Any, Any, Any, Any]:
+    """Opacus' module, optimizer, loss and Poisson loader of one DP-SGD run (ghost clipping; seeded noise)."""
+    engine = _opacus().PrivacyEngine(accountant=ACCOUNTANT)
+    return engine.make_private(
+        module=model,
+        optimizer=opt,
+        criterion=nn.CrossEntropyLoss(),
+        data_loader=loader,
+        noise_multiplier=sigma,
+        max_grad_norm=clip,
+        poisson_sampling=True,
+        grad_sample_mode=GRAD_SAMPLE_MODE,
+        noise_generator=torch.Generator(device=device).manual_seed(seed + 1),
+    )
 
 
 def train_dp(
@@ -127,30 +150,30 @@ def train_dp(
     loader = torch.utils.data.DataLoader(
         data, batch_size=cfg.batch_size, shuffle=True, generator=torch.Generator().manual_seed(seed)
     )
-    sample_rate = 1 / len(loader)  # Opacus' Poisson sampling rate for this loader
+    used_rate = 1 / len(loader)  # Opacus' Poisson sampling rate for this loader
+    planted = Planted(dp)
+    sample_rate = planted.accounted_rate(used_rate)  # the rate the accountants are told of: the used one, unless
+    steps_planned = int(cfg.epochs / used_rate) if sample_rate != used_rate else None  # a fault says otherwise
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        sigma = noise_multiplier(dp, sample_rate, cfg.epochs)
+        sigma = noise_multiplier(dp, sample_rate, cfg.epochs, steps_planned)
     model.to(device).train()
+    planted.public_pass(model, loader, cfg)
     opt, sched = optimizer_with_schedule(model, cfg)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Opacus' notes on secure RNG, alpha ranges and backward hooks
-        engine = opacus.PrivacyEngine(accountant=ACCOUNTANT)
-        private, dp_opt, loss_fn, dp_loader = engine.make_private(
-            module=model,
-            optimizer=opt,
-            criterion=nn.CrossEntropyLoss(),
-            data_loader=loader,
-            noise_multiplier=sigma,
-            max_grad_norm=dp.max_grad_norm,
-            poisson_sampling=True,
-            grad_sample_mode=GRAD_SAMPLE_MODE,
-            noise_generator=torch.Generator(device=device).manual_seed(seed + 1),
-        )
-        fault = dp.planted_fault.noise_scale if dp.planted_fault is not None else 1.0
-        dp_opt.noise_multiplier = sigma * fault  # the noise drawn; the accountants are told sigma
-        canary_step = (
-            whitebox.hook(dp_opt.params, sample_rate, sigma, dp.max_grad_norm, dp_opt.expected_batch_size, seed)
+        private, dp_opt, loss_fn, dp_loader = make_private(model, opt, loader, sigma, dp.max_grad_norm, seed, device)
+        planted.into(private, dp_opt, sigma)
+        canary_step = (  # canaries are sampled at the rate used and scored at the rate claimed
+            whitebox.hook(
+                dp_opt.params,
+                used_rate,
+                sigma,
+                dp.max_grad_norm,
+                dp_opt.expected_batch_size,
+                seed,
+                claimed_rate=sample_rate,
+            )  # fmt: skip
             if whitebox is not None
             else None
         )
@@ -164,10 +187,13 @@ def train_dp(
         dp_opt.attach_step_hook(step_hook)
         steps = 0
         for epoch in range(cfg.epochs):
+            first = True
             for xb, yb in dp_loader:
                 steps += 1
                 if not len(yb):  # an empty Poisson batch (chance (1 - q)^n): skipped, which depends on no record
                     continue
+                planted.before_step(dp_opt, first, len(yb))
+                first = False
                 dp_opt.zero_grad(set_to_none=True)
                 loss_fn(private(xb), yb).backward()
                 dp_opt.step()
@@ -187,7 +213,7 @@ def train_dp(
         "steps": steps,
         "noisy_steps": noisy[0],
         "accountant": f"opacus {opacus.__version__} {ACCOUNTANT} (noise calibration; accounted: {sorted(epsilons)})",
-        **({"planted_fault": {"noise_scale": fault, "noise_multiplier_drawn": sigma * fault}} if fault != 1 else {}),
+        **planted.record(),
         "poisson_sampling": True,
         "clipping": f"flat, {GRAD_SAMPLE_MODE}",
     }

@@ -90,7 +90,10 @@ def builtin_recipe(
             epochs=cfg.train.epochs,
             cache_spec={
                 **spec,
-                "dp": dp.model_dump(exclude={"references"} | ({"planted_fault"} if not dp.planted_fault else set())),
+                "dp": {  # a planted fault as given (its unset kinds left out: the keys of older faults stay)
+                    **dp.model_dump(exclude={"references", "planted_fault"}),
+                    **({"planted_fault": dp.planted_fault.kinds()} if dp.planted_fault else {}),
+                },
             },
         )
     return ModelRecipe(

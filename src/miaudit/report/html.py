@@ -134,7 +134,33 @@ def render(res: RunResult, results: dict, frame: ScoresTable, roc_png: Path | No
         else "",
         worst_case_header=sections.worst_case_header,
         worst_case_cell=sections.worst_case_cell,
+        audited=sections.audited_records(results) if known else "",
+        **dp_context(results),
     )
+
+
+def render_dp(results: dict, title: str) -> str:
+    """report.html of a DP audit without attacks (white-box only, or multi-run): its verdict and DP section."""
+    config = yaml.safe_dump(results.get("config", {}), sort_keys=False, default_flow_style=None)
+    return _env.get_template("dp_report.html.j2").render(r=results, title=title, config=config, **dp_context(results))
+
+
+def dp_context(results: dict) -> dict:
+    """The DP audit's part of report.html: its verdict on top, its section (``dp_audit.html.j2``)."""
+    if "dp_audit" not in results:
+        return {"dp_head": []}
+    from ..dp import audit  # imported here: the DP bounds bring scipy.stats, a second of every other report
+
+    a = results["dp_audit"]
+    one_run = a.get("kind") == "one-run"
+    return {
+        "dp_head": [line.replace("**", "") for line in sections.verdict_lines(results) if line]
+        if sections.dp_audited(results)
+        else [],
+        "dp_claims": audit.claims_line(a) if "accounted" in a else "",
+        "dp_rows": audit.bound_rows(a) if one_run else [],
+        "dp_header": audit.BOUND_HEADER,
+    }
 
 
 def write(res: RunResult, results: dict, frame: ScoresTable, out_dir: Path) -> Path:

@@ -100,11 +100,7 @@ def _ranking_table_md(results: dict) -> list[str]:
 def report_md(res: RunResult, results: dict, frame: ScoresTable) -> str:
     t = results["target"]
     known = results["membership"] == "known"
-    audited = (
-        f"{results['n_members']} members, {results['n_nonmembers']} non-members"
-        if known
-        else f"{results['n_queries']} queries of unknown membership"
-    )
+    audited = sections.audited_records(results) if known else f"{results['n_queries']} queries of unknown membership"
     accuracies = sections.target_fit(t)
     lines = [
         f"# miaudit report: {results['dataset']}",

@@ -4,6 +4,8 @@ a risk ranking rather than a row of the attack table."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from .table import ScoresTable
@@ -31,9 +33,37 @@ def is_ranking(attack: dict) -> bool:
 
 
 def verdict_lines(results: dict) -> list[str]:
-    """The verdict sentence: the first thing each report says."""
+    """The verdict sentence: the first thing each report says. A DP audit's is its DP verdict; its membership
+    verdict follows, about the canaries."""
     v = results.get("verdict")
+    if dp_audited(results):
+        lines = dp_verdict_lines(results["dp_audit"])
+        return lines + ([f"Canaries: {canary_words(v['statement'])}", ""] if v else [])
     return [f"**Verdict: {v['statement']}**", ""] if v else []
+
+
+def dp_audited(results: dict) -> bool:
+    """A one-run DP audit's results (``miaudit dp-audit``): its queries are canaries."""
+    return results.get("dp_audit", {}).get("kind") in ("one-run", "multi-run")
+
+
+def dp_verdict_lines(audit: dict) -> list[str]:
+    """The DP verdict (with a planted fault said in it), then the f-DP test with its assumption."""
+    gdp = audit.get("gdp_test")
+    return [f"**DP verdict: {audit['verdict']}**", "", *([gdp["statement"], ""] if gdp else [])]
+
+
+def canary_words(text: str) -> str:
+    """A membership sentence about canaries: members are the included canaries, non-members the left-out ones."""
+    text = re.sub(r"\bnon-members\b", "left-out canaries", text)
+    return re.sub(r"\bmembers\b", "included canaries", text)
+
+
+def audited_records(results: dict) -> str:
+    """'90 members, 110 non-members', or in a DP audit '90 canaries included, 110 canaries left out'."""
+    if dp_audited(results):
+        return f"{results['n_members']} canaries included, {results['n_nonmembers']} canaries left out"
+    return f"{results['n_members']} members, {results['n_nonmembers']} non-members"
 
 
 def choice_lines(results: dict, table: bool = True) -> list[str]:
@@ -92,7 +122,7 @@ def records_at_risk_md(results: dict) -> list[str]:
             f"| {label} | {a['count']} | {a['procedure']} | {'pooled null' if a['pooled'] else 'own'} | {fdp} | "
             f"{a.get('count_calibrated', '-')} | {a.get('at_floor', '-')} |"
         )
-    return lines
+    return [canary_words(line) for line in lines] if dp_audited(results) else lines
 
 
 def target_fit(target: dict) -> str:
