@@ -130,8 +130,8 @@ def _summary(results: dict, out: Path, start: float) -> None:
     for line in sections.choice_lines(results, table=False):
         Console().print(line, highlight=False, markup=False, end="\n" if line else "")
     _print_table(_metrics_table(results) if results["membership"] == "known" else _ranking_table(results))
-    if results.get("records_at_risk", {}).get("note"):
-        Console().print(f"records at risk: {results['records_at_risk']['note']}", highlight=False, markup=False)
+    if note := sections.records_at_risk_note(results):
+        Console().print(f"records at risk: {note}", highlight=False, markup=False)
     Console().print(f"wrote {out}/ in {time.perf_counter() - start:.0f} s")
 
 

@@ -76,8 +76,9 @@ def test_dp_verdict_heads_every_output_and_report_html_has_the_dp_section() -> N
     assert f"{a['max_attainable']:.3f}" in html and "can and cannot see" in html
     for text in (md, html):  # canaries are canaries: no "identifies ... of members" about them
         assert "canaries included" in text and not re.search(r"identifies[^.;]* of members", text)
-    records = [line for line in md.splitlines() if re.search(r"records\b.*\b\d+ (?:members|non-members)\b", line)]
-    assert all("canar" in line for line in records)  # the records line: "20 canaries included, ..."
+    for text in (md, html):  # the records lines ("20 canaries included", records at risk): canaries, not members
+        records = [line for line in text.splitlines() if re.search(r"records\b.*\b\d+ (?:members|non-members)\b", line)]
+        assert all("canar" in line for line in records), records
 
 
 def test_a_planted_fault_is_said_beside_the_verdict_in_every_output() -> None:

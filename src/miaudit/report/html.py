@@ -122,6 +122,7 @@ def render(res: RunResult, results: dict, frame: ScoresTable, roc_png: Path | No
         gls_validation=sections.GLS_VALIDATION,
         gls_top=sections.gls_top(frame),
         ppv_cell=sections.ppv_cell,
+        risk_note=sections.records_at_risk_note(results),
         target_fit=sections.target_fit,
         ppv_undefined=sections.PPV_UNDEFINED,
         flagged_columns=flagged_columns,

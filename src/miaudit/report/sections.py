@@ -102,6 +102,12 @@ def choice_lines(results: dict, table: bool = True) -> list[str]:
     return lines
 
 
+def records_at_risk_note(results: dict) -> str:
+    """The records-at-risk sentence, in canary words in a DP audit (its queries are canaries)."""
+    note = (results.get("records_at_risk") or {}).get("note", "")
+    return canary_words(note) if dp_audited(results) else note
+
+
 def records_at_risk_md(results: dict) -> list[str]:
     r = results.get("records_at_risk")
     if not r or r.get("count") is None:
