@@ -45,6 +45,7 @@ def test_audit_with_members_gives_metrics_table_json_and_report(user, tmp_path: 
     written = result.report(tmp_path / "audit")
     assert written == json.loads((tmp_path / "audit" / "results.json").read_text()) == json.loads(json.dumps(as_json))
     assert sorted(p.name for p in (tmp_path / "audit").iterdir()) == [
+        "at_risk.csv",
         "report.html",
         "report.md",
         "results.json",
