@@ -69,7 +69,7 @@ def test_dp_verdict_heads_every_output_and_report_html_has_the_dp_section() -> N
     a = json.loads(Path("o/results.json").read_text())["dp_audit"]
     assert isinstance(a["violated"], bool) and a["verdict"].startswith(("violation", "no violation detected"))
     md, html = Path("o/report.md").read_text(), html_text(Path("o/report.html"))
-    for head in (first_line(res.output), first_line(md).replace("**", "")):
+    for head in (first_line(res.stdout), first_line(md).replace("**", "")):
         assert head.startswith("DP verdict: ") and a["verdict"] in head
     assert html.split("miaudit report: digits", 2)[-1].strip().startswith(f"DP verdict: {a['verdict']}")
     assert "Differential privacy audit" in html and f"{a['epsilon_lb']:.3f}" in html
