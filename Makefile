@@ -37,7 +37,7 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/python -m pip install -q --no-deps -e .
 	@# bytecode for miaudit's own modules, as pip writes it for installed packages: an editable install
 	@# otherwise recompiles them on every command where PYTHONDONTWRITEBYTECODE is set (0.2 s a run)
-	$(BIN)/python -m compileall -q src/miaudit
+	$(BIN)/python -m compileall -q src/miaudit src/miaudit_bench
 	@touch $@
 
 venv: $(STAMP)
@@ -60,11 +60,11 @@ docs: docs-pages
 docs-serve: docs-pages
 	$(BIN)/python -m mkdocs serve
 
-# ruff everywhere; mypy on all of src/miaudit.
+# ruff everywhere; mypy on all of src/miaudit and src/miaudit_bench.
 lint: $(STAMP)
 	$(BIN)/python -m ruff check .
 	$(BIN)/python -m ruff format --check .
-	$(BIN)/python -m mypy src/miaudit
+	$(BIN)/python -m mypy src/miaudit src/miaudit_bench
 
 format: $(STAMP)
 	$(BIN)/python -m ruff check --fix .

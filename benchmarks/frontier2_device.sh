@@ -15,7 +15,7 @@ train() {  # train DATASET SEED: the target and the references of the suite's ru
   python3 - "$1" "$2" "$device" <<'PY'
 import sys, time
 from miaudit import pipeline
-from miaudit.bench.suites import SUITES
+from miaudit_bench.suites import SUITES
 from miaudit.config import run as config
 label, seed, device = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 suite = SUITES["frontier2"]
@@ -27,7 +27,7 @@ print(f"{label} seed {seed}: {1 + len(exp.references)} models on {device} in {ti
 PY
 }
 attacks() {  # attacks DATASET SEED: the suite's rows on the cached models, on the CPU
-  python3 -c "from pathlib import Path; from miaudit.bench import run
+  python3 -c "from pathlib import Path; from miaudit_bench import run
 run.run_suite('frontier2', Path('$parts/$1-$2'), datasets=['$1'], seeds=[$2], log=print)"
 }
 start=$(date +%s)

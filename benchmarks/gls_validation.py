@@ -49,11 +49,11 @@ from threadpoolctl import threadpool_limits
 
 from miaudit import data
 from miaudit.attacks import AttackInputs, ModelAccess, RecordSet, registry
-from miaudit.bench import run as bench
 from miaudit.config import run as config
 from miaudit.experiment import build as experiment
 from miaudit.models.features import penultimate
 from miaudit.stats import leverage, signals
+from miaudit_bench import run as bench
 
 TOP_FRACTION = 0.05
 BOOTSTRAP = 1000

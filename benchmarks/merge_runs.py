@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from miaudit.bench import run as bench
+from miaudit_bench import run as bench
 
 
 def _pool(values: list[Any], key: str) -> Any:

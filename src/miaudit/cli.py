@@ -337,7 +337,7 @@ def bench(
     seed: list[int] | None = typer.Option(None, "--seed", "-s", help="only these seeds"),
 ) -> None:
     """Run a benchmark suite and write its aggregated results."""
-    from .bench import run as bench_mod
+    from miaudit_bench import run as bench_mod
 
     if suite not in bench_mod.suite_names():
         _fail(ConfigError(f"suite: unknown suite {suite!r}; expected one of {bench_mod.suite_names()}"))

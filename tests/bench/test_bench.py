@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from miaudit.bench import run as bench
+from miaudit_bench import run as bench
 
 
 def test_smoke_suite_runs_and_aggregates(tmp_path):

@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from miaudit.bench import lm as lm_bench
-from miaudit.bench.run import aggregate, blind_row
-from miaudit.bench.suites import SUITES
+from miaudit_bench import lm as lm_bench
+from miaudit_bench.run import aggregate, blind_row
+from miaudit_bench.suites import SUITES
 
 
 def test_rows_cover_k_0_1_and_4():

@@ -11,8 +11,8 @@ import pytest
 from scipy.stats import spearmanr
 
 import miaudit
-from miaudit.bench import speed
-from miaudit.bench.speed_table import markdown
+from miaudit_bench import speed
+from miaudit_bench.speed_table import markdown
 
 
 def floor_module():

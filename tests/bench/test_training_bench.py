@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from miaudit.bench import training
+from miaudit_bench import training
 
 
 def test_training_bench_runs_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

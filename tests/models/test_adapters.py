@@ -14,11 +14,11 @@ import torch
 import torch.nn as nn
 
 from miaudit import pipeline
-from miaudit.bench.tiny_bert import build as build_tiny_bert
 from miaudit.config import run as config
 from miaudit.errors import ConfigError, MiauditError, ModelError
 from miaudit.models import adapters, build_model
 from miaudit.models.library import parse, split_last_linear
+from miaudit_bench.tiny_bert import build as build_tiny_bert
 
 needs_transformers = pytest.mark.skipif(
     importlib.util.find_spec("transformers") is None, reason="needs transformers (pip install 'miaudit[hf]')"

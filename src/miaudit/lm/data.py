@@ -21,11 +21,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..bench.tiny_bert import vocabulary
 from ..data.base import Dataset, LoadContext, default_cache_dir, default_data_dir, require_file
 from ..data.text import AG_NEWS_FILE, AG_NEWS_SHA256, read_news
 from ..errors import DataError, ModelError
 from . import names
+from .vocabulary import vocabulary
 
 PAD, UNK, BOS = "[PAD]", "[UNK]", "<s>"
 

@@ -21,9 +21,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from .. import pipeline, report
-from .._version import __version__
-from ..config import run as config
+from miaudit import pipeline, report
+from miaudit._version import __version__
+from miaudit.config import run as config
+
 from . import dp as dp_bench
 from .suites import (  # noqa: F401  (re-exported: bench.SUITES, bench.LOCATION ...)
     AG_NEWS,

@@ -46,7 +46,7 @@ def rows(k_max: int) -> list[dict[str, Any]]:
 
 def _halves() -> tuple[list[str], list[str]]:
     """AG News split in two halves by a fixed seed: (pre-training texts, audit texts)."""
-    from ..data import base, text
+    from miaudit.data import base, text
 
     data_dir = base.default_data_dir()
     if data_dir is None:
@@ -65,9 +65,9 @@ def build_finetune_base() -> None:
     import pandas as pd
     import torch
 
-    from ..config.run import TrainConfig
-    from ..lm import data, model
-    from ..training.loop import train
+    from miaudit.config.run import TrainConfig
+    from miaudit.lm import data, model
+    from miaudit.training.loop import train
 
     pretrain, audit = _halves()
     pretrain = pretrain[:BASE_TEXTS]

@@ -263,7 +263,8 @@ def build_tiny_bert() -> None:
     words (the text path at a size 2 CPU cores train: about 30 s per model), once."""
     if (TINY_BERT / "config.json").is_file():
         return
-    from ..data import base, text
+    from miaudit.data import base, text
+
     from . import tiny_bert
 
     data_dir = base.default_data_dir()

@@ -8,20 +8,13 @@ downloaded. A real audit points ``model: hf:`` at the user's own fine-tuned chec
 
 from __future__ import annotations
 
-import re
-from collections import Counter
-from collections.abc import Iterable
 from pathlib import Path
 
 import torch
 
+from miaudit.lm.vocabulary import vocabulary  # noqa: F401  (re-exported: tiny_bert.vocabulary)
+
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-
-
-def vocabulary(texts: Iterable[str], size: int) -> list[str]:
-    """The ``size`` most frequent lower-cased words (ties by first appearance), as the tokenizer splits them."""
-    counts = Counter(w for t in texts for w in re.findall(r"\w+|[^\w\s]", t.lower()))
-    return [w for w, _ in counts.most_common(size)]
 
 
 def build(

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..config import run as config
-from ..dp import one_run
+from miaudit.config import run as config
+from miaudit.dp import one_run
 
 EPSILONS: tuple[float | None, ...] = (1.0, 2.0, 4.0, 8.0, 16.0, None)  # None: not private (epsilon = inf)
 KINDS = ("crafted", "random-label")

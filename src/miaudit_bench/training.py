@@ -22,8 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import config, pipeline, report
-from .._version import __version__
+from miaudit import config, pipeline, report
+from miaudit._version import __version__
+
 from .suites import DIGITS, LOCATION
 
 Log = Callable[[str], None]
