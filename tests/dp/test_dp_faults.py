@@ -12,10 +12,10 @@ import torch
 import torch.nn as nn
 
 from miaudit.config import run as config
-from miaudit.config.options import DPConfig
 from miaudit.dp import training
 from miaudit.dp.faults import Planted
 from miaudit.errors import ConfigError
+from miaudit.training.options import DPConfig
 
 pytest.importorskip("opacus", reason="DP-SGD needs opacus: pip install -e '.[dp]'")
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # Opacus' notes: secure RNG off, backward hooks

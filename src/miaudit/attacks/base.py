@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..config.options import ExecutorConfig
 from ..errors import AttackRequirementError
 from ..stats.logitstack import LogitStack
+from ..training.options import ExecutorConfig
 
 if TYPE_CHECKING:  # torch loads with the first model attack: attacks on outputs alone never need it
     import torch

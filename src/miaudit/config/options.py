@@ -1,121 +1,18 @@
-"""Optional parts of the run config: where models train (executor), DP-SGD training, DP audits.
+"""Optional parts of the run config: DP audits and canaries (the executor and DP-SGD training are training's
+options, ``training/options.py``).
 
 Kept apart from ``config.py`` to keep each file short; like it, this module imports no torch.
 """
 
 from __future__ import annotations
 
-import typing
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-
-class Strict(BaseModel):
-    """Every config part: unknown keys refused, immutable once read, no true/false where a number belongs."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _no_bool_for_number(cls, value: Any, info: ValidationInfo) -> Any:
-        """pydantic takes true as 1 for an int field: ``--set train.epochs=true`` would train one epoch."""
-        field = cls.model_fields.get(info.field_name or "")
-        if isinstance(value, bool) and field is not None:
-            kinds = set(typing.get_args(field.annotation) or (field.annotation,)) - {type(None)}
-            if kinds and kinds <= {int, float}:
-                raise ValueError(f"expected a number, got {str(value).lower()}")
-        return value
-
+from ..training.options import Strict
 
 _Strict = Strict
-
-
-class SamplingFault(_Strict):
-    """The accountant is told a sampling rate ``accounted_rate_factor`` times smaller than the one used."""
-
-    accounted_rate_factor: float = Field(gt=1, description="rate used / rate accounted (above 1: a broken claim)")
-
-
-class PlantedFault(_Strict):
-    """A self-test of the DP audits, never a way to train: a bug planted on purpose into DP-SGD, so the declared
-    epsilon is false and an audit with power must flag it. Each kind is planted only when its key is given:
-    ``noise_scale: s`` draws s times the noise the accountants are told of; ``clip: none`` skips per-sample
-    clipping; ``clip: after_mean`` clips the batch's mean gradient instead of each record's; ``sampling:
-    {accounted_rate_factor: f}`` tells the accountants (and the noise calibration) a rate f times smaller than the
-    one used; ``noise: per_epoch`` draws noise once per epoch (the epoch's first step; its other steps add none);
-    ``public_pass: true`` trains one non-private epoch on the private data before DP-SGD."""
-
-    noise_scale: float | None = Field(default=None, gt=0, lt=1, description="noise drawn / noise accounted (< 1)")
-    clip: Literal["none", "after_mean"] | None = Field(default=None, description="none | after_mean")
-    sampling: SamplingFault | None = Field(default=None, description="{accounted_rate_factor: f}, f > 1")
-    noise: Literal["per_epoch"] | None = Field(default=None, description="per_epoch: noise once per epoch")
-    public_pass: bool | None = Field(default=None, description="true: one non-private epoch before DP-SGD")
-
-    @model_validator(mode="after")
-    def _something_planted(self) -> PlantedFault:
-        if self.public_pass is False:
-            raise ValueError("public_pass: give true to plant the fault, or remove the key")
-        if not self.kinds():
-            raise ValueError(
-                "planted_fault: name the fault: noise_scale: s, clip: none | after_mean, "
-                "sampling: {accounted_rate_factor: f}, noise: per_epoch, or public_pass: true"
-            )
-        return self
-
-    def kinds(self) -> dict[str, Any]:
-        """The faults planted, as given: {key: value}."""
-        return {k: v for k, v in self.model_dump(exclude_none=True).items()}
-
-    def description(self) -> str:
-        """What was planted, in words, for every output."""
-        said = {
-            "noise_scale": lambda v: f"noise drawn at {v:g}x the noise accounted",
-            "clip": lambda v: (
-                "per-sample clipping skipped"
-                if v == "none"
-                else "the batch's mean gradient clipped instead of each record's"
-            ),
-            "sampling": lambda v: (
-                f"the accountant told a sampling rate {v['accounted_rate_factor']:g}x smaller than the one used"
-            ),
-            "noise": lambda v: "noise drawn once per epoch (the epoch's other steps add none)",
-            "public_pass": lambda v: "one non-private epoch on the private data before DP-SGD",
-        }
-        return "; ".join(said[k](v) for k, v in self.kinds().items())
-
-
-class DPConfig(_Strict):
-    """DP-SGD (Opacus): per-sample clipping to ``max_grad_norm``, Gaussian noise, Poisson sampling. Give the
-    privacy target (``epsilon``, ``delta``: the noise multiplier is calibrated by the RDP accountant) or the
-    ``noise_multiplier`` itself. The target trains this way; the reference models only with ``references``."""
-
-    epsilon: float | None = Field(default=None, gt=0, description="declared epsilon (noise calibrated to reach it)")
-    delta: float = Field(default=1e-5, ge=0, lt=1)
-    noise_multiplier: float | None = Field(default=None, gt=0)
-    max_grad_norm: float = Field(default=1.0, gt=0)
-    references: bool = Field(default=False, description="train the reference models with DP-SGD as well")
-    planted_fault: PlantedFault | None = Field(
-        default=None, description="self-test of the audit: a DP-SGD bug planted on purpose (PlantedFault's kinds)"
-    )
-
-    @model_validator(mode="after")
-    def _one_noise(self) -> DPConfig:
-        if (self.epsilon is None) == (self.noise_multiplier is None):
-            raise ValueError("give exactly one of epsilon (calibrated noise) or noise_multiplier")
-        return self
-
-
-class ExecutorConfig(_Strict):
-    """Where models train: in this process (local), or as Ray tasks (``pip install miaudit[ray]``) that write
-    into the store, which must then be on storage every worker sees (``cache_dir``)."""
-
-    kind: Literal["local", "ray"] = "local"
-    address: str | None = Field(default=None, description="auto: join a running cluster; none: start a local one")
-    num_workers: int | None = Field(default=None, ge=1, description="tasks at once (default: as the cluster allows)")
-    cpus_per_task: float = Field(default=1.0, gt=0)
-    gpus_per_task: float = Field(default=0.0, ge=0)
-    max_retries: int = Field(default=2, ge=0, description="Ray retries of a failed task")
 
 
 class DPAuditConfig(_Strict):

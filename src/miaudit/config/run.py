@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from ..training import options
+from ..training.options import ExecutorConfig
 from .checks import (
     _architecture_name,
     _attack_entries,
@@ -24,7 +26,7 @@ from .checks import (
 )
 from .endpoint import EndpointFields
 from .files import read, validated, with_overrides
-from .options import CanaryConfig, CanaryExposureConfig, DPAuditConfig, DPConfig, ExecutorConfig
+from .options import CanaryConfig, CanaryExposureConfig, DPAuditConfig
 from .options import Strict as _Strict
 from .paths import anchored
 
@@ -64,49 +66,10 @@ class DataConfig(_Strict):
         return Path(self.path).stem
 
 
-class TrainConfig(_Strict):
-    """SGD with momentum and weight decay: the papers' recipe (DP-SGD with ``dp``)."""
+class TrainConfig(options.TrainConfig):
+    __doc__ = options.TrainConfig.__doc__  # training's options (training/options.py), the same keys and schema
 
-    epochs: int = Field(default=30, ge=1, description="passes over the training records")
-    batch_size: int = Field(default=64, ge=1, description="records per SGD step")
-    lr: float = Field(default=0.1, gt=0, description="learning rate")
-    optimizer: Literal["sgd", "adamw"] = Field(default="sgd", description="sgd (with momentum), or adamw")
-    momentum: float = Field(default=0.9, ge=0, lt=1, description="SGD momentum")
-    weight_decay: float = Field(default=5e-4, ge=0, description="L2 penalty")
-    schedule: Literal["cosine", "constant"] = Field(default="cosine", description="learning-rate schedule")
-    precision: Literal["fp32", "bf16", "fp16"] = Field(
-        default="fp32", description="mixed precision (autocast) for the forward pass; fp16 scales the loss"
-    )
-    augment: Literal["none", "flip", "flip-crop"] = Field(
-        default="none", description="image data: random horizontal flip, and 4-pixel padded random crop (seeded)"
-    )
-    loader_workers: int = Field(
-        default=0, ge=0, description="DataLoader processes preparing (augmenting) batches; same weights as 0"
-    )
-    models_at_once: int | Literal["auto"] = Field(
-        default="auto",
-        description="reference models of one recipe trained together as one stacked model (torch.func), each "
-        "on its own records, seed, order and augmentation, stored apart; auto: on an accelerator as many as "
-        "stack_memory_mb holds, on a CPU one at a time (measured no faster stacked); N: stacks of N; 1: one at a time",
-    )
-    stack_memory_mb: int = Field(
-        default=2048, ge=1, description="most memory a stack of models trained together may take (MB); cut to fit"
-    )
-    dp: DPConfig | None = Field(default=None, description="train with DP-SGD (Opacus, extra dp)")
-    base: str | None = Field(
-        default=None,
-        description="causal LMs: hf:PATH of a local base LM every model miaudit trains is fine-tuned from "
-        "(the references; the target unless target: is given)",
-    )
-
-    _base = field_validator("base")(_lm_base)
-
-    @field_validator("models_at_once")
-    @classmethod
-    def _at_least_one(cls, v: int | str) -> int | str:
-        if isinstance(v, int) and v < 1:
-            raise ValueError(f"expected auto or a whole number of models, at least 1; got {v}")
-        return v
+    _base = field_validator("base")(_lm_base)  # train.base names a causal LM directory: lm sits above training
 
 
 class SplitConfig(_Strict):

@@ -33,11 +33,12 @@ from typing import Any
 import numpy as np
 
 from .. import data
-from ..config.run import DPConfig, RunConfig
+from ..config.run import RunConfig
 from ..errors import ConfigError
 from ..experiment import datasets
 from ..experiment.recipes import model_seed
 from ..progress import ModelProgress
+from ..training.options import DPConfig
 from . import audit, bounds, canaries, stacked, verdict, worst_case
 from . import training as dp_training
 

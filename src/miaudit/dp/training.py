@@ -25,9 +25,9 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from ..config.run import DPConfig, TrainConfig
 from ..errors import ConfigError
 from ..training.loop import ProgressFn, TrainReport, accuracy, optimizer_with_schedule, predict_logits
+from ..training.options import DPConfig, TrainConfig
 from .faults import Planted
 from .whitebox import GradientCanaries
 

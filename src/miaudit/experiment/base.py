@@ -17,12 +17,12 @@ import numpy as np
 
 from ..attacks import AttackInputs, ModelAccess, RecordSet
 from ..attacks.base import LabelAccess, TargetOracle
-from ..config.options import ExecutorConfig
 from ..config.settings import AuditSettings
 from ..data import Dataset, Split
 from ..plan import Plan
 from ..stats.logitstack import LogitStack, SignalSource
 from ..stats.metrics import accuracy
+from ..training.options import ExecutorConfig
 
 if TYPE_CHECKING:  # torch loads with the first model trained or read: an Experiment of outputs alone
     # (``miaudit score``) never imports it

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import data, lm
-from ..config.run import DPConfig, RunConfig, TrainConfig
+from ..config.run import RunConfig, TrainConfig
 from ..data import Dataset
 from ..progress import ModelProgress, log
+from ..training.options import DPConfig
 from ..training.store import ModelEntry, Store, indices_digest
 from .base import TrainedModel
 

@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ..config.run import ExecutorConfig
 from ..errors import ConfigError
+from .options import ExecutorConfig
 
 Log = Callable[[str], None]
 START_ATTEMPTS = 3

@@ -12,9 +12,9 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from ..config.run import TrainConfig
 from ..stats.metrics import accuracy
 from .augment import query_views, random_batch, require_images, view
+from .options import TrainConfig
 
 ProgressFn = Callable[[int, int], None]  # (epochs done, total)
 

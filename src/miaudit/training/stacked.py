@@ -36,10 +36,10 @@ import torch
 import torch.nn as nn
 from torch.func import functional_call, grad, stack_module_state, vmap
 
-from ..config.run import TrainConfig
 from ..stats.metrics import accuracy
 from .augment import require_images
 from .loop import EpochBatches, ProgressFn, TrainReport, optimizer_with_schedule, predict_logits
+from .options import TrainConfig
 
 MB = 2**20
 CUDA_SHARE = 0.8  # of the free device memory, a stack may take at most this share
