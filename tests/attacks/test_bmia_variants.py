@@ -9,11 +9,10 @@ import pytest
 from scipy import stats
 
 from miaudit import pipeline
-from miaudit.attacks import AttackInputs, AttackRequirementError, ModelAccess, RecordSet, registry
+from miaudit.attacks import AttackInputs, AttackRequirementError, ModelAccess, RecordSet, calibration, registry
 from miaudit.attacks import bmia_variants as frontier
 from miaudit.attacks.bmia import bmia_test, mr_bmia_test
 from miaudit.config.run import RunConfig
-from miaudit.stats import calibration
 
 
 def _hinge_logits(scores: np.ndarray) -> np.ndarray:

@@ -6,10 +6,9 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from miaudit.attacks import AttackInputs, RecordSet, registry
+from miaudit.attacks import AttackInputs, RecordSet, calibration, registry
 from miaudit.attacks.pair import Pairs, fit_classes, fit_gaussian, training_pairs
 from miaudit.errors import AttackRequirementError
-from miaudit.stats import calibration
 
 SHIFT, IN_VAR, OUT_VAR, SPREAD = 2.0, 0.25, 1.0, 4.0  # IN = m + 2 + N(0, .25), OUT = m + N(0, 1), m ~ N(0, 4)
 

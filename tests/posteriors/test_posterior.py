@@ -16,13 +16,12 @@ from torch.nn.utils import vector_to_parameters
 from torch.utils.data import DataLoader, TensorDataset
 
 from miaudit import posteriors
-from miaudit.attacks import AttackInputs, AttackRequirementError, ModelAccess, RecordSet, registry
+from miaudit.attacks import AttackInputs, AttackRequirementError, ModelAccess, RecordSet, calibration, registry
 from miaudit.models.features import penultimate
 from miaudit.models.mlp import MLP
 from miaudit.posteriors import laplace
 from miaudit.posteriors.base import predictive_loglik
 from miaudit.posteriors.laplace import LaplacePosterior
-from miaudit.stats import calibration
 from miaudit.stats.signals import oriented as _signed
 
 
@@ -226,7 +225,7 @@ def test_bmia_end_to_end(digits: dict, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_bmia_requirements(digits: dict) -> None:
     inputs = _inputs(digits, validation=False)
     result = registry.score("bmia", inputs, samples=20)  # 2 trained, uses 1
-    assert result.log_pvalues_calibrated is None  # calibration is the pipeline's (miaudit.stats.calibration)
+    assert result.log_pvalues_calibrated is None  # calibration is the pipeline's (miaudit.attacks.calibration)
     with pytest.raises(AttackRequirementError, match="validation records"):
         registry.score("bmia", inputs, references=1, prior="validation")
     with pytest.raises(AttackRequirementError, match="at least 2"):

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from miaudit.attacks import RecordSet
+from miaudit.attacks.calibration import joined_records
 from miaudit.stats import signals
-from miaudit.stats.calibration import joined_records
 from miaudit.stats.logitstack import LogitStack, concat_records
 
 

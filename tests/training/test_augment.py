@@ -12,10 +12,9 @@ import torch
 import torch.nn as nn
 
 from miaudit import pipeline
-from miaudit.attacks import AttackInputs, RecordSet, registry
+from miaudit.attacks import AttackInputs, RecordSet, calibration, registry
 from miaudit.config import run as config
 from miaudit.errors import ConfigError, DataError
-from miaudit.stats import calibration
 from miaudit.training import augment
 from miaudit.training import loop as training
 

@@ -193,7 +193,7 @@ def reference_moments(
 
 def _attack(inputs: AttackInputs, params: MRBMIAParams) -> AttackResult:
     """Algorithm 1 for one reference, 2 for several; the score is -log p. (Conformal calibration, paper
-    F.1, is done for every p-value attack alike by ``miaudit.stats.calibration``.)"""
+    F.1, is done for every p-value attack alike by ``miaudit.attacks.calibration``.)"""
     if _lm_posterior.is_lm(inputs.models):  # a causal LM: the LM head's posterior (miaudit.lm.head_laplace)
         means, variances = _lm_posterior.reference_moments(inputs, params.signal)
     else:

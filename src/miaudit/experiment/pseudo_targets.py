@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..attacks import AttackInputs, RecordSet, registry
-from ..stats.calibration import joined_records
+from ..attacks.calibration import joined_records
 from ..stats.pooled_null import PseudoTargetScores
 from . import cached
 from .deployable import _population_out_of, _rows, applies, as_pseudo_target, pseudo_targets

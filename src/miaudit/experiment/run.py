@@ -11,12 +11,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..attacks import AttackInputs, AttackResult, recommended
+from ..attacks import AttackInputs, AttackResult, calibration, recommended
 from ..config.run import RunConfig
 from ..config.settings import AuditSettings
 from ..plan import PlannedAttack
 from ..progress import log, working
-from ..stats import calibration, metrics
+from ..stats import metrics
 from ..stats.pooled_null import PseudoTargetScores
 from . import cached, choice, deployable, pseudo_targets
 from .base import Experiment

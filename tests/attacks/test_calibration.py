@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from miaudit.attacks import AttackInputs, AttackResult, RecordSet, registry
-from miaudit.stats import calibration
+from miaudit.attacks import AttackInputs, AttackResult, RecordSet, calibration, registry
 
 
 def null_world(rng: np.random.Generator, n: int, k: int = 4) -> RecordSet:

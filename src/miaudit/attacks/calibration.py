@@ -21,9 +21,9 @@ from typing import Literal
 
 import numpy as np
 
-from ..attacks import AttackInputs, AttackResult, RecordSet
-from .logitstack import concat_records
-from .pvalues import empirical_log_pvalues
+from ..stats.logitstack import concat_records
+from ..stats.pvalues import empirical_log_pvalues
+from .base import AttackInputs, AttackResult, RecordSet
 
 
 def joined_records(first: RecordSet, second: RecordSet) -> RecordSet:
