@@ -34,7 +34,7 @@ import torch
 
 from miaudit.config.run import DPConfig
 from miaudit.dp import bounds, multi_run
-from miaudit.dp import training as dp_training
+from miaudit.training import dp_sgd as dp_training
 
 DELTA, CONFIDENCE, SEEDS = 1e-5, 0.95, 40
 RESULTS = Path(__file__).parent / "results"

@@ -35,7 +35,7 @@ from .errors import ConfigError, DataError, ModelError
 from .experiment.base import AuditRecords
 from .experiment.build import shuffled_queries, with_calibration_records
 from .experiment.recipes import ModelRecipe
-from .experiment.run import RunResult, run_experiment
+from .experiment.run import RunResult
 from .report import outdir
 
 if TYPE_CHECKING:  # torch and the training loop load in audit(): `miaudit score` never needs them (nor pandas)
@@ -286,7 +286,7 @@ def score(config: Any) -> AuditResult:
     """
     from .experiment import precomputed
 
-    return AuditResult(run_experiment(precomputed.prepare(precomputed.as_config(config))))
+    return AuditResult(pipeline.run_experiment(precomputed.prepare(precomputed.as_config(config))))
 
 
 def audit(
@@ -422,7 +422,7 @@ def _audit_endpoint(cfg: RunConfig, spec: Endpoint, given: dict[str, tuple[np.nd
     records, _, _ = _audit_records(cfg, sets)
     recipe = reference_recipe(cfg, records.dataset, plan.head_dropout)
     exp = endpoint_target.audit_endpoint(cfg, plan, records, spec, recipe, cfg.target_architecture)
-    return AuditResult(run_experiment(exp))
+    return AuditResult(pipeline.run_experiment(exp))
 
 
 def _audit_given(
@@ -450,4 +450,4 @@ def _audit_given(
         references_by=references_by,
         record_name=lambda i: f"{origin[i]} row {position[i]}",
     )
-    return AuditResult(run_experiment(exp))
+    return AuditResult(pipeline.run_experiment(exp))

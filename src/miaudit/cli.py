@@ -273,8 +273,7 @@ def plan_audit(
     halfwidth: float = typer.Option(0.01, "--halfwidth", help="wanted TPR interval half-width, for members needed"),
 ) -> None:
     """Power before the run: interval widths, the smallest detectable TPR, records needed, estimated time."""
-    from . import plan
-    from .experiment import forecast
+    from . import forecast, plan
 
     try:
         cfg = _config(config, overrides)

@@ -13,11 +13,11 @@ import numpy as np
 
 from . import data
 from .config.run import RunConfig
-from .experiment import announce, datasets, validate
+from .experiment import announce, datasets, run, validate
 from .experiment.base import AuditRecords, Experiment
 from .experiment.build import reference_jobs, shuffled_queries, with_calibration_records, with_references
 from .experiment.recipes import ModelJob, ModelRecipe, open_store, reference_recipe, target_job, trained_target
-from .experiment.run import RunResult, run_experiment
+from .experiment.run import AttackRun, RunResult
 from .plan import Plan, config_roles
 from .plan import build as build_plan
 from .progress import ModelProgress, log
@@ -92,3 +92,24 @@ def run_config(cfg: RunConfig) -> RunResult:
     cluster serves the run's training and attack tasks."""
     with executor.session(cfg.executor, log.info):
         return run_experiment(prepare(cfg))
+
+
+def run_experiment(exp: Experiment) -> RunResult:
+    """Every planned attack on a prepared experiment (``experiment/run.py``), then the epsilon lower bound of the
+    chosen attack's scores where the config asks for one (``dp_audit``)."""
+    res = run.run_experiment(exp)
+    res.dp_audit = dp_audit(exp, res.attacks)
+    return res
+
+
+def dp_audit(exp: Experiment, runs: list[AttackRun]) -> dict | None:
+    """results.json's ``dp_audit``: the chosen attack's epsilon lower bound (``miaudit.dp.audit``)."""
+    if not isinstance(exp.cfg, RunConfig) or exp.cfg.dp_audit is None or exp.is_member is None:
+        return None  # a scores-only audit trains nothing, so it has no DP-SGD to audit
+    from .dp import audit
+
+    spec = exp.cfg.dp_audit
+
+    i = audit.chosen_attack([r.attack.label for r in runs], [r.attack.name for r in runs], spec.attack)
+    accounted = (exp.target.privacy or {}).get("accounted_epsilon")
+    return audit.two_run(runs[i].result.scores, exp.is_member, spec, exp.cfg, runs[i].attack.label, accounted)

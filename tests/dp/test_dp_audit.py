@@ -54,8 +54,8 @@ def opacus() -> Any:
 
 
 def test_dp_sgd_accounts_its_epsilon_is_seeded_and_fixes_batchnorm(opacus: Any) -> None:
-    from miaudit.dp import training as dp_training
     from miaudit.models import build_model
+    from miaudit.training import dp_sgd as dp_training
 
     cfg = config.from_dict(raw())
     rng = np.random.default_rng(0)

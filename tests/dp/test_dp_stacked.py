@@ -1,4 +1,4 @@
-"""The stacked DP-SGD trainer of the multi-run audit (``miaudit.dp.stacked``), its worst-case start
+"""The stacked DP-SGD trainer of the multi-run audit (``miaudit.training.dp_stacked``), its worst-case start
 (``miaudit.dp.worst_case``) and the multi-run bound on simulated mechanisms of known epsilon. Small models,
 fixed seeds: every assertion is deterministic."""
 
@@ -13,9 +13,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from miaudit.dp import bounds, stacked, worst_case
+from miaudit.dp import bounds, worst_case
 from miaudit.dp.multi_run import coins, multi_run_bound, runs_as_canaries
 from miaudit.models import build_model
+from miaudit.training import dp_stacked as stacked
 
 CONFIDENCE, DELTA = 0.95, 1e-5
 
@@ -148,7 +149,7 @@ def test_many_run_bounds_never_exceed_epsilon_on_mechanisms_of_known_epsilon(ana
     Poisson-sampled steps, Binomial(T, q) + N(0, T sigma^2), whose epsilon is at most the accountants'.
     Randomized response is the worst case of eps-DP: there a bound at confidence 0.95 may exceed eps in up to
     5% of the repetitions. The others never exceed theirs; each bound has power."""
-    from miaudit.dp import training as dp_training
+    from miaudit.training import dp_sgd as dp_training
 
     rng = np.random.default_rng(5)
     q, steps, sigma = 1 / 15, 450, 1.1768  # digits' members at batch 64, 30 epochs: Opacus' sigma for eps 8

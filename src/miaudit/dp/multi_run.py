@@ -38,9 +38,10 @@ from ..errors import ConfigError
 from ..experiment import datasets
 from ..experiment.recipes import model_seed
 from ..progress import ModelProgress
+from ..training import dp_sgd as dp_training
+from ..training import dp_stacked as stacked
 from ..training.options import DPConfig
-from . import audit, bounds, canaries, stacked, verdict, worst_case
-from . import training as dp_training
+from . import audit, bounds, canaries, verdict, worst_case
 
 RUN_ROLE = 5000  # model seeds of the runs: model_seed(seed, RUN_ROLE + 1 + i), apart from the references'
 COIN_SEED = 0xC01  # the runs' coins

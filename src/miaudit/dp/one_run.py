@@ -42,9 +42,9 @@ from ..experiment.recipes import (
 from ..experiment.run import RunResult, run_attack
 from ..plan import build as build_plan
 from ..progress import ModelProgress
+from ..training import dp_sgd as dp_training
 from ..training.loop import accuracy
 from . import audit, canaries
-from . import training as dp_training
 from .whitebox import GradientCanaries
 
 WHITE_BOX_OBSERVER = "noisy updates (log-likelihood ratio)"

@@ -80,7 +80,7 @@ def builtin_recipe(
     elif io.is_import_path(arch):
         spec["arch_source"] = io.source_digest(arch)
     if dp is not None:
-        from ..dp import training as dp_training
+        from ..training import dp_sgd as dp_training
 
         return ModelRecipe(
             architecture=arch,

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..attacks import AttackInputs, AttackResult, calibration, recommended
-from ..config.run import RunConfig
 from ..config.settings import AuditSettings
 from ..plan import PlannedAttack
 from ..progress import log, working
@@ -37,7 +36,7 @@ class AttackRun:
 class RunResult:
     experiment: Experiment
     attacks: list[AttackRun]
-    dp_audit: dict | None = None  # the epsilon lower bound (miaudit.dp.audit), when the config asks for it
+    dp_audit: dict | None = None  # the epsilon lower bound (miaudit.dp.audit; pipeline.dp_audit), when asked
     blind_baseline: dict | None = None  # LM audits: the text-only classifier beside the attacks (miaudit.lm.blind)
     canary_exposure: dict | None = None  # LM audits with canaries: their exposure (miaudit.lm.canaries)
     attack_choice: choice.AttackChoice | None = None  # attacks: auto's pseudo-target estimates (experiment.choice)
@@ -111,7 +110,7 @@ def run_experiment(exp: Experiment) -> RunResult:
         with working(f"attack {attack.label}"):
             runs.append(run_attack(exp, attack, inputs))
         log.info("attack %s: %.2f s", attack.label, runs[-1].seconds["attack"])
-    return RunResult(exp, runs, dp_audit(exp, runs), blind_baseline(exp, runs), canary_exposure(exp), chosen)
+    return RunResult(exp, runs, None, blind_baseline(exp, runs), canary_exposure(exp), chosen)  # dp_audit: pipeline's
 
 
 def chosen_attacks(exp: Experiment, inputs: AttackInputs) -> tuple[list[PlannedAttack], choice.AttackChoice | None]:
@@ -163,16 +162,3 @@ def blind_baseline(exp: Experiment, runs: list[AttackRun]) -> dict | None:
 
     aucs = [r.metrics.auc for r in runs if r.metrics is not None]
     return blind.for_audit(texts, exp.query_idx, exp.is_member, aucs, fpr_levels(exp.cfg), exp.cfg.seed)
-
-
-def dp_audit(exp: Experiment, runs: list[AttackRun]) -> dict | None:
-    """results.json's ``dp_audit``: the chosen attack's epsilon lower bound (``miaudit.dp.audit``)."""
-    if not isinstance(exp.cfg, RunConfig) or exp.cfg.dp_audit is None or exp.is_member is None:
-        return None  # a scores-only audit trains nothing, so it has no DP-SGD to audit
-    from ..dp import audit
-
-    spec = exp.cfg.dp_audit
-
-    i = audit.chosen_attack([r.attack.label for r in runs], [r.attack.name for r in runs], spec.attack)
-    accounted = (exp.target.privacy or {}).get("accounted_epsilon")
-    return audit.two_run(runs[i].result.scores, exp.is_member, spec, exp.cfg, runs[i].attack.label, accounted)

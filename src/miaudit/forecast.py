@@ -9,12 +9,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .. import data
-from ..config.run import RunConfig
-from ..plan import Plan
-from ..stats import power
-from . import datasets
-from .recipes import ModelJob, ModelRecipe, builtin_recipe, open_store, reference_recipe
+from . import data
+from .config.run import RunConfig
+from .experiment import datasets
+from .experiment.recipes import ModelJob, ModelRecipe, builtin_recipe, open_store, reference_recipe
+from .plan import Plan
+from .stats import power
 
 RANKINGS = frozenset({"gls"})  # risk rankings: not tests of the verdict
 LEVELS = (0.001, 0.01)
@@ -35,10 +35,10 @@ def _jobs(cfg: RunConfig, plan: Plan) -> tuple[list[ModelJob], str]:
     """The models the audit obtains, the target first, and what runs it: ``miaudit dp-audit`` for a config with
     canaries (its one-run audit), else ``miaudit run``."""
     if cfg.canaries is not None:
-        from ..dp import one_run
+        from .dp import one_run
 
         return one_run.model_jobs(cfg), "dp-audit (one run)"
-    from ..pipeline import lay_out
+    from .pipeline import lay_out
 
     return lay_out(cfg, plan).jobs, "run"
 

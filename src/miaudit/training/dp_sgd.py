@@ -19,22 +19,38 @@ from __future__ import annotations
 
 import time
 import warnings
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 import torch.nn as nn
 
 from ..errors import ConfigError
-from ..training.loop import ProgressFn, TrainReport, accuracy, optimizer_with_schedule, predict_logits
-from ..training.options import DPConfig, TrainConfig
-from .faults import Planted
-from .whitebox import GradientCanaries
+from .dp_faults import Planted
+from .loop import ProgressFn, TrainReport, accuracy, optimizer_with_schedule, predict_logits
+from .options import DPConfig, TrainConfig
 
 ACCOUNTANT = "rdp"
 # Ghost clipping (Opacus' fast gradient clipping): the exact per-sample gradient norms without materialising
 # per-sample gradients, then the clipped mean; the same DP-SGD step as "hooks", 6-7x faster for our MLPs here.
 GRAD_SAMPLE_MODE = "ghost"
+
+
+class StepCanaries(Protocol):
+    """White-box canaries joined to the noisy steps (the DP audit's ``dp/whitebox.py`` ``GradientCanaries``): what
+    ``train_dp`` calls, so training imports nothing of the audits."""
+
+    def hook(
+        self,
+        params: list[torch.Tensor],
+        sample_rate: float,
+        sigma: float,
+        clip: float,
+        batch: float,
+        seed: int,
+        claimed_rate: float | None = None,
+    ) -> Callable[[Any], None]: ...
 
 
 def _opacus() -> Any:
@@ -137,7 +153,7 @@ def train_dp(
     seed: int,
     device: str = "cpu",
     progress: ProgressFn | None = None,
-    whitebox: GradientCanaries | None = None,
+    whitebox: StepCanaries | None = None,
 ) -> TrainReport:
     """DP-SGD on (x, y), in place; seeded (batch sampling and noise) so the same call gives the same weights.
     With ``whitebox``, its gradient canaries join the steps and are scored (``GradientCanaries.scores``)."""

@@ -23,8 +23,8 @@ from typing import Any
 import torch
 import torch.nn as nn
 
-from ..training.loop import optimizer_with_schedule
-from ..training.options import DPConfig, TrainConfig
+from .loop import optimizer_with_schedule
+from .options import DPConfig, TrainConfig
 
 
 class Planted:

@@ -1,5 +1,6 @@
-"""Planted faults (``train.dp.planted_fault``, ``miaudit.dp.faults``): each refused unless named by its key, each
-changing exactly what it names, one DP-SGD step inspected by hand against per-sample gradients computed here."""
+"""Planted faults (``train.dp.planted_fault``, ``miaudit.training.dp_faults``): each refused unless named by its
+key, each changing exactly what it names, one DP-SGD step inspected by hand against per-sample gradients computed
+here."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ import torch
 import torch.nn as nn
 
 from miaudit.config import run as config
-from miaudit.dp import training
-from miaudit.dp.faults import Planted
 from miaudit.errors import ConfigError
+from miaudit.training import dp_sgd
+from miaudit.training.dp_faults import Planted
 from miaudit.training.options import DPConfig
 
 pytest.importorskip("opacus", reason="DP-SGD needs opacus: pip install -e '.[dp]'")
@@ -48,7 +49,7 @@ def one_step(fault: dict | None, sigma: float, first_of_epoch: bool = True) -> t
     dp = DPConfig(noise_multiplier=sigma, max_grad_norm=CLIP, planted_fault=fault)
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=N)  # rate 1
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    private, dp_opt, loss_fn, _ = training.make_private(model, opt, loader, sigma, CLIP, seed=3, device="cpu")
+    private, dp_opt, loss_fn, _ = dp_sgd.make_private(model, opt, loader, sigma, CLIP, seed=3, device="cpu")
     planted = Planted(dp)
     planted.into(private, dp_opt, sigma)
     planted.before_step(dp_opt, first_of_epoch, N)
@@ -116,13 +117,13 @@ def test_sampling_fault_tells_the_accountant_a_smaller_rate_and_changes_nothing_
     for name, fault in (("correct", None), ("fault", {"sampling": {"accounted_rate_factor": 4}})):
         dp = DPConfig(epsilon=2.0, delta=1e-5, planted_fault=fault)
         torch.manual_seed(0)
-        records[name] = training.train_dp(build_model("mlp", (6,), 3, hidden=(8,)), x, y, cfg.train, dp, 5).privacy
+        records[name] = dp_sgd.train_dp(build_model("mlp", (6,), 3, hidden=(8,)), x, y, cfg.train, dp, 5).privacy
     correct, fault = records["correct"], records["fault"]
     assert fault["sample_rate"] == pytest.approx(correct["sample_rate"] / 4)  # what the accountants are told
     assert fault["steps"] == correct["steps"] == 2 * 4  # the rate used: 4 batches of 16 per epoch, as before
     assert fault["noise_multiplier"] < correct["noise_multiplier"]  # calibrated to the smaller (false) rate
     assert fault["accounted"]["rdp"] == pytest.approx(2.0, abs=0.02)  # the claim still reads epsilon 2
-    assert training.accounted(fault["noise_multiplier"], correct["sample_rate"], 8, 1e-5)["rdp"] > 2.5  # the truth
+    assert dp_sgd.accounted(fault["noise_multiplier"], correct["sample_rate"], 8, 1e-5)["rdp"] > 2.5  # the truth
     assert fault["planted_fault"]["sampling"] == {"accounted_rate_factor": 4.0}
     assert "planted_fault" not in correct
 
