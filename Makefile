@@ -23,7 +23,7 @@ help:
 	@echo "make test         set up .venv if needed, then run the tests (pytest -q)"
 	@echo "make docs         regenerate the attack pages and build the documentation (mkdocs --strict) into site/"
 	@echo "make docs-serve   the documentation on http://127.0.0.1:8000 while you edit it"
-	@echo "make lint         ruff check, ruff format --check and mypy"
+	@echo "make lint         ruff check, ruff format --check, mypy and lint-imports (the layers)"
 	@echo "make bench-quick  miaudit bench quick (digits and location, 3 seeds; needs the data sets)"
 	@echo "make lock         regenerate requirements.lock from pyproject.toml (pip-compile)"
 	@echo "make clean        remove .venv, site/ and build outputs"
@@ -60,11 +60,13 @@ docs: docs-pages
 docs-serve: docs-pages
 	$(BIN)/python -m mkdocs serve
 
-# ruff everywhere; mypy on all of src/miaudit and src/miaudit_bench.
+# ruff everywhere; mypy on all of src/miaudit and src/miaudit_bench; lint-imports holds the layers of
+# ARCHITECTURE.md (pyproject.toml's [tool.importlinter]).
 lint: $(STAMP)
 	$(BIN)/python -m ruff check .
 	$(BIN)/python -m ruff format --check .
 	$(BIN)/python -m mypy src/miaudit src/miaudit_bench
+	$(BIN)/lint-imports
 
 format: $(STAMP)
 	$(BIN)/python -m ruff check --fix .
