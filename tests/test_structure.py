@@ -1,4 +1,5 @@
-"""The package's shape: no import cycle (deferred imports included), and a config that stays light."""
+"""The package's shape: no import cycle (deferred imports included), the layers of ARCHITECTURE.md equal to the
+import-linter contract, the library without the benchmarks, and a config that stays light."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 SRC = Path(__file__).parents[1] / "src"
 
@@ -63,6 +66,58 @@ def test_no_import_cycle() -> None:
     assert len(graph) > 40
     for mod in sorted(graph):
         visit(mod)
+
+
+def contracts() -> list[dict]:
+    tomllib = pytest.importorskip("tomllib", reason="pyproject.toml is read with tomllib (Python 3.11+)")
+    return tomllib.loads((SRC.parent / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"][
+        "contracts"
+    ]
+
+
+def layer_names(layer: str) -> str:
+    """A layer as written, its optional mark ``(name)`` and spacing aside: ``registries | errors``."""
+    return " | ".join(part.strip().strip("()").strip() for part in layer.split("|"))
+
+
+def diagram_layers(text: str) -> list[str]:
+    """ARCHITECTURE.md's diagram (its first code block): each line's layer, the text before its role."""
+    block = text.split("```")[1]
+    return [
+        layer_names(re.split(r"\s{2,}", line.strip(), maxsplit=1)[0]) for line in block.splitlines() if line.strip()
+    ]
+
+
+def test_the_architecture_diagram_is_the_layers_contract() -> None:
+    (layers,) = [c for c in contracts() if c["type"] == "layers"]
+    assert layers["containers"] == ["miaudit"] and layers["exhaustive"] is True
+    diagram = diagram_layers((SRC.parent / "ARCHITECTURE.md").read_text(encoding="utf-8"))
+    assert diagram == [layer_names(layer) for layer in layers["layers"]]
+    assert diagram[0] == "cli" and len(diagram) > 15
+
+
+def test_the_diagram_reader_sees_each_layer() -> None:
+    text = "intro\n```\ncli          typer commands\n(results)    the typed results\na | b    two\n```\n"
+    assert diagram_layers(text) == ["cli", "results", "a | b"]
+
+
+def test_the_library_imports_no_benchmark() -> None:
+    """Only ``miaudit bench`` (cli.py, inside the command) loads miaudit_bench: no other module imports it, even
+    deferred, the forbidden contract covers every other layer, and neither ``import miaudit`` nor the CLI's
+    module loads it."""
+    graph = import_graph()
+    importers = sorted(m for m, targets in graph.items() if any(t.startswith("miaudit_bench") for t in targets))
+    assert [m for m in importers if m.startswith("miaudit.")] == ["miaudit.cli"]
+    (forbidden,) = [c for c in contracts() if c["type"] == "forbidden"]
+    (layers,) = [c for c in contracts() if c["type"] == "layers"]
+    below_cli = [f"miaudit.{name}" for layer in layers["layers"][1:] for name in layer_names(layer).split(" | ")]
+    assert forbidden["forbidden_modules"] == ["miaudit_bench"]
+    assert set(forbidden["source_modules"]) == {
+        m for m in below_cli if (SRC / m.replace(".", "/")).exists() or (SRC / (m.replace(".", "/") + ".py")).exists()
+    }
+    code = "import sys, miaudit, miaudit.cli; print(sorted(m for m in sys.modules if 'bench' in m))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
 
 
 def test_the_config_model_imports_no_attack_or_torch() -> None:
