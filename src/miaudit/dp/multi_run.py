@@ -244,5 +244,5 @@ def privacy_record(spec: stacked.StackSpec, n: int, dp: DPConfig) -> dict[str, A
         **({"planted_fault": {"noise_scale": spec.noise_scale}} if spec.noise_scale != 1 else {}),
         "poisson_sampling": True,
         "clipping": "flat, stacked (torch.func / ghost norms)",
-        "trainer": "stacked DP-SGD (miaudit.dp.stacked)",
+        "trainer": "stacked DP-SGD (miaudit.training.dp_stacked)",
     }

@@ -40,7 +40,7 @@ class TrainedModel:
     cached: bool
     architecture: str
     source: str = "trained"  # trained by miaudit, or where a user's model came from
-    privacy: dict | None = None  # DP-SGD: declared and accounted epsilon, noise (miaudit.dp.training)
+    privacy: dict | None = None  # DP-SGD: declared and accounted epsilon, noise (miaudit.training.dp_sgd)
 
 
 @dataclass(frozen=True, kw_only=True)

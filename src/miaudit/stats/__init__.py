@@ -1,2 +1,3 @@
-"""Torch-free numerics: per-record signals, the reference logit stack, p-values, conformal
-calibration, metrics with intervals and leverage scores. Plain arrays in, plain arrays out."""
+"""Torch-free numerics: per-record signals, the reference logit stack, p-values (the empirical ones conformal
+calibration uses, ``attacks.calibration``), metrics with intervals and leverage scores. Plain arrays in, plain
+arrays out."""

@@ -1,2 +1,3 @@
-"""Obtaining models: the training loop, augmentation, the content-addressed model store and the
-executor (local or Ray) that trains reference models in parallel."""
+"""Obtaining models: the training loop and its options (``options``), DP-SGD (``dp_sgd``, ``dp_stacked``),
+augmentation, the content-addressed model store and the executor (local or Ray) that trains reference models in
+parallel."""

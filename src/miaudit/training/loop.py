@@ -23,7 +23,7 @@ ProgressFn = Callable[[int, int], None]  # (epochs done, total)
 class TrainReport:
     seconds: float
     train_accuracy: float
-    privacy: dict | None = None  # DP-SGD: the accountant's record (miaudit.dp.training)
+    privacy: dict | None = None  # DP-SGD: the accountant's record (miaudit.training.dp_sgd)
 
 
 def seeded_model(factory: Callable[[], nn.Module], seed: int) -> nn.Module:
