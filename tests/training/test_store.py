@@ -101,7 +101,8 @@ def test_pipeline_retrains_a_damaged_model(
         again = pipeline.prepare(cfg)
     assert [m.cached for m in (again.target, *again.references)] == [False, True]
     assert [r.getMessage() for r in caplog.records if r.name == "miaudit.training.store"] == [
-        f"cache entry {weights.parent} is damaged (model.safetensors does not match its checksum, 100 bytes); retraining"
+        f"cache entry {weights.parent} is damaged (model.safetensors does not match its checksum, 100 bytes); "
+        "retraining"
     ]
     np.testing.assert_array_equal(again.target.logits, first.target.logits)  # deterministic: the same model
     assert pipeline.prepare(cfg).target.cached  # and cached again
