@@ -4,6 +4,7 @@ small synthetic files in the same formats so every parser runs everywhere."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import tarfile
 from pathlib import Path
@@ -30,7 +31,10 @@ def refuse(*args: object) -> None:
 
 
 def cache_files(cache: Path, prefix: str) -> list[Path]:
-    return sorted((cache / "data").glob(f"{prefix}-*.npz"))
+    """The decoded arrays the store keeps for data sets named ``prefix-...``."""
+    entries = (cache / "data").glob("*/meta.json")
+    named = [p.parent for p in entries if json.loads(p.read_text())["name"].startswith(f"{prefix}-")]
+    return sorted(folder / "arrays.npz" for folder in named)
 
 
 def add_member(tar: tarfile.TarFile, name: str, payload: bytes) -> None:

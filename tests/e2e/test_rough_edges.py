@@ -16,7 +16,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner, Result
 
-from miaudit import api
+from miaudit import api, storage
 from miaudit.cli import app
 from miaudit.report import outdir
 from miaudit.report.ranking import ATTACK_COLUMNS, RECORD_COLUMNS
@@ -145,13 +145,13 @@ def test_unwritable_cache_is_one_line_and_a_read_only_one_serves_its_models(
     tiny_raw: dict[str, Any], isolated_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Permission bits do not stop root: the probe's answer is what is replaced here."""
-    config, probe = write("c.yaml", tiny_raw), store_mod._unwritable
-    monkeypatch.setattr(store_mod, "_unwritable", lambda root: "Permission denied")
+    config, probe = write("c.yaml", tiny_raw), store_mod.unwritable
+    monkeypatch.setattr(store_mod, "unwritable", lambda *where: "Permission denied")
     refused(invoke("run", config, "--out", "a"), "cache_dir:", "not writable (Permission denied)")
-    monkeypatch.setattr(store_mod, "_unwritable", probe)
+    monkeypatch.setattr(store_mod, "unwritable", probe)
     assert invoke("run", config, "--out", "b").exit_code == 0
-    monkeypatch.setattr(store_mod, "_unwritable", lambda root: "Read-only file system")
-    monkeypatch.setattr(store_mod, "FileLock", None)  # a read-only cache takes no lock: this would fail
+    monkeypatch.setattr(store_mod, "unwritable", lambda *where: "Read-only file system")
+    monkeypatch.setattr(storage.store, "FileLock", None)  # a read-only cache takes no lock: this would fail
     res = invoke("run", config, "--out", "c")
     assert res.exit_code == 0, res.output
     assert "reference 2/2: loaded from cache" in res.output

@@ -49,7 +49,7 @@ def load_damaged(store: Store, entry: ModelEntry, caplog: pytest.LogCaptureFixtu
 def test_entry_records_checksums_and_loads(saved: tuple[Store, ModelEntry, np.ndarray]) -> None:
     store, entry, logits = saved
     meta = json.loads(entry.meta_path.read_text())
-    assert set(meta["sha256"]) == {"model.safetensors", "logits.npy"}
+    assert set(meta["blake3"]) == {"model.safetensors", "logits.npy"}
     got = store.load(entry, BUILD)
     np.testing.assert_array_equal(got.logits, logits)
     assert got.meta["seconds"] == 1.0 and not got.module.training
@@ -77,7 +77,7 @@ def test_truncated_weights_are_named_and_removed(
 def test_zeroed_logits_are_not_used(saved: tuple[Store, ModelEntry, np.ndarray], caplog) -> None:
     store, entry, logits = saved
     np.save(entry.logits_path, np.zeros_like(logits))  # well-formed, right shape: only the checksum tells
-    assert "logits.npy does not match its sha256" in load_damaged(store, entry, caplog)
+    assert "logits.npy does not match its checksum" in load_damaged(store, entry, caplog)
 
 
 @pytest.mark.parametrize("text", ["", '{"seconds": 1.0, "sha', '{"seconds": 1.0, "train_accuracy": 0.5}', "[1]"])
@@ -101,7 +101,8 @@ def test_pipeline_retrains_a_damaged_model(
         again = pipeline.prepare(cfg)
     assert [m.cached for m in (again.target, *again.references)] == [False, True]
     assert [r.getMessage() for r in caplog.records if r.name == "miaudit.training.store"] == [
-        f"cache entry {weights.parent} is damaged (model.safetensors does not match its sha256, 100 bytes); retraining"
+        f"cache entry {weights.parent} is damaged (model.safetensors does not match its checksum, 100 bytes); "
+        "retraining"
     ]
     np.testing.assert_array_equal(again.target.logits, first.target.logits)  # deterministic: the same model
     assert pipeline.prepare(cfg).target.cached  # and cached again

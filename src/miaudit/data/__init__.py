@@ -8,7 +8,8 @@ import numpy as np
 
 from ..errors import DataError, did_you_mean
 from ..registries import discover
-from .base import LOADERS, Dataset, LoadContext, Tokenize, default_cache_dir, default_data_dir, validate_arrays
+from ..storage import default_cache_dir
+from .base import LOADERS, Dataset, LoadContext, Tokenize, default_data_dir, validate_arrays
 from .files import load_file
 from .split import Split, hold_out_validation, reference_subsets, split_indices
 

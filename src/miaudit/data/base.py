@@ -1,10 +1,16 @@
 """The Dataset value, where data files live, and the checksum and cache helpers
-every loader shares."""
+every loader shares.
+
+Two hashes, for two purposes: a data file's published checksum is sha256 (``require_file`` compares it with
+the value its loader pins, as the data's publisher states it), and so is ``Dataset.content_sha256``,
+results.json's ``data_fingerprint``, which users compare across runs; cache keys are the one store's
+BLAKE3 (``miaudit.storage``): decoded arrays are kept in its ``data`` namespace (``cached_arrays``)."""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -13,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import storage
 from ..errors import DataError
 from ..registries import Registry
 
@@ -60,6 +67,9 @@ class LoadContext:
 
 
 Loader = Callable[[LoadContext], Dataset]
+log = logging.getLogger(__name__)
+DATA = "data"  # the store's namespace of decoded data sets
+ARRAYS = "arrays.npz"
 LOADERS: Registry[Loader] = Registry("data set")
 loader = LOADERS.register  # @loader("name"): a built-in data set's loader
 
@@ -73,12 +83,8 @@ def default_data_dir() -> Path | None:
     return guess if guess.is_dir() else None
 
 
-def default_cache_dir() -> Path:
-    env = os.environ.get("MIAUDIT_CACHE_DIR")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "miaudit"
-
-
 def sha256_file(path: Path) -> str:
+    """A file's sha256, for the checksums data sets publish (cache keys use ``storage.hash_file``)."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -102,26 +108,33 @@ def require_file(ctx: LoadContext, relpath: str, sha256: str | None, dataset: st
 
 
 def file_key(path: Path, sha256: str | None) -> str:
-    """Cache-key part naming a file's content: its verified checksum, or a fresh hash where none is pinned."""
-    return (sha256 or sha256_file(path))[:16]
+    """Cache-key part naming a file's content: its verified published checksum, or the store's hash of it
+    where none is pinned."""
+    return (sha256 or storage.hash_file(path))[:16]
 
 
 def cached_arrays(ctx: LoadContext, key: str, build: Callable[[], dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """Decode once: arrays are kept as ``<cache>/data/<key>.npz`` (no pickle) and reused."""
-    path = ctx.cache_dir / "data" / f"{key}.npz"
-    if path.is_file():
-        with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
+    """Decode once: arrays are kept as one ``.npz`` (read without pickle) in the store's ``data`` namespace,
+    under the hash of ``key`` (the data set's name and its source's content), and reused; a damaged entry is
+    decoded again, a store this process cannot write (``Store.check_access``) decodes every time."""
+    store = storage.Store(ctx.cache_dir)
+    entry = store.at(DATA, storage.key(key))
+    if entry.published:
+        try:
+            with np.load(store.verified(entry, ARRAYS), allow_pickle=False) as z:
+                return {k: z[k] for k in z.files}
+        except (storage.DamagedEntry, OSError, ValueError) as e:
+            log.warning("cached arrays %s are damaged (%s); decoding again", entry.dir, e)
+            store.discard(entry)
     arrays = build()
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}.npz")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(tmp, allow_pickle=False, **arrays)
-        os.replace(tmp, path)
-    except OSError:  # a cache this process cannot write (Store.check_access): decoded again next time
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # a store this process cannot write: decoded again next time
+        store.write(entry, {ARRAYS: lambda path: _save_npz(path, arrays)}, {"name": key})
     return arrays
+
+
+def _save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    with open(path, "wb") as f:  # a file object: np.savez would append ".npz" to another name
+        np.savez(f, allow_pickle=False, **arrays)
 
 
 def validate_features(name: str, x: np.ndarray) -> np.ndarray:

@@ -2,7 +2,7 @@
 
 An attack on outputs alone is a pure function of arrays: the queries', population's and validation
 records' labels, logits and reference masks, its parameters, the mode and the seed. Its result is kept
-under ``<cache>/memo/attack/`` by the sha256 of all of that and of miaudit's code, so a second audit of
+in the store's ``memo/attack`` namespace by the hash of all of that and of miaudit's code, so a second audit of
 the same outputs (``miaudit score`` run again, another report, another FPR level) reads every attack's
 scores instead of recomputing them; so are the deployable thresholds, which cost the attack again per
 pseudo-target. Attacks that read the models or the records' inputs are always run: their inputs are torch
@@ -14,7 +14,6 @@ already (``training.signal_store``), so a key costs reading the queries' logits,
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import io
 import json
@@ -24,6 +23,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from .. import storage
 from ..attacks import AttackInputs, AttackResult, RecordSet, registry
 from ..stats import memo
 from ..stats.logitstack import LogitStack
@@ -56,12 +56,12 @@ def key_parts(info: registry.AttackInfo, params: Any, inputs: AttackInputs) -> l
 
 
 def _source_digest(fn: Callable) -> str | None:
-    """sha256 of the file defining ``fn`` when it lies outside miaudit (a user's registered attack: editing
+    """The hash of the file defining ``fn`` when it lies outside miaudit (a user's registered attack: editing
     it must not serve its old results; miaudit's own code is in every key already)."""
     path = inspect.getsourcefile(fn)
     if path is None or Path(path).resolve().is_relative_to(memo.PACKAGE):
         return None
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    return storage.hash_file(path)
 
 
 def execute(info: registry.AttackInfo, params: Any, references: int, inputs: AttackInputs) -> AttackResult:
@@ -87,7 +87,8 @@ def _to_bytes(result: AttackResult) -> bytes:
             arrays[name] = getattr(result, name)
     arrays.update({f"extra.{k}": np.asarray(v) for k, v in result.extra.items()})
     buf = io.BytesIO()
-    np.savez(buf, **cast(dict[str, Any], arrays))  # numpy's stub reads the ** as its allow_pickle flag
+    # the cast: numpy's stub reads the ** as its allow_pickle flag
+    np.savez(buf, allow_pickle=False, **cast(dict[str, Any], arrays))
     return buf.getvalue()
 
 

@@ -24,10 +24,10 @@ from ..attacks import RecordSet, registry
 from ..config import scores as scores_config
 from ..config.scores import PRECOMPUTED, ScoreConfig
 from ..data import Dataset, Split, hold_out_validation
-from ..data.base import default_cache_dir
 from ..data.files import load_indices
 from ..errors import AttackRequirementError, ConfigError, DataError
 from ..plan import build as build_plan
+from ..storage import default_cache_dir
 from ..training.signal_store import SignalCache
 from . import layouts as scores_layouts
 from . import validate

@@ -12,8 +12,6 @@ instead: no vocabulary to build, nothing unknown, any language.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,9 +19,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..data.base import Dataset, LoadContext, default_cache_dir, default_data_dir, require_file
+from .. import storage
+from ..data.base import Dataset, LoadContext, default_data_dir, require_file
 from ..data.text import AG_NEWS_FILE, AG_NEWS_SHA256, read_news
 from ..errors import DataError, ModelError
+from ..storage import default_cache_dir
 from . import names
 from .vocabulary import vocabulary
 
@@ -153,7 +153,7 @@ def load(cfg: Any, spec: str, drop_short: bool = True, reserved: tuple[str, ...]
         texts = [texts[i] for i in np.sort(order[: d.subset])]
     if names.is_gpt_tiny(spec):
         tokenizer, length = tiny_tokenizer(texts, spec, reserved), names.gpt_tiny_options(spec).max_length
-        key = hashlib.sha256(json.dumps(tokenizer.get_vocab(), sort_keys=True).encode()).hexdigest()[:16]
+        key = storage.key(tokenizer.get_vocab())[:16]
     else:
         tokenizer = hf_tokenizer(spec)
         length, key = max_length_for(spec, tokenizer), ""

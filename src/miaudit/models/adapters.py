@@ -24,14 +24,13 @@ eval mode) and ``forward(x) == head(features(x))`` holds by construction.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch.nn as nn
 
-from ..data.base import sha256_file
+from .. import storage
 from ..errors import ModelError
 from . import io
 from .base import ImageModel
@@ -149,16 +148,15 @@ def check(spec: str) -> None:
 def source_digest(spec: str) -> str:
     """What fixes the adapted model besides its name: library version and local files (cache keys)."""
     source, name, options = parse(spec)
-    h = hashlib.sha256()
+    hasher = storage.Hasher()
     module: Any = __import__({"hf": "transformers"}.get(source, source))
-    h.update(str(getattr(module, "__version__", "")).encode())
+    hasher.add_value(str(getattr(module, "__version__", "")))
     files = [Path(options["weights"])] if "weights" in options else []
     if source == "hf":
         files += sorted(p for p in Path(name).expanduser().iterdir() if p.is_file())
     for path in files:
-        h.update(path.name.encode())
-        h.update(sha256_file(path).encode())
-    return h.hexdigest()[:16]
+        hasher.add_value([path.name, storage.hash_file(path)])
+    return hasher.hexdigest(16)
 
 
 def tokenizer_for(spec: str) -> Callable[[list[str]], Any] | None:

@@ -9,7 +9,6 @@ runs. Code runs only where the config names it explicitly, as
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import inspect
 import pickle
@@ -22,6 +21,7 @@ import torch.nn as nn
 from safetensors import SafetensorError
 from safetensors.torch import load_file
 
+from .. import storage
 from ..errors import ModelError
 
 Factory = Callable[..., nn.Module]  # factory(input_shape, n_classes) -> a fresh nn.Module
@@ -140,4 +140,4 @@ def source_digest(spec: str) -> str:
     """Content hash of the module defining a factory: part of cache keys, so editing it retrains."""
     module = sys.modules.get(spec.partition(":")[0])
     source = inspect.getsourcefile(module) if module is not None else None
-    return hashlib.sha256(Path(source).read_bytes()).hexdigest()[:16] if source else "unknown"
+    return storage.hash_file(source)[:16] if source else "unknown"

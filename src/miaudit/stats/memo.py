@@ -2,15 +2,17 @@
 
 A second audit of the same outputs recomputes nothing that only their content determines: the
 signals are kept per model (``training.signal_store``), and what is costly after them (the AUC's
-bootstrap interval, the report's figures) is kept here, under ``<cache>/memo/<kind>/<key>.bin``, the
-key the sha256 of every input (arrays by dtype, shape and bytes) and of miaudit's code (every source file
-of the installed package, so an edited attack never reads a result its old code computed), the file
-the payload behind its own sha256 (checked on read; a damaged or unwritable entry is recomputed).
+bootstrap interval, the report's figures, the attack runs of ``experiment.cached``) is kept here, in the
+``memo/<kind>`` namespace of the one store (``miaudit.storage``), the key the BLAKE3 of every input
+(arrays by dtype, shape and bytes, the rest as canonical JSON) and of miaudit's code (every source file
+of the installed package, so an edited attack never reads a result its old code computed); the payload is
+checked against its recorded checksum on read (a damaged or unwritable entry is recomputed). Keys were
+sha256 before the one store: a memo of an older miaudit is cold, its files ignored.
 """
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
@@ -18,9 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from .. import storage
 from .._version import __version__
-from ..data.base import default_cache_dir
-from ..training.store import atomic_write
 
 PACKAGE = Path(__file__).resolve().parents[1]
 
@@ -29,43 +30,27 @@ Part = np.ndarray | str | float | int | None
 
 @cache
 def code_digest() -> str:
-    """sha256 of miaudit's version and of every .py file of the package (path and bytes): ~5 ms, once."""
-    h = hashlib.sha256(__version__.encode())
+    """BLAKE3 of miaudit's version and of every .py file of the package (path and bytes): a few ms, once."""
+    hasher = storage.Hasher().add_value(__version__)
     for path in sorted(PACKAGE.rglob("*.py")):
-        h.update(str(path.relative_to(PACKAGE)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()
+        hasher.add_value(str(path.relative_to(PACKAGE).as_posix())).add_bytes(path.read_bytes())
+    return hasher.hexdigest()
 
 
 def key(parts: Sequence[Part]) -> str:
-    """sha256 over the parts (arrays by dtype, shape and bytes; the rest by repr) and miaudit's code."""
-    h = hashlib.sha256(code_digest().encode())
-    for part in parts:
-        if isinstance(part, np.ndarray):
-            array = np.ascontiguousarray(part)
-            h.update(f"{array.dtype.str}{array.shape}".encode())
-            if array.size:  # a memoryview of an empty array cannot be cast; its dtype and shape say it all
-                h.update(array.data.cast("B"))
-        else:
-            h.update(repr(part).encode())
-        h.update(b"\0")
-    return h.hexdigest()
+    """The hash of the parts (arrays by dtype, shape and bytes; the rest as canonical JSON) and miaudit's code."""
+    return storage.key(code_digest(), *parts)
 
 
 def memoized(kind: str, parts: Sequence[Part], compute: Callable[[], bytes]) -> bytes:
     """``compute()``'s bytes for these inputs: read from the store when kept there, else computed and kept."""
-    path = default_cache_dir() / "memo" / kind / f"{key(parts)}.bin"
-    try:
-        blob = path.read_bytes()
-        if hashlib.sha256(blob[64:]).hexdigest().encode() == blob[:64]:
-            return blob[64:]
-    except OSError:
-        pass
+    store, namespace, entry_key = storage.Store(storage.default_cache_dir()), f"memo/{kind}", key(parts)
+    kept = store.get_bytes(namespace, entry_key)
+    if kept is not None:
+        return kept
     payload = compute()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, lambda p: p.write_bytes(hashlib.sha256(payload).hexdigest().encode() + payload))
-    except OSError:
-        pass  # a read-only store: computed again next time
+    with contextlib.suppress(OSError):  # a read-only store: computed again next time
+        store.put_bytes(namespace, entry_key, payload)
     return payload
 
 

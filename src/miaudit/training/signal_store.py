@@ -4,49 +4,36 @@ attack and run.
 A model's logits never change, and every attack reads them only through a per-record signal, so the
 signals (``signals.bundle``: hinge, rescaled logit, loss, confidence, whether the top class is the
 label and whether the record's logits are all finite) are computed in one pass over each model's logits
-on every record and written under ``<root>/signals/<key>/`` as one ``.npy`` per signal, with their
-sha256 in ``meta.json`` (written last, verified on read; a damaged entry is reported in one line and computed again).
+on every record and kept in the ``signals`` namespace of the one store (``miaudit.storage``) as one
+``.npy`` per signal, each checked against its BLAKE3 in the entry's meta.json on first read (a damaged
+entry is reported in one line and computed again).
 
-Content-addressed: ``key`` hashes the BLAKE3 digest of the logits' bytes (a cryptographic hash, 3x faster
-than sha256 here: digesting the logits was a third of a first scores-only audit), the labels and the format
+Content-addressed: the key hashes the logits' content (dtype, shape, bytes), the labels and the format
 version, so logits that change get new signals. Hashing a model's logits costs a tenth of computing its
-signals; for a memory-mapped file the digest is remembered under ``<root>/signals/digests/`` by the
+signals; for a memory-mapped file the digest is remembered in the store's ``digests`` namespace by the
 file's identity (path, device, inode, size, modification time) and the array's place in it, so a later
-run hashes a file again only once it changed, as git's index does.
+run hashes a file again only once it changed, as git's index does. Entries of an older miaudit (sha256
+keys) are never read: such a cache is cold.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import blake3
 import numpy as np
 
-from ..data.base import sha256_file
+from .. import storage
 from ..stats.signals import CORRECT, FINITE, Signal, bundle
-from .store import atomic_write, save_npy
 
 log = logging.getLogger(__name__)
 FORMAT = 3  # bump when signals.bundle's output changes: old entries are then never read
 NAMES = (*(s.value for s in Signal), CORRECT, FINITE)
 WORKERS = 2  # models at a time: hashing and numpy's loops release the GIL
-
-
-def _content_digest(logits: np.ndarray) -> str:
-    """BLAKE3 of an array's bytes (the GIL released while it hashes)."""
-    return blake3.blake3(np.ascontiguousarray(logits).data.cast("B") if logits.size else b"").hexdigest()
-
-
-def _sha256(data: np.ndarray | bytes) -> str:
-    h = hashlib.sha256()
-    h.update(np.ascontiguousarray(data).data.cast("B") if isinstance(data, np.ndarray) else data)
-    return h.hexdigest()
+NAMESPACE = "signals"
+DIGESTS = "digests"  # a memory-mapped file's state -> the digest of the logits in it
 
 
 def file_span(array: np.ndarray) -> tuple[Path, int] | None:
@@ -60,49 +47,43 @@ def file_span(array: np.ndarray) -> tuple[Path, int] | None:
 
 
 class SignalEntry:
-    """One model's stored signals: ``<root>/signals/<key>/{name}.npy`` and ``meta.json``."""
+    """One model's stored signals: ``{name}.npy`` per signal in its store entry."""
 
-    def __init__(self, folder: Path, logits: np.ndarray, labels: np.ndarray, digest: str):
-        self.dir, self.logits, self.labels, self.digest = folder, logits, labels, digest
+    def __init__(self, store: storage.Store, entry: storage.Entry, logits: np.ndarray, labels: np.ndarray, digest: str):
+        self.store, self.entry, self.logits, self.labels, self.digest = store, entry, logits, labels, digest
         self._verified: dict[str, np.ndarray] = {}
 
     @property
-    def meta_path(self) -> Path:
-        return self.dir / "meta.json"
+    def dir(self) -> Path:
+        return self.entry.dir
 
     def fill(self) -> None:
         """Compute and write the signals unless a finished entry is there."""
-        if self.meta_path.is_file():
+        if self.entry.published:
             return
         values = bundle(self.logits, self.labels)
+        files = {f"{name}.npy": _npy_writer(values[name]) for name in NAMES}
         try:
-            self.dir.mkdir(parents=True, exist_ok=True)
-            for name in NAMES:
-                self._write(name, values[name])
-            sums = {name: sha256_file(self.dir / f"{name}.npy") for name in NAMES}
-            meta = json.dumps({"format": FORMAT, "shape": list(self.logits.shape), "sha256": sums}, indent=1)
-            atomic_write(self.meta_path, lambda p: p.write_text(meta))  # last: marks the entry complete
+            self.store.write(self.entry, files, {"format": FORMAT, "shape": list(self.logits.shape)})
         except OSError as e:  # a read-only or full store: the signals still serve this run
             log.warning("signals not stored in %s (%s)", self.dir, e)
         self._verified = dict(values)
 
-    def _write(self, name: str, values: np.ndarray) -> None:
-        atomic_write(self.dir / f"{name}.npy", lambda path: save_npy(path, values))
-
     def read(self, name: str) -> np.ndarray:
-        """Signal ``name`` of every record, checked against its recorded sha256 on first read."""
+        """Signal ``name`` of every record, checked against its recorded checksum on first read."""
         if name not in self._verified:
             try:
-                sums = json.loads(self.meta_path.read_text())["sha256"]
-                path = self.dir / f"{name}.npy"
-                if sha256_file(path) != sums[name]:
-                    raise ValueError(f"{name}.npy does not match its sha256")
+                path = self.store.verified(self.entry, f"{name}.npy")
                 self._verified[name] = np.load(path, allow_pickle=False)
-            except (OSError, ValueError, KeyError, TypeError) as e:
+            except (storage.DamagedEntry, OSError, ValueError) as e:
                 log.warning("stored signals %s are damaged (%s); computing them again", self.dir, e)
-                shutil.rmtree(self.dir, ignore_errors=True)
+                self.store.discard(self.entry)
                 self.fill()
         return self._verified[name]
+
+
+def _npy_writer(values: np.ndarray) -> Callable[[Path], None]:
+    return lambda path: storage.save_npy(path, values)
 
 
 class SignalCache:
@@ -110,9 +91,9 @@ class SignalCache:
     model's computed once and kept under ``root``; a ``LogitStack``'s signal source."""
 
     def __init__(self, root: Path, labels: np.ndarray, workers: int = WORKERS):
-        self.dir = Path(root) / "signals"
+        self.store = storage.Store(root)
         self.labels = np.ascontiguousarray(labels, dtype=np.int64)
-        self.labels_digest = _sha256(self.labels)
+        self.labels_digest = storage.digest(self.labels)
         self.workers = workers
         self._entries: dict[int, tuple[np.ndarray, SignalEntry]] = {}  # by id(logits), the array kept alive
 
@@ -155,31 +136,28 @@ class SignalCache:
                 f"logits of shape {logits.shape}: the signal cache holds models on {len(self.labels)} records"
             )
         digest = self.digest(logits)
-        key = _sha256(f"{FORMAT}:{digest}:{self.labels_digest}".encode())[:24]
-        entry = SignalEntry(self.dir / key, logits, self.labels, digest)
-        entry.fill()
-        return entry
+        entry = self.store.at(NAMESPACE, storage.key(FORMAT, digest, self.labels_digest))
+        signals = SignalEntry(self.store, entry, logits, self.labels, digest)
+        signals.fill()
+        return signals
 
     def digest(self, logits: np.ndarray) -> str:
-        """BLAKE3 digest of the logits' bytes with their dtype and shape; remembered per file state for memmaps."""
+        """Digest of the logits' content (dtype, shape, bytes); remembered per file state for memmaps."""
         if id(logits) in self._entries:  # known (and kept alive) already
             return self._entries[id(logits)][1].digest
-        tag = f"{logits.dtype.str}{logits.shape}".encode()
         span = file_span(logits)
         if span is None:
-            return _sha256(tag + bytes.fromhex(_content_digest(logits)))
+            return storage.digest(logits)
         path, offset = span
         st = path.stat()
-        identity = f"{path.resolve()}:{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{offset}:{tag!r}"
-        memo = self.dir / "digests" / _sha256(identity.encode())[:32]
+        identity = [str(path.resolve()), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, offset]
+        key = storage.key(identity, logits.dtype.str, logits.shape)
+        remembered = self.store.get_bytes(DIGESTS, key)
+        if remembered is not None:
+            return remembered.decode()
+        value = storage.digest(logits)
         try:
-            return memo.read_text().strip()
-        except OSError:
-            pass
-        value = _sha256(tag + bytes.fromhex(_content_digest(logits)))
-        try:
-            memo.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(memo, lambda p: p.write_text(value))
+            self.store.put_bytes(DIGESTS, key, value.encode())
         except OSError as e:
-            log.warning("logits digest not remembered in %s (%s)", memo.parent, e)
+            log.warning("logits digest not remembered in %s (%s)", self.store.root / DIGESTS, e)
         return value
