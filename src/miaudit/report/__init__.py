@@ -9,13 +9,16 @@ so a failure never leaves a half-written output directory.
 
 from __future__ import annotations
 
+import csv
 import shutil
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 from ..experiment.run import RunResult
 from ..results import AuditReport
-from . import at_risk, html, outdir
+from . import at_risk, dp_section, html, outdir
 from .leak_verdict import attack_kind
 from .markdown import report_md
 from .plots import roc_plot
@@ -35,6 +38,7 @@ __all__ = [
     "scores_frame",
     "slug",
     "write",
+    "write_dp",
 ]
 
 
@@ -65,3 +69,35 @@ def write(res: RunResult, out_dir: Path, results: AuditReport | None = None) -> 
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return results
+
+
+def write_dp(results: AuditReport, columns: dict[str, np.ndarray], title: str, out_dir: Path) -> AuditReport:
+    """A DP audit without attacks (white-box only, or multi-run; ``dp.output``): results.json, report.md (its
+    verdict and DP section), report.html and scores.csv (``columns``: one row per canary or trained model),
+    atomically."""
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        results.write(tmp / "results.json")
+        (tmp / "report.md").write_text("\n".join(dp_section.report_md(results, title)) + "\n")
+        (tmp / "report.html").write_text(html.render_dp(results, title), encoding="utf-8")
+        _write_columns(columns, tmp / "scores.csv")
+        outdir.publish(tmp, out_dir)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return results
+
+
+def _write_columns(columns: dict[str, np.ndarray], path: Path) -> None:
+    """A small table as CSV: integers as they are, floats to 8 significant digits, NaN as an empty cell."""
+
+    def cell(v: object) -> str:
+        if isinstance(v, float | np.floating):
+            return "" if np.isnan(v) else f"{v:.8g}"
+        return str(v)
+
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f, lineterminator="\n")
+        writer.writerow(list(columns))
+        writer.writerows([cell(v) for v in row] for row in zip(*(np.asarray(c).tolist() for c in columns.values())))

@@ -4,7 +4,7 @@ what each observer sees. The report renders the section; it never imports ``miau
 
 from __future__ import annotations
 
-from ..results import DPAudit
+from ..results import AuditReport, DPAudit
 
 BOUND_HEADER = [
     "threat model",
@@ -140,3 +140,11 @@ def html_context(audit: DPAudit | None, head: list[str]) -> dict:
         "dp_rows": bound_rows(audit) if audit.kind == "one-run" else [],
         "dp_header": BOUND_HEADER,
     }
+
+
+def report_md(results: AuditReport, title: str) -> list[str]:
+    """report.md of a DP audit without attacks (white-box only, or multi-run): its verdict and DP section."""
+    assert results.dp_audit is not None
+    lines = [f"# miaudit {title}: {results.dataset}", "", *verdict_lines(results.dp_audit)]
+    lines += [f"- model {results.model}, seed {results.seed}"]
+    return [*lines, *one_run_md(results.dp_audit)]

@@ -17,7 +17,7 @@ from ..config.run import RunConfig
 from ..experiment import announce
 from ..experiment.base import Experiment
 from ..experiment.run import AttackRun, RunResult
-from ..results import AuditReport
+from ..results import SCHEMA_VERSION, AuditReport
 from ..stats import metrics
 from . import findings, leak_verdict
 from .ranking import headline_log_pvalues, risk_values
@@ -107,6 +107,7 @@ def _results(res: RunResult) -> dict:
     exp, cfg = res.experiment, res.experiment.cfg
     member = exp.is_member
     out = {
+        "schema_version": SCHEMA_VERSION,
         "miaudit_version": __version__,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "dataset": cfg.data_label,

@@ -1,6 +1,6 @@
-"""The report sections that answer the user's question, from the typed results.json (``miaudit.results``): the verdict (heading report.md,
-report.html and the console), the records at risk under FDR control, precision at member priors, and GLS as
-a risk ranking rather than a row of the attack table."""
+"""The report sections that answer the user's question, from the typed results.json (``miaudit.results``):
+the verdict (heading report.md, report.html and the console), the records at risk under FDR control, precision
+at member priors, and GLS as a risk ranking rather than a row of the attack table."""
 
 from __future__ import annotations
 
@@ -82,8 +82,7 @@ def choice_lines(results: AuditReport, table: bool = True) -> list[str]:
         lo, hi = c.pseudo_target_tpr_ci[level]
         each = ", ".join(f"{100 * t:.1f}" for t in c.per_pseudo_target)
         lines.append(
-            f"| {c.name} | {100 * c.pseudo_target_tpr[level]:.2f} [{100 * lo:.1f}, {100 * hi:.1f}] | {each} "
-            f"| {c.why} |"
+            f"| {c.name} | {100 * c.pseudo_target_tpr[level]:.2f} [{100 * lo:.1f}, {100 * hi:.1f}] | {each} | {c.why} |"
         )
     lines.append("")
     return lines

@@ -5,8 +5,15 @@ from __future__ import annotations
 
 from typing import Any, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr, SerializerFunctionWrapHandler, model_serializer
-from pydantic import ValidatorFunctionWrapHandler, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    ValidatorFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 # a number as the run computed it: an int stays an int (pydantic's float would write 1 as 1.0)
 Number: TypeAlias = int | float

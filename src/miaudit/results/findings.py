@@ -3,8 +3,6 @@ worst case beside the average, and why ``attacks: auto`` ran what it ran."""
 
 from __future__ import annotations
 
-
-
 from pydantic import Field
 
 from .base import ByLevel, Interval, IntervalByLevel, Number, Section
@@ -116,5 +114,3 @@ class AttackChoice(Section):
     pseudo_nonmembers: int | None = None
     chosen: list[str] | None = None
     candidates: list[Candidate] | None = None
-
-
