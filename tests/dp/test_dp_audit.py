@@ -88,7 +88,8 @@ def test_two_run_and_one_run_audits_end_to_end(opacus: Any, tmp_path: Any) -> No
     assert a["epsilon_lb"] >= 0 and 0 <= a["realized_fpr"] <= 1 and a["accounted_epsilon"] <= 2.0
     assert a["verdict"] in ("no violation detected", "the declared epsilon is violated at confidence 0.95")
     assert "not a certified lower bound" in a["assumes"]  # the single-model bound says what it assumes
-    one = report.write(one_run.run(config.from_dict(raw(canaries={"count": 40, "guesses": 5}))), tmp_path / "one").dump()
+    one_cfg = config.from_dict(raw(canaries={"count": 40, "guesses": 5}))
+    one = report.write(one_run.run(one_cfg), tmp_path / "one").dump()
     b = one["dp_audit"]
     assert b["kind"] == "one-run" and len(b["bounds"]) == 2 * 2  # 2 attacks x (binomial, fdp)
     for e in b["bounds"]:
