@@ -5,6 +5,7 @@ non-members' p-value histograms, the most exposed records, the config and enviro
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import jinja2
@@ -38,11 +39,10 @@ def _interval(ci, scale: float = 1.0, digits: int = 3) -> str:
     return ""
 
 
-def metric_rows(results: AuditReport) -> list[dict]:
+def metric_rows(attacks: Sequence[AttackRow], known: bool) -> list[dict]:
     """The metrics table's cells, from results.json; intervals shown where present (auc_ci, tpr_at_fpr_ci)."""
-    known = results.membership_known
     rows = []
-    for a in results.tests if known else results.attacks:  # a risk ranking (GLS): its own section
+    for a in (a for a in attacks if not (known and a.is_ranking)):  # a risk ranking (GLS): its own section
         cells = _test_cells(a) if known else _ranking_cells(a)
         rows.append({"label": a.label, "refs": a.references, "cells": cells, "seconds": a.seconds})
     return rows
@@ -110,7 +110,7 @@ def render(res: RunResult, results: AuditReport, frame: ScoresTable, roc_png: Pa
         header=["AUC", *_tpr_headers(results), "FPR at p<0.05 (raw / calibrated)"]
         if known
         else ["raw p < 0.01", "raw p < 0.05", "most exposed records"],
-        rows=metric_rows(results),
+        rows=metric_rows(results.attacks, known),
         unreliable=sorted({lv for a in results.attacks for lv in a.unreliable_fpr_levels or []}),
         roc=png_uri(roc_png) if roc_png is not None and roc_png.is_file() else None,
         scores=score_histograms(res),

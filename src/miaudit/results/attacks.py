@@ -29,6 +29,12 @@ class Metrics(Section):
     auc_ci: Interval | None = None
     tpr_at_fpr: ByLevel | None = None
     tpr_at_fpr_ci: IntervalByLevel | None = None
+    realized_fpr: ByLevel | None = None
+    realized_fpr_ci: IntervalByLevel | None = None
+    threshold: dict[str, Number | None] | None = None
+    unreliable_fpr_levels: list[str] | None = None
+    n_nan_scores: int | None = None
+    fpr_at_alpha: dict[str, ByLevel] | None = None  # "raw" / "calibrated" -> alpha -> FPR
 
 
 class AttackRow(Metrics):
@@ -38,12 +44,6 @@ class AttackRow(Metrics):
     references: int
     params: dict[str, Any]
     p_values: Literal["calibrated", "raw"] | None
-    realized_fpr: ByLevel | None = None
-    realized_fpr_ci: IntervalByLevel | None = None
-    threshold: dict[str, Number | None] | None = None
-    unreliable_fpr_levels: list[str] | None = None
-    n_nan_scores: int | None = None
-    fpr_at_alpha: dict[str, ByLevel] | None = None  # "raw" / "calibrated" -> alpha -> FPR
     most_exposed: list[int] | None = None  # membership unknown: the records ranked most exposed
     n_p_below: dict[str, int] | None = None
     ppv: dict[str, dict[str, PPVCell]] | None = None  # "prior_0.1" -> FPR level -> cell
