@@ -19,10 +19,14 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 import torch
+
+if TYPE_CHECKING:
+    from miaudit.results import AuditReport
 
 HERE = Path(__file__).resolve().parent
 LENGTH, EPOCHS_BASE, EPOCHS_TUNE = 64, 4, 6
@@ -106,7 +110,7 @@ def train_and_save(workdir: Path) -> list[str]:
     return audited
 
 
-def audit_in_python(audited: list[str], workdir: Path) -> dict:
+def audit_in_python(audited: list[str], workdir: Path) -> AuditReport:
     """Step 2: the Python API on the directory and lists of texts."""
     import miaudit
 
@@ -137,9 +141,9 @@ def main() -> None:
     workdir.mkdir(parents=True, exist_ok=True)
     audited = train_and_save(workdir)
     results = audit_in_python(audited, workdir)
-    for a in results["attacks"]:
-        print(f"API  {a['label']:<12} AUC {a['auc']:.3f}  TPR@1% {100 * a['tpr_at_fpr']['0.01']:.1f}%")
-    print(f"API  blind baseline AUC {results['blind_baseline']['auc']:.3f}")
+    for a in results.attacks:  # results.json, typed (miaudit.results.AuditReport)
+        print(f"API  {a.label:<12} AUC {a.auc:.3f}  TPR@1% {100 * a.tpr_at_fpr['0.01']:.1f}%")
+    print(f"API  blind baseline AUC {results.blind_baseline.auc:.3f}")
     audit_from_cli(workdir)
     print(f"reports in {workdir}/api-report and {workdir}/cli-report")
 

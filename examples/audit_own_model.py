@@ -24,12 +24,16 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 import torch.nn as nn
 from safetensors.torch import save_file
 from sklearn.datasets import load_digits
+
+if TYPE_CHECKING:
+    from miaudit.results import AuditReport
 
 HERE = Path(__file__).resolve().parent
 ATTACKS = ["attack-p", "gls", {"name": "bmia", "references": 1, "samples": 200}, {"name": "lira", "references": 2}]
@@ -88,7 +92,7 @@ def train_and_save(workdir: Path) -> tuple[Net, dict[str, tuple[np.ndarray, np.n
     return model, {name: (x[idx], y[idx]) for name, idx in parts.items()}
 
 
-def audit_in_python(model: Net, sets: dict, workdir: Path) -> dict:
+def audit_in_python(model: Net, sets: dict, workdir: Path) -> AuditReport:
     """Step 2: the Python API, with this script's factory and training loop for the reference models."""
     import miaudit
 
@@ -131,8 +135,8 @@ def main() -> None:
     workdir.mkdir(parents=True, exist_ok=True)
     model, sets = train_and_save(workdir)
     results = audit_in_python(model, sets, workdir)
-    for a in results["attacks"]:
-        print(f"API  {a['label']:<12} AUC {a['auc']:.3f}  TPR@1% {100 * a['tpr_at_fpr']['0.01']:.1f}%")
+    for a in results.attacks:  # results.json, typed (miaudit.results.AuditReport)
+        print(f"API  {a.label:<12} AUC {a.auc:.3f}  TPR@1% {100 * a.tpr_at_fpr['0.01']:.1f}%")
     audit_from_cli(workdir)
     print(f"reports in {workdir}/api-report and {workdir}/cli-report")
 

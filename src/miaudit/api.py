@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence, Sized
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -37,6 +37,7 @@ from .experiment.build import shuffled_queries, with_calibration_records
 from .experiment.recipes import ModelRecipe
 from .experiment.run import RunResult
 from .report import outdir
+from .results import AuditReport
 
 if TYPE_CHECKING:  # torch and the training loop load in audit(): `miaudit score` never needs them (nor pandas)
     import pandas as pd
@@ -75,6 +76,14 @@ class AuditResult:
     """
 
     run: RunResult
+    _results: AuditReport | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def results(self) -> AuditReport:
+        """What results.json holds, typed (``miaudit.results.AuditReport``); built once."""
+        if self._results is None:
+            self._results = report.audit_report(self.run)
+        return self._results
 
     @property
     def metrics(self) -> dict[str, dict | None]:
@@ -98,10 +107,10 @@ class AuditResult:
         return f"<AuditResult {exp.dataset.name}: {who}, {len(self.run.attacks)} attack(s){top}>"
 
     def to_json(self) -> dict:
-        """What ``results.json`` holds."""
-        return report.results_json(self.run)
+        """What ``results.json`` holds, as a dict (``results.dump()``)."""
+        return self.results.dump()
 
-    def report(self, out_dir: str | Path, force: bool = False) -> dict:
+    def report(self, out_dir: str | Path, force: bool = False) -> AuditReport:
         """Write results.json, report.md, report.html, roc.png, scores.csv and scores.parquet, atomically.
 
         Args:
@@ -110,13 +119,13 @@ class AuditResult:
                 other file alone.
 
         Returns:
-            What results.json holds.
+            What results.json holds (``results``).
 
         Raises:
             OutputDirError: ``out_dir`` is not empty and ``force`` is False, or cannot be written.
         """
         outdir.check(Path(out_dir), force, force_hint="force=True")
-        return report.write(self.run, Path(out_dir))
+        return report.write(self.run, Path(out_dir), self.results)
 
 
 def run(config: RunConfig | dict | str | Path | None = None) -> AuditResult:

@@ -33,6 +33,7 @@ from rich.table import Table
 from ._version import __version__
 from .config import run as config_mod
 from .errors import ConfigError, MiauditError
+from .results import AuditReport, Metrics
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Membership inference auditing.")
 err = Console(stderr=True)
@@ -120,16 +121,16 @@ def _interrupted(cfg: config_mod.RunConfig | None, out: Path) -> None:
     raise typer.Exit(code=130)
 
 
-def _summary(results: dict, out: Path, start: float) -> None:
+def _summary(results: AuditReport, out: Path, start: float) -> None:
     from .report import sections
 
     for line in sections.verdict_lines(results):  # the answer first, as in report.md
         Console().print(line.replace("**", ""), highlight=False, markup=False, end="\n" if line else "")
-    for note in results.get("notes", []):  # then what the numbers below do not promise
+    for note in results.notes or []:  # then what the numbers below do not promise
         Console().print(f"[bold yellow]note:[/bold yellow] {note}", highlight=False)
     for line in sections.choice_lines(results, table=False):
         Console().print(line, highlight=False, markup=False, end="\n" if line else "")
-    _print_table(_metrics_table(results) if results["membership"] == "known" else _ranking_table(results))
+    _print_table(_metrics_table(results) if results.membership_known else _ranking_table(results))
     if note := sections.records_at_risk_note(results):
         Console().print(f"records at risk: {note}", highlight=False, markup=False)
     Console().print(f"wrote {out}/ in {time.perf_counter() - start:.0f} s")
@@ -192,57 +193,52 @@ def _print_table(table: Table) -> None:
     console.print(table)
 
 
-def _metrics_table(results: dict) -> Table:
-    t = results["target"]
+def _metrics_table(results: AuditReport) -> Table:
+    t = results.target
     table = Table(
-        title=f"{results['dataset']}: target train/test "
+        title=f"{results.dataset}: target train/test "
         + (
-            f"perplexity {t['train_perplexity']:.1f}/{t['test_perplexity']:.1f}"  # an LM's accuracy means nothing
-            if "train_perplexity" in t
-            else f"accuracy {t['train_accuracy']:.3f}/{t['test_accuracy']:.3f}"
+            f"perplexity {t.train_perplexity:.1f}/{t.test_perplexity:.1f}"  # an LM's accuracy means nothing
+            if t.train_perplexity is not None and t.test_perplexity is not None
+            else f"accuracy {t.train_accuracy:.3f}/{t.test_accuracy:.3f}"
         ),
         box=box.SIMPLE_HEAD,
         pad_edge=False,
     )
-    levels = sorted(results["attacks"][0]["tpr_at_fpr"], key=float)  # the standard ones and min_fpr
+    levels = sorted(results.attacks[0].tpr_at_fpr or {}, key=float)  # the standard ones and min_fpr
     for col in ("attack", "AUC", *(f"TPR@{100 * float(k):g}%" for k in levels)):  # seconds: the log lines above
         table.add_column(col, justify="right" if col != "attack" else "left", no_wrap=True)
-    blind = (
-        [{**results["blind_baseline"], "label": "blind baseline (text only)"}] if "blind_baseline" in results else []
-    )
-    for a in results["attacks"] + blind:
-        if a.get("name") == "gls":  # a risk ranking, not a membership test (report.md: its own section)
-            continue
-        table.add_row(
-            a["label"],
-            f"{a['auc']:.3f}",
-            *(_tpr_cell(a, k) for k in levels),
-        )
-    unreliable = sorted({k for a in results["attacks"] for k in a["unreliable_fpr_levels"]})
+    # a risk ranking is no membership test (report.md: its own section)
+    rows: list[tuple[str, Metrics]] = [(a.label, a) for a in results.tests]
+    rows += [("blind baseline (text only)", results.blind_baseline)] if results.blind_baseline else []
+    for label, a in rows:
+        table.add_row(label, f"{a.auc:.3f}", *(_tpr_cell(a, k, results) for k in levels))
+    unreliable = sorted({k for a in results.attacks for k in a.unreliable_fpr_levels or []})
     table.caption = "TPR in percent [95% interval]" + (
         f"; † unreliable: fewer than 10 false positives at FPR {', '.join(unreliable)}" if unreliable else ""
     )
     return table
 
 
-def _tpr_cell(a: dict, level: str) -> str:
-    lo, hi = a["tpr_at_fpr_ci"][level]
-    mark = "†" if level in a["unreliable_fpr_levels"] else ""
-    return f"{100 * a['tpr_at_fpr'][level]:.1f} [{100 * lo:.1f},{100 * hi:.1f}]{mark}"
+def _tpr_cell(a: Metrics, level: str, results: AuditReport) -> str:
+    lo, hi = (a.tpr_at_fpr_ci or {})[level]
+    mark = "†" if level in (getattr(a, "unreliable_fpr_levels", None) or []) else ""
+    return f"{100 * (a.tpr_at_fpr or {})[level]:.1f} [{100 * lo:.1f},{100 * hi:.1f}]{mark}"
 
 
-def _ranking_table(results: dict) -> Table:
+def _ranking_table(results: AuditReport) -> Table:
     """Queries of unknown membership: no ROC, the records each attack puts most at risk."""
-    table = Table(title=f"{results['dataset']}: {results['n_queries']} queries, membership unknown (no ROC)")
-    risk = results.get("records_at_risk", {})
-    at_risk = f"at risk (FDR {risk.get('fdr', 0.05):g})"
+    table = Table(title=f"{results.dataset}: {results.n_queries} queries, membership unknown (no ROC)")
+    risk = results.records_at_risk
+    at_risk = f"at risk (FDR {risk.fdr if risk else 0.05:g})"
     for col in ("attack", at_risk, "raw p < 0.01", "raw p < 0.05", "most exposed records", "attack s"):
         table.add_column(col, justify="left" if col in ("attack", "most exposed records") else "right")
-    for a in results["attacks"]:
-        flagged = [str(a["n_p_below"][k]) if "n_p_below" in a else "-" for k in ("0.01", "0.05")]
-        counted = str(risk.get("by_attack", {}).get(a["label"], {}).get("count", "-"))
-        exposed = ", ".join(map(str, a["most_exposed"][:5]))
-        table.add_row(a["label"], counted, *flagged, exposed, f"{a['seconds']['attack']:.2f}")
+    by_attack = risk.by_attack if risk else {}
+    for a in results.attacks:
+        flagged = [str(a.n_p_below[k]) if a.n_p_below is not None else "-" for k in ("0.01", "0.05")]
+        counted = str(by_attack[a.label].count) if a.label in by_attack else "-"
+        exposed = ", ".join(map(str, (a.most_exposed or [])[:5]))
+        table.add_row(a.label, counted, *flagged, exposed, f"{a.seconds.attack:.2f}")
     return table
 
 
@@ -357,7 +353,7 @@ def dp_audit(
     """DP audit: canaries in one training run (or R pairs of runs), epsilon lower bounds, a verdict with its power."""
     from . import progress
     from .dp import output
-    from .report import outdir, sections
+    from .report import dp_section, outdir
 
     out = out or Path("miaudit-runs") / f"{config.stem}-dp"
     cfg, progress.SESSION["trained"] = None, 0  # what this audit trains: an interrupt reports it
@@ -369,18 +365,17 @@ def dp_audit(
         _fail(e)
     except KeyboardInterrupt:
         _interrupted(cfg, out)
-    a = results["dp_audit"]
-    for line in sections.dp_verdict_lines(a):  # the answer first, as in report.md and report.html
+    a = results.dp_audit
+    assert a is not None  # a dp-audit's results always hold its section
+    for line in dp_section.verdict_lines(a):  # the answer first, as in report.md and report.html
         Console().print(line.replace("**", ""), highlight=False, markup=False, soft_wrap=True, end="\n" if line else "")
-    from .dp.audit import claims_line
+    Console().print(f"{dp_section.console_line(a)}\nwrote {out}/", highlight=False, markup=False, soft_wrap=True)
 
-    Console().print(
-        f"{a['kind']} audit, {len(a['bounds'])} bounds; {claims_line(a)}; epsilon lower bound {a['epsilon_lb']:.3f} "
-        f"of at most {a['max_attainable']:.3f} attainable ({a['how']})\nwrote {out}/",
-        highlight=False,
-        markup=False,
-        soft_wrap=True,
-    )
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema (draft 2020-12) of results.json, which run, score and dp-audit write."""
+    print(json.dumps(AuditReport.json_schema(), indent=1))
 
 
 @app.command()

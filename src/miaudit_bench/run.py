@@ -14,7 +14,7 @@ import json
 import os
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ import torch
 from miaudit import pipeline, report
 from miaudit._version import __version__
 from miaudit.config import run as config
+from miaudit.results import AttackRow, AuditReport, BlindBaseline, Metrics, ReferenceModel
 
 from . import dp as dp_bench
 from .suites import (  # noqa: F401  (re-exported: bench.SUITES, bench.LOCATION ...)
@@ -63,92 +64,93 @@ def hardware() -> dict[str, Any]:
     }
 
 
-def _summary(values: list[float]) -> dict[str, float]:
+def _summary(values: Sequence[Any]) -> dict[str, float]:
     a = np.asarray(values, dtype=np.float64)
     return {"mean": float(a.mean()), "sd": float(a.std(ddof=1)) if a.size > 1 else 0.0}
 
 
-def _row_intervals(entries: list[dict[str, Any]]) -> dict[str, list[float]]:
+def _row_intervals(entries: Sequence[Metrics]) -> dict[str, list[float]]:
     """Per metric, the mean over seeds of each seed's 95% interval: how uncertain one run's number is,
     to read beside the seed spread (intervals of older results.json without them: none)."""
     per_seed = [
-        {"auc": e["auc_ci"], **{f"tpr@{k}": v for k, v in e["tpr_at_fpr_ci"].items()}}
+        {"auc": e.auc_ci, **{f"tpr@{k}": v for k, v in e.tpr_at_fpr_ci.items()}}
         for e in entries
-        if e.get("auc_ci") is not None and e.get("tpr_at_fpr_ci")
+        if e.auc_ci is not None and e.tpr_at_fpr_ci
     ]
     if len(per_seed) < len(entries):
         return {}
     return {f"{k}_ci": np.mean([s[k] for s in per_seed], axis=0).tolist() for k in per_seed[0]}
 
 
-def _row_metrics(entry: dict[str, Any], refs: list[dict[str, Any]]) -> dict[str, float]:
+def _row_metrics(entry: AttackRow, refs: Sequence[ReferenceModel]) -> dict[str, Any]:
     """One row's numbers; the overhead ratio divides by the mean training time of one of the run's references."""
     m = {
-        "auc": entry["auc"],
-        **{f"tpr@{k}": v for k, v in entry["tpr_at_fpr"].items()},
-        "reference_training_s": entry["seconds"]["reference_training"],
-        "attack_s": entry["seconds"]["attack"],
+        "auc": entry.auc,
+        **{f"tpr@{k}": v for k, v in (entry.tpr_at_fpr or {}).items()},
+        "reference_training_s": entry.seconds.reference_training,
+        "attack_s": entry.seconds.attack,
     }
-    for kind, levels in entry.get("fpr_at_alpha", {}).items():
+    for kind, levels in (entry.fpr_at_alpha or {}).items():
         m.update({f"fpr_{kind}@{a}": v for a, v in levels.items()})
-    one_ref = float(np.mean([r["seconds"] for r in refs])) if refs else float("nan")
-    m["attack_over_one_reference"] = entry["seconds"]["attack"] / one_ref if refs else float("nan")
+    one_ref = float(np.mean([r.seconds for r in refs])) if refs else float("nan")
+    m["attack_over_one_reference"] = entry.seconds.attack / one_ref if refs else float("nan")
     return m
 
 
-def run_dataset(suite: Suite, label: str, seed: int, cache_dir: Path | None) -> dict[str, Any]:
+def run_dataset(suite: Suite, label: str, seed: int, cache_dir: Path | None) -> AuditReport:
     base = dict(suite.datasets[label])
     rows = suite.rows_for.get(label, suite.rows)(base.get("references", 0))
     cfg = config.from_dict(
         {**base, "seed": seed, "attacks": rows, **({"cache_dir": str(cache_dir)} if cache_dir else {})}
     )
-    return report.results_json(pipeline.run_config(cfg))
+    return report.audit_report(pipeline.run_config(cfg))
 
 
-def aggregate(per_seed: list[dict[str, Any]]) -> dict[str, Any]:
+def aggregate(per_seed: list[AuditReport]) -> dict[str, Any]:
     first = per_seed[0]
     rows = []
-    for i, entry in enumerate(first["attacks"]):
-        metrics = [_row_metrics(r["attacks"][i], r["reference_models"]) for r in per_seed]
+    for i, entry in enumerate(first.attacks):
+        metrics = [_row_metrics(r.attacks[i], r.reference_models or []) for r in per_seed]
         rows.append(
             {
-                "name": entry["name"],
-                "label": entry["label"],
-                "references": entry["references"],
-                "unreliable_fpr_levels": entry["unreliable_fpr_levels"],
+                "name": entry.name,
+                "label": entry.label,
+                "references": entry.references,
+                "unreliable_fpr_levels": entry.unreliable_fpr_levels,
                 **{k: _summary([m[k] for m in metrics]) for k in metrics[0]},
-                **_row_intervals([r["attacks"][i] for r in per_seed]),
+                **_row_intervals([r.attacks[i] for r in per_seed]),
             }
         )
-    if "blind_baseline" in first:  # an LM audit: the text-only classifier as one more row
-        rows.append(blind_row([r["blind_baseline"] for r in per_seed]))
+    if first.blind_baseline is not None:  # an LM audit: the text-only classifier as one more row
+        rows.append(blind_row([r.blind_baseline for r in per_seed if r.blind_baseline is not None]))
+    fits = [r.target.fit() for r in per_seed]
     return {
-        "n_records": first["n_records"],
-        "n_members": first["n_members"],
-        "n_nonmembers": first["n_nonmembers"],
-        "model": first["model"],
-        "reference_model": first["reference_model"],
-        "config": first["config"],
-        "seeds": [r["seed"] for r in per_seed],
+        "n_records": first.n_records,
+        "n_members": first.n_members,
+        "n_nonmembers": first.n_nonmembers,
+        "model": first.model,
+        "reference_model": first.reference_model,
+        "config": first.config,
+        "seeds": [r.seed for r in per_seed],
         **{  # a classifier's accuracy, an LM's perplexity
-            f"target_{k}": _summary([r["target"][k] for r in per_seed])
+            f"target_{k}": _summary([fit[k] for fit in fits])
             for k in ("train_accuracy", "test_accuracy", "train_perplexity", "test_perplexity")
-            if k in first["target"]
+            if k in fits[0]
         },
-        "reference_seconds_each": _summary([m["seconds"] for r in per_seed for m in r["reference_models"]]),
+        "reference_seconds_each": _summary([m.seconds for r in per_seed for m in r.reference_models or []]),
         "rows": rows,
     }
 
 
-def blind_row(entries: list[dict[str, Any]]) -> dict[str, Any]:
+def blind_row(entries: Sequence[BlindBaseline]) -> dict[str, Any]:
     """The blind baseline's row (no references, no attack time: a text classifier, never the model)."""
-    metrics = [{"auc": e["auc"], **{f"tpr@{k}": v for k, v in e["tpr_at_fpr"].items()}} for e in entries]
+    metrics = [{"auc": e.auc, **{f"tpr@{k}": v for k, v in (e.tpr_at_fpr or {}).items()}} for e in entries]
     blank = {"mean": float("nan"), "sd": float("nan")}
     return {
         "name": "blind-baseline",
         "label": "blind baseline (TF-IDF + LR, text only)",
         "references": 0,
-        "unreliable_fpr_levels": entries[0]["unreliable_fpr_levels"],
+        "unreliable_fpr_levels": entries[0].unreliable_fpr_levels,
         **{k: _summary([m[k] for m in metrics]) for k in metrics[0]},
         **{k: blank for k in ("reference_training_s", "attack_s", "attack_over_one_reference")},
         **_row_intervals(entries),

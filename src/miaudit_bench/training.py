@@ -61,7 +61,7 @@ def one_run(base: Mapping[str, Any], k: int, seed: int, at_once: int) -> dict[st
         wall, cpu = time.perf_counter(), time.process_time()
         res = pipeline.run_config(cfg)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-        out = report.results_json(res)
+        out = report.audit_report(res)
     refs = res.experiment.references
     training = float(sum(r.seconds for r in refs))
     return {
@@ -71,9 +71,9 @@ def one_run(base: Mapping[str, Any], k: int, seed: int, at_once: int) -> dict[st
         "run_wall_s": wall,
         "run_cpu_s": cpu,
         "load_average": [load_before, os.getloadavg()[0]],
-        "target_test_accuracy": out["target"]["test_accuracy"],
+        "target_test_accuracy": out.target.test_accuracy,
         "reference_train_accuracy": float(np.mean([r.train_accuracy for r in refs])),
-        "tpr_at_1pct": {a["name"]: a["tpr_at_fpr"][FPR] for a in out["attacks"]},
+        "tpr_at_1pct": {a.name: (a.tpr_at_fpr or {})[FPR] for a in out.attacks},
     }
 
 

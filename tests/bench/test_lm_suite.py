@@ -9,6 +9,7 @@ import pytest
 from miaudit_bench import lm as lm_bench
 from miaudit_bench.run import aggregate, blind_row
 from miaudit_bench.suites import SUITES
+from miaudit.results import AuditReport, BlindBaseline
 
 
 def test_rows_cover_k_0_1_and_4():
@@ -33,22 +34,29 @@ def _entry(auc: float) -> dict:
     }
 
 
+def _blind(auc: float) -> BlindBaseline:
+    return BlindBaseline.model_validate({"method": "TF-IDF + LR", **_entry(auc)})
+
+
 def test_blind_baseline_row_is_the_mean_over_seeds():
-    row = blind_row([_entry(0.5), _entry(0.6)])
+    row = blind_row([_blind(0.5), _blind(0.6)])
     assert math.isclose(row["auc"]["mean"], 0.55) and math.isclose(row["auc"]["sd"], math.sqrt(0.005))
     assert row["references"] == 0 and math.isnan(row["attack_s"]["mean"])
     assert row["auc_ci"] == pytest.approx([0.5, 0.6])
 
 
 def test_aggregate_appends_the_blind_baseline():
-    attack = {**_entry(0.7), "name": "zlib", "label": "zlib", "references": 0}
-    attack["seconds"] = {"reference_training": 0.0, "attack": 1.0}
+    attack = {**_entry(0.7), "name": "zlib", "label": "zlib", "kind": "test", "references": 0, "params": {},
+              "p_values": None, "seconds": {"reference_training": 0.0, "attack": 1.0}}  # fmt: skip
     run = {
+        "miaudit_version": "0", "created": "now", "dataset": "ag_news", "data_fingerprint": "0",
         "n_records": 10, "n_members": 2, "n_nonmembers": 2, "model": "gpt-tiny", "reference_model": None,
-        "config": {}, "seed": 0, "reference_models": [],
-        "target": {"train_accuracy": 0.0, "test_accuracy": 0.0, "train_perplexity": 50.0, "test_perplexity": 80.0},
-        "attacks": [attack], "blind_baseline": _entry(0.5),
+        "config": {}, "seed": 0, "reference_models": [], "calibration": {"calibrated": False, "records": 0},
+        "target": {"train_accuracy": 0.0, "test_accuracy": 0.0, "train_perplexity": 50.0, "test_perplexity": 80.0,
+                   "source": "trained"},
+        "attacks": [attack], "blind_baseline": {"method": "TF-IDF + LR", **_entry(0.5)},
+        "environment": {"miaudit": "0", "python": "3", "platform": "x", "torch_threads": 1, "device": "cpu"},
     }  # fmt: skip
-    out = aggregate([run, {**run, "seed": 1}])
+    out = aggregate([AuditReport.model_validate(run), AuditReport.model_validate({**run, "seed": 1})])
     assert [r["name"] for r in out["rows"]] == ["zlib", "blind-baseline"]
     assert out["target_test_perplexity"]["mean"] == 80.0

@@ -88,7 +88,8 @@ def test_two_run_and_one_run_audits_end_to_end(opacus: Any, tmp_path: Any) -> No
     assert a["epsilon_lb"] >= 0 and 0 <= a["realized_fpr"] <= 1 and a["accounted_epsilon"] <= 2.0
     assert a["verdict"] in ("no violation detected", "the declared epsilon is violated at confidence 0.95")
     assert "not a certified lower bound" in a["assumes"]  # the single-model bound says what it assumes
-    one = report.write(one_run.run(config.from_dict(raw(canaries={"count": 40, "guesses": 5}))), tmp_path / "one")
+    one_cfg = config.from_dict(raw(canaries={"count": 40, "guesses": 5}))
+    one = report.write(one_run.run(one_cfg), tmp_path / "one").dump()
     b = one["dp_audit"]
     assert b["kind"] == "one-run" and len(b["bounds"]) == 2 * 2  # 2 attacks x (binomial, fdp)
     for e in b["bounds"]:
@@ -109,10 +110,10 @@ def test_white_box_audit_flags_a_planted_fault_and_not_the_honest_run(opacus: An
     from miaudit.dp import output
 
     canaries = {"count": 100, "kind": "dirac", "guesses": 20}
-    honest = output.audit(config.from_dict(raw(canaries=canaries)), tmp_path / "honest")
+    honest = output.audit(config.from_dict(raw(canaries=canaries)), tmp_path / "honest").dump()
     faulty = {**DP, "planted_fault": {"noise_scale": 0.1}}
     cfg = config.from_dict(raw(canaries=canaries, train={**TINY_RUN["train"], "dp": faulty}))
-    flagged = output.audit(cfg, tmp_path / "fault")
+    flagged = output.audit(cfg, tmp_path / "fault").dump()
     prv = honest["target"]["dp"]["accounted"]["prv"]
     assert all(e["epsilon_lower_bound"] <= prv for e in honest["dp_audit"]["bounds"])
     assert honest["dp_audit"]["verdict"].startswith("no violation detected")
@@ -131,7 +132,7 @@ def test_multi_run_audit_trains_pairs_and_bounds_their_decisions(opacus: Any, tm
     from miaudit.dp import output
 
     cfg = config.from_dict(raw(canaries={"count": 4, "kind": "crafted"}))
-    res = output.audit(cfg, tmp_path / "multi", runs=2)
+    res = output.audit(cfg, tmp_path / "multi", runs=2).dump()
     head, two_run = res["dp_audit"]["bounds"]
     assert head["analysis"] == "binomial" and two_run["analysis"] == "multi-run"
     for b in (head, two_run):

@@ -42,7 +42,7 @@ def test_audit_with_members_gives_metrics_table_json_and_report(user, tmp_path: 
     as_json = result.to_json()
     assert as_json["membership"] == "known" and as_json["n_members"] == 40 and as_json["model"] == "TinyNet"
     assert as_json["target"]["train_accuracy"] == 1.0  # 150 full-batch steps memorise 40 records
-    written = result.report(tmp_path / "audit")
+    written = result.report(tmp_path / "audit").dump()
     assert written == json.loads((tmp_path / "audit" / "results.json").read_text()) == json.loads(json.dumps(as_json))
     assert sorted(p.name for p in (tmp_path / "audit").iterdir()) == [
         "at_risk.csv",
@@ -71,7 +71,7 @@ def test_queries_of_unknown_membership_give_pvalues_and_ranking_only(user, tmp_p
     assert (table["attack-p_n0.p_value"] > 0).all() and (table["attack-p_n0.p_value"] <= 1).all()
     ranked = -table["attack-p_n0.log_p"].to_numpy()
     assert np.all(np.diff(ranked) <= 0)  # rank 1 = smallest p-value
-    results = result.report(tmp_path / "q")
+    results = result.report(tmp_path / "q").dump()
     assert results["membership"] == "unknown" and "no ROC" in results["notes"][0] and results["n_members"] is None
     assert "auc" not in results["attacks"][0] and len(results["attacks"][0]["most_exposed"]) == 10
     assert not (tmp_path / "q" / "roc.png").exists()

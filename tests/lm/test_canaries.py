@@ -90,7 +90,7 @@ def test_exposure_grows_with_repetitions_on_a_trained_model(news_csv: Path, tmp_
     assert exp.dataset.texts[-1].startswith("my secret number is ") and len(exp.split.members) == 32
     assert not np.isin(canary_rows, np.concatenate([exp.query_idx, exp.split.population, exp.split.validation])).any()
     assert np.bincount(np.isin(exp.target.train_idx, canary_rows))[1] == 1 + 1 + 32 + 32
-    written = result.report(tmp_path / "out")
+    written = result.report(tmp_path / "out").dump()
     assert json.loads((tmp_path / "out" / "results.json").read_text())["canary_exposure"] == written["canary_exposure"]
     assert "## Canary exposure" in (tmp_path / "out" / "report.md").read_text()
     html = (tmp_path / "out" / "report.html").read_text()

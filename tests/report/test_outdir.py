@@ -101,4 +101,4 @@ def test_api_report_refuses_a_nonempty_dir(tmp_path: Path, tiny_raw: dict) -> No
     result.report(tmp_path / "a")
     with pytest.raises(outdir.OutputDirError, match="force=True"):
         result.report(tmp_path / "a")
-    assert result.report(tmp_path / "a", force=True)["dataset"]
+    assert result.report(tmp_path / "a", force=True).dataset

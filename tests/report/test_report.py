@@ -74,7 +74,7 @@ def test_uncalibrated_runs_say_so_first(uncalibrated: pipeline.RunResult) -> Non
     assert results["calibration"]["calibrated"] is False
     assert all(a["p_values"] == "raw" for a in results["attacks"])
     assert any("NOT calibrated" in note for note in results["notes"])
-    text = report_md(uncalibrated, results, report.scores_frame(uncalibrated))
+    text = report_md(uncalibrated, report.audit_report(uncalibrated), report.scores_frame(uncalibrated))
     assert "NOT calibrated" in "\n".join(text.splitlines()[:6])  # right after the verdict (which rests on the ROC)
     frame = report.scores_frame(uncalibrated).to_pandas()
     assert not any(c.endswith("p_value_raw") for c in frame.columns)

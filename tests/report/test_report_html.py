@@ -15,6 +15,7 @@ import pytest
 from miaudit import pipeline, report
 from miaudit.config.run import RunConfig
 from miaudit.report import html as report_html
+from miaudit.results import AttackRow
 
 ATTACKS = [{"name": "attack-p"}, {"name": "bmia", "references": 1, "samples": 50}, {"name": "lira", "references": 2}]
 
@@ -64,9 +65,10 @@ def test_report_html_content(written: Path) -> None:
 def test_metric_rows_show_intervals_when_present() -> None:
     attack = {"label": "x", "references": 1, "auc": 0.7, "tpr_at_fpr": {"0.001": 0.01, "0.01": 0.05, "0.05": 0.2}}
     attack |= {"unreliable_fpr_levels": ["0.001"], "seconds": {"reference_training": 1.0, "attack": 0.1}}
+    attack |= {"name": "x", "kind": "test", "params": {}, "p_values": None}
     ci = {"auc_ci": [0.65, 0.75], "tpr_at_fpr_ci": {"0.01": [0.03, 0.08]}}
-    [plain] = report_html.metric_rows({"membership": "known", "attacks": [attack]})
-    [with_ci] = report_html.metric_rows({"membership": "known", "attacks": [attack | ci]})
+    [plain] = report_html.metric_rows([AttackRow.model_validate(attack)], known=True)
+    [with_ci] = report_html.metric_rows([AttackRow.model_validate(attack | ci)], known=True)
     assert plain["cells"][:3] == ["0.700", "1.00 †", "5.00"]
     assert with_ci["cells"][:3] == ["0.700 [0.650, 0.750]", "1.00 †", "5.00 [3.00, 8.00]"]
 

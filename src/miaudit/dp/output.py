@@ -1,70 +1,54 @@
 """``miaudit dp-audit``'s outputs. A one-run audit with input-space canaries writes a run's usual outputs
 (``report.write``). A white-box-only audit (no input-space canary, so no attack and no per-record table) and a
 multi-run audit write results.json with the keys a run has where they apply (``target`` with ``dp``,
-``dp_audit``, ``config``, ``environment``), report.md, report.html (the DP section alone) and scores.csv (one
-row per gradient canary, or per trained model), atomically."""
+``dp_audit``, ``config``, ``environment``; the same ``AuditReport`` and writer as a run), report.md, report.html
+(the DP section alone) and scores.csv (one row per gradient canary, or per trained model), atomically
+(``report.write_dp``)."""
 
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
+import numpy as np
 
 from .._version import __version__
 from ..config.run import RunConfig
-from ..report import outdir
 from ..report import write as write_run
-from ..report.html import render_dp
+from ..report import write_dp
 from ..report.records import environment
-from ..report.sections import dp_verdict_lines
+from ..results import SCHEMA_VERSION, AuditReport
 from . import bounds, multi_run, one_run
-from .audit import declared_epsilon, one_run_level, one_run_md
+from .audit import declared_epsilon, one_run_level
 from .canaries import guesses
 
 
-def results(cfg: RunConfig, ds: Any, target: dict[str, Any], dp_audit: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "miaudit_version": __version__,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "dataset": cfg.dataset.label,
-        "data_fingerprint": ds.content_sha256,
-        "n_records": len(ds),
-        "model": cfg.model,
-        "seed": cfg.seed,
-        "target": target,
-        "calibration": {"calibrated": False, "records": 0},
-        "attacks": [],
-        "dp_audit": dp_audit,
-        "config": json.loads(cfg.model_dump_json()),
-        "environment": environment(cfg.device),
-    }
+def results(cfg: RunConfig, ds: Any, target: dict[str, Any], dp_audit: dict[str, Any]) -> AuditReport:
+    """results.json of a DP audit without attacks: the keys a run has where they apply, and ``dp_audit``."""
+    return AuditReport.model_validate(
+        {
+            "schema_version": SCHEMA_VERSION,
+            "miaudit_version": __version__,
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "dataset": cfg.dataset.label,
+            "data_fingerprint": ds.content_sha256,
+            "n_records": len(ds),
+            "model": cfg.model,
+            "seed": cfg.seed,
+            "target": target,
+            "calibration": {"calibrated": False, "records": 0},
+            "attacks": [],
+            "dp_audit": dp_audit,
+            "config": json.loads(cfg.model_dump_json()),
+            "environment": environment(cfg.device),
+        }
+    )
 
 
-def write(res: dict[str, Any], frame: pd.DataFrame, title: str, out: Path) -> dict[str, Any]:
-    """Write results.json, report.md and scores.csv into ``out`` atomically; return the results."""
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    lines = [f"# miaudit {title}: {res['dataset']}", "", *dp_verdict_lines(res["dp_audit"])]
-    lines += [f"- model {res['model']}, seed {res['seed']}"]
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        (tmp / "results.json").write_text(json.dumps(res, indent=1))
-        (tmp / "report.md").write_text("\n".join([*lines, *one_run_md(res["dp_audit"])]) + "\n")
-        (tmp / "report.html").write_text(render_dp(res, title), encoding="utf-8")
-        frame.to_csv(tmp / "scores.csv", index=False, float_format="%.8g")
-        outdir.publish(tmp, out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return res
-
-
-def whitebox(found: dict[str, Any], cfg: RunConfig, out: Path) -> dict[str, Any]:
+def whitebox(found: dict[str, Any], cfg: RunConfig, out: Path) -> AuditReport:
     """A white-box-only audit (``one_run.run_whitebox``): one scores.csv row per gradient canary."""
     a, observed = found["dp_audit"], found["observed"]
     target = {
@@ -75,23 +59,21 @@ def whitebox(found: dict[str, Any], cfg: RunConfig, out: Path) -> dict[str, Any]
         "dp": found["privacy"],
     }
     k = next(b for b in a["bounds"] if b["analysis"] == "binomial")["guesses"] // 2
-    frame = pd.DataFrame(
-        {
-            "canary": range(observed.count),
-            "member": observed.included.astype(int),
-            "score": observed.scores,
-            "guess": guesses(observed.scores, k, cfg.seed),
-        }
-    )
-    return write(results(cfg, found["dataset"], target, a), frame, "white-box DP audit", out)
+    columns = {
+        "canary": np.arange(observed.count),
+        "member": observed.included.astype(int),
+        "score": np.asarray(observed.scores, dtype=np.float64),
+        "guess": guesses(observed.scores, k, cfg.seed),
+    }
+    return write_dp(results(cfg, found["dataset"], target, a), columns, "white-box DP audit", out)
 
 
-def multirun(found: dict[str, Any], cfg: RunConfig, out: Path) -> dict[str, Any]:
+def multirun(found: dict[str, Any], cfg: RunConfig, out: Path) -> AuditReport:
     """A multi-run audit (``multi_run.run``): one scores.csv row per trained model."""
-    frame = pd.DataFrame({"run": range(len(found["scores"])), "member": found["included"].astype(int),
-                          "score": found["scores"]})  # fmt: skip
+    columns = {"run": np.arange(len(found["scores"])), "member": found["included"].astype(int),
+               "score": np.asarray(found["scores"], dtype=np.float64)}  # fmt: skip
     res = results(cfg, found["dataset"], {"source": "trained", "dp": found["privacy"]}, found["dp_audit"])
-    return write(res, frame, "multi-run DP audit", out)
+    return write_dp(res, columns, "multi-run DP audit", out)
 
 
 def multi_run_power(cfg: RunConfig, runs: int) -> str:
@@ -110,7 +92,7 @@ def multi_run_power(cfg: RunConfig, runs: int) -> str:
     return said
 
 
-def audit(cfg: RunConfig, out: Path, runs: int | None = None, say: Callable[[str], None] = print) -> dict[str, Any]:
+def audit(cfg: RunConfig, out: Path, runs: int | None = None, say: Callable[[str], None] = print) -> AuditReport:
     """``miaudit dp-audit``: the multi-run audit with ``runs``, else the one-run audit (white-box only, or with
     input-space canaries and attacks); its outputs written into ``out``. ``say`` gets the lines said before
     training (the multi-run audit's power)."""

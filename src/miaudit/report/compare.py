@@ -11,7 +11,6 @@ curves per attack).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,34 +19,36 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError
+from ..results import AttackRow, AuditReport
 from ..stats import difference
+from .leak_verdict import attack_kind
 from .ranking import slug_of
-from .sections import is_ranking
 
 HEADLINE = "0.01"
 
 
-def load_run(run: Any) -> tuple[dict, pd.DataFrame, str]:
-    """(results.json, per-record table, name) of a run directory, or of an in-memory audit result."""
-    if hasattr(run, "to_json") and hasattr(run, "scores"):
-        return run.to_json(), run.scores, "in-memory run"
+def load_run(run: Any) -> tuple[AuditReport, pd.DataFrame, str]:
+    """(results.json, per-record table, name) of a run directory (results.json of the previous format
+    migrated), or of an in-memory audit result."""
+    if hasattr(run, "results") and hasattr(run, "scores"):
+        return run.results, run.scores, "in-memory run"
     where = Path(run)
     try:
-        results = json.loads((where / "results.json").read_text())
         table = where / "scores.parquet"
         frame = pd.read_parquet(table) if table.exists() else pd.read_csv(where / "scores.csv")
     except (OSError, ValueError) as e:
         raise DataError(f"compare: {where} is not a miaudit run directory ({type(e).__name__}: {e})") from None
-    if results.get("membership") != "known":
+    results = AuditReport.load(where / "results.json", kind_of=attack_kind)
+    if not results.membership_known:
         raise DataError(f"compare: {where} audited records of unknown membership; there is no ROC to compare")
     return results, frame, str(where)
 
 
 def attack_scores(
-    frame: pd.DataFrame, attack: dict, records: np.ndarray | None, by: str = "record"
+    frame: pd.DataFrame, attack: AttackRow, records: np.ndarray | None, by: str = "record"
 ) -> difference.Scored:
     """One attack's scores, in the order of ``records`` (ids in column ``by``) when given (paired runs)."""
-    col = f"{slug_of(attack['name'], attack['label'], attack['references'])}.score"
+    col = f"{slug_of(attack.name, attack.label, attack.references)}.score"
     f = frame if records is None else frame.set_index(by).loc[records].reset_index()
     return difference.Scored(f[col].to_numpy(float), f["member"].to_numpy(bool))
 
@@ -68,11 +69,11 @@ def _audited(frame: pd.DataFrame, by: str) -> dict:
     return dict(zip(frame[by], zip(frame["member"], frame["label"] if "label" in frame else frame["member"])))
 
 
-def _pairing(ra: dict, rb: dict, fa: pd.DataFrame, fb: pd.DataFrame) -> Pairing:
+def _pairing(ra: AuditReport, rb: AuditReport, fa: pd.DataFrame, fb: pd.DataFrame) -> Pairing:
     """Paired when both runs audited the same records of the same data: the same data fingerprint and records,
     or (a ``miaudit score`` of a run's own export) the other run's records by their ids in the original data
     (``original_record``), with the same membership and labels."""
-    if ra.get("data_fingerprint") == rb.get("data_fingerprint"):
+    if ra.data_fingerprint == rb.data_fingerprint:
         if _audited(fa, "record") != _audited(fb, "record"):
             return Pairing(False, "same data, different audited records: runs resampled independently")
         how = "same data and records: paired bootstrap over the shared records"
@@ -117,12 +118,12 @@ def _sentence(label: str, tpr: difference.Difference, auc: difference.Difference
     return f"{label}: B leaks {way} than A by {by}{quiet}: {numbers}"
 
 
-def _warnings(ra: dict, rb: dict, pairing: Pairing, only_a: list[str], only_b: list[str]) -> list[str]:
+def _warnings(ra: AuditReport, rb: AuditReport, pairing: Pairing, only_a: list[str], only_b: list[str]) -> list[str]:
     """What a reader must know before the numbers: different data sets, attacks not compared."""
     out = []
-    if not pairing.paired and ra.get("data_fingerprint") != rb.get("data_fingerprint"):
+    if not pairing.paired and ra.data_fingerprint != rb.data_fingerprint:
         out.append(
-            f"warning: A audited {ra.get('dataset')}, B audited {rb.get('dataset')}: different data, so every "
+            f"warning: A audited {ra.dataset}, B audited {rb.dataset}: different data, so every "
             "difference below mixes the data with the model"
         )
     if only_a or only_b:
@@ -148,29 +149,30 @@ def compare(a: Any, b: Any, resamples: int = difference.RESAMPLES) -> dict:
     """
     (ra, fa, name_a), (rb, fb, name_b) = load_run(a), load_run(b)
     pairing = _pairing(ra, rb, fa, fb)
-    by_label = {x["label"]: x for x in rb["attacks"]}
-    shared = [x for x in ra["attacks"] if x["label"] in by_label and not is_ranking(x) and "tpr_at_fpr" in x]
+    by_label = {x.label: x for x in rb.attacks}
+    shared = [x for x in ra.tests if x.label in by_label and x.tpr_at_fpr is not None]
     if not shared:
         raise DataError(f"compare: {name_a} and {name_b} have no membership test in common (matched by label)")
     rows = []
     for x in shared:
-        levels = tuple(float(k) for k in x["tpr_at_fpr"] if k in by_label[x["label"]]["tpr_at_fpr"])
+        other = by_label[x.label]
+        levels = tuple(float(k) for k in x.tpr_at_fpr or {} if k in (other.tpr_at_fpr or {}))
         diff = difference.compare(
             attack_scores(fa, x, pairing.records, pairing.by_a),
-            attack_scores(fb, by_label[x["label"]], pairing.records, pairing.by_b),
+            attack_scores(fb, other, pairing.records, pairing.by_b),
             levels,
             pairing.paired,
             resamples,
         )
         as_json = {k: {"a": d.a, "b": d.b, "difference": d.difference, "ci": list(d.ci)} for k, d in diff.items()}
         rows.append({
-            "attack": x["label"],
-            "verdict": _sentence(x["label"], diff[HEADLINE], diff["auc"]) if HEADLINE in diff else None,
+            "attack": x.label,
+            "verdict": _sentence(x.label, diff[HEADLINE], diff["auc"]) if HEADLINE in diff else None,
             "auc": as_json.pop("auc"),
             "tpr_at_fpr": as_json,
         })  # fmt: skip
-    only_a = [x["label"] for x in ra["attacks"] if x["label"] not in by_label]
-    only_b = sorted(set(by_label) - {x["label"] for x in ra["attacks"]})
+    only_a = [x.label for x in ra.attacks if x.label not in by_label]
+    only_b = sorted(set(by_label) - {x.label for x in ra.attacks})
     return {
         "a": name_a,
         "b": name_b,
@@ -178,9 +180,9 @@ def compare(a: Any, b: Any, resamples: int = difference.RESAMPLES) -> dict:
         "paired": pairing.paired,
         "pairing": pairing.how,
         "data": {
-            "a": ra.get("dataset"),
-            "b": rb.get("dataset"),
-            "same": ra.get("data_fingerprint") == rb.get("data_fingerprint"),
+            "a": ra.dataset,
+            "b": rb.dataset,
+            "same": ra.data_fingerprint == rb.data_fingerprint,
         },
         "confidence": 0.95,
         "resamples": resamples,

@@ -50,7 +50,7 @@ def markdown(c: dict) -> str:
 def _roc_figure(a: Any, b: Any, c: dict) -> str:
     """Both runs' log-log ROC per attack, one panel each, as a data: URI."""
     (ra, fa, _), (rb, fb, _) = load_run(a), load_run(b)
-    by_a, by_b = {x["label"]: x for x in ra["attacks"]}, {x["label"]: x for x in rb["attacks"]}
+    by_a, by_b = {x.label: x for x in ra.attacks}, {x.label: x for x in rb.attacks}
     n = len(c["attacks"])
     from matplotlib.figure import Figure  # here: only compare draws this figure
 

@@ -5,6 +5,7 @@ non-members' p-value histograms, the most exposed records, the config and enviro
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import jinja2
@@ -12,7 +13,8 @@ import numpy as np
 import yaml
 
 from ..experiment.run import RunResult
-from . import at_risk, sections
+from ..results import AttackRow, AuditReport
+from . import at_risk, dp_section, sections
 from .plots import png_uri, pvalue_histograms, score_histograms
 from .ranking import risk_basis, slug
 from .table import ScoresTable
@@ -37,27 +39,29 @@ def _interval(ci, scale: float = 1.0, digits: int = 3) -> str:
     return ""
 
 
-def metric_rows(results: dict) -> list[dict]:
+def metric_rows(attacks: Sequence[AttackRow], known: bool) -> list[dict]:
     """The metrics table's cells, from results.json; intervals shown where present (auc_ci, tpr_at_fpr_ci)."""
     rows = []
-    for a in results["attacks"]:
-        if results["membership"] == "known" and sections.is_ranking(a):  # GLS: its own section
-            continue
-        if results["membership"] != "known":
-            below = a.get("n_p_below", {})
-            cells = [str(below.get(k, "-")) for k in ("0.01", "0.05")]
-            cells.append(", ".join(map(str, a["most_exposed"][:5])))
-        else:
-            tpr, tpr_ci = a["tpr_at_fpr"], a.get("tpr_at_fpr_ci", {})
-            cells = [f"{a['auc']:.3f}{_interval(a.get('auc_ci'))}"]
-            for k in sorted(tpr, key=float):  # the standard levels and min_fpr
-                ci = tpr_ci.get(k) if isinstance(tpr_ci, dict) else None
-                mark = " †" if k in a["unreliable_fpr_levels"] else ""
-                cells.append(f"{100 * tpr[k]:.2f}{_interval(ci, 100, 2)}{mark}")
-            fa = a.get("fpr_at_alpha", {})
-            cells.append(" / ".join(f"{100 * fa[k]['0.05']:.2f}" for k in ("raw", "calibrated") if k in fa) or "-")
-        rows.append({"label": a["label"], "refs": a["references"], "cells": cells, "seconds": a["seconds"]})
+    for a in (a for a in attacks if not (known and a.is_ranking)):  # a risk ranking (GLS): its own section
+        cells = _test_cells(a) if known else _ranking_cells(a)
+        rows.append({"label": a.label, "refs": a.references, "cells": cells, "seconds": a.seconds})
     return rows
+
+
+def _ranking_cells(a: AttackRow) -> list[str]:
+    below = a.n_p_below or {}
+    return [*(str(below.get(k, "-")) for k in ("0.01", "0.05")), ", ".join(map(str, (a.most_exposed or [])[:5]))]
+
+
+def _test_cells(a: AttackRow) -> list[str]:
+    tpr, tpr_ci, unreliable = a.tpr_at_fpr or {}, a.tpr_at_fpr_ci or {}, a.unreliable_fpr_levels or []
+    cells = ["-" if a.auc is None else f"{a.auc:.3f}{_interval(a.auc_ci)}"]
+    for k in sorted(tpr, key=float):  # the standard levels and min_fpr
+        mark = " †" if k in unreliable else ""
+        cells.append(f"{100 * tpr[k]:.2f}{_interval(tpr_ci.get(k), 100, 2)}{mark}")
+    fa = a.fpr_at_alpha or {}
+    cells.append(" / ".join(f"{100 * fa[k]['0.05']:.2f}" for k in ("raw", "calibrated") if k in fa) or "-")
+    return cells
 
 
 def exposed_records(res: RunResult, frame: ScoresTable) -> tuple[str, list[str], list[list[str]]]:
@@ -84,8 +88,8 @@ def flagged_records(res: RunResult) -> tuple[list[str], list[dict]]:
     return columns, rows
 
 
-def _tpr_headers(results: dict) -> list[str]:
-    return [f"TPR@{100 * float(k):g}%" for k in sorted(results["attacks"][0]["tpr_at_fpr"], key=float)]
+def _tpr_headers(results: AuditReport) -> list[str]:
+    return [f"TPR@{100 * float(k):g}%" for k in sorted(results.attacks[0].tpr_at_fpr or {}, key=float)]
 
 
 def _cell(v: object) -> str:
@@ -95,8 +99,8 @@ def _cell(v: object) -> str:
     return f"{v:.3g}"
 
 
-def render(res: RunResult, results: dict, frame: ScoresTable, roc_png: Path | None = None) -> str:
-    known = results["membership"] == "known"
+def render(res: RunResult, results: AuditReport, frame: ScoresTable, roc_png: Path | None = None) -> str:
+    known = results.membership_known
     pvalue_uri, pvalue_kinds = pvalue_histograms(res)
     basis, columns, records = exposed_records(res, frame)
     flagged_columns, flagged = flagged_records(res)
@@ -106,8 +110,8 @@ def render(res: RunResult, results: dict, frame: ScoresTable, roc_png: Path | No
         header=["AUC", *_tpr_headers(results), "FPR at p<0.05 (raw / calibrated)"]
         if known
         else ["raw p < 0.01", "raw p < 0.05", "most exposed records"],
-        rows=metric_rows(results),
-        unreliable=sorted({lv for a in results["attacks"] for lv in a.get("unreliable_fpr_levels", [])}),
+        rows=metric_rows(results.attacks, known),
+        unreliable=sorted({lv for a in results.attacks for lv in a.unreliable_fpr_levels or []}),
         roc=png_uri(roc_png) if roc_png is not None and roc_png.is_file() else None,
         scores=score_histograms(res),
         pvalues=pvalue_uri,
@@ -116,8 +120,8 @@ def render(res: RunResult, results: dict, frame: ScoresTable, roc_png: Path | No
         columns=columns,
         records=records,
         n_records=len(frame),
-        config=yaml.safe_dump(results.get("config", {}), sort_keys=False, default_flow_style=None),
-        environment=results["environment"],
+        config=yaml.safe_dump(results.config, sort_keys=False, default_flow_style=None),
+        environment=results.environment.model_dump(exclude_unset=True),
         gls_purpose=sections.GLS_PURPOSE,
         gls_validation=sections.GLS_VALIDATION,
         gls_top=sections.gls_top(frame),
@@ -129,9 +133,9 @@ def render(res: RunResult, results: dict, frame: ScoresTable, roc_png: Path | No
         flagged=flagged,
         thumbnail_pixels=at_risk.THUMBNAIL_PIXELS,
         worst_case_note=sections.WORST_CASE_NOTE.format(
-            fpr=100 * results["worst_case"]["fpr_level"], by=results["worst_case"]["vulnerability"]
+            fpr=100 * results.worst_case.fpr_level, by=results.worst_case.vulnerability
         )
-        if results.get("worst_case")
+        if results.worst_case
         else "",
         worst_case_header=sections.worst_case_header,
         worst_case_cell=sections.worst_case_cell,
@@ -140,31 +144,19 @@ def render(res: RunResult, results: dict, frame: ScoresTable, roc_png: Path | No
     )
 
 
-def render_dp(results: dict, title: str) -> str:
+def render_dp(results: AuditReport, title: str) -> str:
     """report.html of a DP audit without attacks (white-box only, or multi-run): its verdict and DP section."""
-    config = yaml.safe_dump(results.get("config", {}), sort_keys=False, default_flow_style=None)
+    config = yaml.safe_dump(results.config, sort_keys=False, default_flow_style=None)
     return _env.get_template("dp_report.html.j2").render(r=results, title=title, config=config, **dp_context(results))
 
 
-def dp_context(results: dict) -> dict:
+def dp_context(results: AuditReport) -> dict:
     """The DP audit's part of report.html: its verdict on top, its section (``dp_audit.html.j2``)."""
-    if "dp_audit" not in results:
-        return {"dp_head": []}
-    from ..dp import audit  # imported here: the DP bounds bring scipy.stats, a second of every other report
-
-    a = results["dp_audit"]
-    one_run = a.get("kind") == "one-run"
-    return {
-        "dp_head": [line.replace("**", "") for line in sections.verdict_lines(results) if line]
-        if sections.dp_audited(results)
-        else [],
-        "dp_claims": audit.claims_line(a) if "accounted" in a else "",
-        "dp_rows": audit.bound_rows(a) if one_run else [],
-        "dp_header": audit.BOUND_HEADER,
-    }
+    head = [line.replace("**", "") for line in sections.verdict_lines(results) if line] if results.dp_audited else []
+    return dp_section.html_context(results.dp_audit, head)
 
 
-def write(res: RunResult, results: dict, frame: ScoresTable, out_dir: Path) -> Path:
+def write(res: RunResult, results: AuditReport, frame: ScoresTable, out_dir: Path) -> Path:
     """Write ``out_dir/report.html`` (embedding ``out_dir/roc.png`` when it is there)."""
     path = Path(out_dir) / "report.html"
     path.write_text(render(res, results, frame, Path(out_dir) / "roc.png"), encoding="utf-8")

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..attacks import registry
 from ..experiment.run import AttackRun, RunResult
+from ..results import Kind
 from ..stats import verdict as rule
 
 RANKINGS = frozenset({"gls"})  # per-record risk rankings, not membership tests: out of the verdict and PPV
@@ -15,6 +17,16 @@ HEADLINE_LEVEL = 0.01
 
 def pct(x: float) -> str:
     return f"{100 * x:.3g}%"
+
+
+def attack_kind(name: str) -> Kind:
+    """An attack's kind (membership test or risk ranking), a fact of its registry entry: ``AttackInfo.kind``;
+    ``RANKINGS`` stands in for it where the registry does not have that field yet. results.json's rows carry it
+    (``attacks[].kind``), so their readers ask the row, not the name."""
+    kind = getattr(registry.get(name), "kind", None)
+    if kind is not None:
+        return kind
+    return "ranking" if name in RANKINGS else "test"
 
 
 def membership_tests(res: RunResult) -> list[AttackRun]:

@@ -1,4 +1,5 @@
-"""results.json: what a run found, with its parameters, environment and data fingerprint."""
+"""results.json built: what a run found, with its parameters, environment and data fingerprint, as the typed
+``miaudit.results.AuditReport`` (built once per run; results.json is its dump)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ..config.run import RunConfig
 from ..experiment import announce
 from ..experiment.base import Experiment
 from ..experiment.run import AttackRun, RunResult
+from ..results import SCHEMA_VERSION, AuditReport
 from ..stats import metrics
 from . import findings, leak_verdict
 from .ranking import headline_log_pvalues, risk_values
@@ -73,6 +75,7 @@ def _attack_json(r: AttackRun, exp: Experiment) -> dict:
     return {
         "name": r.attack.name,
         "label": r.attack.label,
+        "kind": leak_verdict.attack_kind(r.attack.name),
         "references": r.attack.references,
         "params": r.attack.params.model_dump(mode="json", exclude={"label"}),
         "p_values": "calibrated" if calibrated else ("raw" if r.result.log_pvalues is not None else None),
@@ -90,10 +93,21 @@ def _membership_counts(r: AttackRun, exp: Experiment) -> tuple[int, int] | None:
     return int(exp.is_member.sum()), int((~exp.is_member).sum())
 
 
+def audit_report(res: RunResult) -> AuditReport:
+    """The run's results.json, typed: every section built here once (``findings``, ``leak_verdict``)."""
+    return AuditReport.model_validate(_results(res))
+
+
 def results_json(res: RunResult) -> dict:
+    """results.json as a dict (``audit_report(res).dump()``)."""
+    return audit_report(res).dump()
+
+
+def _results(res: RunResult) -> dict:
     exp, cfg = res.experiment, res.experiment.cfg
     member = exp.is_member
     out = {
+        "schema_version": SCHEMA_VERSION,
         "miaudit_version": __version__,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "dataset": cfg.data_label,

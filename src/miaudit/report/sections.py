@@ -1,6 +1,6 @@
-"""The report sections that answer the user's question, from results.json: the verdict (heading report.md,
-report.html and the console), the records at risk under FDR control, precision at member priors, and GLS as
-a risk ranking rather than a row of the attack table."""
+"""The report sections that answer the user's question, from the typed results.json (``miaudit.results``):
+the verdict (heading report.md, report.html and the console), the records at risk under FDR control, precision
+at member priors, and GLS as a risk ranking rather than a row of the attack table."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import re
 
 import numpy as np
 
+from ..results import AuditReport, PPVCell, Target, WorstCell
+from . import dp_section
 from .table import ScoresTable
 
 GLS_VALIDATION = (
@@ -28,29 +30,14 @@ def table_section(title: str, note: str, header: list[str]) -> list[str]:
     return ["", f"## {title}", "", note, "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
 
 
-def is_ranking(attack: dict) -> bool:
-    return attack.get("name") == "gls"
-
-
-def verdict_lines(results: dict) -> list[str]:
+def verdict_lines(results: AuditReport) -> list[str]:
     """The verdict sentence: the first thing each report says. A DP audit's is its DP verdict; its membership
     verdict follows, about the canaries."""
-    v = results.get("verdict")
-    if dp_audited(results):
-        lines = dp_verdict_lines(results["dp_audit"])
-        return lines + ([f"Canaries: {canary_words(v['statement'])}", ""] if v else [])
-    return [f"**Verdict: {v['statement']}**", ""] if v else []
-
-
-def dp_audited(results: dict) -> bool:
-    """A one-run DP audit's results (``miaudit dp-audit``): its queries are canaries."""
-    return results.get("dp_audit", {}).get("kind") in ("one-run", "multi-run")
-
-
-def dp_verdict_lines(audit: dict) -> list[str]:
-    """The DP verdict (with a planted fault said in it), then the f-DP test with its assumption."""
-    gdp = audit.get("gdp_test")
-    return [f"**DP verdict: {audit['verdict']}**", "", *([gdp["statement"], ""] if gdp else [])]
+    v = results.verdict
+    if results.dp_audit is not None and results.dp_audited:
+        lines = dp_section.verdict_lines(results.dp_audit)
+        return lines + ([f"Canaries: {canary_words(v.statement)}", ""] if v else [])
+    return [f"**Verdict: {v.statement}**", ""] if v else []
 
 
 def canary_words(text: str) -> str:
@@ -59,96 +46,100 @@ def canary_words(text: str) -> str:
     return re.sub(r"\bmembers\b", "included canaries", text)
 
 
-def audited_records(results: dict) -> str:
+def audited_records(results: AuditReport) -> str:
     """'90 members, 110 non-members', or in a DP audit '90 canaries included, 110 canaries left out'."""
-    if dp_audited(results):
-        return f"{results['n_members']} canaries included, {results['n_nonmembers']} canaries left out"
-    return f"{results['n_members']} members, {results['n_nonmembers']} non-members"
+    if results.dp_audited:
+        return f"{results.n_members} canaries included, {results.n_nonmembers} canaries left out"
+    return f"{results.n_members} members, {results.n_nonmembers} non-members"
 
 
-def choice_lines(results: dict, table: bool = True) -> list[str]:
+def choice_lines(results: AuditReport, table: bool = True) -> list[str]:
     """Why these attacks ran, when ``attacks: auto`` chose them; with ``table`` (report.md) every candidate's
     pseudo-target estimate and why it ran or not, else (the terminal) one line of the estimates."""
-    choice = results.get("attack_choice")
+    choice = results.attack_choice
     if not choice:
         return []
-    lines = [f"Attacks: auto, {choice['why']}.", ""]
-    if choice.get("candidates") and not table:
-        level = str(choice["level"])
-        each = ", ".join(f"{c['name']} {100 * c['pseudo_target_tpr'][level]:.1f}" for c in choice["candidates"])
+    lines = [f"Attacks: auto, {choice.why}.", ""]
+    if not choice.candidates or choice.level is None:
+        return lines
+    level = str(choice.level)
+    if not table:
+        each = ", ".join(f"{c.name} {100 * c.pseudo_target_tpr[level]:.1f}" for c in choice.candidates)
         return [
             *lines[:1],
-            f"Pseudo-target TPR@{100 * choice['level']:g}%: {each}; ran {', '.join(choice['chosen'])}.",
+            f"Pseudo-target TPR@{100 * choice.level:g}%: {each}; ran {', '.join(choice.chosen or [])}.",
             "",
         ]
-    if choice.get("candidates"):
-        level = str(choice["level"])
-        lines += [
-            f"Each candidate on {choice['pseudo_targets']} references as pseudo-targets ({choice['pseudo_members']} "
-            f"members pooled, {choice['references_per_pseudo_target']} references each; no target membership read):",
-            "",
-            f"| candidate | pseudo-target TPR@{100 * choice['level']:g}% [95% interval] | per pseudo-target "
-            "| run or left out, and why |",
-            "|---|---|---|---|",
-        ]
-        for c in choice["candidates"]:
-            lo, hi = c["pseudo_target_tpr_ci"][level]
-            each = ", ".join(f"{100 * t:.1f}" for t in c["per_pseudo_target"])
-            lines.append(
-                f"| {c['name']} | {100 * c['pseudo_target_tpr'][level]:.2f} [{100 * lo:.1f}, {100 * hi:.1f}] | {each} "
-                f"| {c['why']} |"
-            )
-        lines.append("")
+    lines += [
+        f"Each candidate on {choice.pseudo_targets} references as pseudo-targets ({choice.pseudo_members} "
+        f"members pooled, {choice.references_per_pseudo_target} references each; no target membership read):",
+        "",
+        f"| candidate | pseudo-target TPR@{100 * choice.level:g}% [95% interval] | per pseudo-target "
+        "| run or left out, and why |",
+        "|---|---|---|---|",
+    ]
+    for c in choice.candidates:
+        lo, hi = c.pseudo_target_tpr_ci[level]
+        each = ", ".join(f"{100 * t:.1f}" for t in c.per_pseudo_target)
+        lines.append(
+            f"| {c.name} | {100 * c.pseudo_target_tpr[level]:.2f} [{100 * lo:.1f}, {100 * hi:.1f}] | {each} | {c.why} |"
+        )
+    lines.append("")
     return lines
 
 
-def records_at_risk_note(results: dict) -> str:
+def records_at_risk_note(results: AuditReport) -> str:
     """The records-at-risk sentence, in canary words in a DP audit (its queries are canaries)."""
-    note = (results.get("records_at_risk") or {}).get("note", "")
-    return canary_words(note) if dp_audited(results) else note
+    note = results.records_at_risk.note if results.records_at_risk else ""
+    return canary_words(note) if results.dp_audited else note
 
 
-def records_at_risk_md(results: dict) -> list[str]:
-    r = results.get("records_at_risk")
-    if not r or r.get("count") is None:
+def records_at_risk_md(results: AuditReport) -> list[str]:
+    r = results.records_at_risk
+    if not r or r.count is None:
         return []
-    lines = ["", f"## Records at risk (FDR {r['fdr']:g})", "", r["note"] + ".", ""]
+    lines = ["", f"## Records at risk (FDR {r.fdr:g})", "", r.note + ".", ""]
     lines += [
-        f"Procedure: {r['assumes']}. P-values: {r['p_values']}. The records: at_risk.csv (and the column at_risk "
-        f"of scores.csv); in expectation at most {r['expected_false_discoveries_at_most']:.2g} of them are false "
+        f"Procedure: {r.assumes}. P-values: {r.p_values}. The records: at_risk.csv (and the column at_risk "
+        f"of scores.csv); in expectation at most {r.expected_false_discoveries_at_most:.2g} of them are false "
         "discoveries.",
         "",
         "| attack | records at q <= FDR | procedure | p-values | FDP on pseudo-targets | calibrated: at q <= FDR "
         "| at the p-value floor |",
         "|---|---|---|---|---|---|---|",
     ]
-    for label, a in r["by_attack"].items():
-        fdp = f"{100 * a['pseudo_target_fdp']:.1f}%" if "pseudo_target_fdp" in a else "-"
+    for label, a in r.by_attack.items():
+        fdp = "-" if a.pseudo_target_fdp is None else f"{100 * a.pseudo_target_fdp:.1f}%"
         lines.append(
-            f"| {label} | {a['count']} | {a['procedure']} | {'pooled null' if a['pooled'] else 'own'} | {fdp} | "
-            f"{a.get('count_calibrated', '-')} | {a.get('at_floor', '-')} |"
+            f"| {label} | {a.count} | {a.procedure} | {'pooled null' if a.pooled else 'own'} | {fdp} | "
+            f"{_or_dash(a.count_calibrated)} | {_or_dash(a.at_floor)} |"
         )
-    return [canary_words(line) for line in lines] if dp_audited(results) else lines
+    return [canary_words(line) for line in lines] if results.dp_audited else lines
 
 
-def target_fit(target: dict) -> str:
+def _or_dash(x: object) -> str:
+    return "-" if x is None else str(x)
+
+
+def target_fit(target: Target) -> str:
     """'train accuracy 0.641, test accuracy 0.563', or an LM's 'train loss 7.735 (perplexity 2287.8), ...'."""
-    if "train_perplexity" in target:
+    fit = target.fit()
+    if "train_perplexity" in fit:
         return ", ".join(
-            f"{part} loss {target[f'{part}_loss']:.3f} (perplexity {target[f'{part}_perplexity']:.1f})"
+            f"{part} loss {fit[f'{part}_loss']:.3f} (perplexity {fit[f'{part}_perplexity']:.1f})"
             for part in ("train", "test")
-            if f"{part}_loss" in target
+            if f"{part}_loss" in fit
         )
-    return ", ".join(f"{k.replace('_', ' ')} {v:.3f}" for k, v in target.items() if k.endswith("accuracy"))
+    return ", ".join(f"{k.replace('_', ' ')} {v:.3f}" for k, v in fit.items() if k.endswith("accuracy"))
 
 
 PPV_UNDEFINED = "undefined: no non-member flagged at that level, so no point estimate (the interval still holds)"
 
 
-def ppv_cell(cell: dict) -> str:
+def ppv_cell(cell: PPVCell) -> str:
     """'12.5 [3.1, 40.2]', or 'undefined [lo, hi]' where no non-member is flagged (no point estimate)."""
-    lo, hi = cell["ci"] or (0.0, 1.0)
-    point = "undefined" if cell["ppv"] is None else f"{100 * cell['ppv']:.1f}"
+    lo, hi = cell.ci or (0.0, 1.0)
+    point = "undefined" if cell.ppv is None else f"{100 * cell.ppv:.1f}"
     return f"{point} [{100 * lo:.1f}, {100 * hi:.1f}]"
 
 
@@ -159,17 +150,17 @@ WORST_CASE_NOTE = (
 )
 
 
-def worst_case_md(results: dict) -> list[str]:
-    w = results.get("worst_case")
+def worst_case_md(results: AuditReport) -> list[str]:
+    w = results.worst_case
     if not w:
         return []
-    groups = list(next(iter(w["by_attack"].values())))
+    groups = list(next(iter(w.by_attack.values())))
     lines = table_section(
         "The most vulnerable records beside the average",
-        WORST_CASE_NOTE.format(fpr=100 * w["fpr_level"], by=w["vulnerability"]),
+        WORST_CASE_NOTE.format(fpr=100 * w.fpr_level, by=w.vulnerability),
         ["attack", *(worst_case_header(g) for g in groups)],
     )
-    for label, rows in w["by_attack"].items():
+    for label, rows in w.by_attack.items():
         lines.append(f"| {label} | " + " | ".join(worst_case_cell(rows[g]) for g in groups) + " |")
     return lines
 
@@ -178,17 +169,17 @@ def worst_case_header(group: str) -> str:
     return "all members" if group == "average" else f"members in the top {100 * float(group[4:]):g}%"
 
 
-def worst_case_cell(cell: dict) -> str:
-    if cell["tpr"] is None:
+def worst_case_cell(cell: WorstCell) -> str:
+    if cell.tpr is None or cell.ci is None:
         return "- (no members)"
-    return f"{_ci(cell['tpr'], cell['ci'])} (n={cell['members']})"
+    return f"{_ci(cell.tpr, cell.ci)} (n={cell.members})"
 
 
-def ppv_md(results: dict) -> list[str]:
-    rows = [a for a in results["attacks"] if "ppv" in a]
-    if not rows:
+def ppv_md(results: AuditReport) -> list[str]:
+    rows = [a for a in results.attacks if a.ppv is not None]
+    if not rows or rows[0].ppv is None:
         return []
-    priors = list(rows[0]["ppv"])
+    priors = list(rows[0].ppv)
     lines = [
         "",
         "## Precision at realistic member priors",
@@ -200,7 +191,7 @@ def ppv_md(results: dict) -> list[str]:
         "| attack | " + " | ".join(f"prior {100 * float(p.removeprefix('prior_')):g}%" for p in priors) + " |",
         "|---|" + "---|" * len(priors),
     ]
-    lines += [f"| {a['label']} | " + " | ".join(ppv_cell(a["ppv"][p]["0.01"]) for p in priors) + " |" for a in rows]
+    lines += [f"| {a.label} | " + " | ".join(ppv_cell(a.ppv[p]["0.01"]) for p in priors) + " |" for a in rows if a.ppv]
     return lines
 
 
@@ -215,7 +206,7 @@ def gls_top(frame: ScoresTable, top: int = 10) -> tuple[list[str], list[list[str
     return ["record", *known, "GLS"], rows
 
 
-def gls_md(results: dict, frame: ScoresTable, top: int = 10) -> list[str]:
+def gls_md(frame: ScoresTable, top: int = 10) -> list[str]:
     columns, rows = gls_top(frame, top)
     if not columns:
         return []
@@ -224,11 +215,11 @@ def gls_md(results: dict, frame: ScoresTable, top: int = 10) -> list[str]:
     return lines + ["| " + " | ".join(cells) + " |" for cells in rows]
 
 
-def deployable_md(results: dict) -> list[str]:
-    rows = [a for a in results["attacks"] if a.get("deployable")]
-    if not rows:
+def deployable_md(results: AuditReport) -> list[str]:
+    rows = [a for a in results.attacks if a.deployable]
+    if not rows or not rows[0].deployable:
         return []
-    levels = [k for k in rows[0]["deployable"] if k != "pseudo_targets"]
+    levels = [k for k in rows[0].deployable if k != "pseudo_targets"]
     lines = table_section(
         "Deployable thresholds (set on the references alone)",
         "Each reference model in the target's place (scored against the other references; every audited record is "
@@ -240,13 +231,13 @@ def deployable_md(results: dict) -> list[str]:
     for a in rows:
         cells = []
         for k in levels:
-            d = a["deployable"][k]
+            d = (a.deployable or {})[k]  # the deployable cells stay a mapping (experiment.deployable)
             cells += [_ci(d["realized_fpr"], d["realized_fpr_ci"]), _ci(d["tpr"], d["tpr_ci"])]
-        lines.append(f"| {a['label']} | " + " | ".join(cells) + " |")
+        lines.append(f"| {a.label} | " + " | ".join(cells) + " |")
     return lines
 
 
-def _ci(x: float, ci: list[float]) -> str:
+def _ci(x: float, ci: list[float] | list[int | float]) -> str:
     return f"{100 * x:.1f} [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
 
 

@@ -1,0 +1,168 @@
+"""``AuditReport``: the whole of results.json as one typed model, its schema version, reading (a file of the
+previous format migrated, anything else refused in one line) and the one writer."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field, ValidationError
+
+from ..errors import DataError
+from .attacks import AttackRow, BlindBaseline, Kind
+from .base import Section
+from .dp import DPAudit
+from .findings import AttackChoice, RecordsAtRisk, Verdict, WorstCase
+from .run import Calibration, CanaryExposure, Endpoint, Environment, ReferenceModel, Target
+
+# The version of results.json's layout, an integer raised when a key changes meaning or goes away (added keys
+# do not raise it: every section keeps keys it does not declare). Files written before it existed (no
+# ``schema_version``) are version 0; ``load`` migrates them.
+SCHEMA_VERSION = 1
+SCHEMA_URI = "https://json-schema.org/draft/2020-12/schema"
+
+
+class AuditReport(Section):
+    """What an audit found (``miaudit run``, ``score``, ``dp-audit``): results.json. Built once by ``miaudit.report``
+    (a DP audit's section by ``miaudit.dp``), written by ``write``, read back by ``load``."""
+
+    model_config = ConfigDict(extra="forbid", title="miaudit results.json")
+
+    schema_version: int = Field(SCHEMA_VERSION, description="the layout version of this file (SCHEMA_VERSION)")
+    miaudit_version: str
+    created: str = Field(description="when the report was built, ISO 8601 UTC")
+    dataset: str
+    data_fingerprint: str = Field(description="sha256 of the audited data's content")
+    n_records: int
+    membership: Literal["known", "unknown"] | None = None
+    n_queries: int | None = None
+    n_members: int | None = None
+    n_nonmembers: int | None = None
+    n_population: int | None = None
+    n_validation: int | None = None
+    model: str | None
+    reference_model: str | None = None
+    mode: str | None = None
+    seed: int
+    references: int | None = None
+    reference_training: str | None = None
+    target: Target
+    endpoint: Endpoint | None = None
+    reference_models: list[ReferenceModel] | None = None
+    calibration: Calibration
+    attack_choice: AttackChoice | None = None
+    verdict: Verdict | None = None
+    records_at_risk: RecordsAtRisk | None = None
+    worst_case: WorstCase | None = None
+    attacks: list[AttackRow]
+    dp_audit: DPAudit | None = None
+    blind_baseline: BlindBaseline | None = None
+    canary_exposure: CanaryExposure | None = None
+    config: dict[str, Any] = Field(description="the run's config, as validated (a user's model: what was audited)")
+    environment: Environment
+    notes: list[str] | None = None
+
+    @property
+    def membership_known(self) -> bool:
+        return self.membership == "known"
+
+    @property
+    def tests(self) -> list[AttackRow]:
+        """The rows that test membership (the risk rankings left out)."""
+        return [a for a in self.attacks if not a.is_ranking]
+
+    @property
+    def dp_audited(self) -> bool:
+        """A one-run or multi-run DP audit's results (``miaudit dp-audit``): its queries are canaries."""
+        return self.dp_audit is not None and self.dp_audit.audits_canaries
+
+    def dump(self) -> dict[str, Any]:
+        """results.json as a dict: ``schema_version`` first, then every key the report was built with, in order
+        (an absent optional key stays absent; a None stays None)."""
+        out = self.model_dump(exclude_unset=True, exclude={"schema_version"})
+        return {"schema_version": self.schema_version, **out}
+
+    def to_json(self) -> str:
+        return json.dumps(self.dump(), indent=1)
+
+    def write(self, path: str | Path) -> Path:
+        """Write results.json at ``path`` atomically (a temporary sibling, then a rename)."""
+        path = Path(path)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(self.to_json())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path, kind_of: Callable[[str], Kind] | None = None) -> AuditReport:
+        """Read a results.json: the current version as is, a file of the previous format (no ``schema_version``)
+        migrated (``migrate``; ``kind_of`` names an attack's kind where the old row cannot say), anything else
+        refused with a one-line ``DataError`` naming the file and what is wrong."""
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise DataError(f"{path}: not a readable results.json ({type(e).__name__}: {e})") from None
+        return cls.from_dict(data, where=str(path), kind_of=kind_of)
+
+    @classmethod
+    def from_dict(
+        cls, data: Any, where: str = "results.json", kind_of: Callable[[str], Kind] | None = None
+    ) -> AuditReport:
+        if not isinstance(data, dict):
+            raise DataError(f"{where}: results.json holds a {type(data).__name__}, not an object")
+        version = data.get("schema_version", 0)
+        if version == 0:
+            data = migrate(data, where, kind_of)
+        elif version != SCHEMA_VERSION:
+            raise DataError(
+                f"{where}: schema_version {version!r} is not one this miaudit reads ({SCHEMA_VERSION}, or a file "
+                "without schema_version); read it with the miaudit that wrote it"
+            )
+        try:
+            return cls.model_validate(data)
+        except ValidationError as e:
+            first = e.errors()[0]
+            at = ".".join(map(str, first["loc"])) or "(top)"
+            raise DataError(f"{where}: not a miaudit results.json: {at}: {first['msg']}") from None
+
+    @classmethod
+    def json_schema(cls) -> dict[str, Any]:
+        """The JSON Schema (draft 2020-12) every results.json validates against (``miaudit schema``)."""
+        return {"$schema": SCHEMA_URI, **cls.model_json_schema(mode="validation")}
+
+
+def migrate(data: Mapping[str, Any], where: str, kind_of: Callable[[str], Kind] | None) -> dict[str, Any]:
+    """A results.json of the previous format (before ``schema_version``) in the current one: the version added,
+    and each attack row's ``kind``: from ``kind_of`` (the attack registry, ``report.attack_kind``) when given,
+    else from the row: p-values or a precision (``ppv``, which the previous format wrote for every membership test
+    of known membership) make it a test, ROC metrics without a precision a ranking; a row that says neither (no
+    p-values, membership unknown) is refused in one line."""
+    rows = []
+    for i, row in enumerate(data.get("attacks") or []):
+        if isinstance(row, dict) and "kind" not in row:
+            if kind_of is not None:
+                kind = kind_of(str(row.get("name")))
+            elif row.get("p_values") is not None or "ppv" in row:
+                kind = "test"
+            elif "auc" in row:  # ROC metrics without a precision: the previous format's rankings only
+                kind = "ranking"
+            else:
+                raise DataError(
+                    f"{where}: previous results.json format, and attacks.{i} ({row.get('name')}) does not say "
+                    "whether it is a test or a ranking: read it with miaudit.report.load_results"
+                )
+            at = list(row).index("label") + 1 if "label" in row else len(row)
+            items = list(row.items())
+            row = dict([*items[:at], ("kind", kind), *items[at:]])
+        rows.append(row)
+    return {"schema_version": SCHEMA_VERSION, **data, **({"attacks": rows} if "attacks" in data else {})}
