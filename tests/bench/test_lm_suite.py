@@ -6,10 +6,10 @@ import math
 
 import pytest
 
+from miaudit.results import AuditReport, BlindBaseline
 from miaudit_bench import lm as lm_bench
 from miaudit_bench.run import aggregate, blind_row
 from miaudit_bench.suites import SUITES
-from miaudit.results import AuditReport, BlindBaseline
 
 
 def test_rows_cover_k_0_1_and_4():
