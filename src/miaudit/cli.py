@@ -193,6 +193,8 @@ def _print_table(table: Table) -> None:
 
 
 def _metrics_table(results: dict) -> Table:
+    from .report import sections
+
     t = results["target"]
     table = Table(
         title=f"{results['dataset']}: target train/test "
@@ -211,7 +213,7 @@ def _metrics_table(results: dict) -> Table:
         [{**results["blind_baseline"], "label": "blind baseline (text only)"}] if "blind_baseline" in results else []
     )
     for a in results["attacks"] + blind:
-        if a.get("name") == "gls":  # a risk ranking, not a membership test (report.md: its own section)
+        if sections.is_ranking(a):  # a risk ranking, not a membership test (report.md: its own section)
             continue
         table.add_row(
             a["label"],

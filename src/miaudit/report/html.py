@@ -11,6 +11,7 @@ import jinja2
 import numpy as np
 import yaml
 
+from ..attacks import registry
 from ..experiment.run import RunResult
 from . import at_risk, sections
 from .plots import png_uri, pvalue_histograms, score_histograms
@@ -121,6 +122,7 @@ def render(res: RunResult, results: dict, frame: ScoresTable, roc_png: Path | No
         gls_purpose=sections.GLS_PURPOSE,
         gls_validation=sections.GLS_VALIDATION,
         gls_top=sections.gls_top(frame),
+        rankings=registry.rankings(),
         ppv_cell=sections.ppv_cell,
         risk_note=sections.records_at_risk_note(results),
         target_fit=sections.target_fit,

@@ -9,7 +9,6 @@ from typing import Any
 from ..experiment.run import AttackRun, RunResult
 from ..stats import verdict as rule
 
-RANKINGS = frozenset({"gls"})  # per-record risk rankings, not membership tests: out of the verdict and PPV
 HEADLINE_LEVEL = 0.01
 
 
@@ -18,8 +17,9 @@ def pct(x: float) -> str:
 
 
 def membership_tests(res: RunResult) -> list[AttackRun]:
-    """The attack rows that test membership (every row but the risk rankings), with metrics."""
-    return [r for r in res.attacks if r.attack.name not in RANKINGS and r.metrics is not None]
+    """The attack rows that test membership (every row but the risk rankings: out of the verdict and PPV), with
+    metrics."""
+    return [r for r in res.attacks if not r.attack.info.is_ranking and r.metrics is not None]
 
 
 def verdict(res: RunResult) -> dict[str, Any] | None:

@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 
+from ..attacks import registry
 from .table import ScoresTable
 
 GLS_VALIDATION = (
@@ -29,7 +30,14 @@ def table_section(title: str, note: str, header: list[str]) -> list[str]:
 
 
 def is_ranking(attack: dict) -> bool:
-    return attack.get("name") == "gls"
+    """A results.json attack row of a risk ranking (the registry's ``kind``), not a membership test."""
+    return registry.is_ranking(str(attack.get("name", "")))
+
+
+def ranking_columns(frame: ScoresTable) -> list[str]:
+    """The score columns of the risk rankings' rows in the per-record table."""
+    names = tuple(registry.rankings())
+    return [c for c in frame.columns if names and c.startswith(names) and c.endswith(".score")]
 
 
 def verdict_lines(results: dict) -> list[str]:
@@ -206,7 +214,7 @@ def ppv_md(results: dict) -> list[str]:
 
 def gls_top(frame: ScoresTable, top: int = 10) -> tuple[list[str], list[list[str]]]:
     """The records GLS ranks most exposed: (columns, rows of cells); no columns when GLS did not run."""
-    col = next((c for c in frame.columns if c.startswith("gls") and c.endswith(".score")), None)
+    col = next(iter(ranking_columns(frame)), None)
     if col is None:
         return [], []
     ranked = frame.sorted_by(col, descending=True).head(top)
