@@ -16,6 +16,7 @@ from .checks import (
     _attack_entries,
     _base_fits,
     _calibration,
+    _dataset_name,
     _device,
     _holds_weights,
     _lm_base,
@@ -34,8 +35,8 @@ class DataConfig(_Strict):
 
     name: str | None = Field(
         default=None,
-        description="built-in data set (digits, iris, wine, breast_cancer, location, purchase100, texas100, cifar10, "
-        "cifar100, ag_news); a bare name is shorthand: dataset: digits",
+        description="built-in data set, e.g. digits (an unknown name gets the list); a bare name is shorthand: "
+        "dataset: digits",
     )
     path: Path | None = Field(default=None, description="your data: .npz (arrays x, y), .csv or a folder of images")
     label_column: str = Field(default="y", description=".csv: the column holding the class labels")
@@ -47,6 +48,8 @@ class DataConfig(_Strict):
     )
     subset: int | None = Field(default=None, ge=20, description="random subset of this many records (seeded)")
     data_dir: Path | None = Field(default=None, description="built-in data files (default: $MIAUDIT_DATA_DIR)")
+
+    _known = field_validator("name")(_dataset_name)
 
     @model_validator(mode="after")
     def _one_source(self) -> DataConfig:
