@@ -61,10 +61,6 @@ class AttackInfo:
         return "models" in self.needs
 
     @property
-    def needs_references(self) -> bool:
-        return self.min_references > 0
-
-    @property
     def uses_references(self) -> bool:
         """Can use reference models (``max_references`` is not 0)."""
         return self.max_references != 0
@@ -73,10 +69,6 @@ class AttackInfo:
     def offline(self) -> bool:
         """Runs in offline mode (references never trained on the audited records)."""
         return "offline" in self.modes
-
-    @property
-    def online(self) -> bool:
-        return "online" in self.modes
 
     def references_used(self, params: AttackParams, available: int) -> int:
         """How many references a row uses: as asked, else all available up to the attack's maximum."""
