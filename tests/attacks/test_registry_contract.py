@@ -47,28 +47,7 @@ LM_UNTRAINED = (
     "nothing, so there is no member to score higher (a trained one: tests/lm/test_audit.py)"
 )
 LM_NO_LOGITS = "reads a causal LM's per-token outputs on the texts x, not the target's logits"
-WORDS = [
-    "the",
-    "a",
-    "team",
-    "market",
-    "stock",
-    "goal",
-    "season",
-    "price",
-    "oil",
-    "bank",
-    "cup",
-    "win",
-    "rose",
-    "fell",
-    "on",
-    "in",
-    "of",
-    "and",
-    "said",
-    "new",
-]
+WORDS = [f"w{i}" for i in range(20)]  # the texts' vocabulary
 
 
 def info(name: str) -> AttackInfo:

@@ -32,17 +32,6 @@ def _architecture_name(v: str | None) -> str | None:
     return v
 
 
-def _dataset_name(v: str | None) -> str | None:
-    """A built-in data set: a name the data sets' registry (``data.LOADERS``) holds."""
-    from ..data import LOADERS
-    from ..errors import did_you_mean
-
-    if v is not None and v not in LOADERS:
-        hint = did_you_mean(v, sorted(LOADERS)) or f"; expected one of {sorted(LOADERS)}"
-        raise ValueError(f"unknown data set {v!r}{hint}")
-    return v
-
-
 def _lm_base(v: str | None) -> str | None:
     """``train.base``: a local causal LM directory, as ``hf:PATH``."""
     from ..lm import names as lm_names

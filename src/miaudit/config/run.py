@@ -16,7 +16,6 @@ from .checks import (
     _attack_entries,
     _base_fits,
     _calibration,
-    _dataset_name,
     _device,
     _holds_weights,
     _lm_base,
@@ -48,8 +47,6 @@ class DataConfig(_Strict):
     )
     subset: int | None = Field(default=None, ge=20, description="random subset of this many records (seeded)")
     data_dir: Path | None = Field(default=None, description="built-in data files (default: $MIAUDIT_DATA_DIR)")
-
-    _known = field_validator("name")(_dataset_name)
 
     @model_validator(mode="after")
     def _one_source(self) -> DataConfig:
