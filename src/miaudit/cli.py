@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+import typing
 from pathlib import Path
 from typing import NoReturn
 
@@ -171,10 +172,11 @@ def export(
 ) -> None:
     """Write a run's model outputs (target and references, from the cache or trained) for `miaudit score`."""
     from . import pipeline
+    from .config.scores import Layout
     from .experiment import export as scores_export
 
-    if layout not in ("npz", "lira"):
-        _fail(ConfigError(f"--layout: {layout!r} is not npz or lira"))
+    if layout not in typing.get_args(Layout):
+        _fail(ConfigError(f"--layout: {layout!r} is not {' or '.join(typing.get_args(Layout))}"))
     try:
         cfg = config_mod.load(config) if config else config_mod.default()
         where = scores_export.export(pipeline.prepare(cfg), out, layout)
@@ -324,8 +326,7 @@ def show_config(
 def bench(
     suite: str = typer.Argument(
         ...,
-        help="suite name: smoke, quick, paper, ablations, seeds, frontier, realmodels, dp, speed, speed-quick, "
-        "training, training-quick",
+        help="suite name (a name it does not know gets the list of suites)",
     ),
     out: Path = typer.Option(Path("benchmarks/results"), "--out", "-o", help="folder for <suite>.json and .md"),
     dataset: list[str] | None = typer.Option(None, "--dataset", "-d", help="only these data sets of the suite"),
@@ -381,7 +382,6 @@ def schema() -> None:
 @app.command()
 def attacks(name: str | None = typer.Argument(None, help="an attack: show its parameters and needs")) -> None:
     """List the registered attacks, or show one attack's parameters (type, default, limits) and needs."""
-    from . import posteriors
     from .attacks import registry
     from .config import describe as configdoc
     from .errors import did_you_mean
@@ -390,13 +390,7 @@ def attacks(name: str | None = typer.Argument(None, help="an attack: show its pa
         for info in registry.all_attacks():
             print(f"{info.name:<12} {info.summary}")
         # the choices within attacks, and the hint, on stderr: stdout stays one attack per line
-        for line in (
-            f"\n  posterior: (bmia, mr-bmia) {' | '.join(posteriors.names())}",
-            "  family: (exp-family) exponential | gamma | beta | gaussian | gaussian-equal-var",
-            "  robust: (lira, base2-4, exp-family gaussian) center: mean|median|trimmed, spread: std|winsorized|iqr,",
-            "          pool: mean|logsumexp, trim: fraction",
-            "\n`miaudit attacks NAME` shows an attack's parameters",
-        ):
+        for line in ("", *configdoc.choice_lines(), "\n`miaudit attacks NAME` shows an attack's parameters"):
             typer.echo(line, err=True)
         return
     if name.lower() not in registry.names():

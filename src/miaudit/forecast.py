@@ -16,7 +16,6 @@ from .experiment.recipes import ModelJob, ModelRecipe, builtin_recipe, open_stor
 from .plan import Plan
 from .stats import power
 
-RANKINGS = frozenset({"gls"})  # risk rankings: not tests of the verdict
 LEVELS = (0.001, 0.01)
 
 
@@ -97,7 +96,7 @@ def forecast(cfg: RunConfig, plan: Plan, halfwidth: float = 0.01, at_tpr: float 
     ds = datasets.load(cfg)
     split = data.split_indices(len(ds), cfg.seed, cfg.split.as_tuple())
     n1, n0 = len(split.members), len(split.nonmembers)
-    tests = sum(a.name not in RANKINGS for a in plan.attacks) * 3  # 3 FPR levels: 0.1%, 1%, 5%
+    tests = sum(not a.info.is_ranking for a in plan.attacks) * 3  # the verdict's tests; 3 FPR levels: 0.1%, 1%, 5%
     per_level = {
         str(a): {
             "tpr_halfwidth_at_tpr": {f"{t:g}": power.tpr_halfwidth(t, n1) for t in (a, at_tpr, 0.2)},

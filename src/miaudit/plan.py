@@ -54,7 +54,7 @@ class Plan:
     @property
     def needs_last_layer(self) -> str | None:
         """The first attack that works on the models' last layer (BMIA, GLS), if any."""
-        return next((a.name for a in self.attacks if "models" in a.info.needs), None)
+        return next((a.name for a in self.attacks if a.info.needs_models), None)
 
 
 def config_roles(cfg: RunConfig) -> frozenset[str]:

@@ -114,7 +114,8 @@ def correct_counts(
 def label_gap(inputs: AttackInputs, params: AttackParams) -> AttackResult:
     """Label-only gap attack: 1 when the target labels the record correctly, else 0 (no extra queries)"""
     q = inputs.queries
-    return AttackResult(scores=(np.argmax(q.target_logits, axis=1) == q.labels).astype(np.float64))
+    correct = (np.argmax(q.target_logits, axis=1) == q.labels).astype(np.float64)
+    return AttackResult(scores=np.where(np.isnan(q.target_logits).any(axis=1), np.nan, correct))  # NaN: unknown
 
 
 @register("label-lira", params=LabelLiraParams, queries_per_record="queries", **QUERYING)
@@ -221,6 +222,7 @@ def label_dist(inputs: AttackInputs, params: LabelDistParams) -> AttackResult:
         )
     floor = params.radius / 2 ** (params.steps + 1)  # below the search's resolution
     phi0 = np.log(np.concatenate(target) + floor)
+    phi0[np.isnan(q.target_logits).any(axis=1)] = np.nan  # the target's own label unknown: least significant
     phi = np.log(np.concatenate(refs, axis=1) + floor)
     return calibrated(inputs, "label-dist", phi0, phi, params.variance, {"distance": np.exp(phi0) - floor})
 

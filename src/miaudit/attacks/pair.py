@@ -264,6 +264,6 @@ def pair_logit(inputs: AttackInputs, params: PairLogitParams) -> AttackResult:
     query_desc = _unknown_descriptors(inputs.queries.target_logits, inputs.queries.labels)
     x_query = _features(q, model_in.logpdf(q) - model_out.logpdf(q), query_desc)
     scores = combiner.decision_function(np.nan_to_num(x_query))
-    scores = np.where(np.isfinite(q.o), scores, np.nan)
+    scores = np.where(np.isfinite(q.o) & ~np.isnan(q.u), scores, np.nan)  # NaN: no OUT reference, or no signal
     null = combiner.decision_function(x_train[~pairs.y[known]])
     return AttackResult(scores=scores, log_pvalues=empirical_log_pvalues(scores, null))

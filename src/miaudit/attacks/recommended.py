@@ -27,6 +27,11 @@ from ..errors import AttackRequirementError
 from . import registry
 
 CANDIDATES: tuple[str, ...] = ("bavaria-n", "lira", "rmia", "pair-lr", "pair-logit")
+BASELINES: tuple[str, ...] = ("attack-p", "gls")  # planned by auto around the chosen attacks, where they run
+# Which attack orders the records by risk (report.ranking.risk_basis), in order of preference: the Bayesian tests
+# (per-record p-values from a model of each record's own score distribution), then LiRA's, then the
+# reference-free leverage score; else the report takes whatever ran first.
+RISK_BASIS: tuple[str, ...] = ("mr-bmia", "bmia", "lira", "bavaria-n", "gls")
 RULE: dict[int, tuple[str, ...]] = {  # per K the candidates, the leave-one-data-set-out rule's pick first
     1: ("rmia", "pair-lr", "bavaria-n", "pair-logit", "lira"),
     2: ("pair-logit", "rmia", "bavaria-n", "lira", "pair-lr"),
@@ -63,7 +68,7 @@ def rule(references: int) -> tuple[str, ...]:
 def choose(references: int, mode: str, provided: Iterable[str]) -> AutoRows:
     """The attack rows ``attacks: auto`` plans, and why, for ``references`` models and the inputs provided."""
     have = set(provided)
-    base = [name for name in ("attack-p", "gls") if _runs(name, 0, mode, have)]
+    base = [name for name in BASELINES if _runs(name, 0, mode, have)]
     on_data = references >= 2 and mode == "offline" and "population" in have
     strong = [n for n in (CANDIDATES if on_data else rule(references)) if _runs(n, references, mode, have)]
     strong = strong if on_data else strong[:1]
@@ -82,7 +87,7 @@ def choose(references: int, mode: str, provided: Iterable[str]) -> AutoRows:
     else:
         why = "no reference models: the reference-free baseline"
     why += "; attack-p the baseline" if "attack-p" in base else ""
-    why += "; gls a per-record risk ranking, not a membership test" if "gls" in base else ""
+    why += "".join(f"; {n} a per-record risk ranking, not a membership test" for n in base if registry.is_ranking(n))
     if not rows:
         raise AttackRequirementError(
             "attacks: auto found no attack for this audit (no population records and no models); name attacks"

@@ -18,6 +18,9 @@ from .base import AttackInputs, AttackParams, AttackResult
 
 AttackFn = Callable[[Any, Any], AttackResult]  # (AttackInputs, the attack's own AttackParams subclass)
 Need = Literal["population", "validation", "models", "x", "labels"]
+# "test": a membership test (its scores tell members from non-members: the attack table, the verdict, PPV);
+# "ranking": a per-record risk ranking (e.g. GLS: exposure from the target alone, not a test: its own section)
+Kind = Literal["test", "ranking"]
 # what a target can answer (config.endpoint.OutputMode); a weights or logits audit has "logits"
 LOGIT_OUTPUTS = ("logits", "probabilities", "top-k")  # read as logits (endpoint.outputs: the conversions)
 ALL_OUTPUTS = (*LOGIT_OUTPUTS, "label")
@@ -37,7 +40,35 @@ class AttackInfo:
     outputs: tuple[str, ...] = LOGIT_OUTPUTS  # the target output modes it runs on (an endpoint's ``output``)
     queries_per_record: str = ""  # label-only attacks: the parameters that set the endpoint queries per record
     pvalues: bool = False  # returns one-sided p-values (a hypothesis test)
+    kind: Kind = "test"
     warmup: Callable[[], None] | None = None  # one-time setup (heavy imports) kept out of the attack's timing
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("test", "ranking"):
+            raise RuntimeError(f"attack {self.name!r}: kind {self.kind!r} is not test or ranking")
+        if self.kind == "ranking" and self.pvalues:
+            raise RuntimeError(f"attack {self.name!r}: a risk ranking returns no p-values (pvalues=True)")
+
+    @property
+    def is_ranking(self) -> bool:
+        """A per-record risk ranking, not a membership test: out of the attack table, the verdict and PPV."""
+        return self.kind == "ranking"
+
+    @property
+    def needs_models(self) -> bool:
+        """Reads the models themselves (weights, features), not only their outputs: a scores-only audit cannot
+        run it."""
+        return "models" in self.needs
+
+    @property
+    def uses_references(self) -> bool:
+        """Can use reference models (``max_references`` is not 0)."""
+        return self.max_references != 0
+
+    @property
+    def offline(self) -> bool:
+        """Runs in offline mode (references never trained on the audited records)."""
+        return "offline" in self.modes
 
     def references_used(self, params: AttackParams, available: int) -> int:
         """How many references a row uses: as asked, else all available up to the attack's maximum."""
@@ -100,6 +131,17 @@ def names() -> list[str]:
 
 def all_attacks() -> list[AttackInfo]:
     return [_REGISTRY[n] for n in names()]
+
+
+def is_ranking(name: str) -> bool:
+    """Whether attack ``name`` is a risk ranking rather than a membership test (an unknown name, e.g. a row of an
+    older results.json, is a test)."""
+    return name.lower() in _REGISTRY and _REGISTRY[name.lower()].is_ranking
+
+
+def rankings() -> list[str]:
+    """The registered risk rankings, by name."""
+    return [a.name for a in all_attacks() if a.is_ranking]
 
 
 def provided_by(inputs: AttackInputs) -> set[str]:

@@ -146,14 +146,14 @@ def rmia_result(
     if inputs.mode == "offline":
         a = params.a if params.a is not None else search_a(inputs.require("population"), params.default_a)
     log_rx = _log_ratios(inputs.queries, a, log_p_queries)
-    if not np.isfinite(log_rx).all():
+    if not np.isfinite(log_rx[~np.isnan(inputs.queries.target_logits).any(axis=1)]).all():  # NaN target: NaN
         raise AttackRequirementError("rmia: some queries have no reference that did not train on them")
     log_rz = _population_log_ratios(inputs, params, a, log_p_population)
     # ratio_x / ratio_z > gamma  <=>  log ratio_z < log ratio_x - log gamma
     shifted = log_rx - np.log(params.gamma)
     n_below = np.searchsorted(log_rz, shifted, side="left")
     return AttackResult(
-        scores=interpolated_fraction(shifted, log_rz, n_below),
+        scores=np.where(np.isnan(log_rx), np.nan, interpolated_fraction(shifted, log_rz, n_below)),
         log_pvalues=empirical_log_pvalues(log_rx, log_rz),
         extra={
             "log_ratio": log_rx,

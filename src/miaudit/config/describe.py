@@ -7,6 +7,7 @@ its default), ``miaudit config --schema`` (the schema, with every attack's param
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -139,6 +140,27 @@ def schema() -> dict:
     return out
 
 
+SHARED_CHOICES = ("posterior", "family", "center", "spread", "pool")  # the parameters `miaudit attacks` lists
+
+
+def choice_lines() -> list[str]:
+    """Per parameter of ``SHARED_CHOICES``: the attacks that take it and its values, read off the registries (the
+    attacks' parameter models; the posteriors' registry for ``posterior``)."""
+    from .. import posteriors
+    from ..attacks import registry
+
+    lines = []
+    for key in SHARED_CHOICES:
+        takers = [a for a in registry.all_attacks() if key in a.params.model_fields]
+        if not takers:
+            continue
+        values = (
+            posteriors.names() if key == "posterior" else typing.get_args(takers[0].params.model_fields[key].annotation)
+        )
+        lines.append(f"  {key}: ({', '.join(a.name for a in takers)}) {' | '.join(map(str, values))}")
+    return lines
+
+
 def attack_help(name: str) -> tuple[list[str], list[list[str]]]:
     """An attack's summary and needs (lines), and its parameters (name, type, default, limits, description)."""
     from ..attacks import registry
@@ -152,7 +174,8 @@ def attack_help(name: str) -> tuple[list[str], list[list[str]]]:
         f"{info.name}: {info.summary}",
         f"reference models: at least {info.min_references}, {most}",
         f"modes: {', '.join(info.modes)}{mode_note}",
-        f"needs: {', '.join(sorted(info.needs)) or 'logits only'}; p-values: {'yes' if info.pvalues else 'no'}",
+        f"needs: {', '.join(sorted(info.needs)) or 'logits only'}; p-values: {'yes' if info.pvalues else 'no'}; "
+        f"kind: {'risk ranking (not a membership test)' if info.is_ranking else 'membership test'}",
         f"endpoint outputs: {', '.join(info.outputs)}"
         + (f"; queries per record: {info.queries_per_record}" if info.queries_per_record else ""),
     ]

@@ -36,8 +36,8 @@ class DataConfig(_Strict):
 
     name: str | None = Field(
         default=None,
-        description="built-in data set (digits, iris, wine, breast_cancer, location, purchase100, texas100, cifar10, "
-        "cifar100, ag_news); a bare name is shorthand: dataset: digits",
+        description="built-in data set, e.g. digits (an unknown name gets the list); a bare name is shorthand: "
+        "dataset: digits",
     )
     path: Path | None = Field(default=None, description="your data: .npz (arrays x, y), .csv or a folder of images")
     label_column: str = Field(default="y", description=".csv: the column holding the class labels")

@@ -22,6 +22,7 @@ from .files import read, validated, with_overrides
 from .options import Strict as _Strict
 from .paths import anchored
 
+Layout = Literal["npz", "lira"]  # the layouts of precomputed outputs (experiment/layouts.py reads, export writes)
 PRECOMPUTED = "precomputed"  # the architecture name reports give models miaudit never saw
 
 
@@ -29,7 +30,7 @@ class OutputsConfig(_Strict):
     """Where the precomputed outputs are and how they are laid out."""
 
     path: Path
-    layout: Literal["npz", "lira"] | None = Field(
+    layout: Layout | None = Field(
         default=None, description="npz: our arrays (a .npz file or a folder of .npy); lira: the LiRA code's folders"
     )
     target: str | None = Field(default=None, description="lira layout: the target model's folder (default: the last)")

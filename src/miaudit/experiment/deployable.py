@@ -87,7 +87,7 @@ def as_pseudo_target(records: RecordSet, k: int) -> RecordSet:
 
 
 def applies(info: registry.AttackInfo, references: int, mode: str) -> bool:
-    if mode != "offline" or references < 2 or "models" in info.needs:
+    if mode != "offline" or references < 2 or info.needs_models:
         return False
     try:
         info.check(references - 1, mode, {"population", "validation", "x"})

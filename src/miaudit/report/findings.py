@@ -13,7 +13,7 @@ from ..experiment.run import AttackRun, RunResult
 from ..stats import fdr, precision, signals
 from ..stats.metrics import clopper_pearson
 from . import at_risk
-from .leak_verdict import RANKINGS, membership_tests, pct
+from .leak_verdict import membership_tests, pct
 from .ranking import headline_log_pvalues
 
 
@@ -150,8 +150,8 @@ def vulnerability(res: RunResult) -> tuple[str, np.ndarray] | None:
         queries = exp.attack_inputs().queries
         losses = signals.compute("loss", queries.ref_logits, queries.labels)
         return "the references' mean loss", np.nanmean(np.asarray(losses, dtype=np.float64), axis=0)
-    gls = next((r for r in res.attacks if r.attack.name in RANKINGS), None)
-    return None if gls is None else (gls.attack.label, gls.result.scores)
+    ranking = next((r for r in res.attacks if r.attack.info.is_ranking), None)
+    return None if ranking is None else (ranking.attack.label, ranking.result.scores)
 
 
 def worst_case(res: RunResult) -> dict[str, Any] | None:

@@ -11,7 +11,6 @@ from ..experiment.run import AttackRun, RunResult
 from ..results import Kind
 from ..stats import verdict as rule
 
-RANKINGS = frozenset({"gls"})  # per-record risk rankings, not membership tests: out of the verdict and PPV
 HEADLINE_LEVEL = 0.01
 
 
@@ -20,18 +19,16 @@ def pct(x: float) -> str:
 
 
 def attack_kind(name: str) -> Kind:
-    """An attack's kind (membership test or risk ranking), a fact of its registry entry: ``AttackInfo.kind``;
-    ``RANKINGS`` stands in for it where the registry does not have that field yet. results.json's rows carry it
+    """An attack's kind (membership test or risk ranking), a fact of its registry entry (``AttackInfo.kind``;
+    a name the registry does not know, e.g. in an older results.json, is a test). results.json's rows carry it
     (``attacks[].kind``), so their readers ask the row, not the name."""
-    kind = getattr(registry.get(name), "kind", None)
-    if kind is not None:
-        return kind
-    return "ranking" if name in RANKINGS else "test"
+    return "ranking" if registry.is_ranking(name) else "test"
 
 
 def membership_tests(res: RunResult) -> list[AttackRun]:
-    """The attack rows that test membership (every row but the risk rankings), with metrics."""
-    return [r for r in res.attacks if r.attack.name not in RANKINGS and r.metrics is not None]
+    """The attack rows that test membership (every row but the risk rankings: out of the verdict and PPV), with
+    metrics."""
+    return [r for r in res.attacks if not r.attack.info.is_ranking and r.metrics is not None]
 
 
 def verdict(res: RunResult) -> dict[str, Any] | None:

@@ -16,7 +16,7 @@ def exposed_records_md(res: RunResult, frame: ScoresTable, top: int = 10) -> lis
     basis = risk_basis(res)
     col = f"{slug(basis)}.p_value" if basis.result.log_pvalues is not None else f"{slug(basis)}.score"
     extra = [c for c in (f"{slug(basis)}.q_value",) if c in frame.columns]
-    extra += [c for c in frame.columns if c.startswith("gls") and c.endswith(".score") and c != col]
+    extra += [c for c in sections.ranking_columns(frame) if c != col]
     known = [c for c in ("label", "member") if c in frame.columns]
     lines = [
         "",

@@ -6,6 +6,7 @@ import re
 
 import numpy as np
 
+from ..attacks import recommended
 from ..experiment.run import AttackRun, RunResult
 
 
@@ -20,15 +21,10 @@ def slug_of(name: str, label: str, references: int) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", label if extended else f"{name}_n{references}").strip("_")
 
 
-# Which attack ranks the records by risk, in order of preference: the Bayesian tests
-# (per-record p-values from a model of each record's own score distribution), then
-# LiRA's, then the reference-free leverage score, then whatever ran first.
-RISK_PRIORITY = ("mr-bmia", "bmia", "lira", "bavaria-n", "gls")
-
-
 def risk_basis(res: RunResult) -> AttackRun:
-    """The attack row whose output orders the per-record risk table."""
-    for name in RISK_PRIORITY:
+    """The attack row whose output orders the per-record risk table: the first of ``recommended.RISK_BASIS``
+    that ran (with the most references), else the first row."""
+    for name in recommended.RISK_BASIS:
         rows = [r for r in res.attacks if r.attack.name == name]
         if rows:
             return max(rows, key=lambda r: r.attack.references)

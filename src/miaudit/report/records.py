@@ -88,7 +88,7 @@ def _attack_json(r: AttackRun, exp: Experiment) -> dict:
 
 def _membership_counts(r: AttackRun, exp: Experiment) -> tuple[int, int] | None:
     """(members, non-members) where the row is a membership test with ROC metrics (PPV applies), else None."""
-    if r.metrics is None or r.attack.name in leak_verdict.RANKINGS or exp.is_member is None:
+    if r.metrics is None or r.attack.info.is_ranking or exp.is_member is None:
         return None
     return int(exp.is_member.sum()), int((~exp.is_member).sum())
 

@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 
+from ..attacks import registry
 from ..results import AuditReport, PPVCell, Target, WorstCell
 from . import dp_section
 from .table import ScoresTable
@@ -28,6 +29,12 @@ GLS_PURPOSE = (
 def table_section(title: str, note: str, header: list[str]) -> list[str]:
     """A report.md section: its title, what it shows, and the head of its table."""
     return ["", f"## {title}", "", note, "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+
+
+def ranking_columns(frame: ScoresTable) -> list[str]:
+    """The score columns of the risk rankings' rows in the per-record table."""
+    names = tuple(registry.rankings())
+    return [c for c in frame.columns if names and c.startswith(names) and c.endswith(".score")]
 
 
 def verdict_lines(results: AuditReport) -> list[str]:
@@ -197,7 +204,7 @@ def ppv_md(results: AuditReport) -> list[str]:
 
 def gls_top(frame: ScoresTable, top: int = 10) -> tuple[list[str], list[list[str]]]:
     """The records GLS ranks most exposed: (columns, rows of cells); no columns when GLS did not run."""
-    col = next((c for c in frame.columns if c.startswith("gls") and c.endswith(".score")), None)
+    col = next(iter(ranking_columns(frame)), None)
     if col is None:
         return [], []
     ranked = frame.sorted_by(col, descending=True).head(top)
