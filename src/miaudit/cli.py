@@ -1,20 +1,24 @@
 """The command line: a thin shell over the Python API.
 
-    miaudit run [CONFIG] [--out DIR] [--force] [--set KEY=VALUE] [--quiet | --verbose]
+    miaudit run [CONFIG]                an audit: results.json, report.md/.html, roc.png, scores
     miaudit init [PATH]                 a commented config with every key and its default
     miaudit config [CONFIG] [--schema]  the config as miaudit reads it, or its JSON schema
     miaudit attacks [NAME]              the registered attacks; an attack's parameters and needs
-    miaudit score CONFIG [--out DIR]    an audit of precomputed outputs (no models)
+    miaudit score CONFIG                an audit of precomputed outputs (no models)
     miaudit export [CONFIG] --out PATH  a run's outputs in the npz or LiRA layout, for `score`
-    miaudit dp-audit CONFIG [--out DIR] one-run DP audit with canaries (miaudit.dp)
+    miaudit dp-audit CONFIG             one-run DP audit with canaries (miaudit.dp)
     miaudit compare RUN_A RUN_B         B against A: TPR and AUC differences with intervals
     miaudit plan [CONFIG]               power before the run: intervals, detectable TPR, time
     miaudit bench SUITE                 a benchmark suite
     miaudit --version
 
-Bad input (config, data, attack requirements) exits with code 2 and a one-line
-message naming the field; nothing is written. Heavy modules (torch, the attacks)
-are imported inside the commands that need them, so ``--help`` answers at once.
+One vocabulary of flags, the same on every command that reads a config or writes results (run, score,
+dp-audit, export, compare, plan): ``-s/--set KEY=VALUE`` overrides a key of what the command reads (its config;
+compare's own settings), ``-q/--quiet`` prints warnings and errors only, ``-v/--verbose`` debug lines too,
+``-o/--out`` is where it writes and ``-f/--force`` lets it replace miaudit's own files there. Ctrl-C ends any of
+them with one line and exit code 130, nothing half-written. Bad input (config, data, attack requirements) exits
+with code 2 and a one-line message naming the field; nothing is written. Heavy modules (torch, the attacks) are
+imported inside the commands that need them, so ``--help`` answers at once.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ from .errors import ConfigError, MiauditError
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Membership inference auditing.")
 err = Console(stderr=True)
 SET_HELP = "override a config key, e.g. --set train.epochs=5 --set attacks.0.samples=200 (repeatable)"
+QUIET_HELP = "print warnings and errors only: no progress lines, no summary"
+VERBOSE_HELP = "also print debug lines"
 
 
 def _fail(e: Exception) -> NoReturn:
@@ -61,6 +67,18 @@ OUT_OPTION = typer.Option(None, "--out", "-o", help="output directory (default .
 FORCE_OPTION = typer.Option(False, "--force", "-f", help="write into a non-empty --out, replacing miaudit's own files")
 
 
+SET_OPTION = typer.Option(None, "--set", "-s", help=SET_HELP)
+QUIET_OPTION = typer.Option(False, "--quiet", "-q", help=QUIET_HELP)
+VERBOSE_OPTION = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP)
+
+
+def _logging(quiet: bool, verbose: bool) -> None:
+    """--quiet: warnings and errors only; --verbose: debug lines too."""
+    from . import progress
+
+    progress.configure_logging(logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO)
+
+
 def _config(config: Path | None, overrides: list[str] | None) -> config_mod.RunConfig:
     """The config file (none: the built-in default audit) with ``--set`` overrides, validated."""
     if config is not None:
@@ -77,15 +95,15 @@ def run(
     force: bool = typer.Option(
         False, "--force", "-f", help="write into a non-empty --out, replacing miaudit's own files there"
     ),
-    overrides: list[str] | None = typer.Option(None, "--set", "-s", help=SET_HELP),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="print warnings and errors only, no progress"),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="also print debug lines"),
+    overrides: list[str] | None = SET_OPTION,
+    quiet: bool = QUIET_OPTION,
+    verbose: bool = VERBOSE_OPTION,
 ) -> None:
     """Run one audit and write results.json, report.md, report.html, roc.png, scores.csv and scores.parquet."""
     from . import progress
     from .report import outdir
 
-    progress.configure_logging(logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO)
+    _logging(quiet, verbose)
     out = out or Path("miaudit-runs") / (config.stem if config else "default")
     cfg, progress.SESSION["trained"] = None, 0  # what this run trains: an interrupt reports it
     try:
@@ -110,13 +128,14 @@ def _say(line: str) -> None:
     err.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
-def _interrupted(cfg: config_mod.RunConfig | None, out: Path) -> None:
-    """Ctrl-C: one line saying what the run kept, exit 130 (the shell's code for SIGINT)."""
+def _interrupted(cfg: config_mod.RunConfig | None, out: Path | None, trains: bool = True) -> NoReturn:
+    """Ctrl-C: one line saying what the run kept (``trains``: the models it trained), exit 130 (the shell's
+    code for SIGINT)."""
     from .data import default_cache_dir
     from .progress import interrupted
 
     cache = (cfg.cache_dir if cfg else None) or default_cache_dir()
-    err.print(interrupted(cache, out), highlight=False, soft_wrap=True)
+    err.print(interrupted(cache if trains else None, out), highlight=False, soft_wrap=True)
     raise typer.Exit(code=130)
 
 
@@ -140,24 +159,26 @@ def score(
     config: Path = typer.Argument(..., help="YAML score config: outputs: {layout: npz|lira, path: ...}, attacks ..."),
     out: Path | None = OUT_OPTION,
     force: bool = FORCE_OPTION,
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="print warnings and errors only"),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="also print debug lines"),
-    overrides: list[str] | None = typer.Option(None, "--set", "-s", help=SET_HELP),
+    overrides: list[str] | None = SET_OPTION,
+    quiet: bool = QUIET_OPTION,
+    verbose: bool = VERBOSE_OPTION,
 ) -> None:
     """Audit precomputed outputs (logits and membership masks of models trained elsewhere): no models needed."""
     from . import api, progress
     from .config import scores as scores_config
     from .report import outdir
 
-    progress.configure_logging(logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO)
+    _logging(quiet, verbose)
+    out, progress.SESSION["trained"] = out or Path("miaudit-runs") / config.stem, 0
     try:
         cfg = scores_config.load(config, overrides or [])
-        out = out or Path("miaudit-runs") / config.stem
         with outdir.reserved(out, force):
             start = time.perf_counter()
             results = api.score(cfg).report(out, force=force)
     except MiauditError as e:
         _fail(e)
+    except KeyboardInterrupt:
+        _interrupted(None, out, trains=False)
     if not quiet:
         _summary(results, out, start)
 
@@ -167,19 +188,29 @@ def export(
     config: Path | None = typer.Argument(None, help="YAML run config; omit for the built-in default audit"),
     out: Path = typer.Option(..., "--out", "-o", help="where to write: a folder (lira) or a .npz file (npz)"),
     layout: str = typer.Option("npz", "--layout", "-l", help="npz (ours) or lira (the LiRA code's directory)"),
+    force: bool = typer.Option(False, "--force", "-f", help="replace an existing --out"),
+    overrides: list[str] | None = SET_OPTION,
+    quiet: bool = QUIET_OPTION,
+    verbose: bool = VERBOSE_OPTION,
 ) -> None:
     """Write a run's model outputs (target and references, from the cache or trained) for `miaudit score`."""
-    from . import pipeline
+    from . import pipeline, progress
     from .experiment import export as scores_export
 
     if layout not in ("npz", "lira"):
         _fail(ConfigError(f"--layout: {layout!r} is not npz or lira"))
+    _logging(quiet, verbose)
+    cfg, progress.SESSION["trained"] = None, 0
     try:
-        cfg = config_mod.load(config) if config else config_mod.default()
-        where = scores_export.export(pipeline.prepare(cfg), out, layout)
+        scores_export.destination(out, layout, force)  # before any work
+        cfg = _config(config, overrides)
+        where = scores_export.export(pipeline.prepare(cfg), out, layout, force=force)
     except MiauditError as e:
         _fail(e)
-    Console().print(f"wrote {where} ({layout} layout)")
+    except KeyboardInterrupt:
+        _interrupted(cfg, out)
+    if not quiet:
+        Console().print(f"wrote {where} ({layout} layout)")
 
 
 def _print_table(table: Table) -> None:
@@ -251,17 +282,28 @@ def compare(
     run_a: Path = typer.Argument(..., help="run A: a miaudit run directory (results.json, scores.parquet)"),
     run_b: Path = typer.Argument(..., help="run B, e.g. the same audit of a mitigated model"),
     out: Path | None = typer.Option(None, "--out", "-o", help="where compare.json/.md/.html go (default RUN_B)"),
+    overrides: list[str] | None = typer.Option(
+        None, "--set", "-s", help="override a setting of the comparison, e.g. --set resamples=2000 (repeatable)"
+    ),
+    quiet: bool = QUIET_OPTION,
+    verbose: bool = VERBOSE_OPTION,
 ) -> None:
     """B against A per shared attack: TPR and AUC differences with 95% bootstrap intervals, a verdict each."""
     from .report import compare as compare_mod
     from .report import compare_files
 
+    _logging(quiet, verbose)
     try:
+        settings = compare_mod.settings(overrides or [])
         compare_files.check_destination(out or run_b)
-        result = compare_mod.compare(run_a, run_b)
+        result = compare_mod.compare(run_a, run_b, resamples=settings.resamples)
         where = compare_files.write(run_a, run_b, result, out or run_b)
     except MiauditError as e:
         _fail(e)
+    except KeyboardInterrupt:
+        _interrupted(None, out or run_b, trains=False)
+    if quiet:
+        return
     Console().print("\n".join(compare_files.lines(result)), highlight=False, markup=False, soft_wrap=True)
     Console().print(f"wrote {where}/compare.json, compare.md, compare.html", highlight=False)
 
@@ -269,18 +311,24 @@ def compare(
 @app.command("plan")
 def plan_audit(
     config: Path | None = typer.Argument(None, help="YAML config; omit for the built-in default audit"),
-    overrides: list[str] | None = typer.Option(None, "--set", "-s", help=SET_HELP),
+    overrides: list[str] | None = SET_OPTION,
     halfwidth: float = typer.Option(0.01, "--halfwidth", help="wanted TPR interval half-width, for members needed"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="print warnings and errors only, then the plan"),
+    verbose: bool = VERBOSE_OPTION,
 ) -> None:
     """Power before the run: interval widths, the smallest detectable TPR, records needed, estimated time."""
     from . import plan
     from .experiment import forecast
 
+    _logging(quiet, verbose)
+    cfg: config_mod.RunConfig | None = None
     try:
         cfg = _config(config, overrides)
         result = forecast.forecast(cfg, plan.build(cfg), halfwidth=halfwidth)
     except MiauditError as e:
         _fail(e)
+    except KeyboardInterrupt:
+        _interrupted(cfg, None, trains=False)
     Console().print("\n".join(forecast.lines(result)), highlight=False, markup=False, soft_wrap=True)
 
 
@@ -334,7 +382,7 @@ def bench(
     ),
     out: Path = typer.Option(Path("benchmarks/results"), "--out", "-o", help="folder for <suite>.json and .md"),
     dataset: list[str] | None = typer.Option(None, "--dataset", "-d", help="only these data sets of the suite"),
-    seed: list[int] | None = typer.Option(None, "--seed", "-s", help="only these seeds"),
+    seed: list[int] | None = typer.Option(None, "--seed", help="only these seeds"),
 ) -> None:
     """Run a benchmark suite and write its aggregated results."""
     from .bench import run as bench_mod
@@ -354,22 +402,28 @@ def dp_audit(
     out: Path | None = OUT_OPTION,
     force: bool = FORCE_OPTION,
     runs: int | None = typer.Option(None, "--runs", help="multi-run audit of the algorithm: 2R runs, canary by coin"),
+    overrides: list[str] | None = SET_OPTION,
+    quiet: bool = QUIET_OPTION,
+    verbose: bool = VERBOSE_OPTION,
 ) -> None:
     """DP audit: canaries in one training run (or R pairs of runs), epsilon lower bounds, a verdict with its power."""
     from . import progress
     from .dp import output
     from .report import outdir, sections
 
+    _logging(quiet, verbose)
     out = out or Path("miaudit-runs") / f"{config.stem}-dp"
     cfg, progress.SESSION["trained"] = None, 0  # what this audit trains: an interrupt reports it
     try:
         with outdir.reserved(out, force):  # first, as for run
-            cfg = _config(config, None)
-            results = output.audit(cfg, out, runs, say=_say)
+            cfg = _config(config, overrides)
+            results = output.audit(cfg, out, runs, say=_say if not quiet else lambda line: None)
     except MiauditError as e:
         _fail(e)
     except KeyboardInterrupt:
         _interrupted(cfg, out)
+    if quiet:
+        return
     a = results["dp_audit"]
     for line in sections.dp_verdict_lines(a):  # the answer first, as in report.md and report.html
         Console().print(line.replace("**", ""), highlight=False, markup=False, soft_wrap=True, end="\n" if line else "")

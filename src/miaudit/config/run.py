@@ -7,15 +7,13 @@ the CLI turns ``ConfigError`` into exit code 2 before anything is written.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from .checks import (
     _architecture_name,
-    _attack_entries,
     _base_fits,
-    _calibration,
     _device,
     _holds_weights,
     _lm_base,
@@ -27,6 +25,7 @@ from .files import read, validated, with_overrides
 from .options import CanaryConfig, CanaryExposureConfig, DPAuditConfig, DPConfig, ExecutorConfig
 from .options import Strict as _Strict
 from .paths import anchored
+from .settings import AttacksOrAuto, Fdr, MinFpr, Mode, OffWhenNone, QueryAugment, Seed, TrainAugment
 
 
 class DataConfig(_Strict):
@@ -77,9 +76,7 @@ class TrainConfig(_Strict):
     precision: Literal["fp32", "bf16", "fp16"] = Field(
         default="fp32", description="mixed precision (autocast) for the forward pass; fp16 scales the loss"
     )
-    augment: Literal["none", "flip", "flip-crop"] = Field(
-        default="none", description="image data: random horizontal flip, and 4-pixel padded random crop (seeded)"
-    )
+    augment: TrainAugment = "none"
     loader_workers: int = Field(
         default=0, ge=0, description="DataLoader processes preparing (augmenting) batches; same weights as 0"
     )
@@ -131,10 +128,7 @@ class QueriesConfig(_Strict):
     """How the audited records are queried. ``queries: FILE`` is shorthand for ``{indices: FILE}``."""
 
     indices: Path | None = Field(default=None, description="record indices to audit, membership unknown")
-    augment: Literal["none", "mirror", "mirror-shift"] = Field(
-        default="none",
-        description="image data: signals on the mirrored (2 views) or mirrored and shifted (18 views) records too",
-    )
+    augment: QueryAugment = "none"
 
 
 def _queries(v: Any) -> Any:
@@ -224,27 +218,23 @@ class RunConfig(_Strict):
     reference_model: str | None = Field(
         default=None, description="architecture of the reference models (default: model)"
     )
-    seed: int = Field(default=0, ge=0, description="fixes the split, every model and every attack")
+    seed: Seed = 0
     train: TrainConfig = Field(default=TrainConfig(), description="how the target and the reference models train")
     references: int = Field(
         default=4, ge=0, le=1024, description="reference models available; only those some attack uses are trained"
     )
-    mode: Literal["offline", "online"] = Field(
-        default="offline", description="online: each query is IN for half the references (LiRA/RMIA online, BASE2-4)"
-    )
+    mode: Mode = "offline"
     split: SplitConfig = Field(default=SplitConfig(), description="fractions of the data set per role")
-    calibration: CalibrationConfig | None = Field(
+    calibration: Annotated[CalibrationConfig | None, OffWhenNone] = Field(
         default=CalibrationConfig(), description="conformal p-values on held-out non-members; none: raw p-values"
     )
-    attacks: list[dict[str, Any]] | Literal["auto"] = Field(
+    attacks: AttacksOrAuto = Field(
         default="auto",
         description="auto (with 2+ references the candidates measured on the references as pseudo-targets, the "
         "strongest run; with 1, the leave-one-data-set-out rule), or "
         "attack rows: a name, or {name: ..., parameters}; see `miaudit attacks`",
     )
-    fdr: float = Field(
-        default=0.05, gt=0, lt=1, description="false discovery rate of the records at risk (Benjamini-Hochberg)"
-    )
+    fdr: Fdr = 0.05
     cache_dir: Path | None = Field(default=None, description="trained models and decoded data ($MIAUDIT_CACHE_DIR)")
     device: str = Field(default="cpu", description="auto, cpu, cuda, cuda:N or mps; checked against this machine")
     executor: ExecutorConfig = Field(
@@ -265,12 +255,7 @@ class RunConfig(_Strict):
     nonmember_data: DataConfig | None = Field(
         default=None, description="robustness: non-member queries drawn from this source instead of the target's"
     )
-    min_fpr: float | None = Field(
-        default=None,
-        gt=0,
-        lt=1,
-        description="smallest FPR the audit must resolve; refused with fewer than 1/min_fpr non-members",
-    )
+    min_fpr: MinFpr = None
     dp_audit: DPAuditConfig | None = Field(default=None, description="an epsilon lower bound from one attack")
     canaries: CanaryConfig | None = Field(default=None, description="canaries of the one-run audit (dp-audit)")
     canary_exposure: CanaryExposureConfig | None = Field(
@@ -278,9 +263,7 @@ class RunConfig(_Strict):
         description="causal LMs: secret-sharer canaries in the target's training texts, and their exposure",
     )
 
-    _attack_rows = field_validator("attacks", mode="before")(_attack_entries)
     _known_device = field_validator("device")(_device)
-    _calibration_none = field_validator("calibration", mode="before")(_calibration)
     _queries_shorthand = field_validator("queries", mode="before")(_queries)
     _target_shorthand = field_validator("target", mode="before")(_target)
 
