@@ -1,6 +1,5 @@
-"""Optional parts of the run config: where models train (executor), DP-SGD training, DP audits.
-
-Kept apart from ``config.py`` to keep each file short; like it, this module imports no torch.
+"""Optional parts of the run config: where models train (executor), DP-SGD training, DP audits, canaries;
+and ``Strict``, the base of every config part. Like the rest of ``config/``, this module imports no torch.
 """
 
 from __future__ import annotations

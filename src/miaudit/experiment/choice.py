@@ -1,7 +1,7 @@
 """``attacks: auto`` with K >= 2 references: each candidate measured on the references as pseudo-targets, and
 only the strongest run.
 
-A table measured on other data sets does not say which attack is strongest on this one (issue 38: on a
+A table measured on other data sets does not say which attack is strongest on this one (on a
 grayscale CIFAR-10 MLP the pair attacks, tied-best on the four development sets, fell to a fifth of the best).
 The references can say it without reading the target's membership: reference k plays the target, the other
 references play its references, and the population records reference k trained on are its members, those it
