@@ -25,10 +25,8 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 from pydantic import ValidationError
 
-from . import pipeline, report
-from . import plan as plan_mod
-from .config import run as config_mod
-from .config.run import RunConfig, TargetConfig, TrainConfig
+from . import pipeline, plan, report
+from .config.run import DEFAULT_RUN, RunConfig, TargetConfig, TrainConfig, from_dict, load
 from .data import Dataset, Split
 from .data.base import validate_arrays, validate_features
 from .errors import ConfigError, DataError, ModelError
@@ -36,6 +34,7 @@ from .experiment.base import AuditRecords
 from .experiment.build import shuffled_queries, with_calibration_records
 from .experiment.recipes import ModelRecipe
 from .experiment.run import RunResult, run_experiment
+from .plan import Plan
 from .report import outdir
 
 if TYPE_CHECKING:  # torch and the training loop load in audit(): `miaudit score` never needs them (nor pandas)
@@ -134,11 +133,11 @@ def run(config: RunConfig | dict | str | Path | None = None) -> AuditResult:
         DataError, ModelError, AttackRequirementError: the data, a model or an attack's requirements.
     """
     if config is None:
-        cfg = config_mod.default()
+        cfg = from_dict(DEFAULT_RUN)
     elif isinstance(config, RunConfig):
         cfg = config
     else:
-        cfg = config_mod.from_dict(config) if isinstance(config, dict) else config_mod.load(config)
+        cfg = from_dict(config) if isinstance(config, dict) else load(config)
     return AuditResult(pipeline.run_config(cfg))
 
 
@@ -267,8 +266,8 @@ def _config(
         )
     if isinstance(train_settings, TrainConfig):
         train_settings = train_settings.model_dump()
-    refs = plan_mod.fewest_references(attacks, has_population) if references is None else references
-    return config_mod.from_dict({**keys, "attacks": attacks, "references": refs, "train": train_settings or {}})
+    refs = plan.fewest_references(attacks, has_population) if references is None else references
+    return from_dict({**keys, "attacks": attacks, "references": refs, "train": train_settings or {}})
 
 
 def score(config: Any) -> AuditResult:
@@ -378,11 +377,11 @@ def audit(
         {"population": population, "validation": validation},
         lm.read if lm else _records,
     )
-    plan = plan_mod.build(cfg, plan_mod.audit_roles(given, cfg))
+    planned = plan.build(cfg, plan.audit_roles(given, cfg))
     by = f"your train_fn {getattr(train_fn, '__qualname__', repr(train_fn))}" if train_fn else ""
     model = lm.model if lm else cast("nn.Module", target)
     recipe = lm.recipe(cfg, model_factory, train_fn) if lm else _recipe(cfg, model, model_factory, train_fn)
-    return _audit_given(cfg, plan, model, given, recipe, by, lm)
+    return _audit_given(cfg, planned, model, given, recipe, by, lm)
 
 
 def _audit_records(cfg: RunConfig, sets: dict[str, Dataset], lm: Any = None) -> tuple[AuditRecords, Any, Any]:
@@ -409,7 +408,7 @@ def _audit_records(cfg: RunConfig, sets: dict[str, Dataset], lm: Any = None) -> 
 def _audit_endpoint(cfg: RunConfig, spec: Endpoint, given: dict[str, tuple[np.ndarray, np.ndarray]]) -> AuditResult:
     """``audit(target=Endpoint(...))``: the given sets checked and assembled, the endpoint asked, the references
     trained in ``spec.architecture`` by miaudit's loop (cached, as in a config)."""
-    from .endpoint import target as endpoint_target
+    from .endpoint.target import audit_endpoint
     from .experiment.recipes import reference_recipe
 
     n_classes = 1 + max(int(np.max(np.asarray(y))) for _, y in given.values() if len(y))
@@ -418,16 +417,16 @@ def _audit_endpoint(cfg: RunConfig, spec: Endpoint, given: dict[str, tuple[np.nd
     for name, ds in sets.items():
         if ds.input_shape != sets[first].input_shape:
             raise DataError(f"{name}: records have shape {ds.input_shape}, {first} records {sets[first].input_shape}")
-    plan = plan_mod.build(cfg, plan_mod.audit_roles(given, cfg))
+    planned = plan.build(cfg, plan.audit_roles(given, cfg))
     records, _, _ = _audit_records(cfg, sets)
-    recipe = reference_recipe(cfg, records.dataset, plan.head_dropout)
-    exp = endpoint_target.audit_endpoint(cfg, plan, records, spec, recipe, cfg.target_architecture)
+    recipe = reference_recipe(cfg, records.dataset, planned.head_dropout)
+    exp = audit_endpoint(cfg, planned, records, spec, recipe, cfg.target_architecture)
     return AuditResult(run_experiment(exp))
 
 
 def _audit_given(
     cfg: RunConfig,
-    plan: plan_mod.Plan,
+    plan: Plan,
     target: nn.Module,
     given: dict[str, tuple[np.ndarray, np.ndarray]],
     recipe: ModelRecipe,

@@ -35,7 +35,8 @@ from rich.console import Console
 from rich.table import Table
 
 from ._version import __version__
-from .config import run as config_mod
+from .config.files import with_overrides
+from .config.run import DEFAULT_RUN, RunConfig, from_dict, load
 from .errors import ConfigError, MiauditError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Membership inference auditing.")
@@ -79,11 +80,11 @@ def _logging(quiet: bool, verbose: bool) -> None:
     progress.configure_logging(logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO)
 
 
-def _config(config: Path | None, overrides: list[str] | None) -> config_mod.RunConfig:
+def _config(config: Path | None, overrides: list[str] | None) -> RunConfig:
     """The config file (none: the built-in default audit) with ``--set`` overrides, validated."""
     if config is not None:
-        return config_mod.load(config, overrides or [])
-    return config_mod.from_dict(config_mod.with_overrides(config_mod.DEFAULT_RUN, overrides or []))
+        return load(config, overrides or [])
+    return from_dict(with_overrides(DEFAULT_RUN, overrides or []))
 
 
 @app.command()
@@ -128,7 +129,7 @@ def _say(line: str) -> None:
     err.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
-def _interrupted(cfg: config_mod.RunConfig | None, out: Path | None, trains: bool = True) -> NoReturn:
+def _interrupted(cfg: RunConfig | None, out: Path | None, trains: bool = True) -> NoReturn:
     """Ctrl-C: one line saying what the run kept (``trains``: the models it trained), exit 130 (the shell's
     code for SIGINT)."""
     from .data import default_cache_dir
@@ -165,13 +166,13 @@ def score(
 ) -> None:
     """Audit precomputed outputs (logits and membership masks of models trained elsewhere): no models needed."""
     from . import api, progress
-    from .config import scores as scores_config
+    from .config import scores
     from .report import outdir
 
     _logging(quiet, verbose)
     out, progress.SESSION["trained"] = out or Path("miaudit-runs") / config.stem, 0
     try:
-        cfg = scores_config.load(config, overrides or [])
+        cfg = scores.load(config, overrides or [])
         with outdir.reserved(out, force):
             start = time.perf_counter()
             results = api.score(cfg).report(out, force=force)
@@ -183,8 +184,8 @@ def score(
         _summary(results, out, start)
 
 
-@app.command()
-def export(
+@app.command("export")
+def export_outputs(
     config: Path | None = typer.Argument(None, help="YAML run config; omit for the built-in default audit"),
     out: Path = typer.Option(..., "--out", "-o", help="where to write: a folder (lira) or a .npz file (npz)"),
     layout: str = typer.Option("npz", "--layout", "-l", help="npz (ours) or lira (the LiRA code's directory)"),
@@ -195,16 +196,16 @@ def export(
 ) -> None:
     """Write a run's model outputs (target and references, from the cache or trained) for `miaudit score`."""
     from . import pipeline, progress
-    from .experiment import export as scores_export
+    from .experiment import export
 
     if layout not in ("npz", "lira"):
         _fail(ConfigError(f"--layout: {layout!r} is not npz or lira"))
     _logging(quiet, verbose)
     cfg, progress.SESSION["trained"] = None, 0
     try:
-        scores_export.destination(out, layout, force)  # before any work
+        export.destination(out, layout, force)  # before any work
         cfg = _config(config, overrides)
-        where = scores_export.export(pipeline.prepare(cfg), out, layout, force=force)
+        where = export.export(pipeline.prepare(cfg), out, layout, force=force)
     except MiauditError as e:
         _fail(e)
     except KeyboardInterrupt:
@@ -277,8 +278,8 @@ def _ranking_table(results: dict) -> Table:
     return table
 
 
-@app.command()
-def compare(
+@app.command("compare")
+def compare_runs(
     run_a: Path = typer.Argument(..., help="run A: a miaudit run directory (results.json, scores.parquet)"),
     run_b: Path = typer.Argument(..., help="run B, e.g. the same audit of a mitigated model"),
     out: Path | None = typer.Option(None, "--out", "-o", help="where compare.json/.md/.html go (default RUN_B)"),
@@ -289,14 +290,13 @@ def compare(
     verbose: bool = VERBOSE_OPTION,
 ) -> None:
     """B against A per shared attack: TPR and AUC differences with 95% bootstrap intervals, a verdict each."""
-    from .report import compare as compare_mod
-    from .report import compare_files
+    from .report import compare, compare_files
 
     _logging(quiet, verbose)
     try:
-        settings = compare_mod.settings(overrides or [])
+        settings = compare.settings(overrides or [])
         compare_files.check_destination(out or run_b)
-        result = compare_mod.compare(run_a, run_b, resamples=settings.resamples)
+        result = compare.compare(run_a, run_b, resamples=settings.resamples)
         where = compare_files.write(run_a, run_b, result, out or run_b)
     except MiauditError as e:
         _fail(e)
@@ -321,7 +321,7 @@ def plan_audit(
     from .experiment import forecast
 
     _logging(quiet, verbose)
-    cfg: config_mod.RunConfig | None = None
+    cfg: RunConfig | None = None
     try:
         cfg = _config(config, overrides)
         result = forecast.forecast(cfg, plan.build(cfg), halfwidth=halfwidth)
@@ -338,12 +338,12 @@ def init(
     force: bool = typer.Option(False, "--force", "-f", help="replace an existing file"),
 ) -> None:
     """Write a commented config with every key and its default."""
-    from .config import describe as configdoc
+    from .config import describe
 
     if path.exists() and not force:
         _fail(ConfigError(f"init: {path} exists; give another path, or --force to replace it"))
     try:
-        path.write_text(configdoc.init_yaml())
+        path.write_text(describe.init_yaml())
     except OSError as e:
         _fail(ConfigError(f"init: cannot write {path} ({e.strerror})"))
     print(f"wrote {path}: edit it, then `miaudit run {path}`")
@@ -356,10 +356,10 @@ def show_config(
     overrides: list[str] | None = typer.Option(None, "--set", "-s", help=SET_HELP),
 ) -> None:
     """Print a config as miaudit reads it (every key, defaults filled in, checked), or the JSON schema."""
-    from .config import describe as configdoc
+    from .config import describe
 
     if schema:
-        print(json.dumps(configdoc.schema(), indent=1))
+        print(json.dumps(describe.schema(), indent=1))
         return
     try:
         cfg = _config(config, overrides)
@@ -443,7 +443,7 @@ def attacks(name: str | None = typer.Argument(None, help="an attack: show its pa
     """List the registered attacks, or show one attack's parameters (type, default, limits) and needs."""
     from . import posteriors
     from .attacks import registry
-    from .config import describe as configdoc
+    from .config import describe
     from .errors import did_you_mean
 
     if name is None:
@@ -462,7 +462,7 @@ def attacks(name: str | None = typer.Argument(None, help="an attack: show its pa
     if name.lower() not in registry.names():
         hint = did_you_mean(name.lower(), registry.names()) or f"; expected one of {registry.names()}"
         _fail(ConfigError(f"attacks: unknown attack {name!r}{hint}"))
-    head, rows = configdoc.attack_help(name)
+    head, rows = describe.attack_help(name)
     print("\n".join(head) + "\nparameters:")
     rows = [["name", "type", "default", "limits", "description"], *rows]
     widths = [max(len(r[i]) for r in rows) for i in range(4)]

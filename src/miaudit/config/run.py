@@ -12,23 +12,22 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from .checks import (
-    _architecture_name,
-    _base_fits,
-    _device,
-    _holds_weights,
-    _lm_base,
-    _model_from_base,
-    _target,
+    architecture_name,
+    base_fits,
+    holds_weights,
+    known_device,
+    lm_base,
+    model_from_base,
+    target_shorthand,
 )
 from .endpoint import EndpointFields
 from .files import read, validated, with_overrides
-from .options import CanaryConfig, CanaryExposureConfig, DPAuditConfig, DPConfig, ExecutorConfig
-from .options import Strict as _Strict
+from .options import CanaryConfig, CanaryExposureConfig, DPAuditConfig, DPConfig, ExecutorConfig, Strict
 from .paths import anchored
 from .settings import AttacksOrAuto, Fdr, MinFpr, Mode, OffWhenNone, QueryAugment, Seed, TrainAugment
 
 
-class DataConfig(_Strict):
+class DataConfig(Strict):
     """A built-in data set (``name``) or a user file (``path``: .npz with x, y or .csv)."""
 
     name: str | None = Field(
@@ -63,7 +62,7 @@ class DataConfig(_Strict):
         return Path(self.path).stem
 
 
-class TrainConfig(_Strict):
+class TrainConfig(Strict):
     """SGD with momentum and weight decay: the papers' recipe (DP-SGD with ``dp``)."""
 
     epochs: int = Field(default=30, ge=1, description="passes over the training records")
@@ -96,7 +95,7 @@ class TrainConfig(_Strict):
         "(the references; the target unless target: is given)",
     )
 
-    _base = field_validator("base")(_lm_base)
+    _base = field_validator("base")(lm_base)
 
     @field_validator("models_at_once")
     @classmethod
@@ -106,7 +105,7 @@ class TrainConfig(_Strict):
         return v
 
 
-class SplitConfig(_Strict):
+class SplitConfig(Strict):
     """Fractions of the data set (BMIA paper 4.1: 20/20/40/20)."""
 
     target_train: float = Field(default=0.2, gt=0, lt=1, description="the target's training records: members")
@@ -124,7 +123,7 @@ class SplitConfig(_Strict):
         return (self.target_train, self.target_test, self.population, self.validation)
 
 
-class QueriesConfig(_Strict):
+class QueriesConfig(Strict):
     """How the audited records are queried. ``queries: FILE`` is shorthand for ``{indices: FILE}``."""
 
     indices: Path | None = Field(default=None, description="record indices to audit, membership unknown")
@@ -135,7 +134,7 @@ def _queries(v: Any) -> Any:
     return {} if v is None else {"indices": v} if isinstance(v, (str, Path)) else v
 
 
-class CalibrationConfig(_Strict):
+class CalibrationConfig(Strict):
     """Conformal calibration of every p-value (BMIA paper F.1) on records known not to be members: the
     validation records, or, where there are none, this fraction of the population held out from every
     model's training. ``calibration: none`` turns it off (p-values are then the attacks' raw ones)."""
@@ -143,7 +142,7 @@ class CalibrationConfig(_Strict):
     fraction: float = Field(default=0.2, gt=0, lt=1, description="population share held out when no validation")
 
 
-class TargetConfig(EndpointFields, _Strict):
+class TargetConfig(EndpointFields, Strict):
     """A model the user trained outside miaudit: how to build it and where its weights are, or the URL of an
     endpoint serving it (``EndpointFields``), with the architecture miaudit trains the references in."""
 
@@ -163,7 +162,7 @@ class TargetConfig(EndpointFields, _Strict):
         "called as function(model, x, y); default: miaudit's loop with train",
     )
 
-    _known = field_validator("architecture")(_architecture_name)
+    _known = field_validator("architecture")(architecture_name)
 
     @field_validator("train_fn")
     @classmethod
@@ -192,7 +191,7 @@ class TargetConfig(EndpointFields, _Strict):
         return self
 
 
-class RunConfig(_Strict):
+class RunConfig(Strict):
     """A ``miaudit run`` config: what to audit, how the models train, which attacks run.
 
     Every key has a default (``miaudit init`` writes them all, commented), so ``RunConfig()`` is a valid
@@ -263,9 +262,9 @@ class RunConfig(_Strict):
         description="causal LMs: secret-sharer canaries in the target's training texts, and their exposure",
     )
 
-    _known_device = field_validator("device")(_device)
+    _known_device = field_validator("device")(known_device)
     _queries_shorthand = field_validator("queries", mode="before")(_queries)
-    _target_shorthand = field_validator("target", mode="before")(_target)
+    _target_shorthand = field_validator("target", mode="before")(target_shorthand)
 
     @field_validator("executor", mode="before")
     @classmethod
@@ -290,8 +289,8 @@ class RunConfig(_Strict):
             )
         return self
 
-    _known_architecture = field_validator("model", "reference_model")(_architecture_name)
-    _default_model = model_validator(mode="before")(_model_from_base)
+    _known_architecture = field_validator("model", "reference_model")(architecture_name)
+    _default_model = model_validator(mode="before")(model_from_base)
 
     @model_validator(mode="after")
     def _own_weights(self) -> RunConfig:
@@ -299,7 +298,7 @@ class RunConfig(_Strict):
             self.target is not None
             and self.target.checkpoint is None
             and self.target.endpoint is None
-            and not _holds_weights(self.target_architecture)
+            and not holds_weights(self.target_architecture)
         ):
             raise ValueError(
                 f"target.checkpoint: required for {self.target_architecture!r} (only an hf: causal LM directory "
@@ -310,7 +309,7 @@ class RunConfig(_Strict):
     @model_validator(mode="after")
     def _base(self) -> RunConfig:
         own = (self.target.architecture or self.model) if self.target else None
-        _base_fits(self.train.base, self.model, own, self.reference_model)
+        base_fits(self.train.base, self.model, own, self.reference_model)
         from ..lm.names import is_causal_lm
 
         if self.canary_exposure is not None and (self.target is not None or not is_causal_lm(self.model)):

@@ -18,14 +18,14 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from .files import read, validated, with_overrides
-from .options import Strict as _Strict
+from .options import Strict
 from .paths import anchored
 from .settings import AttackRows, Fdr, MinFpr, Mode, OffWhenNone, Seed
 
 PRECOMPUTED = "precomputed"  # the architecture name reports give models miaudit never saw
 
 
-class OutputsConfig(_Strict):
+class OutputsConfig(Strict):
     """Where the precomputed outputs are and how they are laid out."""
 
     path: Path
@@ -44,14 +44,14 @@ class OutputsConfig(_Strict):
         return "lira" if (Path(self.path) / "y_train.npy").is_file() else "npz"
 
 
-class ScoreCalibration(_Strict):
+class ScoreCalibration(Strict):
     """Calibrate on the validation records (an index file, or the layout's); with ``fraction`` and none
     given, hold out that share of the population (which then changes population-based attacks' inputs)."""
 
     fraction: float | None = Field(default=None, gt=0, lt=1)
 
 
-class ScoreConfig(_Strict):
+class ScoreConfig(Strict):
     """A ``miaudit score`` config: precomputed outputs in, no models.
 
     It satisfies ``settings.AuditSettings``, as ``RunConfig`` does, and shares its settings' types with it

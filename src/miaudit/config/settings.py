@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BeforeValidator, Field
 
-from .checks import _attack_entries, _calibration
+from .checks import attack_entries, off_when_none
 
 Seed = Annotated[int, Field(ge=0, description="fixes the split, every model and every attack")]
 Mode = Annotated[
@@ -35,7 +35,7 @@ MinFpr = Annotated[
     float | None,
     Field(gt=0, lt=1, description="smallest FPR the audit must resolve; refused with fewer than 1/min_fpr non-members"),
 ]
-AttacksOrAuto = Annotated[list[dict[str, Any]] | Literal["auto"], BeforeValidator(_attack_entries)]
+AttacksOrAuto = Annotated[list[dict[str, Any]] | Literal["auto"], BeforeValidator(attack_entries)]
 """``auto``, or attack rows: a name, or ``{name: ..., parameters}``; each row validated by ``plan.build``."""
 
 
@@ -44,7 +44,7 @@ def _named_rows(raw: Any) -> Any:
         raise ValueError("auto is for audits miaudit trains; name the attacks for precomputed outputs, e.g. [lira]")
     if isinstance(raw, (list, tuple)) and not raw:
         raise ValueError("no attacks; give at least one attack row, e.g. [lira]")
-    return _attack_entries(raw)
+    return attack_entries(raw)
 
 
 AttackRows = Annotated[list[dict[str, Any]], BeforeValidator(_named_rows)]
@@ -78,7 +78,7 @@ QueryAugment = Annotated[
         "(18 views) records too"
     ),
 ]
-OffWhenNone = BeforeValidator(_calibration)
+OffWhenNone = BeforeValidator(off_when_none)
 """``calibration: none`` (or null) turns calibration off, in both configs."""
 
 
