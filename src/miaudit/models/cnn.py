@@ -1,3 +1,6 @@
+"""The small CNN (`cnn`): three convolution blocks, a hidden layer and the linear head, for image data sets;
+`as_image` reads a record shape as (channels, height, width)."""
+
 from __future__ import annotations
 
 import torch.nn as nn

@@ -1,3 +1,5 @@
+"""The small ResNet (`resnet`): three stages of one basic block on `as_image` records, pooling, a linear head."""
+
 from __future__ import annotations
 
 import torch
