@@ -1,4 +1,6 @@
-"""The one configuration model: YAML in, validated once at the edge, immutable after.
+"""A ``miaudit run`` config (``RunConfig``): YAML in, validated once at the edge, immutable after; composed of
+the records' keys (``records.py``), the target (``target.py``), training and the optional parts (``options.py``),
+with the settings every audit shares (``settings.py``).
 
 Every error is one line naming the offending key (``attacks.1.samples: ...``);
 the CLI turns ``ConfigError`` into exit code 2 before anything is written.
@@ -20,46 +22,12 @@ from .checks import (
     model_from_base,
     target_shorthand,
 )
-from .endpoint import EndpointFields
 from .files import read, validated, with_overrides
 from .options import CanaryConfig, CanaryExposureConfig, DPAuditConfig, DPConfig, ExecutorConfig, Strict
 from .paths import anchored
-from .settings import AttacksOrAuto, Fdr, MinFpr, Mode, OffWhenNone, QueryAugment, Seed, TrainAugment
-
-
-class DataConfig(Strict):
-    """A built-in data set (``name``) or a user file (``path``: .npz with x, y or .csv)."""
-
-    name: str | None = Field(
-        default=None,
-        description="built-in data set (digits, iris, wine, breast_cancer, location, purchase100, texas100, cifar10, "
-        "cifar100, ag_news); a bare name is shorthand: dataset: digits",
-    )
-    path: Path | None = Field(default=None, description="your data: .npz (arrays x, y), .csv or a folder of images")
-    label_column: str = Field(default="y", description=".csv: the column holding the class labels")
-    text_column: str | None = Field(
-        default=None, description="language models: the .csv/.jsonl column holding the texts"
-    )
-    num_classes: int | None = Field(
-        default=None, ge=2, description="a file's classes, when some have no records (default: its distinct labels)"
-    )
-    subset: int | None = Field(default=None, ge=20, description="random subset of this many records (seeded)")
-    data_dir: Path | None = Field(default=None, description="built-in data files (default: $MIAUDIT_DATA_DIR)")
-
-    @model_validator(mode="after")
-    def _one_source(self) -> DataConfig:
-        if (self.name is None) == (self.path is None):
-            raise ValueError("give exactly one of name (a built-in data set) or path (a .npz/.csv file)")
-        if self.num_classes is not None and self.path is None:
-            raise ValueError("num_classes is only for a data file (path); a built-in data set knows its classes")
-        return self
-
-    @property
-    def label(self) -> str:
-        if self.name is not None:
-            return self.name
-        assert self.path is not None  # the validator above gives exactly one of name and path
-        return Path(self.path).stem
+from .records import CalibrationConfig, DataConfig, QueriesConfig, SplitConfig, queries_shorthand
+from .settings import AttacksOrAuto, Fdr, MinFpr, Mode, OffWhenNone, Seed, TrainAugment
+from .target import TargetConfig
 
 
 class TrainConfig(Strict):
@@ -103,92 +71,6 @@ class TrainConfig(Strict):
         if isinstance(v, int) and v < 1:
             raise ValueError(f"expected auto or a whole number of models, at least 1; got {v}")
         return v
-
-
-class SplitConfig(Strict):
-    """Fractions of the data set (BMIA paper 4.1: 20/20/40/20)."""
-
-    target_train: float = Field(default=0.2, gt=0, lt=1, description="the target's training records: members")
-    target_test: float = Field(default=0.2, gt=0, lt=1, description="records the target never saw: non-members")
-    population: float = Field(default=0.4, ge=0, lt=1, description="records the reference models train on")
-    validation: float = Field(default=0.2, ge=0, lt=1, description="held-out records (QMIA, calibration)")
-
-    @model_validator(mode="after")
-    def _sums_to_one(self) -> SplitConfig:
-        if self.as_tuple() and sum(self.as_tuple()) > 1 + 1e-9:
-            raise ValueError(f"fractions sum to {sum(self.as_tuple()):.3f}, must be at most 1")
-        return self
-
-    def as_tuple(self) -> tuple[float, float, float, float]:
-        return (self.target_train, self.target_test, self.population, self.validation)
-
-
-class QueriesConfig(Strict):
-    """How the audited records are queried. ``queries: FILE`` is shorthand for ``{indices: FILE}``."""
-
-    indices: Path | None = Field(default=None, description="record indices to audit, membership unknown")
-    augment: QueryAugment = "none"
-
-
-def _queries(v: Any) -> Any:
-    return {} if v is None else {"indices": v} if isinstance(v, (str, Path)) else v
-
-
-class CalibrationConfig(Strict):
-    """Conformal calibration of every p-value (BMIA paper F.1) on records known not to be members: the
-    validation records, or, where there are none, this fraction of the population held out from every
-    model's training. ``calibration: none`` turns it off (p-values are then the attacks' raw ones)."""
-
-    fraction: float = Field(default=0.2, gt=0, lt=1, description="population share held out when no validation")
-
-
-class TargetConfig(EndpointFields, Strict):
-    """A model the user trained outside miaudit: how to build it and where its weights are, or the URL of an
-    endpoint serving it (``EndpointFields``), with the architecture miaudit trains the references in."""
-
-    architecture: str | None = Field(
-        default=None,
-        description="built-in name or package.module:factory "
-        "(called as factory(input_shape, n_classes)); default: model",
-    )
-    checkpoint: Path | None = Field(
-        default=None,
-        description=".safetensors, or a weights-only .pt/.pth state_dict (none for an hf: causal LM directory, "
-        "which holds its weights)",
-    )
-    train_fn: str | None = Field(
-        default=None,
-        description="package.module:function that trains the reference models as the target was trained, "
-        "called as function(model, x, y); default: miaudit's loop with train",
-    )
-
-    _known = field_validator("architecture")(architecture_name)
-
-    @field_validator("train_fn")
-    @classmethod
-    def _importable(cls, v: str | None) -> str | None:
-        """Imported now, so a typo fails before any work."""
-        from ..models import io
-
-        if v is not None:
-            io.import_factory(v)
-        return v
-
-    @model_validator(mode="after")
-    def _weights_or_endpoint(self) -> TargetConfig:
-        if self.endpoint is None:
-            stray = sorted(set(self.model_fields_set) & set(EndpointFields.model_fields) - {"endpoint"})
-            if stray:
-                raise ValueError(f"{stray[0]}: applies to an endpoint; add endpoint: URL, or remove it")
-            return self
-        if self.checkpoint is not None:
-            raise ValueError("checkpoint: give either a checkpoint (the weights) or an endpoint (queries), not both")
-        if self.architecture is None:
-            raise ValueError(
-                "architecture: an endpoint's references are trained by miaudit in the architecture named here "
-                "(a built-in name or package.module:factory), e.g. architecture: mlp"
-            )
-        return self
 
 
 class RunConfig(Strict):
@@ -263,7 +145,7 @@ class RunConfig(Strict):
     )
 
     _known_device = field_validator("device")(known_device)
-    _queries_shorthand = field_validator("queries", mode="before")(_queries)
+    _queries_shorthand = field_validator("queries", mode="before")(queries_shorthand)
     _target_shorthand = field_validator("target", mode="before")(target_shorthand)
 
     @field_validator("executor", mode="before")
