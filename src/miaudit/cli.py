@@ -12,13 +12,10 @@
     miaudit bench SUITE                 a benchmark suite
     miaudit --version
 
-One vocabulary of flags, the same on every command that reads a config or writes results (run, score,
-dp-audit, export, compare, plan): ``-s/--set KEY=VALUE`` overrides a key of what the command reads (its config;
-compare's own settings), ``-q/--quiet`` prints warnings and errors only, ``-v/--verbose`` debug lines too,
-``-o/--out`` is where it writes and ``-f/--force`` lets it replace miaudit's own files there. Ctrl-C ends any of
-them with one line and exit code 130, nothing half-written. Bad input (config, data, attack requirements) exits
-with code 2 and a one-line message naming the field; nothing is written. Heavy modules (torch, the attacks) are
-imported inside the commands that need them, so ``--help`` answers at once.
+One vocabulary of flags on the commands that read a config or write results (README's table): -s/--set, -q/--quiet,
+-v/--verbose, -o/--out, -f/--force; Ctrl-C ends each with one line, exit 130, nothing half-written. Bad input
+exits with code 2 and a one-line message naming the field; nothing is written. Heavy modules (torch, the
+attacks) are imported inside the commands that need them, so ``--help`` answers at once.
 """
 
 from __future__ import annotations
@@ -30,9 +27,7 @@ from pathlib import Path
 from typing import NoReturn
 
 import typer
-from rich import box
 from rich.console import Console
-from rich.table import Table
 
 from ._version import __version__
 from .config.files import with_overrides
@@ -66,8 +61,6 @@ def main_options(
 
 OUT_OPTION = typer.Option(None, "--out", "-o", help="output directory (default ./miaudit-runs/<config name>)")
 FORCE_OPTION = typer.Option(False, "--force", "-f", help="write into a non-empty --out, replacing miaudit's own files")
-
-
 SET_OPTION = typer.Option(None, "--set", "-s", help=SET_HELP)
 QUIET_OPTION = typer.Option(False, "--quiet", "-q", help=QUIET_HELP)
 VERBOSE_OPTION = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP)
@@ -141,18 +134,9 @@ def _interrupted(cfg: RunConfig | None, out: Path | None, trains: bool = True) -
 
 
 def _summary(results: dict, out: Path, start: float) -> None:
-    from .report import sections
+    from .report import console
 
-    for line in sections.verdict_lines(results):  # the answer first, as in report.md
-        Console().print(line.replace("**", ""), highlight=False, markup=False, end="\n" if line else "")
-    for note in results.get("notes", []):  # then what the numbers below do not promise
-        Console().print(f"[bold yellow]note:[/bold yellow] {note}", highlight=False)
-    for line in sections.choice_lines(results, table=False):
-        Console().print(line, highlight=False, markup=False, end="\n" if line else "")
-    _print_table(_metrics_table(results) if results["membership"] == "known" else _ranking_table(results))
-    if note := sections.records_at_risk_note(results):
-        Console().print(f"records at risk: {note}", highlight=False, markup=False)
-    Console().print(f"wrote {out}/ in {time.perf_counter() - start:.0f} s")
+    console.summary(results, out, start)
 
 
 @app.command()
@@ -212,70 +196,6 @@ def export_outputs(
         _interrupted(cfg, out)
     if not quiet:
         Console().print(f"wrote {where} ({layout} layout)")
-
-
-def _print_table(table: Table) -> None:
-    """Print a table whole: rich cuts it to 80 columns ('0.…') when the output is no terminal, so a pipe or a
-    log file gets it as wide as its widest row."""
-    console = Console()
-    if not console.is_terminal:
-        wide = console.options.update_width(10_000)  # measured without the 80-column cap
-        console = Console(width=max(console.width, console.measure(table, options=wide).maximum))
-    console.print(table)
-
-
-def _metrics_table(results: dict) -> Table:
-    t = results["target"]
-    table = Table(
-        title=f"{results['dataset']}: target train/test "
-        + (
-            f"perplexity {t['train_perplexity']:.1f}/{t['test_perplexity']:.1f}"  # an LM's accuracy means nothing
-            if "train_perplexity" in t
-            else f"accuracy {t['train_accuracy']:.3f}/{t['test_accuracy']:.3f}"
-        ),
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-    )
-    levels = sorted(results["attacks"][0]["tpr_at_fpr"], key=float)  # the standard ones and min_fpr
-    for col in ("attack", "AUC", *(f"TPR@{100 * float(k):g}%" for k in levels)):  # seconds: the log lines above
-        table.add_column(col, justify="right" if col != "attack" else "left", no_wrap=True)
-    blind = (
-        [{**results["blind_baseline"], "label": "blind baseline (text only)"}] if "blind_baseline" in results else []
-    )
-    for a in results["attacks"] + blind:
-        if a.get("name") == "gls":  # a risk ranking, not a membership test (report.md: its own section)
-            continue
-        table.add_row(
-            a["label"],
-            f"{a['auc']:.3f}",
-            *(_tpr_cell(a, k) for k in levels),
-        )
-    unreliable = sorted({k for a in results["attacks"] for k in a["unreliable_fpr_levels"]})
-    table.caption = "TPR in percent [95% interval]" + (
-        f"; † unreliable: fewer than 10 false positives at FPR {', '.join(unreliable)}" if unreliable else ""
-    )
-    return table
-
-
-def _tpr_cell(a: dict, level: str) -> str:
-    lo, hi = a["tpr_at_fpr_ci"][level]
-    mark = "†" if level in a["unreliable_fpr_levels"] else ""
-    return f"{100 * a['tpr_at_fpr'][level]:.1f} [{100 * lo:.1f},{100 * hi:.1f}]{mark}"
-
-
-def _ranking_table(results: dict) -> Table:
-    """Queries of unknown membership: no ROC, the records each attack puts most at risk."""
-    table = Table(title=f"{results['dataset']}: {results['n_queries']} queries, membership unknown (no ROC)")
-    risk = results.get("records_at_risk", {})
-    at_risk = f"at risk (FDR {risk.get('fdr', 0.05):g})"
-    for col in ("attack", at_risk, "raw p < 0.01", "raw p < 0.05", "most exposed records", "attack s"):
-        table.add_column(col, justify="left" if col in ("attack", "most exposed records") else "right")
-    for a in results["attacks"]:
-        flagged = [str(a["n_p_below"][k]) if "n_p_below" in a else "-" for k in ("0.01", "0.05")]
-        counted = str(risk.get("by_attack", {}).get(a["label"], {}).get("count", "-"))
-        exposed = ", ".join(map(str, a["most_exposed"][:5]))
-        table.add_row(a["label"], counted, *flagged, exposed, f"{a['seconds']['attack']:.2f}")
-    return table
 
 
 @app.command("compare")
