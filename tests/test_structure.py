@@ -131,7 +131,7 @@ CODE = re.compile(r"`([^`\n]+)`")
 SHORT_DOTTED = re.compile(r"^([A-Za-z_]\w*)((?:\.[A-Za-z_]\w*)+)$")  # `module.function`, `Class.field`
 POSSESSIVE = re.compile(r"`((?:[\w-]+/)*[\w-]+\.py)`'s `([A-Za-z_]\w*)`")  # `experiment/run.py`'s `name`
 FILE_SUFFIXES = {"py", "md", "json", "yaml", "yml", "csv", "parquet", "png", "html", "j2", "npy", "npz", "txt"}
-OTHER_FILE = re.compile(r"^\.?(?:[\w.-]+/)+[\w.-]*$")  # a path with a folder: `docs/conventions.md`, `tests/`
+OTHER_FILE = re.compile(r"^\.?\w[\w.-]*/(?:[\w.-]+/)*[\w.-]*$")  # a path with a folder: `docs/conventions.md`, `tests/`
 
 
 def _modules_named(name: str) -> list[str]:
@@ -212,7 +212,7 @@ def test_the_architecture_check_catches_stale_code_names() -> None:
     text = (
         "`pipeline.prepare`, `pipeline.run_attack`, `registry.execute`, `registry.nowhere`, `Plan.head_dropout`, "
         "`Plan.nowhere`, `torch.func`, `train.augment`, `report.md`, `docs/conventions.md`, `docs/nowhere.md`, "
-        "`templates/report.html.j2`, `experiment/run.py`'s `run_attack`, `experiment/run.py`'s `nowhere`"
+        "`templates/report.html.j2`, `-s/--set`, `experiment/run.py`'s `run_attack`, `experiment/run.py`'s `nowhere`"
     )
     assert stale_code_names(text) == [
         "Plan.nowhere",

@@ -83,12 +83,8 @@ def _config(config: Path | None, overrides: list[str] | None) -> RunConfig:
 @app.command()
 def run(
     config: Path | None = typer.Argument(None, help="YAML config; omit for the built-in default audit"),
-    out: Path | None = typer.Option(
-        None, "--out", "-o", help="output directory (default ./miaudit-runs/<config name>)"
-    ),
-    force: bool = typer.Option(
-        False, "--force", "-f", help="write into a non-empty --out, replacing miaudit's own files there"
-    ),
+    out: Path | None = OUT_OPTION,
+    force: bool = FORCE_OPTION,
     overrides: list[str] | None = SET_OPTION,
     quiet: bool = QUIET_OPTION,
     verbose: bool = VERBOSE_OPTION,
@@ -329,7 +325,7 @@ def dp_audit(
     """DP audit: canaries in one training run (or R pairs of runs), epsilon lower bounds, a verdict with its power."""
     from . import progress
     from .dp import output
-    from .report import outdir, sections
+    from .report import outdir
 
     _logging(quiet, verbose)
     out = out or Path("miaudit-runs") / f"{config.stem}-dp"
@@ -342,13 +338,17 @@ def dp_audit(
         _fail(e)
     except KeyboardInterrupt:
         _interrupted(cfg, out)
-    if quiet:
-        return
+    if not quiet:
+        _dp_summary(results, out)
+
+
+def _dp_summary(results: dict, out: Path) -> None:
+    from .dp.audit import claims_line
+    from .report import sections
+
     a = results["dp_audit"]
     for line in sections.dp_verdict_lines(a):  # the answer first, as in report.md and report.html
         Console().print(line.replace("**", ""), highlight=False, markup=False, soft_wrap=True, end="\n" if line else "")
-    from .dp.audit import claims_line
-
     Console().print(
         f"{a['kind']} audit, {len(a['bounds'])} bounds; {claims_line(a)}; epsilon lower bound {a['epsilon_lb']:.3f} "
         f"of at most {a['max_attainable']:.3f} attainable ({a['how']})\nwrote {out}/",

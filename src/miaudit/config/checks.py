@@ -32,6 +32,15 @@ def architecture_name(v: str | None) -> str | None:
     return v
 
 
+def importable(v: str | None) -> str | None:
+    """``package.module:function`` imported now, so a typo fails before any work."""
+    from ..models import io
+
+    if v is not None:
+        io.import_factory(v)
+    return v
+
+
 def lm_base(v: str | None) -> str | None:
     """``train.base``: a local causal LM directory, as ``hf:PATH``."""
     from ..lm.names import base_spec

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import Field, field_validator, model_validator
 
-from .checks import architecture_name
+from .checks import architecture_name, importable
 from .endpoint import EndpointFields
 from .options import Strict
 
@@ -26,23 +26,13 @@ class TargetConfig(EndpointFields, Strict):
         description=".safetensors, or a weights-only .pt/.pth state_dict (none for an hf: causal LM directory, "
         "which holds its weights)",
     )
+    _known = field_validator("architecture")(architecture_name)  # a typo in a factory's path fails now
     train_fn: str | None = Field(
         default=None,
         description="package.module:function that trains the reference models as the target was trained, "
         "called as function(model, x, y); default: miaudit's loop with train",
     )
-
-    _known = field_validator("architecture")(architecture_name)
-
-    @field_validator("train_fn")
-    @classmethod
-    def _importable(cls, v: str | None) -> str | None:
-        """Imported now, so a typo fails before any work."""
-        from ..models import io
-
-        if v is not None:
-            io.import_factory(v)
-        return v
+    _importable = field_validator("train_fn")(importable)
 
     @model_validator(mode="after")
     def _weights_or_endpoint(self) -> TargetConfig:
