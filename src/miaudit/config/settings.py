@@ -41,9 +41,11 @@ AttacksOrAuto = Annotated[list[dict[str, Any]] | Literal["auto"], BeforeValidato
 
 def _named_rows(raw: Any) -> Any:
     if isinstance(raw, str) and raw.strip().lower() == "auto":
-        raise ValueError("auto is for audits miaudit trains; name the attacks for precomputed outputs, e.g. [lira]")
+        raise ValueError(
+            "auto is for audits miaudit trains; name the attacks for precomputed outputs (attacks: lira, rmia ...)"
+        )
     if isinstance(raw, (list, tuple)) and not raw:
-        raise ValueError("no attacks; give at least one attack row, e.g. [lira]")
+        raise ValueError("no attacks; give at least one attack row (attacks: lira, rmia ...)")
     return attack_entries(raw)
 
 
