@@ -138,9 +138,9 @@ def _summary(results: dict, out: Path, start: float) -> None:
 @app.command()
 def score(
     config: Path = typer.Argument(..., help="YAML score config: outputs: {layout: npz|lira, path: ...}, attacks ..."),
+    overrides: list[str] | None = SET_OPTION,
     out: Path | None = OUT_OPTION,
     force: bool = FORCE_OPTION,
-    overrides: list[str] | None = SET_OPTION,
     quiet: bool = QUIET_OPTION,
     verbose: bool = VERBOSE_OPTION,
 ) -> None:
