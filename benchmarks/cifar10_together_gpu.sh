@@ -21,7 +21,7 @@ seed: 0
 device: $device
 split: {target_train: 0.25, target_test: 0.25, population: 0.5, validation: 0.0}
 train: {epochs: 20, batch_size: 512, lr: 0.1, augment: flip, models_at_once: auto, stack_memory_mb: 60000}
-queries: {augment: mirror}
+queries: {augment: flip}
 calibration: none
 min_fpr: 0.0001"
 printf '%s\nmode: online\nreferences: 64\nattacks: [{name: lira, references: 64}, {name: rmia, references: 64}]\n' \

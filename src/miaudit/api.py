@@ -17,7 +17,7 @@ builds them, trained on random halves of ``population`` by miaudit's loop
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence, Sized
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -25,17 +25,14 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 from pydantic import ValidationError
 
-from . import pipeline, report
-from . import plan as plan_mod
-from .config import run as config_mod
-from .config.run import RunConfig, TargetConfig, TrainConfig
-from .data import Dataset, Split
-from .data.base import validate_arrays, validate_features
+from . import pipeline, plan, report
+from .config.run import DEFAULT_RUN, RunConfig, TargetConfig, TrainConfig, from_dict, load
+from .data.base import validate_arrays
 from .errors import ConfigError, DataError, ModelError
-from .experiment.base import AuditRecords
-from .experiment.build import shuffled_queries, with_calibration_records
+from .experiment.given import audit_records, checked_sets, given_sets, read_records
 from .experiment.recipes import ModelRecipe
 from .experiment.run import RunResult
+from .plan import Plan
 from .report import outdir
 from .results import AuditReport
 
@@ -44,7 +41,6 @@ if TYPE_CHECKING:  # torch and the training loop load in audit(): `miaudit score
     import torch.nn as nn
 
 
-SETS = ("members", "nonmembers", "queries", "population", "validation")
 TrainFn = Callable[["nn.Module", np.ndarray, np.ndarray], Any]
 
 
@@ -143,84 +139,12 @@ def run(config: RunConfig | dict | str | Path | None = None) -> AuditResult:
         DataError, ModelError, AttackRequirementError: the data, a model or an attack's requirements.
     """
     if config is None:
-        cfg = config_mod.default()
+        cfg = from_dict(DEFAULT_RUN)
     elif isinstance(config, RunConfig):
         cfg = config
     else:
-        cfg = config_mod.from_dict(config) if isinstance(config, dict) else config_mod.load(config)
+        cfg = from_dict(config) if isinstance(config, dict) else load(config)
     return AuditResult(pipeline.run_config(cfg))
-
-
-def _numpy(value: Any) -> np.ndarray:
-    import torch
-
-    return value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
-
-
-def _records(value: Any, field: str) -> tuple[np.ndarray, np.ndarray]:
-    """(x, y) arrays from a pair of arrays/tensors or a torch Dataset of (x, y) items."""
-    import torch
-
-    try:
-        if isinstance(value, torch.utils.data.Dataset):
-            items = [value[i] for i in range(len(cast(Sized, value)))]  # a map-style Dataset has a length
-            return np.stack([_numpy(x) for x, _ in items]), np.array([_numpy(y) for _, y in items])
-        if isinstance(value, (tuple, list)) and len(value) == 2:
-            return _numpy(value[0]), _numpy(value[1])
-    except (TypeError, ValueError) as e:  # ragged rows, items that are not (x, y) pairs ...
-        raise DataError(f"{field}: cannot read the records ({str(e).splitlines()[0][:120]})") from None
-    raise DataError(
-        f"{field}: expected a pair (x, y) of arrays or tensors, or a torch Dataset of (x, y) items, "
-        f"got {type(value).__name__}"
-    )
-
-
-def _checked_sets(target: nn.Module, given: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, Dataset]:
-    """Every set checked alone (finite numbers, labels in the target's classes) and against the first's shape."""
-    from .experiment import validate
-
-    first = next(iter(given))
-    x0 = validate_features(first, given[first][0])
-    n_classes = validate.model_classes(target, x0, "target")
-    sets = {name: validate_arrays(name, x, y, n_classes) for name, (x, y) in given.items()}
-    for name, ds in sets.items():
-        if ds.input_shape != sets[first].input_shape:
-            raise DataError(f"{name}: records have shape {ds.input_shape}, {first} records {sets[first].input_shape}")
-    return sets
-
-
-def _given_sets(membership: dict[str, Any], extra: dict[str, Any], read: Callable = _records) -> dict[str, tuple]:
-    members, nonmembers, queries = (membership[k] for k in ("members", "nonmembers", "queries"))
-    if queries is not None and (members is not None or nonmembers is not None):
-        raise DataError("queries: give either queries (membership unknown) or members and nonmembers, not both")
-    if queries is None and (members is None or nonmembers is None):
-        raise DataError(
-            f"{'members' if members is None else 'nonmembers'}: give members and nonmembers "
-            "(membership known), or queries (unknown)"
-        )
-    given = {name: read(v, name) for name, v in {**membership, **extra}.items() if v is not None}
-    for name in ("members", "nonmembers", "queries"):
-        if name in given and not len(given[name][1]):
-            raise DataError(f"{name}: no records; the audit needs at least one")
-    return given
-
-
-def _assembled(sets: dict[str, Dataset], name: str) -> tuple[Dataset, dict[str, np.ndarray], np.ndarray, np.ndarray]:
-    """One data set of every record (sets in SETS order), each set's record indices, and per record the
-    set it came from and its row there."""
-    order = [s for s in SETS if s in sets]
-    sizes = [len(sets[s]) for s in order]
-    starts = np.concatenate([[0], np.cumsum(sizes)])
-    idx = {s: np.arange(starts[i], starts[i + 1]) for i, s in enumerate(order)}
-    ds = Dataset(
-        name,
-        np.concatenate([sets[s].x for s in order]),
-        np.concatenate([sets[s].y for s in order]),
-        sets[order[0]].n_classes,
-    )
-    origin = np.repeat(np.array(order, dtype=object), sizes)
-    position = np.concatenate([np.arange(n) for n in sizes])
-    return ds, idx, origin, position
 
 
 def reinitialised_copy(model: nn.Module) -> nn.Module:
@@ -276,8 +200,8 @@ def _config(
         )
     if isinstance(train_settings, TrainConfig):
         train_settings = train_settings.model_dump()
-    refs = plan_mod.fewest_references(attacks, has_population) if references is None else references
-    return config_mod.from_dict({**keys, "attacks": attacks, "references": refs, "train": train_settings or {}})
+    refs = plan.fewest_references(attacks, has_population) if references is None else references
+    return from_dict({**keys, "attacks": attacks, "references": refs, "train": train_settings or {}})
 
 
 def score(config: Any) -> AuditResult:
@@ -379,46 +303,25 @@ def audit(
     if isinstance(target, Endpoint):
         membership = {"members": members, "nonmembers": nonmembers, "queries": queries}
         return _audit_endpoint(
-            cfg, target, _given_sets(membership, {"population": population, "validation": validation})
+            cfg, target, given_sets(membership, {"population": population, "validation": validation})
         )
     lm = own_lm.TextSets.of(target, tokenizer, max_length)  # a causal LM's texts; None for a classifier
-    given = _given_sets(
+    given = given_sets(
         {"members": members, "nonmembers": nonmembers, "queries": queries},
         {"population": population, "validation": validation},
-        lm.read if lm else _records,
+        lm.read if lm else read_records,
     )
-    plan = plan_mod.build(cfg, plan_mod.audit_roles(given, cfg))
+    planned = plan.build(cfg, plan.audit_roles(given, cfg))
     by = f"your train_fn {getattr(train_fn, '__qualname__', repr(train_fn))}" if train_fn else ""
     model = lm.model if lm else cast("nn.Module", target)
     recipe = lm.recipe(cfg, model_factory, train_fn) if lm else _recipe(cfg, model, model_factory, train_fn)
-    return _audit_given(cfg, plan, model, given, recipe, by, lm)
-
-
-def _audit_records(cfg: RunConfig, sets: dict[str, Dataset], lm: Any = None) -> tuple[AuditRecords, Any, Any]:
-    """The checked sets as one data set and the audit's records (``lm``: with a causal LM's texts); per record
-    the set it came from and its row there."""
-    from .experiment import validate
-
-    if "members" in sets:
-        m, n = sets["members"], sets["nonmembers"]
-        validate.check_disjoint_rows((m.x, m.y, np.arange(len(m))), (n.x, n.y, np.arange(len(n))))
-    ds, idx, origin, position = _assembled(sets, cfg.dataset.label)
-    ds = lm.dataset(ds, origin, position) if lm else ds
-    empty = np.zeros(0, dtype=np.int64)
-    given_split = Split(
-        **{role: idx.get(role, empty) for role in ("members", "nonmembers", "population", "validation")}
-    )
-    split = with_calibration_records(given_split, cfg)
-    query_idx, is_member = (idx["queries"], None) if "queries" in idx else shuffled_queries(split, cfg.seed)
-    query_info = {"set": origin[query_idx], "position": position[query_idx]}
-    records = AuditRecords(dataset=ds, split=split, query_idx=query_idx, is_member=is_member, query_info=query_info)
-    return records, origin, position
+    return _audit_given(cfg, planned, model, given, recipe, by, lm)
 
 
 def _audit_endpoint(cfg: RunConfig, spec: Endpoint, given: dict[str, tuple[np.ndarray, np.ndarray]]) -> AuditResult:
     """``audit(target=Endpoint(...))``: the given sets checked and assembled, the endpoint asked, the references
     trained in ``spec.architecture`` by miaudit's loop (cached, as in a config)."""
-    from .endpoint import target as endpoint_target
+    from .endpoint.target import audit_endpoint
     from .experiment.recipes import reference_recipe
 
     n_classes = 1 + max(int(np.max(np.asarray(y))) for _, y in given.values() if len(y))
@@ -427,16 +330,16 @@ def _audit_endpoint(cfg: RunConfig, spec: Endpoint, given: dict[str, tuple[np.nd
     for name, ds in sets.items():
         if ds.input_shape != sets[first].input_shape:
             raise DataError(f"{name}: records have shape {ds.input_shape}, {first} records {sets[first].input_shape}")
-    plan = plan_mod.build(cfg, plan_mod.audit_roles(given, cfg))
-    records, _, _ = _audit_records(cfg, sets)
-    recipe = reference_recipe(cfg, records.dataset, plan.head_dropout)
-    exp = endpoint_target.audit_endpoint(cfg, plan, records, spec, recipe, cfg.target_architecture)
+    planned = plan.build(cfg, plan.audit_roles(given, cfg))
+    records, _, _ = audit_records(cfg, sets)
+    recipe = reference_recipe(cfg, records.dataset, planned.head_dropout)
+    exp = audit_endpoint(cfg, planned, records, spec, recipe, cfg.target_architecture)
     return AuditResult(pipeline.run_experiment(exp))
 
 
 def _audit_given(
     cfg: RunConfig,
-    plan: plan_mod.Plan,
+    plan: Plan,
     target: nn.Module,
     given: dict[str, tuple[np.ndarray, np.ndarray]],
     recipe: ModelRecipe,
@@ -446,7 +349,7 @@ def _audit_given(
     """The given sets checked and assembled (``lm``: with a causal LM's texts), then ``target`` audited."""
     from .experiment import own_model
 
-    records, origin, position = _audit_records(cfg, _checked_sets(target, given), lm)
+    records, origin, position = audit_records(cfg, checked_sets(target, given), lm)
     exp = own_model.audit_given(
         cfg,
         plan,

@@ -1,20 +1,21 @@
 """The command line: a thin shell over the Python API.
 
-    miaudit run [CONFIG] [--out DIR] [--force] [--set KEY=VALUE] [--quiet | --verbose]
+    miaudit run [CONFIG]                an audit: results.json, report.md/.html, roc.png, scores
     miaudit init [PATH]                 a commented config with every key and its default
     miaudit config [CONFIG] [--schema]  the config as miaudit reads it, or its JSON schema
     miaudit attacks [NAME]              the registered attacks; an attack's parameters and needs
-    miaudit score CONFIG [--out DIR]    an audit of precomputed outputs (no models)
+    miaudit score CONFIG                an audit of precomputed outputs (no models)
     miaudit export [CONFIG] --out PATH  a run's outputs in the npz or LiRA layout, for `score`
-    miaudit dp-audit CONFIG [--out DIR] one-run DP audit with canaries (miaudit.dp)
+    miaudit dp-audit CONFIG             one-run DP audit with canaries (miaudit.dp)
     miaudit compare RUN_A RUN_B         B against A: TPR and AUC differences with intervals
     miaudit plan [CONFIG]               power before the run: intervals, detectable TPR, time
     miaudit bench SUITE                 a benchmark suite
     miaudit --version
 
-Bad input (config, data, attack requirements) exits with code 2 and a one-line
-message naming the field; nothing is written. Heavy modules (torch, the attacks)
-are imported inside the commands that need them, so ``--help`` answers at once.
+One vocabulary of flags on the commands that read a config or write results (README's table): -s/--set, -q/--quiet,
+-v/--verbose, -o/--out, -f/--force; Ctrl-C ends each with one line, exit 130, nothing half-written. Bad input
+exits with code 2 and a one-line message naming the field; nothing is written. Heavy modules (torch, the
+attacks) are imported inside the commands that need them, so ``--help`` answers at once.
 """
 
 from __future__ import annotations
@@ -27,18 +28,19 @@ from pathlib import Path
 from typing import NoReturn
 
 import typer
-from rich import box
 from rich.console import Console
-from rich.table import Table
 
 from ._version import __version__
-from .config import run as config_mod
+from .config.files import with_overrides
+from .config.run import DEFAULT_RUN, RunConfig, from_dict, load
 from .errors import ConfigError, MiauditError
-from .results import AuditReport, Metrics
+from .results import AuditReport
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Membership inference auditing.")
 err = Console(stderr=True)
 SET_HELP = "override a config key, e.g. --set train.epochs=5 --set attacks.0.samples=200 (repeatable)"
+QUIET_HELP = "print warnings and errors only: no progress lines, no summary"
+VERBOSE_HELP = "also print debug lines"
 
 
 def _fail(e: Exception) -> NoReturn:
@@ -61,33 +63,39 @@ def main_options(
 
 OUT_OPTION = typer.Option(None, "--out", "-o", help="output directory (default ./miaudit-runs/<config name>)")
 FORCE_OPTION = typer.Option(False, "--force", "-f", help="write into a non-empty --out, replacing miaudit's own files")
+SET_OPTION = typer.Option(None, "--set", "-s", help=SET_HELP)
+QUIET_OPTION = typer.Option(False, "--quiet", "-q", help=QUIET_HELP)
+VERBOSE_OPTION = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP)
 
 
-def _config(config: Path | None, overrides: list[str] | None) -> config_mod.RunConfig:
+def _logging(quiet: bool, verbose: bool) -> None:
+    """--quiet: warnings and errors only; --verbose: debug lines too."""
+    from . import progress
+
+    progress.configure_logging(logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO)
+
+
+def _config(config: Path | None, overrides: list[str] | None) -> RunConfig:
     """The config file (none: the built-in default audit) with ``--set`` overrides, validated."""
     if config is not None:
-        return config_mod.load(config, overrides or [])
-    return config_mod.from_dict(config_mod.with_overrides(config_mod.DEFAULT_RUN, overrides or []))
+        return load(config, overrides or [])
+    return from_dict(with_overrides(DEFAULT_RUN, overrides or []))
 
 
 @app.command()
 def run(
     config: Path | None = typer.Argument(None, help="YAML config; omit for the built-in default audit"),
-    out: Path | None = typer.Option(
-        None, "--out", "-o", help="output directory (default ./miaudit-runs/<config name>)"
-    ),
-    force: bool = typer.Option(
-        False, "--force", "-f", help="write into a non-empty --out, replacing miaudit's own files there"
-    ),
-    overrides: list[str] | None = typer.Option(None, "--set", "-s", help=SET_HELP),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="print warnings and errors only, no progress"),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="also print debug lines"),
+    out: Path | None = OUT_OPTION,
+    force: bool = FORCE_OPTION,
+    overrides: list[str] | None = SET_OPTION,
+    quiet: bool = QUIET_OPTION,
+    verbose: bool = VERBOSE_OPTION,
 ) -> None:
     """Run one audit and write results.json, report.md, report.html, roc.png, scores.csv and scores.parquet."""
     from . import progress
     from .report import outdir
 
-    progress.configure_logging(logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO)
+    _logging(quiet, verbose)
     out = out or Path("miaudit-runs") / (config.stem if config else "default")
     cfg, progress.SESSION["trained"] = None, 0  # what this run trains: an interrupt reports it
     try:
@@ -112,154 +120,109 @@ def _say(line: str) -> None:
     err.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
-def _interrupted(cfg: config_mod.RunConfig | None, out: Path) -> None:
-    """Ctrl-C: one line saying what the run kept, exit 130 (the shell's code for SIGINT)."""
+def _interrupted(cfg: RunConfig | None, out: Path | None, trains: bool = True) -> NoReturn:
+    """Ctrl-C: one line saying what the run kept (``trains``: the models it trained), exit 130 (the shell's
+    code for SIGINT)."""
     from .data import default_cache_dir
     from .progress import interrupted
 
     cache = (cfg.cache_dir if cfg else None) or default_cache_dir()
-    err.print(interrupted(cache, out), highlight=False, soft_wrap=True)
+    err.print(interrupted(cache if trains else None, out), highlight=False, soft_wrap=True)
     raise typer.Exit(code=130)
 
 
 def _summary(results: AuditReport, out: Path, start: float) -> None:
-    from .report import sections
+    from .report import console
 
-    for line in sections.verdict_lines(results):  # the answer first, as in report.md
-        Console().print(line.replace("**", ""), highlight=False, markup=False, end="\n" if line else "")
-    for note in results.notes or []:  # then what the numbers below do not promise
-        Console().print(f"[bold yellow]note:[/bold yellow] {note}", highlight=False)
-    for line in sections.choice_lines(results, table=False):
-        Console().print(line, highlight=False, markup=False, end="\n" if line else "")
-    _print_table(_metrics_table(results) if results.membership_known else _ranking_table(results))
-    if note := sections.records_at_risk_note(results):
-        Console().print(f"records at risk: {note}", highlight=False, markup=False)
-    Console().print(f"wrote {out}/ in {time.perf_counter() - start:.0f} s")
+    console.summary(results, out, start)
 
 
 @app.command()
 def score(
     config: Path = typer.Argument(..., help="YAML score config: outputs: {layout: npz|lira, path: ...}, attacks ..."),
+    overrides: list[str] | None = SET_OPTION,
     out: Path | None = OUT_OPTION,
     force: bool = FORCE_OPTION,
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="print warnings and errors only"),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="also print debug lines"),
-    overrides: list[str] | None = typer.Option(None, "--set", "-s", help=SET_HELP),
+    quiet: bool = QUIET_OPTION,
+    verbose: bool = VERBOSE_OPTION,
 ) -> None:
     """Audit precomputed outputs (logits and membership masks of models trained elsewhere): no models needed."""
     from . import api, progress
-    from .config import scores as scores_config
+    from .config import scores
     from .report import outdir
 
-    progress.configure_logging(logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO)
+    _logging(quiet, verbose)
+    out, progress.SESSION["trained"] = out or Path("miaudit-runs") / config.stem, 0
     try:
-        cfg = scores_config.load(config, overrides or [])
-        out = out or Path("miaudit-runs") / config.stem
+        cfg = scores.load(config, overrides or [])
         with outdir.reserved(out, force):
             start = time.perf_counter()
             results = api.score(cfg).report(out, force=force)
     except MiauditError as e:
         _fail(e)
+    except KeyboardInterrupt:
+        _interrupted(None, out, trains=False)
     if not quiet:
         _summary(results, out, start)
 
 
-@app.command()
-def export(
+@app.command("export")
+def export_outputs(
     config: Path | None = typer.Argument(None, help="YAML run config; omit for the built-in default audit"),
     out: Path = typer.Option(..., "--out", "-o", help="where to write: a folder (lira) or a .npz file (npz)"),
     layout: str = typer.Option("npz", "--layout", "-l", help="npz (ours) or lira (the LiRA code's directory)"),
+    force: bool = typer.Option(False, "--force", "-f", help="replace an existing --out"),
+    overrides: list[str] | None = SET_OPTION,
+    quiet: bool = QUIET_OPTION,
+    verbose: bool = VERBOSE_OPTION,
 ) -> None:
     """Write a run's model outputs (target and references, from the cache or trained) for `miaudit score`."""
-    from . import pipeline
+    from . import pipeline, progress
     from .config.scores import Layout
-    from .experiment import export as scores_export
+    from .experiment import export
 
     if layout not in typing.get_args(Layout):
         _fail(ConfigError(f"--layout: {layout!r} is not {' or '.join(typing.get_args(Layout))}"))
+    _logging(quiet, verbose)
+    cfg, progress.SESSION["trained"] = None, 0
     try:
-        cfg = config_mod.load(config) if config else config_mod.default()
-        where = scores_export.export(pipeline.prepare(cfg), out, layout)
+        export.destination(out, layout, force)  # before any work
+        cfg = _config(config, overrides)
+        where = export.export(pipeline.prepare(cfg), out, layout, force=force)
     except MiauditError as e:
         _fail(e)
-    Console().print(f"wrote {where} ({layout} layout)")
+    except KeyboardInterrupt:
+        _interrupted(cfg, out)
+    if not quiet:
+        Console().print(f"wrote {where} ({layout} layout)")
 
 
-def _print_table(table: Table) -> None:
-    """Print a table whole: rich cuts it to 80 columns ('0.…') when the output is no terminal, so a pipe or a
-    log file gets it as wide as its widest row."""
-    console = Console()
-    if not console.is_terminal:
-        wide = console.options.update_width(10_000)  # measured without the 80-column cap
-        console = Console(width=max(console.width, console.measure(table, options=wide).maximum))
-    console.print(table)
-
-
-def _metrics_table(results: AuditReport) -> Table:
-    t = results.target
-    table = Table(
-        title=f"{results.dataset}: target train/test "
-        + (
-            f"perplexity {t.train_perplexity:.1f}/{t.test_perplexity:.1f}"  # an LM's accuracy means nothing
-            if t.train_perplexity is not None and t.test_perplexity is not None
-            else f"accuracy {t.train_accuracy:.3f}/{t.test_accuracy:.3f}"
-        ),
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-    )
-    levels = sorted(results.attacks[0].tpr_at_fpr or {}, key=float)  # the standard ones and min_fpr
-    for col in ("attack", "AUC", *(f"TPR@{100 * float(k):g}%" for k in levels)):  # seconds: the log lines above
-        table.add_column(col, justify="right" if col != "attack" else "left", no_wrap=True)
-    # a risk ranking is no membership test (report.md: its own section)
-    rows: list[tuple[str, Metrics]] = [(a.label, a) for a in results.tests]
-    rows += [("blind baseline (text only)", results.blind_baseline)] if results.blind_baseline else []
-    for label, a in rows:
-        table.add_row(label, f"{a.auc:.3f}", *(_tpr_cell(a, k, results) for k in levels))
-    unreliable = sorted({k for a in results.attacks for k in a.unreliable_fpr_levels or []})
-    table.caption = "TPR in percent [95% interval]" + (
-        f"; † unreliable: fewer than 10 false positives at FPR {', '.join(unreliable)}" if unreliable else ""
-    )
-    return table
-
-
-def _tpr_cell(a: Metrics, level: str, results: AuditReport) -> str:
-    lo, hi = (a.tpr_at_fpr_ci or {})[level]
-    mark = "†" if level in (getattr(a, "unreliable_fpr_levels", None) or []) else ""
-    return f"{100 * (a.tpr_at_fpr or {})[level]:.1f} [{100 * lo:.1f},{100 * hi:.1f}]{mark}"
-
-
-def _ranking_table(results: AuditReport) -> Table:
-    """Queries of unknown membership: no ROC, the records each attack puts most at risk."""
-    table = Table(title=f"{results.dataset}: {results.n_queries} queries, membership unknown (no ROC)")
-    risk = results.records_at_risk
-    at_risk = f"at risk (FDR {risk.fdr if risk else 0.05:g})"
-    for col in ("attack", at_risk, "raw p < 0.01", "raw p < 0.05", "most exposed records", "attack s"):
-        table.add_column(col, justify="left" if col in ("attack", "most exposed records") else "right")
-    by_attack = risk.by_attack if risk else {}
-    for a in results.attacks:
-        flagged = [str(a.n_p_below[k]) if a.n_p_below is not None else "-" for k in ("0.01", "0.05")]
-        counted = str(by_attack[a.label].count) if a.label in by_attack else "-"
-        exposed = ", ".join(map(str, (a.most_exposed or [])[:5]))
-        table.add_row(a.label, counted, *flagged, exposed, f"{a.seconds.attack:.2f}")
-    return table
-
-
-@app.command()
-def compare(
+@app.command("compare")
+def compare_runs(
     run_a: Path = typer.Argument(..., help="run A: a miaudit run directory (results.json, scores.parquet)"),
     run_b: Path = typer.Argument(..., help="run B, e.g. the same audit of a mitigated model"),
     out: Path | None = typer.Option(None, "--out", "-o", help="where compare.json/.md/.html go (default RUN_B)"),
+    overrides: list[str] | None = typer.Option(
+        None, "--set", "-s", help="override a setting of the comparison, e.g. --set resamples=2000 (repeatable)"
+    ),
+    quiet: bool = QUIET_OPTION,
+    verbose: bool = VERBOSE_OPTION,
 ) -> None:
     """B against A per shared attack: TPR and AUC differences with 95% bootstrap intervals, a verdict each."""
-    from .report import compare as compare_mod
-    from .report import compare_files
+    from .report import compare, compare_files
 
+    _logging(quiet, verbose)
     try:
+        settings = compare.settings(overrides or [])
         compare_files.check_destination(out or run_b)
-        result = compare_mod.compare(run_a, run_b)
+        result = compare.compare(run_a, run_b, resamples=settings.resamples)
         where = compare_files.write(run_a, run_b, result, out or run_b)
     except MiauditError as e:
         _fail(e)
+    except KeyboardInterrupt:
+        _interrupted(None, out or run_b, trains=False)
+    if quiet:
+        return
     Console().print("\n".join(compare_files.lines(result)), highlight=False, markup=False, soft_wrap=True)
     Console().print(f"wrote {where}/compare.json, compare.md, compare.html", highlight=False)
 
@@ -267,17 +230,23 @@ def compare(
 @app.command("plan")
 def plan_audit(
     config: Path | None = typer.Argument(None, help="YAML config; omit for the built-in default audit"),
-    overrides: list[str] | None = typer.Option(None, "--set", "-s", help=SET_HELP),
+    overrides: list[str] | None = SET_OPTION,
     halfwidth: float = typer.Option(0.01, "--halfwidth", help="wanted TPR interval half-width, for members needed"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="print warnings and errors only, then the plan"),
+    verbose: bool = VERBOSE_OPTION,
 ) -> None:
     """Power before the run: interval widths, the smallest detectable TPR, records needed, estimated time."""
     from . import forecast, plan
 
+    _logging(quiet, verbose)
+    cfg: RunConfig | None = None
     try:
         cfg = _config(config, overrides)
         result = forecast.forecast(cfg, plan.build(cfg), halfwidth=halfwidth)
     except MiauditError as e:
         _fail(e)
+    except KeyboardInterrupt:
+        _interrupted(cfg, None, trains=False)
     Console().print("\n".join(forecast.lines(result)), highlight=False, markup=False, soft_wrap=True)
 
 
@@ -287,12 +256,12 @@ def init(
     force: bool = typer.Option(False, "--force", "-f", help="replace an existing file"),
 ) -> None:
     """Write a commented config with every key and its default."""
-    from .config import describe as configdoc
+    from .config import describe
 
     if path.exists() and not force:
         _fail(ConfigError(f"init: {path} exists; give another path, or --force to replace it"))
     try:
-        path.write_text(configdoc.init_yaml())
+        path.write_text(describe.init_yaml())
     except OSError as e:
         _fail(ConfigError(f"init: cannot write {path} ({e.strerror})"))
     print(f"wrote {path}: edit it, then `miaudit run {path}`")
@@ -305,10 +274,10 @@ def show_config(
     overrides: list[str] | None = typer.Option(None, "--set", "-s", help=SET_HELP),
 ) -> None:
     """Print a config as miaudit reads it (every key, defaults filled in, checked), or the JSON schema."""
-    from .config import describe as configdoc
+    from .config import describe
 
     if schema:
-        print(json.dumps(configdoc.schema(), indent=1))
+        print(json.dumps(describe.schema(), indent=1))
         return
     try:
         cfg = _config(config, overrides)
@@ -330,7 +299,7 @@ def bench(
     ),
     out: Path = typer.Option(Path("benchmarks/results"), "--out", "-o", help="folder for <suite>.json and .md"),
     dataset: list[str] | None = typer.Option(None, "--dataset", "-d", help="only these data sets of the suite"),
-    seed: list[int] | None = typer.Option(None, "--seed", "-s", help="only these seeds"),
+    seed: list[int] | None = typer.Option(None, "--seed", help="only these seeds"),
 ) -> None:
     """Run a benchmark suite and write its aggregated results."""
     from miaudit_bench import run as bench_mod
@@ -350,27 +319,34 @@ def dp_audit(
     out: Path | None = OUT_OPTION,
     force: bool = FORCE_OPTION,
     runs: int | None = typer.Option(None, "--runs", help="multi-run audit of the algorithm: 2R runs, canary by coin"),
+    overrides: list[str] | None = SET_OPTION,
+    quiet: bool = QUIET_OPTION,
+    verbose: bool = VERBOSE_OPTION,
 ) -> None:
     """DP audit: canaries in one training run (or R pairs of runs), epsilon lower bounds, a verdict with its power."""
     from . import progress
     from .dp import output
     from .report import dp_section, outdir
 
+    _logging(quiet, verbose)
     out = out or Path("miaudit-runs") / f"{config.stem}-dp"
     cfg, progress.SESSION["trained"] = None, 0  # what this audit trains: an interrupt reports it
     try:
         with outdir.reserved(out, force):  # first, as for run
-            cfg = _config(config, None)
-            results = output.audit(cfg, out, runs, say=_say)
+            cfg = _config(config, overrides)
+            results = output.audit(cfg, out, runs, say=_say if not quiet else lambda line: None)
     except MiauditError as e:
         _fail(e)
     except KeyboardInterrupt:
         _interrupted(cfg, out)
-    a = results.dp_audit
-    assert a is not None  # a dp-audit's results always hold its section
-    for line in dp_section.verdict_lines(a):  # the answer first, as in report.md and report.html
-        Console().print(line.replace("**", ""), highlight=False, markup=False, soft_wrap=True, end="\n" if line else "")
-    Console().print(f"{dp_section.console_line(a)}\nwrote {out}/", highlight=False, markup=False, soft_wrap=True)
+    if not quiet:
+        a = results.dp_audit
+        assert a is not None  # a dp-audit's results always hold its section
+        for line in dp_section.verdict_lines(a):  # the answer first, as in report.md and report.html
+            Console().print(
+                line.replace("**", ""), highlight=False, markup=False, soft_wrap=True, end="\n" if line else ""
+            )
+        Console().print(f"{dp_section.console_line(a)}\nwrote {out}/", highlight=False, markup=False, soft_wrap=True)
 
 
 @app.command()
@@ -383,20 +359,20 @@ def schema() -> None:
 def attacks(name: str | None = typer.Argument(None, help="an attack: show its parameters and needs")) -> None:
     """List the registered attacks, or show one attack's parameters (type, default, limits) and needs."""
     from .attacks import registry
-    from .config import describe as configdoc
+    from .config import describe
     from .errors import did_you_mean
 
     if name is None:
         for info in registry.all_attacks():
             print(f"{info.name:<12} {info.summary}")
         # the choices within attacks, and the hint, on stderr: stdout stays one attack per line
-        for line in ("", *configdoc.choice_lines(), "\n`miaudit attacks NAME` shows an attack's parameters"):
+        for line in ("", *describe.choice_lines(), "\n`miaudit attacks NAME` shows an attack's parameters"):
             typer.echo(line, err=True)
         return
     if name.lower() not in registry.names():
         hint = did_you_mean(name.lower(), registry.names()) or f"; expected one of {registry.names()}"
         _fail(ConfigError(f"attacks: unknown attack {name!r}{hint}"))
-    head, rows = configdoc.attack_help(name)
+    head, rows = describe.attack_help(name)
     print("\n".join(head) + "\nparameters:")
     rows = [["name", "type", "default", "limits", "description"], *rows]
     widths = [max(len(r[i]) for r in rows) for i in range(4)]

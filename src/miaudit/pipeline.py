@@ -18,8 +18,7 @@ from .experiment.base import AuditRecords, Experiment
 from .experiment.build import reference_jobs, shuffled_queries, with_calibration_records, with_references
 from .experiment.recipes import ModelJob, ModelRecipe, open_store, reference_recipe, target_job, trained_target
 from .experiment.run import AttackRun, RunResult
-from .plan import Plan, config_roles
-from .plan import build as build_plan
+from .plan import Plan, build, config_roles
 from .progress import ModelProgress, log
 from .training import executor
 
@@ -28,16 +27,16 @@ def prepare(cfg: RunConfig, plan: Plan | None = None) -> Experiment:
     """Plan the audit (before anything is loaded), load and split the data, then train (or load from
     the cache) the target and the reference models. With ``cfg.target`` the user's model is audited
     instead (``own_model``)."""
-    plan = plan or build_plan(cfg, config_roles(cfg))
+    plan = plan or build(cfg, config_roles(cfg))
     if cfg.target is not None:
         from .experiment import own_lm, own_model  # torch and the user's model: not needed by `miaudit score`
 
         if own_lm.audits_lm(cfg):
             return own_lm.from_config(cfg, plan)
         if cfg.target.endpoint is not None:
-            from .endpoint import target as endpoint_target
+            from .endpoint.target import from_config
 
-            return endpoint_target.from_config(cfg, plan)
+            return from_config(cfg, plan)
         return own_model.from_checkpoint(cfg, plan, cfg.target)
     store = open_store(cfg)  # first: decoded data is cached there too
     layout = lay_out(cfg, plan)

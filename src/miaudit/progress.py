@@ -60,15 +60,20 @@ def working(what: str) -> Iterator[None]:
 SESSION = {"trained": 0}
 
 
-def interrupted(cache: object, out: object) -> str:
-    """The one line an interrupted run ends with: what it kept in the cache, what it did not write."""
+def interrupted(cache: object | None, out: object | None) -> str:
+    """The one line an interrupted command ends with: what it kept in the ``cache`` (None: a command that
+    trains no model), what it did not write into ``out`` (None: a command that writes nothing)."""
     kept = SESSION["trained"]
-    models = (
-        f"{kept} model(s) trained by this run are kept in the cache {cache}; a rerun loads them"
-        if kept
-        else "no model finished training in this run"
-    )
-    return f"interrupted: {models}; nothing was written to {out}"
+    said = []
+    if cache is not None:
+        said.append(
+            f"{kept} model(s) trained by this run are kept in the cache {cache}; a rerun loads them"
+            if kept
+            else "no model finished training in this run"
+        )
+    if out is not None:
+        said.append(f"nothing was written to {out}")
+    return "interrupted: " + "; ".join(said or ["nothing was written"])
 
 
 class ModelProgress:

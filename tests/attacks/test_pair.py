@@ -132,7 +132,7 @@ def _shifted_target(inputs: AttackInputs, offset: float) -> AttackInputs:
 
 @pytest.mark.parametrize("k", [1, 4])
 def test_a_target_unlike_its_references_collapses_the_pair_attacks_and_they_say_so(k: int, caplog) -> None:
-    """Issue 38's collapse, reproduced: the target's scores shifted by 3 (its references unchanged) leave
+    """The collapse pair.py's docstring warns of: the target's scores shifted by 3 (its references unchanged) leave
     LiRA's TPR@1% where it was and send both pair attacks to chance; each run warns, and only then."""
     from miaudit.stats.metrics import evaluate
 

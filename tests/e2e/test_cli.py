@@ -1,4 +1,5 @@
-"""The command-line contract of SPEC.md: outputs of a run, and exit code 2 with nothing written on bad input."""
+"""The command-line contract (README's "What a run writes", docs/conventions.md): outputs of a run, and exit
+code 2 with nothing written on bad input."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`miaudit dp-audit` at the command line (issue 32's DP rows): the DP verdict heads the console, report.md and
+"""`miaudit dp-audit` at the command line: the DP verdict heads the console, report.md and
 report.html, report.html has the DP section, canaries are called canaries, a planted fault is said beside the
 verdict, `--runs` speaks of runs and says its power before training, Ctrl-C says what was kept, and no raw dict or
 RuntimeWarning reaches the output."""

@@ -1,4 +1,4 @@
-"""What a run says about how its models were made (issue 24): the references' training recipe for a user's model
+"""What a run says about how its models were made: the references' training recipe for a user's model
 (target.train_fn, or a warning that miaudit's loop trained them), and the one-run DP audit's header (the target's
 accuracy on its real records, the audit's power beside "no violation detected")."""
 

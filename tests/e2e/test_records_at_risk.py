@@ -1,5 +1,5 @@
 """Records at risk from `miaudit score`: the sentence names the attack whose count it gives and whether its
-p-values are calibrated (issue 32, row 8), and with no leak and no calibration records nothing is flagged."""
+p-values are calibrated, and with no leak and no calibration records nothing is flagged."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What a new user met (issue 24), at the command line: logs, record IDs, config paths, late checks, the cache,
+"""What a new user meets at the command line: logs, record IDs, config paths, late checks, the cache,
 the output directory, progress and interrupts, silent coercions."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What a new user met, round two (issue 32), at the command line: empty record files, compare's output folder,
+"""What a new user meets at the command line: empty record files, compare's output folder,
 data sets and pairing, plan and progress with cached models, precision without false positives, report.html's
 notes, piped tables, the docs' example paths. Scores-only audits on generated outputs keep most of it to
 seconds; the tiny run (three small models) covers what needs training."""

@@ -79,7 +79,6 @@ def test_own_lm_from_a_config_with_references_fine_tuned_from_the_base(tmp_path:
     assert aucs["attack-p"] > 0.75 and aucs["lira"] > 0.75, aucs
     assert out["target"]["train_perplexity"] < out["target"]["test_perplexity"]
     # an LM's figures, not a classifier's accuracy; the log says where the references start as results.json does
-    # (issue 32, row 11)
     assert not any(k.endswith("accuracy") for k in out["target"]), out["target"]
     for name in ("report.md", "report.html"):
         report = (tmp_path / "out" / name).read_text()

@@ -3,6 +3,10 @@ change named."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from miaudit.report.compare import _sentence
 from miaudit.stats.difference import Difference
 
@@ -32,3 +36,23 @@ def test_both_measures_agree() -> None:
 def test_measures_that_disagree_are_called_mixed() -> None:
     line = _sentence("rmia", LOWER_TPR, HIGHER_AUC)
     assert line.startswith("rmia: mixed: B leaks less than A by TPR@1%, more by AUC:"), line
+
+
+def test_an_interrupted_compare_leaves_the_previous_files_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from miaudit.report import compare_files
+
+    (tmp_path / "compare.json").write_text("previous")
+
+    def interrupt(*args: object) -> str:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(compare_files, "markdown", lambda c: "md")
+    monkeypatch.setattr(compare_files, "lines", lambda c: [])
+    monkeypatch.setattr(compare_files, "_roc_figure", interrupt)
+    c = {"attacks": [], "warnings": [], "a": "A", "b": "B", "pairing": "paired"}
+    with pytest.raises(KeyboardInterrupt):
+        compare_files.write(None, None, c, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["compare.json"]  # no staging folder, no new file
+    assert (tmp_path / "compare.json").read_text() == "previous"

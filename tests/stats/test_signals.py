@@ -1,4 +1,4 @@
-"""Signals against their textbook formulas (SPEC: hinge, LiRA's rescaled logit, loss, confidence)."""
+"""Signals against their textbook formulas (docs/conventions.md: hinge, LiRA's rescaled logit, loss, confidence)."""
 
 from __future__ import annotations
 

@@ -3,6 +3,7 @@ LiRA/RMIA consuming them as the released LiRA code (a Gaussian per view, log-lik
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,8 +22,8 @@ from miaudit.training import loop as training
 
 def test_query_views() -> None:
     assert augment.query_views("none") == (augment.View(False, 0, 0),)
-    assert len(augment.query_views("mirror")) == 2
-    views = augment.query_views("mirror-shift")
+    assert len(augment.query_views("flip")) == 2
+    views = augment.query_views("flip-crop")
     assert len(views) == 18 and len(set(views)) == 18 and views[0] == augment.View(False, 0, 0)
 
 
@@ -70,15 +71,33 @@ def test_predict_views_first_view_is_the_records() -> None:
     model = training.seeded_model(_net, 0)
     x = np.random.default_rng(1).normal(size=(6, 3, 8, 8)).astype(np.float32)
     logits = training.predict_logits(model, x)
-    views = training.predict_views(model, x, logits, "mirror")
+    views = training.predict_views(model, x, logits, "flip")
     assert views.shape == (2, 6, 4)
     np.testing.assert_array_equal(views[0], logits)
     np.testing.assert_allclose(views[1], training.predict_logits(model, x[..., ::-1].copy()), rtol=1e-5)
 
 
+def test_one_augmentation_vocabulary_the_old_words_read_with_a_warning() -> None:
+    """train.augment and queries.augment say none, flip, flip-crop; queries' old mirror words still read."""
+    assert config.from_dict({"train": {"augment": "flip"}, "queries": {"augment": "flip"}}).queries.augment == "flip"
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    logging.getLogger("miaudit").addHandler(handler)
+    try:
+        cfg = config.from_dict({"queries": {"augment": "mirror-shift"}})
+    finally:
+        logging.getLogger("miaudit").removeHandler(handler)
+    assert cfg.queries.augment == "flip-crop" and len(augment.query_views(cfg.queries.augment)) == 18
+    (record,) = [r for r in records if "deprecated" in r.getMessage()]
+    assert "queries.augment" in record.getMessage() and "\n" not in record.getMessage()
+    with pytest.raises(ConfigError, match="train.augment"):
+        config.from_dict({"train": {"augment": "mirror"}})  # never a word of train.augment
+
+
 def test_queries_config_accepts_a_file_or_a_mapping() -> None:
     assert config.from_dict({}).queries == config.QueriesConfig()
-    assert config.from_dict({"queries": {"augment": "mirror-shift"}}).queries.augment == "mirror-shift"
+    assert config.from_dict({"queries": {"augment": "flip-crop"}}).queries.augment == "flip-crop"
     with pytest.raises(ConfigError, match="queries.augment"):
         config.from_dict({"queries": {"augment": "rotate"}})
     with pytest.raises(ConfigError, match="train.augment"):
@@ -159,8 +178,8 @@ def _image_run(tmp_path: Path, train_augment: str, query_augment: str) -> pipeli
 def test_augmentation_changes_an_audit(tmp_path: Path) -> None:
     scores = {
         (t, q): [run.result.scores for run in _image_run(tmp_path, t, q).attacks]
-        for t, q in [("none", "none"), ("flip-crop", "none"), ("none", "mirror")]
+        for t, q in [("none", "none"), ("flip-crop", "none"), ("none", "flip")]
     }
     base = scores[("none", "none")]
-    for key in [("flip-crop", "none"), ("none", "mirror")]:
+    for key in [("flip-crop", "none"), ("none", "flip")]:
         assert all(not np.allclose(a, b) for a, b in zip(scores[key], base)), key

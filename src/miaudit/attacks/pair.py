@@ -33,7 +33,7 @@ and its OUT models are the references that did not train on it (offline: all K),
 Nothing reads the target's membership: the target enters only through its outputs, on the queries and on the
 population (non-members by construction, as for RMIA's population ratios).
 
-Where not to use them (issue 38): both rest on the target being exchangeable with its references, and the
+Where not to use them: both rest on the target being exchangeable with its references, and the
 target enters twice, with opposite roles: as the OUT model of every training pair and as the unknown model of
 every query. A target whose scores sit apart from its references' (trained longer, on other data, with another
 recipe, or calibrated differently) breaks both roles at once: on generated data with the target's scores
@@ -43,7 +43,7 @@ the references record by record, hold. Each run therefore measures the shift wit
 target's mean score on the population records (all its non-members) against the references' on the
 population records they did not train on, in sd of the latter; above ``EXCHANGEABILITY_SHIFT`` it logs a
 warning naming the attacks to use instead. (On the grayscale CIFAR-10 MLP, seed 3, the shift was 0.03 and
-pair-lr was the strongest attack at K = 1: the failure issue 38 reports was not reproduced there.)
+pair-lr was the strongest attack at K = 1: the collapse above was not reproduced there.)
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``attacks: auto``: which attacks an audit runs for the reference models it has.
 
-A table measured on a few data sets did not hold on a data set it was not tuned on (issue 38: the pair
+A table measured on a few data sets did not hold on a data set it was not tuned on (the pair
 attacks, best or tied on the four development sets, fell to a fifth of BaVarIA-n on a grayscale CIFAR-10
 MLP). So, where it can, auto chooses on the audit's own data: with K >= 2 references, offline, and population
 records whose reference membership is known, every attack in ``CANDIDATES`` (those a reference can be scored

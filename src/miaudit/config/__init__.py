@@ -1,13 +1,14 @@
-"""The run's settings: one config model, read from YAML or a mapping and checked at the edge.
+"""An audit's settings: config models read from YAML or a mapping and checked at the edge.
 
 - ``run.py``: ``RunConfig`` (every key of a ``miaudit run`` config) with ``load`` and ``from_dict``;
 - ``scores.py``: ``ScoreConfig``, the config of ``miaudit score`` (precomputed outputs);
-- ``options.py``: the parts both share (output, calibration, executor, FPR levels);
+- ``settings.py``: what both configs answer (``AuditSettings``) and the settings they share, defined once;
+- ``checks.py``: the field checks both run before pydantic's own;
+- ``options.py``: the optional parts of a run config (executor, DP-SGD training, DP audit, canaries);
 - ``files.py``: YAML reading with line/column errors and ``--set`` overrides;
 - ``describe.py``: the commented template of ``miaudit init`` and the JSON schema.
 
-``from miaudit.config import RunConfig, load, from_dict`` keeps working (the module was
-``miaudit/config.py`` before 0.2).
+``from miaudit.config import RunConfig, load, from_dict`` reads a run config.
 """
 
 from __future__ import annotations

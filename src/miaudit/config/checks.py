@@ -8,18 +8,18 @@ import re
 from typing import Any
 
 
-def _calibration(v: Any) -> Any:
+def off_when_none(v: Any) -> Any:
     return None if v is None or (isinstance(v, str) and v.lower() == "none") else v
 
 
-def _architecture_name(v: str | None) -> str | None:
+def architecture_name(v: str | None) -> str | None:
     """A built-in architecture, another library's (``torchvision:NAME``, ``timm:NAME``, ``hf:PATH``: form and
     local files checked now), or ``package.module:factory`` (imported now, so a typo fails before any work)."""
-    from ..lm import names as lm_names
+    from ..lm.names import gpt_tiny_options, is_gpt_tiny
     from ..models import ARCHITECTURES, adapters, io
 
-    if v is not None and lm_names.is_gpt_tiny(v):
-        lm_names.gpt_tiny_options(v)
+    if v is not None and is_gpt_tiny(v):
+        gpt_tiny_options(v)
     elif v is not None and adapters.is_adapter_name(v):
         adapters.check(v)
     elif v is not None and io.is_import_path(v):
@@ -32,48 +32,57 @@ def _architecture_name(v: str | None) -> str | None:
     return v
 
 
-def _lm_base(v: str | None) -> str | None:
+def importable(v: str | None) -> str | None:
+    """``package.module:function`` imported now, so a typo fails before any work."""
+    from ..models import io
+
+    if v is not None:
+        io.import_factory(v)
+    return v
+
+
+def lm_base(v: str | None) -> str | None:
     """``train.base``: a local causal LM directory, as ``hf:PATH``."""
-    from ..lm import names as lm_names
+    from ..lm.names import base_spec
 
-    return None if v is None else lm_names.base_spec(v)
+    return None if v is None else base_spec(v)
 
 
-def _target(v: Any) -> Any:
+def target_shorthand(v: Any) -> Any:
     """``target: hf:PATH`` is shorthand for ``target: {architecture: hf:PATH}`` (a causal LM directory)."""
     return {"architecture": v} if isinstance(v, str) else v
 
 
-def _holds_weights(architecture: str) -> bool:
+def holds_weights(architecture: str) -> bool:
     """Whether a ``target:`` of this architecture needs no checkpoint: an ``hf:`` causal LM directory."""
-    from ..lm import names as lm_names
+    from ..lm.names import is_causal_lm
 
-    return architecture.startswith("hf:") and lm_names.is_causal_lm(architecture)
+    return architecture.startswith("hf:") and is_causal_lm(architecture)
 
 
-def _model_from_base(raw: Any) -> Any:
+def model_from_base(raw: Any) -> Any:
     """A run config with ``train.base`` and no ``model``: the target is the base fine-tuned (a base that is no
     causal LM directory is left to ``train.base``'s own check)."""
-    from ..lm import names as lm_names
+    from ..lm.names import is_causal_lm
 
     base = raw.get("train", {}).get("base") if isinstance(raw, dict) and isinstance(raw.get("train"), dict) else None
     if not isinstance(base, str) or "model" in raw:
         return raw
     spec = base.strip() if base.strip().startswith("hf:") else f"hf:{base.strip()}"
-    return {**raw, "model": spec} if lm_names.is_causal_lm(spec) else raw
+    return {**raw, "model": spec} if is_causal_lm(spec) else raw
 
 
-def _base_fits(base: str | None, model: str, own_target: str | None, reference_model: str | None) -> None:
+def base_fits(base: str | None, model: str, own_target: str | None, reference_model: str | None) -> None:
     """``train.base`` with the other model keys: the audited model is a causal LM; a target miaudit trains is
     the base fine-tuned (``model`` omitted or the same directory); the references start from it."""
-    from ..lm import names as lm_names
+    from ..lm.names import hf_path, is_causal_lm
 
     if base is None:
         return
     audited = own_target or model
-    if not lm_names.is_causal_lm(audited):
+    if not is_causal_lm(audited):
         raise ValueError(f"train.base: fine-tunes causal language models; {audited!r} is not one")
-    if own_target is None and lm_names.hf_path(model) != lm_names.hf_path(base):
+    if own_target is None and hf_path(model) != hf_path(base):
         raise ValueError(
             f"train.base: the target miaudit trains is {base} fine-tuned; model: {model} says otherwise (omit "
             "model, or audit your own model with target:)"
@@ -82,7 +91,7 @@ def _base_fits(base: str | None, model: str, own_target: str | None, reference_m
         raise ValueError("reference_model: the references are fine-tuned from train.base; give one of the two")
 
 
-def _attack_entries(raw: Any) -> Any:
+def attack_entries(raw: Any) -> Any:
     """Attack rows as mappings with a name (a bare name is shorthand for ``{name: ...}``). Their
     parameters are validated by the Plan (``miaudit.plan``), which knows every attack."""
     if isinstance(raw, str) and raw.strip().lower() == "auto":
@@ -101,7 +110,7 @@ def _attack_entries(raw: Any) -> Any:
 DEVICE = re.compile(r"auto|cpu|mps|cuda(:[0-9]+)?")
 
 
-def _device(v: str) -> str:
+def known_device(v: str) -> str:
     """A device this machine has; ``auto`` becomes cuda where a GPU is available, else cpu."""
     v = v.strip().lower()
     if not DEVICE.fullmatch(v):

@@ -1,7 +1,5 @@
 """Optional parts of the run config: DP audits and canaries (the executor and DP-SGD training are training's
-options, ``training/options.py``).
-
-Kept apart from ``config.py`` to keep each file short; like it, this module imports no torch.
+options, ``training/options.py``). Like the rest of ``config/``, this module imports no torch.
 """
 
 from __future__ import annotations
@@ -12,10 +10,8 @@ from pydantic import Field, field_validator, model_validator
 
 from ..training.options import Strict
 
-_Strict = Strict
 
-
-class DPAuditConfig(_Strict):
+class DPAuditConfig(Strict):
     """An epsilon lower bound from one attack's scores (``miaudit.dp``): the threshold is chosen on a seeded
     half of the queries (``selection: half``) or given (``selection: fixed``) and evaluated on the rest."""
 
@@ -37,7 +33,7 @@ BLACK_BOX_KINDS = ("random-label", "natural", "crafted")
 WHITE_BOX_KINDS = ("gradient", "dirac")
 
 
-class CanaryConfig(_Strict):
+class CanaryConfig(Strict):
     """The one-run audit's canaries (Steinke, Nasr & Jagielski 2023): each in the target's training run
     with probability 1/2; the auditor guesses on the ``guesses`` highest and lowest scores (default count/10).
     Black-box (the final model only): records ``random-label``, ``natural`` or ``crafted`` (out-of-distribution
@@ -73,7 +69,7 @@ class CanaryConfig(_Strict):
         return "white-box" if self.kind in WHITE_BOX_KINDS else "black-box"
 
 
-class CanaryExposureConfig(_Strict):
+class CanaryExposureConfig(Strict):
     """Secret-sharer canaries for causal LMs (Carlini et al. 2019; ``miaudit.lm.canaries``): for each repetition
     count, ``count`` canaries "<prefix> d1 ... dL" of ``length`` random digits inserted that many times into the
     target's training texts, outside the audited records; results.json's ``canary_exposure`` is each one's

@@ -1,4 +1,6 @@
-"""The one configuration model: YAML in, validated once at the edge, immutable after.
+"""A ``miaudit run`` config (``RunConfig``): YAML in, validated once at the edge, immutable after; composed of
+the records' keys (``records.py``), the target (``target.py``), training and the optional parts (``options.py``),
+with the settings every audit shares (``settings.py``).
 
 Every error is one line naming the offending key (``attacks.1.samples: ...``);
 the CLI turns ``ConfigError`` into exit code 2 before anything is written.
@@ -7,161 +9,36 @@ the CLI turns ``ConfigError`` into exit code 2 before anything is written.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any
 
 from pydantic import Field, field_validator, model_validator
 
 from ..training import options
 from ..training.options import ExecutorConfig
 from .checks import (
-    _architecture_name,
-    _attack_entries,
-    _base_fits,
-    _calibration,
-    _device,
-    _holds_weights,
-    _lm_base,
-    _model_from_base,
-    _target,
+    architecture_name,
+    base_fits,
+    holds_weights,
+    known_device,
+    lm_base,
+    model_from_base,
+    target_shorthand,
 )
-from .endpoint import EndpointFields
 from .files import read, validated, with_overrides
-from .options import CanaryConfig, CanaryExposureConfig, DPAuditConfig
-from .options import Strict as _Strict
+from .options import CanaryConfig, CanaryExposureConfig, DPAuditConfig, Strict
 from .paths import anchored
-
-
-class DataConfig(_Strict):
-    """A built-in data set (``name``) or a user file (``path``: .npz with x, y or .csv)."""
-
-    name: str | None = Field(
-        default=None,
-        description="built-in data set, e.g. digits (an unknown name gets the list); a bare name is shorthand: "
-        "dataset: digits",
-    )
-    path: Path | None = Field(default=None, description="your data: .npz (arrays x, y), .csv or a folder of images")
-    label_column: str = Field(default="y", description=".csv: the column holding the class labels")
-    text_column: str | None = Field(
-        default=None, description="language models: the .csv/.jsonl column holding the texts"
-    )
-    num_classes: int | None = Field(
-        default=None, ge=2, description="a file's classes, when some have no records (default: its distinct labels)"
-    )
-    subset: int | None = Field(default=None, ge=20, description="random subset of this many records (seeded)")
-    data_dir: Path | None = Field(default=None, description="built-in data files (default: $MIAUDIT_DATA_DIR)")
-
-    @model_validator(mode="after")
-    def _one_source(self) -> DataConfig:
-        if (self.name is None) == (self.path is None):
-            raise ValueError("give exactly one of name (a built-in data set) or path (a .npz/.csv file)")
-        if self.num_classes is not None and self.path is None:
-            raise ValueError("num_classes is only for a data file (path); a built-in data set knows its classes")
-        return self
-
-    @property
-    def label(self) -> str:
-        if self.name is not None:
-            return self.name
-        assert self.path is not None  # the validator above gives exactly one of name and path
-        return Path(self.path).stem
+from .records import CalibrationConfig, DataConfig, QueriesConfig, SplitConfig, queries_shorthand
+from .settings import AttacksOrAuto, Fdr, MinFpr, Mode, OffWhenNone, Seed
+from .target import TargetConfig
 
 
 class TrainConfig(options.TrainConfig):
     __doc__ = options.TrainConfig.__doc__  # training's options (training/options.py), the same keys and schema
 
-    _base = field_validator("base")(_lm_base)  # train.base names a causal LM directory: lm sits above training
+    _base = field_validator("base")(lm_base)  # train.base names a causal LM directory: lm sits above training
 
 
-class SplitConfig(_Strict):
-    """Fractions of the data set (BMIA paper 4.1: 20/20/40/20)."""
-
-    target_train: float = Field(default=0.2, gt=0, lt=1, description="the target's training records: members")
-    target_test: float = Field(default=0.2, gt=0, lt=1, description="records the target never saw: non-members")
-    population: float = Field(default=0.4, ge=0, lt=1, description="records the reference models train on")
-    validation: float = Field(default=0.2, ge=0, lt=1, description="held-out records (QMIA, calibration)")
-
-    @model_validator(mode="after")
-    def _sums_to_one(self) -> SplitConfig:
-        if self.as_tuple() and sum(self.as_tuple()) > 1 + 1e-9:
-            raise ValueError(f"fractions sum to {sum(self.as_tuple()):.3f}, must be at most 1")
-        return self
-
-    def as_tuple(self) -> tuple[float, float, float, float]:
-        return (self.target_train, self.target_test, self.population, self.validation)
-
-
-class QueriesConfig(_Strict):
-    """How the audited records are queried. ``queries: FILE`` is shorthand for ``{indices: FILE}``."""
-
-    indices: Path | None = Field(default=None, description="record indices to audit, membership unknown")
-    augment: Literal["none", "mirror", "mirror-shift"] = Field(
-        default="none",
-        description="image data: signals on the mirrored (2 views) or mirrored and shifted (18 views) records too",
-    )
-
-
-def _queries(v: Any) -> Any:
-    return {} if v is None else {"indices": v} if isinstance(v, (str, Path)) else v
-
-
-class CalibrationConfig(_Strict):
-    """Conformal calibration of every p-value (BMIA paper F.1) on records known not to be members: the
-    validation records, or, where there are none, this fraction of the population held out from every
-    model's training. ``calibration: none`` turns it off (p-values are then the attacks' raw ones)."""
-
-    fraction: float = Field(default=0.2, gt=0, lt=1, description="population share held out when no validation")
-
-
-class TargetConfig(EndpointFields, _Strict):
-    """A model the user trained outside miaudit: how to build it and where its weights are, or the URL of an
-    endpoint serving it (``EndpointFields``), with the architecture miaudit trains the references in."""
-
-    architecture: str | None = Field(
-        default=None,
-        description="built-in name or package.module:factory "
-        "(called as factory(input_shape, n_classes)); default: model",
-    )
-    checkpoint: Path | None = Field(
-        default=None,
-        description=".safetensors, or a weights-only .pt/.pth state_dict (none for an hf: causal LM directory, "
-        "which holds its weights)",
-    )
-    train_fn: str | None = Field(
-        default=None,
-        description="package.module:function that trains the reference models as the target was trained, "
-        "called as function(model, x, y); default: miaudit's loop with train",
-    )
-
-    _known = field_validator("architecture")(_architecture_name)
-
-    @field_validator("train_fn")
-    @classmethod
-    def _importable(cls, v: str | None) -> str | None:
-        """Imported now, so a typo fails before any work."""
-        from ..models import io
-
-        if v is not None:
-            io.import_factory(v)
-        return v
-
-    @model_validator(mode="after")
-    def _weights_or_endpoint(self) -> TargetConfig:
-        if self.endpoint is None:
-            stray = sorted(set(self.model_fields_set) & set(EndpointFields.model_fields) - {"endpoint"})
-            if stray:
-                raise ValueError(f"{stray[0]}: applies to an endpoint; add endpoint: URL, or remove it")
-            return self
-        if self.checkpoint is not None:
-            raise ValueError("checkpoint: give either a checkpoint (the weights) or an endpoint (queries), not both")
-        if self.architecture is None:
-            raise ValueError(
-                "architecture: an endpoint's references are trained by miaudit in the architecture named here "
-                "(a built-in name or package.module:factory), e.g. architecture: mlp"
-            )
-        return self
-
-
-class RunConfig(_Strict):
+class RunConfig(Strict):
     """A ``miaudit run`` config: what to audit, how the models train, which attacks run.
 
     Every key has a default (``miaudit init`` writes them all, commented), so ``RunConfig()`` is a valid
@@ -187,27 +64,23 @@ class RunConfig(_Strict):
     reference_model: str | None = Field(
         default=None, description="architecture of the reference models (default: model)"
     )
-    seed: int = Field(default=0, ge=0, description="fixes the split, every model and every attack")
+    seed: Seed = 0
     train: TrainConfig = Field(default=TrainConfig(), description="how the target and the reference models train")
     references: int = Field(
         default=4, ge=0, le=1024, description="reference models available; only those some attack uses are trained"
     )
-    mode: Literal["offline", "online"] = Field(
-        default="offline", description="online: each query is IN for half the references (LiRA/RMIA online, BASE2-4)"
-    )
+    mode: Mode = "offline"
     split: SplitConfig = Field(default=SplitConfig(), description="fractions of the data set per role")
-    calibration: CalibrationConfig | None = Field(
+    calibration: Annotated[CalibrationConfig | None, OffWhenNone] = Field(
         default=CalibrationConfig(), description="conformal p-values on held-out non-members; none: raw p-values"
     )
-    attacks: list[dict[str, Any]] | Literal["auto"] = Field(
+    attacks: AttacksOrAuto = Field(
         default="auto",
         description="auto (with 2+ references the candidates measured on the references as pseudo-targets, the "
         "strongest run; with 1, the leave-one-data-set-out rule), or "
         "attack rows: a name, or {name: ..., parameters}; see `miaudit attacks`",
     )
-    fdr: float = Field(
-        default=0.05, gt=0, lt=1, description="false discovery rate of the records at risk (Benjamini-Hochberg)"
-    )
+    fdr: Fdr = 0.05
     cache_dir: Path | None = Field(default=None, description="trained models and decoded data ($MIAUDIT_CACHE_DIR)")
     device: str = Field(default="cpu", description="auto, cpu, cuda, cuda:N or mps; checked against this machine")
     executor: ExecutorConfig = Field(
@@ -228,12 +101,7 @@ class RunConfig(_Strict):
     nonmember_data: DataConfig | None = Field(
         default=None, description="robustness: non-member queries drawn from this source instead of the target's"
     )
-    min_fpr: float | None = Field(
-        default=None,
-        gt=0,
-        lt=1,
-        description="smallest FPR the audit must resolve; refused with fewer than 1/min_fpr non-members",
-    )
+    min_fpr: MinFpr = None
     dp_audit: DPAuditConfig | None = Field(default=None, description="an epsilon lower bound from one attack")
     canaries: CanaryConfig | None = Field(default=None, description="canaries of the one-run audit (dp-audit)")
     canary_exposure: CanaryExposureConfig | None = Field(
@@ -241,11 +109,9 @@ class RunConfig(_Strict):
         description="causal LMs: secret-sharer canaries in the target's training texts, and their exposure",
     )
 
-    _attack_rows = field_validator("attacks", mode="before")(_attack_entries)
-    _known_device = field_validator("device")(_device)
-    _calibration_none = field_validator("calibration", mode="before")(_calibration)
-    _queries_shorthand = field_validator("queries", mode="before")(_queries)
-    _target_shorthand = field_validator("target", mode="before")(_target)
+    _known_device = field_validator("device")(known_device)
+    _queries_shorthand = field_validator("queries", mode="before")(queries_shorthand)
+    _target_shorthand = field_validator("target", mode="before")(target_shorthand)
 
     @field_validator("executor", mode="before")
     @classmethod
@@ -270,8 +136,8 @@ class RunConfig(_Strict):
             )
         return self
 
-    _known_architecture = field_validator("model", "reference_model")(_architecture_name)
-    _default_model = model_validator(mode="before")(_model_from_base)
+    _known_architecture = field_validator("model", "reference_model")(architecture_name)
+    _default_model = model_validator(mode="before")(model_from_base)
 
     @model_validator(mode="after")
     def _own_weights(self) -> RunConfig:
@@ -279,7 +145,7 @@ class RunConfig(_Strict):
             self.target is not None
             and self.target.checkpoint is None
             and self.target.endpoint is None
-            and not _holds_weights(self.target_architecture)
+            and not holds_weights(self.target_architecture)
         ):
             raise ValueError(
                 f"target.checkpoint: required for {self.target_architecture!r} (only an hf: causal LM directory "
@@ -290,7 +156,7 @@ class RunConfig(_Strict):
     @model_validator(mode="after")
     def _base(self) -> RunConfig:
         own = (self.target.architecture or self.model) if self.target else None
-        _base_fits(self.train.base, self.model, own, self.reference_model)
+        base_fits(self.train.base, self.model, own, self.reference_model)
         from ..lm.names import is_causal_lm
 
         if self.canary_exposure is not None and (self.target is not None or not is_causal_lm(self.model)):

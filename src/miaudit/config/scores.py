@@ -13,20 +13,20 @@ the Plan, the Experiment and the report read of a config, so the same code serve
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .checks import _attack_entries, _calibration
 from .files import read, validated, with_overrides
-from .options import Strict as _Strict
+from .options import Strict
 from .paths import anchored
+from .settings import AttackRows, Fdr, MinFpr, Mode, OffWhenNone, Seed
 
 Layout = Literal["npz", "lira"]  # the layouts of precomputed outputs (experiment/layouts.py reads, export writes)
 PRECOMPUTED = "precomputed"  # the architecture name reports give models miaudit never saw
 
 
-class OutputsConfig(_Strict):
+class OutputsConfig(Strict):
     """Where the precomputed outputs are and how they are laid out."""
 
     path: Path
@@ -45,17 +45,29 @@ class OutputsConfig(_Strict):
         return "lira" if (Path(self.path) / "y_train.npy").is_file() else "npz"
 
 
-class ScoreCalibration(_Strict):
+class ScoreCalibration(Strict):
     """Calibrate on the validation records (an index file, or the layout's); with ``fraction`` and none
     given, hold out that share of the population (which then changes population-based attacks' inputs)."""
 
     fraction: float | None = Field(default=None, gt=0, lt=1)
 
 
-class ScoreConfig(_Strict):
+class ScoreConfig(Strict):
     """A ``miaudit score`` config: precomputed outputs in, no models.
 
-    It satisfies ``settings.AuditSettings``, as ``RunConfig`` does.
+    It satisfies ``settings.AuditSettings``, as ``RunConfig`` does, and shares its settings' types with it
+    (``seed``, ``mode``, attack rows, ``calibration: none``, ``min_fpr``, ``fdr``: ``config/settings.py``).
+    Where the two differ, on purpose:
+
+    - ``name`` where a run has ``dataset``: there is no data set to load, only outputs; ``name`` is what
+      reports call them (``dataset: {name: ...}`` would promise a loader that never runs).
+    - ``attacks: auto`` is refused in one line: auto's candidates and its fallback rule were measured on audits
+      miaudit trains; precomputed outputs name their attacks (as before this config shared its settings).
+    - ``calibration.fraction`` defaults to none: outputs come with their records fixed, so calibration uses
+      the validation records given and holds out no population share unless asked (holding some out would
+      change the inputs of the population-based attacks behind the user's back). A run's split makes that
+      hold-out itself, hence its 0.2.
+    - ``references`` defaults to every reference model the outputs hold, not a number to train.
 
     Attributes:
         outputs: where the outputs are and their layout (a path alone is shorthand).
@@ -67,24 +79,19 @@ class ScoreConfig(_Strict):
 
     outputs: OutputsConfig
     name: str | None = Field(default=None, description="what reports call the data (default: the path's name)")
-    seed: int = Field(default=0, ge=0)
-    mode: Literal["offline", "online"] = "offline"
+    seed: Seed = 0
+    mode: Mode = "offline"
     references: int | None = Field(default=None, ge=0, description="use the first k reference models (default: all)")
-    attacks: list[dict[str, Any]] = Field(
+    attacks: AttackRows = Field(
         default_factory=lambda: [{"name": "lira"}, {"name": "attack-r"}, {"name": "bavaria-n"}], min_length=1
     )
     members: Path | None = Field(default=None, description="positions of target members queried (.npy or text)")
     nonmembers: Path | None = Field(default=None, description="positions of target non-members queried")
     queries: Path | None = Field(default=None, description="positions to audit, membership unknown")
     validation: Path | None = Field(default=None, description="positions of non-members for calibration only")
-    calibration: ScoreCalibration | None = ScoreCalibration()
-    min_fpr: float | None = Field(default=None, gt=0, lt=1)
-    fdr: float = Field(
-        default=0.05, gt=0, lt=1, description="false discovery rate of the records at risk (Benjamini-Hochberg)"
-    )
-
-    _attack_rows = field_validator("attacks", mode="before")(_attack_entries)
-    _calibration_none = field_validator("calibration", mode="before")(_calibration)
+    calibration: Annotated[ScoreCalibration | None, OffWhenNone] = ScoreCalibration()
+    min_fpr: MinFpr = None
+    fdr: Fdr = 0.05
 
     @field_validator("outputs", mode="before")
     @classmethod

@@ -65,6 +65,19 @@ def tightest(privacy: dict | None, declared: float | None) -> tuple[str, float] 
     return min(claims.items(), key=lambda kv: kv[1]) if claims else None
 
 
+def claims(confidence: float, delta: float, declared: float | None, privacy: dict | None) -> dict[str, Any]:
+    """What an audit's bound is held to, as results.json's ``dp_audit`` records it: the level, delta, the declared
+    epsilon and the accountants' figures, and a planted fault where one was."""
+    return {
+        "confidence": confidence,
+        "delta": delta,
+        "declared_epsilon": declared,
+        "accounted_epsilon": (privacy or {}).get("accounted_epsilon"),
+        "accounted": (privacy or {}).get("accounted"),
+        "planted_fault": (privacy or {}).get("planted_fault"),
+    }
+
+
 def one_run_summary(
     cfg: RunConfig, entries: list[dict[str, Any]], privacy: dict | None, accuracies: dict
 ) -> dict[str, Any]:
@@ -79,12 +92,7 @@ def one_run_summary(
         "kind": "one-run",
         "bounds": entries,
         **decided,
-        "confidence": confidence,
-        "delta": delta,
-        "declared_epsilon": declared,
-        "accounted_epsilon": (privacy or {}).get("accounted_epsilon"),
-        "accounted": (privacy or {}).get("accounted"),
-        "planted_fault": (privacy or {}).get("planted_fault"),
+        **claims(confidence, delta, declared, privacy),
         "compared_with": None if claim is None else {"claim": claim[0], "epsilon": claim[1]},
         "how": "; ".join(
             f"{t['observer']}: {t['correct']} of {t['guesses']} guesses right on {t['canaries']} canaries"

@@ -181,13 +181,8 @@ def run(cfg: RunConfig, runs: int) -> dict[str, Any]:
             "headline": {k: head[k] for k in ("observer", "analysis", "threat_model", "canary_kind")},
             "epsilon_lb": head["epsilon_lower_bound"],
             "max_attainable": head["max_attainable"],
-            "confidence": confidence,
-            "delta": delta,
-            "declared_epsilon": declared,
-            "accounted_epsilon": (privacy or {}).get("accounted_epsilon"),
-            "accounted": (privacy or {}).get("accounted"),
+            **audit.claims(confidence, delta, declared, privacy),
             **verdict.multi_run(head, claim, privacy),
-            "planted_fault": (privacy or {}).get("planted_fault"),
             "threat_model": worst_case.THREAT_MODEL,
             "how": f"{2 * runs} models ({int(included.sum())} with the canary, by fair coins) trained together by "
             f"stacked DP-SGD from a crafted start; {head['guesses']} guesses on the highest and lowest scores, "

@@ -40,7 +40,7 @@ from ..experiment.recipes import (
     trained_target,
 )
 from ..experiment.run import RunResult, run_attack
-from ..plan import build as build_plan
+from ..plan import build
 from ..progress import ModelProgress
 from ..training import dp_sgd as dp_training
 from ..training.loop import accuracy
@@ -158,7 +158,7 @@ def model_jobs(cfg: RunConfig) -> list[ModelJob]:
     if spec.gradient:
         target = replace(target, recipe=replace(target.recipe, cache_spec=None))
     recipe = reference_recipe(cfg, records.dataset)
-    return [target, *reference_jobs(cfg, build_plan(cfg), records, recipe)[0]]
+    return [target, *reference_jobs(cfg, build(cfg), records, recipe)[0]]
 
 
 def run(cfg: RunConfig) -> RunResult:
@@ -167,7 +167,7 @@ def run(cfg: RunConfig) -> RunResult:
     spec = cfg.canaries
     assert spec is not None
     cfg = cfg.model_copy(update={"calibration": None})  # canaries' p-values stay raw (module docstring)
-    plan = build_plan(cfg)
+    plan = build(cfg)
     ds, split, c, records = _canary_records(cfg)
     ds_c, train_idx = records.dataset, records.split.members
     test_idx = np.setdiff1d(split.nonmembers, c["idx"])

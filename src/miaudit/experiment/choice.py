@@ -1,7 +1,7 @@
 """``attacks: auto`` with K >= 2 references: each candidate measured on the references as pseudo-targets, and
 only the strongest run.
 
-A table measured on other data sets does not say which attack is strongest on this one (issue 38: on a
+A table measured on other data sets does not say which attack is strongest on this one (on a
 grayscale CIFAR-10 MLP the pair attacks, tied-best on the four development sets, fell to a fifth of the best).
 The references can say it without reading the target's membership: reference k plays the target, the other
 references play its references, and the population records reference k trained on are its members, those it
@@ -43,7 +43,7 @@ import numpy as np
 from ..attacks import AttackInputs, RecordSet, registry
 from ..errors import AttackRequirementError
 from ..plan import PlannedAttack
-from ..stats.metrics import _ordered, clopper_pearson
+from ..stats.metrics import clopper_pearson, nan_lowest
 from . import deployable
 
 PSEUDO_TARGETS = 4  # references that play the target; each costs one run of every candidate
@@ -163,7 +163,7 @@ def pseudo_audits(inputs: AttackInputs, references: int) -> list[PseudoAudit]:
 
 def _flagged(scores: np.ndarray, is_member: np.ndarray, level: float) -> np.ndarray:
     """Which members reach the threshold that at most ``level`` of the non-members reach (none: no such one)."""
-    s = _ordered(scores)
+    s = nan_lowest(scores)
     threshold = deployable.pooled_threshold(s[~is_member], level)
     return np.zeros(int(is_member.sum()), dtype=bool) if threshold is None else s[is_member] >= threshold
 

@@ -27,7 +27,7 @@ import numpy as np
 from ..attacks import AttackInputs, RecordSet, registry
 from ..errors import AttackRequirementError
 from ..stats.logitstack import LogitStack
-from ..stats.metrics import _ordered, clopper_pearson
+from ..stats.metrics import clopper_pearson, nan_lowest
 
 MIN_PSEUDO_TARGETS, MAX_PSEUDO_TARGETS = 4, 8
 POOLED_NULL_SCORES = 100_000
@@ -47,7 +47,7 @@ def _without(block: Any, k: int) -> Any:
     return np.delete(np.asarray(block), k, axis=0)
 
 
-def _rows(records: RecordSet, keep: np.ndarray) -> RecordSet:
+def records_where(records: RecordSet, keep: np.ndarray) -> RecordSet:
     """The records ``keep`` (a boolean mask) of a record set."""
     block = records.ref_logits
     ref = (
@@ -67,10 +67,10 @@ def _rows(records: RecordSet, keep: np.ndarray) -> RecordSet:
     )
 
 
-def _population_out_of(records: RecordSet, k: int) -> RecordSet:
+def population_out_of(records: RecordSet, k: int) -> RecordSet:
     """The population records reference k did not train on: the attacker's non-member population for it (the
     target's population is none of its members either)."""
-    return records if records.ref_in is None else _rows(records, ~records.ref_in[k])
+    return records if records.ref_in is None else records_where(records, ~records.ref_in[k])
 
 
 def as_pseudo_target(records: RecordSet, k: int) -> RecordSet:
@@ -98,7 +98,7 @@ def applies(info: registry.AttackInfo, references: int, mode: str) -> bool:
 
 def pooled_threshold(null_scores: np.ndarray, level: float) -> float | None:
     """The lowest threshold t with share(null >= t) <= level; None when even the top score exceeds the level."""
-    s = np.sort(_ordered(null_scores))[::-1]
+    s = np.sort(nan_lowest(null_scores))[::-1]
     allowed = int(np.floor(level * s.size + 1e-9))
     if allowed == 0:
         return None
@@ -120,13 +120,13 @@ def thresholds(
         pseudo = replace(
             base,
             queries=as_pseudo_target(base.queries, k),
-            population=None if base.population is None else as_pseudo_target(_population_out_of(base.population, k), k),
+            population=None if base.population is None else as_pseudo_target(population_out_of(base.population, k), k),
             validation=None if base.validation is None else as_pseudo_target(base.validation, k),
             models=None,
         )
         pooled.append(registry.execute(info, params, references - 1, pseudo).scores)
     null = np.concatenate(pooled)
-    member, s = np.asarray(is_member, dtype=bool), _ordered(target_scores)
+    member, s = np.asarray(is_member, dtype=bool), nan_lowest(target_scores)
     out: dict[str, Any] = {"pseudo_targets": len(pooled)}
     for level in levels:
         t = pooled_threshold(null, level)

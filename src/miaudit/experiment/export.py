@@ -9,6 +9,8 @@ nothing (the cache keeps float32), else float64.
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -47,15 +49,19 @@ def from_experiment(exp: Experiment) -> Outputs:
 def _fresh(path: Path) -> Path:
     path = Path(path)
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
-        raise OutputDirError(f"export: {path} exists and is not an empty directory")
+        raise OutputDirError(f"export: {path} exists and is not an empty directory; give another --out, or --force")
+    return path
+
+
+def _absent(path: Path) -> Path:
+    if path.exists():
+        raise OutputDirError(f"export: {path} exists; give another --out, or --force to replace it")
     return path
 
 
 def write_npz(outputs: Outputs, path: Path) -> Path:
     """Our layout as one .npz file (``path``, the suffix added when missing)."""
-    path = Path(path).with_suffix(".npz") if Path(path).suffix != ".npz" else Path(path)
-    if path.exists():
-        raise OutputDirError(f"export: {path} exists")
+    path = _absent(Path(path).with_suffix(".npz") if Path(path).suffix != ".npz" else Path(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     arrays = {
         "labels": outputs.labels,
@@ -89,7 +95,30 @@ def write_lira(outputs: Outputs, path: Path) -> Path:
     return root
 
 
-def export(exp: Experiment, path: Path, layout: str) -> Path:
-    """Write ``exp``'s outputs at ``path`` in ``layout`` (npz or lira); return where."""
-    outputs = from_experiment(exp)
-    return write_lira(outputs, path) if layout == "lira" else write_npz(outputs, path)
+def destination(path: Path, layout: str, force: bool = False) -> Path:
+    """Where ``export`` writes (a .npz file for npz, the suffix added; a folder for lira), checked before any
+    work: an existing one is refused unless ``force``."""
+    path = Path(path)
+    final = path.with_suffix(".npz") if layout == "npz" and path.suffix != ".npz" else path
+    if not force:
+        (_fresh if layout == "lira" else _absent)(final)
+    return final
+
+
+def export(exp: Experiment, path: Path, layout: str, force: bool = False) -> Path:
+    """Write ``exp``'s outputs at ``path`` in ``layout`` (npz or lira); return where.
+
+    Written beside ``path`` under a hidden name and moved into place at the end, so an interrupted export
+    leaves nothing half-written; an existing ``path`` is refused unless ``force``, then replaced."""
+    final = destination(path, layout, force)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+    try:
+        outputs = from_experiment(exp)
+        written = write_lira(outputs, staging / "out") if layout == "lira" else write_npz(outputs, staging / "out.npz")
+        if final.is_dir() and not final.is_symlink():
+            shutil.rmtree(final)
+        written.replace(final)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return final

@@ -23,8 +23,8 @@ from .. import lm
 from ..config.run import RunConfig
 from ..data import Dataset
 from ..errors import DataError, ModelError
-from ..lm import data as lm_data
 from ..lm import names
+from ..lm.data import TextDataset, encode, hf_tokenizer, max_length_for, short_records
 from ..lm.model import CausalLM, build
 from ..plan import Plan
 from ..progress import log
@@ -63,8 +63,8 @@ def from_config(cfg: RunConfig, plan: Plan) -> Experiment:
 
     assert cfg.target is not None
     spec = cfg.target_architecture
-    ds = cast(lm_data.TextDataset, datasets.load(cfg))  # every text kept: the index files count the rows
-    short = lm_data.short_records(ds)
+    ds = cast(TextDataset, datasets.load(cfg))  # every text kept: the index files count the rows
+    short = short_records(ds)
     split, query_idx, is_member = membership_from_files(cfg, ds, unusable=short)
     for role, idx in (("members", split.members), ("nonmembers", split.nonmembers), ("queries", query_idx)):
         _refuse_short(np.intersect1d(idx, short), role)
@@ -110,14 +110,14 @@ def _as_causal_lm(target: Any, tokenizer: Any) -> tuple[CausalLM, str] | None:
         spec = str(target) if str(target).startswith("hf:") else f"hf:{target}"
         if not names.is_causal_lm(spec):
             raise ModelError(f"target: {target} is not a local causal LM directory (config.json naming a causal LM)")
-        return build(spec, tokenizer or lm_data.hf_tokenizer(spec)), spec
+        return build(spec, tokenizer or hf_tokenizer(spec)), spec
     if not type(target).__name__.endswith(names.CAUSAL_SUFFIXES):
         return None
     if tokenizer is None:
         where = Path(str(getattr(target, "name_or_path", "") or "."))
         if not (where / "config.json").is_file():
             raise ModelError(f"tokenizer: give the tokenizer of the loaded {type(target).__name__} (tokenizer=...)")
-        tokenizer = lm_data.hf_tokenizer(f"hf:{where}")
+        tokenizer = hf_tokenizer(f"hf:{where}")
     return CausalLM(target, tokenizer), type(target).__name__
 
 
@@ -139,25 +139,23 @@ class TextSets:
         model, name = found
         if max_length is not None and max_length < 2:
             raise DataError(f"max_length: {max_length} tokens leave nothing to predict; give at least 2")
-        return cls(model, name, max_length or lm_data.max_length_for(name, model.tokenizer))
+        return cls(model, name, max_length or max_length_for(name, model.tokenizer))
 
     def read(self, value: Any, role: str) -> tuple[np.ndarray, np.ndarray]:
         """A set's texts as (packed token records, labels 0); short texts refused in an audited set, left out
         of the population and validation."""
         texts = _texts(value, role)
-        x = lm_data.encode(self.model.tokenizer, texts, self.max_length)
+        x = encode(self.model.tokenizer, texts, self.max_length)
         short = x[:, 1].sum(axis=1) < 2
         if role in AUDITED:
             _refuse_short(np.flatnonzero(short), role)
         self.texts[role] = [t for t, s in zip(texts, short, strict=True) if not s]
         return x[~short], np.zeros(int((~short).sum()), dtype=np.int64)
 
-    def dataset(self, ds: Dataset, origin: np.ndarray, position: np.ndarray) -> lm_data.TextDataset:
+    def dataset(self, ds: Dataset, origin: np.ndarray, position: np.ndarray) -> TextDataset:
         """The assembled records (``origin``: each one's set, ``position``: its row there) with their texts."""
         texts = tuple(self.texts[s][p] for s, p in zip(origin, position, strict=True))
-        return lm_data.TextDataset(
-            name=ds.name, x=ds.x, y=ds.y, n_classes=2, texts=texts, tokenizer=self.model.tokenizer
-        )
+        return TextDataset(name=ds.name, x=ds.x, y=ds.y, n_classes=2, texts=texts, tokenizer=self.model.tokenizer)
 
     def recipe(self, cfg: RunConfig, model_factory: Callable[[], Any] | None, train_fn: Any) -> ModelRecipe:
         """The references: ``model_factory``'s models, else ``train.base`` fine-tuned, else the target's

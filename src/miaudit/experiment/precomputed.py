@@ -1,6 +1,6 @@
 """Scores-only audits: attacks on models trained elsewhere, from their precomputed outputs.
 
-``prepare`` reads the outputs (``scores_layouts``), sets the records' roles (queries, population,
+``prepare`` reads the outputs (``layouts``), sets the records' roles (queries, population,
 validation) and builds the same ``Experiment`` a training run builds, minus the torch modules and the
 records' inputs. Every attack that needs only outputs then runs through the pipeline unchanged, and
 ``report.write`` writes the same files. Attacks that need the models themselves (BMIA, MR-BMIA, GLS)
@@ -21,16 +21,14 @@ from typing import Any
 import numpy as np
 
 from ..attacks import RecordSet, registry
-from ..config import scores as scores_config
-from ..config.scores import PRECOMPUTED, ScoreConfig
+from ..config.scores import PRECOMPUTED, ScoreConfig, from_dict, load
 from ..data import Dataset, Split, hold_out_validation
 from ..data.files import load_indices
 from ..errors import AttackRequirementError, ConfigError, DataError
-from ..plan import build as build_plan
+from ..plan import build
 from ..storage import default_cache_dir
 from ..training.signal_store import SignalCache
-from . import layouts as scores_layouts
-from . import validate
+from . import layouts, validate
 from .base import AuditRecords, Experiment, TrainedModel
 from .build import shuffled_queries
 from .layouts import Outputs
@@ -66,7 +64,7 @@ def refuse_model_attacks(cfg: ScoreConfig) -> None:
 def _index_sets(cfg: ScoreConfig, outputs: Outputs) -> dict[str, np.ndarray]:
     """Positions per role, from the config's index files, else from the layout's."""
     n = len(outputs.labels)
-    from_files = {k: getattr(cfg, k) for k in scores_layouts.INDEX_SETS if getattr(cfg, k) is not None}
+    from_files = {k: getattr(cfg, k) for k in layouts.INDEX_SETS if getattr(cfg, k) is not None}
     if from_files.keys() & {"members", "queries"}:
         layout = {k: v for k, v in outputs.sets.items() if k == "validation"}
     else:
@@ -139,13 +137,13 @@ def _model(role: str, logits: np.ndarray, keep: np.ndarray, signals: SignalCache
 def prepare(cfg: ScoreConfig) -> ScoredExperiment:
     """Refuse model attacks, read the outputs, set the roles, plan: the experiment the attacks run on."""
     refuse_model_attacks(cfg)
-    outputs = scores_layouts.read(cfg.outputs)
+    outputs = layouts.read(cfg.outputs)
     k = len(outputs.reference_logits)
     if cfg.references is not None and cfg.references > k:
         raise ConfigError(f"references: {cfg.references} asked for, the outputs hold {k} reference model(s)")
     cfg = cfg.model_copy(update={"references": k if cfg.references is None else cfg.references})
     split, query_idx, is_member = _roles(cfg, outputs)
-    plan = build_plan(cfg, {r for r in ("population", "validation") if len(getattr(split, r))})
+    plan = build(cfg, {r for r in ("population", "validation") if len(getattr(split, r))})
     if is_member is not None:
         validate.check_min_fpr(cfg.min_fpr, int((~is_member).sum()))
     n, used = len(outputs.labels), plan.references
@@ -157,7 +155,7 @@ def prepare(cfg: ScoreConfig) -> ScoredExperiment:
     for name, logits in [(f"the target ({outputs.target_name})", outputs.target_logits)] + [
         (outputs.reference_name(k), m) for k, m in enumerate(outputs.reference_logits[:used])
     ]:
-        scores_layouts.refuse_nonfinite(name, logits, signals.nonfinite_record(logits))
+        layouts.refuse_nonfinite(name, logits, signals.nonfinite_record(logits))
     target_keep = np.isin(np.arange(n), split.members) if outputs.target_keep is None else outputs.target_keep
     target = _model("target", outputs.target_logits, target_keep, signals, f"{where} ({outputs.target_name})")
     refs = [
@@ -182,5 +180,5 @@ def as_config(config: Any) -> ScoreConfig:
     if isinstance(config, ScoreConfig):
         return config
     if isinstance(config, (str, Path)):
-        return scores_config.load(config)
-    return scores_config.from_dict(config)
+        return load(config)
+    return from_dict(config)

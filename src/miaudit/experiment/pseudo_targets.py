@@ -31,7 +31,7 @@ from ..attacks import AttackInputs, RecordSet, registry
 from ..attacks.calibration import joined_records
 from ..stats.pooled_null import PseudoTargetScores
 from . import cached
-from .deployable import _population_out_of, _rows, applies, as_pseudo_target, pseudo_targets
+from .deployable import applies, as_pseudo_target, population_out_of, pseudo_targets, records_where
 
 
 def _scorable(records: RecordSet, k: int) -> np.ndarray:
@@ -47,7 +47,7 @@ def _members_of(records: RecordSet | None, k: int) -> RecordSet | None:
     if records is None or records.ref_in is None:
         return None
     keep = records.ref_in[k] & _scorable(records, k)
-    return _rows(records, keep) if keep.any() else None
+    return records_where(records, keep) if keep.any() else None
 
 
 def scores(
@@ -67,11 +67,15 @@ def scores(
     for k in range(pseudo_targets(references, n)):
         scorable = _scorable(queries, k)
         extra = _members_of(base.population, k)
-        batch = _rows(queries, scorable) if extra is None else joined_records(_rows(queries, scorable), extra)
+        batch = (
+            records_where(queries, scorable)
+            if extra is None
+            else joined_records(records_where(queries, scorable), extra)
+        )
         pseudo = replace(
             base,
             queries=as_pseudo_target(batch, k),
-            population=None if base.population is None else as_pseudo_target(_population_out_of(base.population, k), k),
+            population=None if base.population is None else as_pseudo_target(population_out_of(base.population, k), k),
             validation=None if base.validation is None else as_pseudo_target(base.validation, k),
             models=None,
         )

@@ -113,11 +113,11 @@ def tiny_tokenizer(texts: list[str], spec: str, reserved: tuple[str, ...] = ()) 
 
 
 def hf_tokenizer(spec: str) -> Any:
-    from ..models.hf import _transformers
+    from ..models.hf import require_transformers
 
     path = names.hf_path(spec)
     try:
-        return _transformers().AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        return require_transformers().AutoTokenizer.from_pretrained(str(path), local_files_only=True)
     except (OSError, ValueError) as e:
         raise ModelError(f"model: no tokenizer in {path} ({str(e).splitlines()[0][:120]})") from None
 

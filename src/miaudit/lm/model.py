@@ -79,10 +79,10 @@ def _parts(x: torch.Tensor) -> Iterator[torch.Tensor]:
     return iter(x.split(RECORDS_PER_PASS)) if len(x) else iter([x])
 
 
-def _transformers():
-    from ..models.hf import _transformers as load
+def _transformers():  # deferred: importing this module stays free of transformers until a model is built
+    from ..models.hf import require_transformers
 
-    return load()
+    return require_transformers()
 
 
 def build(spec: str, tokenizer: Any, fresh: bool = False) -> CausalLM:

@@ -1,3 +1,6 @@
+"""The small CNN (`cnn`): three convolution blocks, a hidden layer and the linear head, for image data sets;
+`as_image` reads a record shape as (channels, height, width)."""
+
 from __future__ import annotations
 
 import torch.nn as nn
@@ -5,7 +8,7 @@ import torch.nn as nn
 from .base import ImageModel, register_model
 
 
-def _as_image(input_shape: tuple[int, ...]) -> tuple[int, int, int]:
+def as_image(input_shape: tuple[int, ...]) -> tuple[int, int, int]:
     if len(input_shape) == 3:
         return input_shape  # (channels, height, width)
     if len(input_shape) == 2:
@@ -24,8 +27,8 @@ class SmallCNN(ImageModel):
         self, input_shape: tuple[int, ...], n_classes: int, channels: tuple[int, ...] = (16, 32, 64), width: int = 128
     ):
         super().__init__()
-        c_in = _as_image(input_shape)[0]
-        self.image_shape = _as_image(input_shape)
+        c_in = as_image(input_shape)[0]
+        self.image_shape = as_image(input_shape)
         blocks: list[nn.Module] = []
         for c in channels:
             blocks += [

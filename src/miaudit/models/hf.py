@@ -31,7 +31,8 @@ from .library import model_source, parse, split_last_linear
 DEFAULT_MAX_LENGTH = 128
 
 
-def _transformers():
+def require_transformers():
+    """The transformers package (extra hf), imported now, its logging quieted; a one-line error without it."""
     try:
         import transformers
     except ImportError:
@@ -46,7 +47,7 @@ def check_directory(path: str) -> None:
     d = Path(path).expanduser()
     if not (d / "config.json").is_file():
         raise ModelError(f"model: hf:{path} is not a local directory with a config.json (nothing is downloaded)")
-    _transformers()
+    require_transformers()
 
 
 def _directory_and_length(spec: str) -> tuple[str, int | None]:
@@ -63,7 +64,7 @@ def text_encoder(spec: str) -> Callable[[list[str]], np.ndarray]:
     """texts -> float32 (n, 2, max_length): token ids and attention mask, by the model's tokenizer."""
     path, max_length = _directory_and_length(spec)
     try:
-        tokenizer = _transformers().AutoTokenizer.from_pretrained(path, local_files_only=True)
+        tokenizer = require_transformers().AutoTokenizer.from_pretrained(path, local_files_only=True)
     except (OSError, ValueError) as e:
         raise ModelError(f"model: no tokenizer in {path} ({str(e).splitlines()[0][:120]})") from None
     limit = tokenizer.model_max_length if tokenizer.model_max_length < 1_000_000 else DEFAULT_MAX_LENGTH
@@ -101,7 +102,7 @@ class HFSequenceClassifier(FeatureHeadModel):
                 f"shape {input_shape}; use a text data set (ag_news)"
             )
         try:
-            model = _transformers().AutoModelForSequenceClassification.from_pretrained(
+            model = require_transformers().AutoModelForSequenceClassification.from_pretrained(
                 path, num_labels=n_classes, local_files_only=True, ignore_mismatched_sizes=True
             )
         except (OSError, ValueError) as e:

@@ -1,3 +1,5 @@
+"""The tabular MLP (`mlp`) of the membership-inference benchmarks."""
+
 from __future__ import annotations
 
 import math

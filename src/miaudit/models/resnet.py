@@ -1,3 +1,5 @@
+"""The small ResNet (`resnet`): three stages of one basic block on `as_image` records, pooling, a linear head."""
+
 from __future__ import annotations
 
 import torch
@@ -5,7 +7,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .base import ImageModel, register_model
-from .cnn import _as_image
+from .cnn import as_image
 
 
 class _Block(nn.Module):
@@ -32,7 +34,7 @@ class SmallResNet(ImageModel):
 
     def __init__(self, input_shape: tuple[int, ...], n_classes: int, channels: tuple[int, ...] = (16, 32, 64)):
         super().__init__()
-        self.image_shape = _as_image(input_shape)
+        self.image_shape = as_image(input_shape)
         c_in = self.image_shape[0]
         stem = [nn.Conv2d(c_in, channels[0], 3, 1, 1, bias=False), nn.BatchNorm2d(channels[0]), nn.ReLU(inplace=True)]
         stages, c = [], channels[0]

@@ -17,7 +17,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from pydantic import Field
 
+from ..config.files import validated, with_overrides
+from ..config.options import Strict
 from ..errors import DataError
 from ..results import AttackRow, AuditReport
 from ..stats import difference
@@ -25,6 +28,18 @@ from .leak_verdict import attack_kind
 from .ranking import slug_of
 
 HEADLINE = "0.01"
+
+
+class CompareSettings(Strict):
+    """What ``miaudit compare --set KEY=VALUE`` may change: compare reads two runs, not a config, so its
+    ``--set`` keys are these settings (an unknown key is refused in one line, never ignored)."""
+
+    resamples: int = Field(default=difference.RESAMPLES, ge=100, description="bootstrap resamples per interval")
+
+
+def settings(overrides: list[str] | tuple[str, ...] = ()) -> CompareSettings:
+    """The comparison's settings with ``--set`` overrides applied and checked."""
+    return validated(CompareSettings, with_overrides({}, overrides), "--set")
 
 
 def load_run(run: Any) -> tuple[AuditReport, pd.DataFrame, str]:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import html
 import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +90,17 @@ def write(a: Any, b: Any, c: dict, out_dir: Path) -> Path:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise OutputDirError(f"--out: cannot create {out_dir} ({e.strerror})") from None
+    staging = Path(tempfile.mkdtemp(prefix=".compare.", dir=out_dir))  # moved into place at the end: an
+    try:  # interrupted compare leaves the previous files whole
+        _write_files(a, b, c, staging)
+        for name in ("compare.json", "compare.md", "compare.html"):
+            os.replace(staging / name, out_dir / name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return out_dir
+
+
+def _write_files(a: Any, b: Any, c: dict, out_dir: Path) -> None:
     (out_dir / "compare.json").write_text(json.dumps(c, indent=1))
     md = markdown(c)
     (out_dir / "compare.md").write_text(md)
@@ -100,4 +114,3 @@ def write(a: Any, b: Any, c: dict, out_dir: Path) -> Path:
         f"src='{_roc_figure(a, b, c)}'>{table}</body></html>"
     )
     (out_dir / "compare.html").write_text(page, encoding="utf-8")
-    return out_dir

@@ -9,7 +9,7 @@ from typing import Any
 from ..attacks import registry
 from ..experiment.run import AttackRun, RunResult
 from ..results import Kind
-from ..stats import verdict as rule
+from ..stats.verdict import decide
 
 HEADLINE_LEVEL = 0.01
 
@@ -37,7 +37,7 @@ def verdict(res: RunResult) -> dict[str, Any] | None:
     if not runs or exp.is_member is None:
         return None
     levels = tuple(float(k) for k in runs[0].metrics.tpr_at_fpr)  # type: ignore[union-attr]
-    v = rule.decide({r.attack.label: r.result.scores for r in runs}, exp.is_member, levels)
+    v = decide({r.attack.label: r.result.scores for r in runs}, exp.is_member, levels)
     t = v.basis(HEADLINE_LEVEL)
     ci = next(r for r in runs if r.attack.label == t.attack).metrics.tpr_at_fpr_ci[str(t.level)]  # type: ignore
     power = {str(a): v.smallest_detectable_tpr(a) for a in levels}

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .metrics import BOOTSTRAP_SEED, CONFIDENCE, _bootstrap_counts, _ordered
+from .metrics import BOOTSTRAP_SEED, CONFIDENCE, bootstrap_counts, nan_lowest
 
 RESAMPLES = 1000
 
@@ -31,13 +31,13 @@ def stratified_weights(rng: np.random.Generator, is_member: np.ndarray, resample
     member = np.asarray(is_member, dtype=bool)
     out = np.zeros((resamples, member.size))
     for group in (np.flatnonzero(member), np.flatnonzero(~member)):
-        out[:, group] = _bootstrap_counts(rng, resamples, group.size)
+        out[:, group] = bootstrap_counts(rng, resamples, group.size)
     return out
 
 
 def weighted_metrics(s: Scored, weights: np.ndarray, levels: tuple[float, ...]) -> dict[str, np.ndarray]:
     """Per row of ``weights`` (record multiplicities): TPR at each FPR level and AUC (ties one step, counted 1/2)."""
-    scores, member = _ordered(s.scores), np.asarray(s.is_member, dtype=bool)
+    scores, member = nan_lowest(s.scores), np.asarray(s.is_member, dtype=bool)
     order = np.argsort(-scores, kind="stable")
     w = np.atleast_2d(weights)[:, order]
     mem, non = w * member[order], w * ~member[order]

@@ -30,7 +30,7 @@ class SignalSource(Protocol):
     def stacked(self, per_model: Sequence[np.ndarray], rows: np.ndarray, name: str, labels: np.ndarray) -> Any: ...
 
     def digest(self, logits: np.ndarray) -> str:
-        """sha256 of a model's logits (what keys its signals, and attack results in ``experiment.cached``)."""
+        """BLAKE3 digest of a model's logits (what keys its signals, and attack results in ``experiment.cached``)."""
         ...
 
 

@@ -5,10 +5,12 @@ Images are (n, channels, height, width). Crops and shifts pad by ``PAD`` = 4 pix
 reflection (the released LiRA code pads with ``reflect`` for training and queries alike), so no
 artificial border enters either.
 
+One vocabulary for both keys (``config/settings.py``'s ``Augment``):
+
 - ``train.augment``: ``flip`` mirrors each image of a batch with probability 1/2; ``flip-crop``
   also takes a random 32x32 (H x W) window of the padded image. Drawn from a generator seeded
   by the model's seed: the same call gives the same weights.
-- ``queries.augment``: ``mirror`` gives 2 views (the image, mirrored); ``mirror-shift`` 18 (each
+- ``queries.augment``: ``flip`` gives 2 views (the image, mirrored); ``flip-crop`` 18 (each
   of those shifted by -4, 0, +4 pixels in each direction). View 0 is always the image itself.
 """
 
@@ -36,12 +38,12 @@ def query_views(how: str) -> tuple[View, ...]:
     """The fixed views of ``queries.augment``, the identity first."""
     if how == "none":
         return (View(False, 0, 0),)
-    if how == "mirror":
+    if how == "flip":
         return (View(False, 0, 0), View(True, 0, 0))
-    if how == "mirror-shift":
+    if how == "flip-crop":
         shifted = [View(m, dy, dx) for m in (False, True) for dy in SHIFTS for dx in SHIFTS]
         return tuple(sorted(shifted, key=lambda v: v != View(False, 0, 0)))
-    raise ValueError(f"unknown queries.augment {how!r}; expected none, mirror or mirror-shift")
+    raise ValueError(f"unknown queries.augment {how!r}; expected none, flip or flip-crop")
 
 
 def require_images(x: np.ndarray | torch.Tensor, key: str) -> None:

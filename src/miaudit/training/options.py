@@ -7,9 +7,16 @@ them; ``config/run.py`` composes them into ``RunConfig`` (and checks ``train.bas
 from __future__ import annotations
 
 import typing
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+
+# The one vocabulary of image augmentation, of train.augment and the config's queries.augment (config/settings.py
+# reads it from here: training owns augmentation, training/augment.py).
+Augment = Literal["none", "flip", "flip-crop"]
+TrainAugment = Annotated[
+    Augment, Field(description="image data: random horizontal flip, and 4-pixel padded random crop (seeded)")
+]
 
 
 class Strict(BaseModel):
@@ -132,9 +139,7 @@ class TrainConfig(_Strict):
     precision: Literal["fp32", "bf16", "fp16"] = Field(
         default="fp32", description="mixed precision (autocast) for the forward pass; fp16 scales the loss"
     )
-    augment: Literal["none", "flip", "flip-crop"] = Field(
-        default="none", description="image data: random horizontal flip, and 4-pixel padded random crop (seeded)"
-    )
+    augment: TrainAugment = "none"
     loader_workers: int = Field(
         default=0, ge=0, description="DataLoader processes preparing (augmenting) batches; same weights as 0"
     )

@@ -1,0 +1,51 @@
+"""``target:``, a model the user trained outside miaudit: its architecture and weights, or the URL of an
+endpoint serving it (``EndpointFields``); the functions named are imported when read, so a typo fails first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, field_validator, model_validator
+
+from .checks import architecture_name, importable
+from .endpoint import EndpointFields
+from .options import Strict
+
+
+class TargetConfig(EndpointFields, Strict):
+    """A model the user trained outside miaudit: how to build it and where its weights are, or the URL of an
+    endpoint serving it (``EndpointFields``), with the architecture miaudit trains the references in."""
+
+    architecture: str | None = Field(
+        default=None,
+        description="built-in name or package.module:factory "
+        "(called as factory(input_shape, n_classes)); default: model",
+    )
+    checkpoint: Path | None = Field(
+        default=None,
+        description=".safetensors, or a weights-only .pt/.pth state_dict (none for an hf: causal LM directory, "
+        "which holds its weights)",
+    )
+    _known = field_validator("architecture")(architecture_name)  # a typo in a factory's path fails now
+    train_fn: str | None = Field(
+        default=None,
+        description="package.module:function that trains the reference models as the target was trained, "
+        "called as function(model, x, y); default: miaudit's loop with train",
+    )
+    _importable = field_validator("train_fn")(importable)
+
+    @model_validator(mode="after")
+    def _weights_or_endpoint(self) -> TargetConfig:
+        if self.endpoint is None:
+            stray = sorted(set(self.model_fields_set) & set(EndpointFields.model_fields) - {"endpoint"})
+            if stray:
+                raise ValueError(f"{stray[0]}: applies to an endpoint; add endpoint: URL, or remove it")
+            return self
+        if self.checkpoint is not None:
+            raise ValueError("checkpoint: give either a checkpoint (the weights) or an endpoint (queries), not both")
+        if self.architecture is None:
+            raise ValueError(
+                "architecture: an endpoint's references are trained by miaudit in the architecture named here "
+                "(a built-in name or package.module:factory), e.g. architecture: mlp"
+            )
+        return self

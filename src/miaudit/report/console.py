@@ -1,0 +1,89 @@
+"""What the console shows of an audit's results when ``miaudit run`` or ``miaudit score`` ends: the verdict,
+the notes, the attack choice, a table (metrics with intervals, or the ranking of queries of unknown membership)
+and the records at risk. Tables print whole, however wide, when the output is no terminal."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from ..results import AuditReport, Metrics
+from . import sections
+
+
+def summary(results: AuditReport, out: Path, start: float) -> None:
+    """What ``miaudit run`` and ``miaudit score`` print when done: the verdict first, as report.md, then the
+    notes, the attack choice, the table and the records at risk."""
+    for line in sections.verdict_lines(results):  # the answer first, as in report.md
+        Console().print(line.replace("**", ""), highlight=False, markup=False, end="\n" if line else "")
+    for note in results.notes or []:  # then what the numbers below do not promise
+        Console().print(f"[bold yellow]note:[/bold yellow] {note}", highlight=False)
+    for line in sections.choice_lines(results, table=False):
+        Console().print(line, highlight=False, markup=False, end="\n" if line else "")
+    _print_table(_metrics_table(results) if results.membership_known else _ranking_table(results))
+    if note := sections.records_at_risk_note(results):
+        Console().print(f"records at risk: {note}", highlight=False, markup=False)
+    Console().print(f"wrote {out}/ in {time.perf_counter() - start:.0f} s")
+
+
+def _print_table(table: Table) -> None:
+    """Print a table whole: rich cuts it to 80 columns ('0.…') when the output is no terminal, so a pipe or a
+    log file gets it as wide as its widest row."""
+    console = Console()
+    if not console.is_terminal:
+        wide = console.options.update_width(10_000)  # measured without the 80-column cap
+        console = Console(width=max(console.width, console.measure(table, options=wide).maximum))
+    console.print(table)
+
+
+def _metrics_table(results: AuditReport) -> Table:
+    t = results.target
+    table = Table(
+        title=f"{results.dataset}: target train/test "
+        + (
+            f"perplexity {t.train_perplexity:.1f}/{t.test_perplexity:.1f}"  # an LM's accuracy means nothing
+            if t.train_perplexity is not None and t.test_perplexity is not None
+            else f"accuracy {t.train_accuracy:.3f}/{t.test_accuracy:.3f}"
+        ),
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    levels = sorted(results.attacks[0].tpr_at_fpr or {}, key=float)  # the standard ones and min_fpr
+    for col in ("attack", "AUC", *(f"TPR@{100 * float(k):g}%" for k in levels)):  # seconds: the log lines above
+        table.add_column(col, justify="right" if col != "attack" else "left", no_wrap=True)
+    # a risk ranking is no membership test (report.md: its own section)
+    rows: list[tuple[str, Metrics]] = [(a.label, a) for a in results.tests]
+    rows += [("blind baseline (text only)", results.blind_baseline)] if results.blind_baseline else []
+    for label, a in rows:
+        table.add_row(label, f"{a.auc:.3f}", *(_tpr_cell(a, k, results) for k in levels))
+    unreliable = sorted({k for a in results.attacks for k in a.unreliable_fpr_levels or []})
+    table.caption = "TPR in percent [95% interval]" + (
+        f"; † unreliable: fewer than 10 false positives at FPR {', '.join(unreliable)}" if unreliable else ""
+    )
+    return table
+
+
+def _tpr_cell(a: Metrics, level: str, results: AuditReport) -> str:
+    lo, hi = (a.tpr_at_fpr_ci or {})[level]
+    mark = "†" if level in (getattr(a, "unreliable_fpr_levels", None) or []) else ""
+    return f"{100 * (a.tpr_at_fpr or {})[level]:.1f} [{100 * lo:.1f},{100 * hi:.1f}]{mark}"
+
+
+def _ranking_table(results: AuditReport) -> Table:
+    """Queries of unknown membership: no ROC, the records each attack puts most at risk."""
+    table = Table(title=f"{results.dataset}: {results.n_queries} queries, membership unknown (no ROC)")
+    risk = results.records_at_risk
+    at_risk = f"at risk (FDR {risk.fdr if risk else 0.05:g})"
+    for col in ("attack", at_risk, "raw p < 0.01", "raw p < 0.05", "most exposed records", "attack s"):
+        table.add_column(col, justify="left" if col in ("attack", "most exposed records") else "right")
+    by_attack = risk.by_attack if risk else {}
+    for a in results.attacks:
+        flagged = [str(a.n_p_below[k]) if a.n_p_below is not None else "-" for k in ("0.01", "0.05")]
+        counted = str(by_attack[a.label].count) if a.label in by_attack else "-"
+        exposed = ", ".join(map(str, (a.most_exposed or [])[:5]))
+        table.add_row(a.label, counted, *flagged, exposed, f"{a.seconds.attack:.2f}")
+    return table
