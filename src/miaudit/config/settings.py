@@ -10,7 +10,8 @@ The settings both configs hold are defined once here, as annotated field types (
 bounds, description and before-validator in both, each config declaring them where its keys are read in
 order. (A shared base model would move them to the front of every config: results.json's ``config``,
 ``miaudit init``'s file and the schema would change order.) ``Augment`` (``training/options.py``: training
-owns augmentation) is the one vocabulary of image augmentation, of ``train.augment`` and ``queries.augment``. Where the two configs differ, they do on purpose;
+owns augmentation) is the one vocabulary of image augmentation, of ``train.augment`` and ``queries.augment``.
+Where the two configs differ, they do on purpose;
 ``ScoreConfig``'s docstring says why.
 """
 
