@@ -302,12 +302,14 @@ def bench(
     seed: list[int] | None = typer.Option(None, "--seed", help="only these seeds"),
 ) -> None:
     """Run a benchmark suite and write its aggregated results."""
-    from miaudit_bench import run as bench_mod
+    import miaudit_bench.run
 
-    if suite not in bench_mod.suite_names():
-        _fail(ConfigError(f"suite: unknown suite {suite!r}; expected one of {bench_mod.suite_names()}"))
+    if suite not in miaudit_bench.run.suite_names():
+        _fail(ConfigError(f"suite: unknown suite {suite!r}; expected one of {miaudit_bench.run.suite_names()}"))
     try:
-        res = bench_mod.run_suite(suite, out, datasets=dataset, seeds=seed, log=lambda m: err.print(m, highlight=False))
+        res = miaudit_bench.run.run_suite(
+            suite, out, datasets=dataset, seeds=seed, log=lambda m: err.print(m, highlight=False)
+        )
     except MiauditError as e:
         _fail(e)
     Console().print(f"wrote {out}/{suite}.json and {suite}.md in {res['wall_seconds'] / 60:.1f} min")

@@ -51,7 +51,7 @@ def test_compare_set_is_its_settings_an_unknown_key_refused_in_one_line(tmp_path
         (("score", "CONFIG"), "miaudit.api.score"),
         (("export", "--out", "OUT/x.npz"), "miaudit.pipeline.prepare"),
         (("compare", "A", "B"), "miaudit.report.compare.compare"),
-        (("plan",), "miaudit.experiment.forecast.forecast"),
+        (("plan",), "miaudit.forecast.forecast"),
         (("dp-audit", "CONFIG"), "miaudit.dp.output.audit"),
     ],
 )

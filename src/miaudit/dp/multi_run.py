@@ -38,8 +38,7 @@ from ..errors import ConfigError
 from ..experiment import datasets
 from ..experiment.recipes import model_seed
 from ..progress import ModelProgress
-from ..training import dp_sgd as dp_training
-from ..training import dp_stacked as stacked
+from ..training import dp_sgd, dp_stacked
 from ..training.options import DPConfig
 from . import audit, bounds, canaries, verdict, worst_case
 
@@ -130,7 +129,7 @@ def run(cfg: RunConfig, runs: int) -> dict[str, Any]:
     started = time.perf_counter()
     ds = datasets.load(cfg)
     split = data.split_indices(len(ds), cfg.seed, cfg.split.as_tuple())
-    build = lambda: dp_training.compatible(build_model(cfg.model, ds.input_shape, ds.n_classes))
+    build = lambda: dp_sgd.compatible(build_model(cfg.model, ds.input_shape, ds.n_classes))
     torch.manual_seed(model_seed(cfg.seed, RUN_ROLE))
     template = build()
     public = ds.x[split.population] if len(split.population) else ds.x[split.nonmembers]
@@ -138,7 +137,7 @@ def run(cfg: RunConfig, runs: int) -> dict[str, Any]:
     ds_c = worst_case.with_canary(ds, case)  # the canary: record len(ds)
     canary = len(ds)
     n = len(split.members)
-    trainer = stacked.StackedDPSGD(build, stacked_spec(cfg, dp, n), chunk=CHUNK)
+    trainer = dp_stacked.StackedDPSGD(build, stacked_spec(cfg, dp, n), chunk=CHUNK)
     included = coins(cfg.seed, 2 * runs)
     train_idx = [np.append(split.members, canary) if inc else split.members for inc in included]
     seeds = [model_seed(cfg.seed, RUN_ROLE + 1 + i) for i in range(2 * runs)]
@@ -191,7 +190,7 @@ def run(cfg: RunConfig, runs: int) -> dict[str, Any]:
     }
 
 
-def stacked_spec(cfg: RunConfig, dp: DPConfig, n: int) -> stacked.StackSpec:
+def stacked_spec(cfg: RunConfig, dp: DPConfig, n: int) -> dp_stacked.StackSpec:
     """The DP-SGD algorithm of ``train_dp`` for a data set of n records: the hyperparameters and the noise
     multiplier Opacus' accountant calibrates to the declared epsilon."""
     train = cfg.train
@@ -200,7 +199,7 @@ def stacked_spec(cfg: RunConfig, dp: DPConfig, n: int) -> stacked.StackSpec:
     q = 1.0 / math.ceil(n / train.batch_size)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        sigma = dp_training.noise_multiplier(dp, q, train.epochs)
+        sigma = dp_sgd.noise_multiplier(dp, q, train.epochs)
     planted = dp.planted_fault.kinds() if dp.planted_fault is not None else {}
     if set(planted) - {"noise_scale"}:  # refused rather than ignored: the audit would test a fault never planted
         raise ConfigError(
@@ -208,7 +207,7 @@ def stacked_spec(cfg: RunConfig, dp: DPConfig, n: int) -> stacked.StackSpec:
             f"{', '.join(sorted(set(planted) - {'noise_scale'}))}; audit those faults with the one-run dp-audit"
         )
     fault = float(planted.get("noise_scale", 1.0))
-    return stacked.StackSpec(
+    return dp_stacked.StackSpec(
         epochs=train.epochs,
         batch_size=train.batch_size,
         lr=train.lr,
@@ -221,11 +220,11 @@ def stacked_spec(cfg: RunConfig, dp: DPConfig, n: int) -> stacked.StackSpec:
     )
 
 
-def privacy_record(spec: stacked.StackSpec, n: int, dp: DPConfig) -> dict[str, Any]:
+def privacy_record(spec: dp_stacked.StackSpec, n: int, dp: DPConfig) -> dict[str, Any]:
     """What every run of the stack claims, as ``train_dp`` records it (all steps counted as noisy: a skipped
     empty batch only lowers the true epsilon)."""
     q, steps = spec.sample_rate(n), spec.epochs * spec.steps_per_epoch(n)
-    epsilons = dp_training.accounted(spec.noise_multiplier, q, steps, dp.delta)
+    epsilons = dp_sgd.accounted(spec.noise_multiplier, q, steps, dp.delta)
     return {
         "declared_epsilon": dp.epsilon,
         "accounted_epsilon": epsilons["rdp"],
@@ -235,7 +234,7 @@ def privacy_record(spec: stacked.StackSpec, n: int, dp: DPConfig) -> dict[str, A
         "max_grad_norm": spec.max_grad_norm,
         "sample_rate": q,
         "steps": steps,
-        "accountant": f"opacus {dp_training.ACCOUNTANT} (noise calibration; accounted: {sorted(epsilons)})",
+        "accountant": f"opacus {dp_sgd.ACCOUNTANT} (noise calibration; accounted: {sorted(epsilons)})",
         **({"planted_fault": {"noise_scale": spec.noise_scale}} if spec.noise_scale != 1 else {}),
         "poisson_sampling": True,
         "clipping": "flat, stacked (torch.func / ghost norms)",

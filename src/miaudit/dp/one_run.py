@@ -42,7 +42,7 @@ from ..experiment.recipes import (
 from ..experiment.run import RunResult, run_attack
 from ..plan import build
 from ..progress import ModelProgress
-from ..training import dp_sgd as dp_training
+from ..training import dp_sgd
 from ..training.loop import accuracy
 from . import audit, canaries
 from .whitebox import GradientCanaries
@@ -82,7 +82,7 @@ def whitebox_recipe(cfg: RunConfig, ds: data.Dataset, observed: GradientCanaries
     dp = cfg.train.dp
     assert dp is not None
     base = builtin_recipe(cfg, ds, cfg.model, dp=dp)
-    fit = lambda m, x, y, seed, progress: dp_training.train_dp(
+    fit = lambda m, x, y, seed, progress: dp_sgd.train_dp(
         m, x, y, cfg.train, dp, seed, cfg.device, progress, whitebox=observed
     )
     return replace(base, fit=fit, cache_spec=None)
@@ -119,7 +119,7 @@ def run_whitebox(cfg: RunConfig) -> dict[str, Any]:
         "target_test_accuracy": accuracy(target.logits[split.nonmembers], ds.y[split.nonmembers]),
     }
     entries = whitebox_bounds(cfg, observed, spec.guesses)
-    privacy = dp_training.with_accountants(target.privacy)
+    privacy = dp_sgd.with_accountants(target.privacy)
     return {
         "dataset": ds,
         "target": target,
@@ -203,6 +203,6 @@ def run(cfg: RunConfig) -> RunResult:
     ]
     if observed is not None:
         entries += whitebox_bounds(cfg, observed, spec.gradient_guesses)
-    target.privacy = dp_training.with_accountants(target.privacy)
+    target.privacy = dp_sgd.with_accountants(target.privacy)
     summary = audit.one_run_summary(cfg, entries, target.privacy, accuracies)
     return RunResult(exp, runs, {**summary, "p_values": RAW_PVALUES})

@@ -15,10 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from .. import report
 from .._version import __version__
 from ..config.run import RunConfig
-from ..report import write as write_run
-from ..report import write_dp
 from ..report.records import environment
 from ..results import SCHEMA_VERSION, AuditReport
 from . import bounds, multi_run, one_run
@@ -65,7 +64,7 @@ def whitebox(found: dict[str, Any], cfg: RunConfig, out: Path) -> AuditReport:
         "score": np.asarray(observed.scores, dtype=np.float64),
         "guess": guesses(observed.scores, k, cfg.seed),
     }
-    return write_dp(results(cfg, found["dataset"], target, a), columns, "white-box DP audit", out)
+    return report.write_dp(results(cfg, found["dataset"], target, a), columns, "white-box DP audit", out)
 
 
 def multirun(found: dict[str, Any], cfg: RunConfig, out: Path) -> AuditReport:
@@ -73,7 +72,7 @@ def multirun(found: dict[str, Any], cfg: RunConfig, out: Path) -> AuditReport:
     columns = {"run": np.arange(len(found["scores"])), "member": found["included"].astype(int),
                "score": np.asarray(found["scores"], dtype=np.float64)}  # fmt: skip
     res = results(cfg, found["dataset"], {"source": "trained", "dp": found["privacy"]}, found["dp_audit"])
-    return write_dp(res, columns, "multi-run DP audit", out)
+    return report.write_dp(res, columns, "multi-run DP audit", out)
 
 
 def multi_run_power(cfg: RunConfig, runs: int) -> str:
@@ -103,4 +102,4 @@ def audit(cfg: RunConfig, out: Path, runs: int | None = None, say: Callable[[str
     one_run.check(cfg)
     if cfg.canaries is not None and cfg.canaries.implied_threat_model == "white-box":
         return whitebox(one_run.run_whitebox(cfg), cfg, out)
-    return write_run(one_run.run(cfg), out)
+    return report.write(one_run.run(cfg), out)

@@ -80,14 +80,12 @@ def builtin_recipe(
     elif io.is_import_path(arch):
         spec["arch_source"] = io.source_digest(arch)
     if dp is not None:
-        from ..training import dp_sgd as dp_training
+        from ..training import dp_sgd
 
         return ModelRecipe(
             architecture=arch,
-            build=lambda: dp_training.compatible(build_model(arch, ds.input_shape, ds.n_classes)),
-            fit=lambda m, x, y, seed, progress: dp_training.train_dp(
-                m, x, y, cfg.train, dp, seed, cfg.device, progress
-            ),
+            build=lambda: dp_sgd.compatible(build_model(arch, ds.input_shape, ds.n_classes)),
+            fit=lambda m, x, y, seed, progress: dp_sgd.train_dp(m, x, y, cfg.train, dp, seed, cfg.device, progress),
             epochs=cfg.train.epochs,
             cache_spec={
                 **spec,

@@ -21,7 +21,7 @@ class Target(Section):
     test_perplexity: Number | None = None
     training_seconds: Number | None = None
     source: str
-    dp: dict[str, Any] | None = None  # the DP-SGD settings and accountants (``dp.training``)
+    dp: dict[str, Any] | None = None  # the DP-SGD settings and accountants (``training.dp_sgd``)
 
     def fit(self) -> dict[str, Number]:
         """The fit figures present, as written (``accuracy`` or ``loss``/``perplexity`` keys)."""
