@@ -49,3 +49,18 @@ def test_provided_inputs_by_name() -> None:
     assert registry.provided_by(AttackInputs(queries=records())) == set()
     full = AttackInputs(queries=records(), population=records(), validation=records())
     assert registry.provided_by(full) == {"population", "validation"}
+
+
+def test_kind_is_a_fact_of_the_entry() -> None:
+    assert registry.get("gls").kind == "ranking" and registry.is_ranking("gls") and registry.is_ranking("GLS")
+    assert registry.get("lira").kind == "test" and not registry.is_ranking("lira")
+    assert not registry.is_ranking("an attack of an older results.json")  # unknown: a test, as before
+    assert registry.rankings() == [a.name for a in registry.all_attacks() if a.kind == "ranking"] == ["gls"]
+
+
+def test_a_ranking_with_pvalues_or_an_unknown_kind_is_refused() -> None:
+    fn = registry.get("gls").fn
+    with pytest.raises(RuntimeError, match="a risk ranking returns no p-values"):
+        registry.AttackInfo(name="x", fn=fn, params=registry.AttackParams, summary="x", kind="ranking", pvalues=True)
+    with pytest.raises(RuntimeError, match="is not test or ranking"):
+        registry.AttackInfo(name="x", fn=fn, params=registry.AttackParams, summary="x", kind="score")  # type: ignore[arg-type]

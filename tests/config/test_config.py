@@ -81,3 +81,15 @@ def test_empty_file_is_refused_and_the_default_is_valid(tmp_path: Path) -> None:
 def test_config_is_frozen(tiny_config: config.RunConfig) -> None:
     with pytest.raises(ValidationError, match="frozen"):
         tiny_config.seed = 1  # type: ignore[misc]
+
+
+def test_the_attacks_shared_choices_are_read_off_the_registries() -> None:
+    from miaudit import posteriors
+    from miaudit.attacks import registry
+    from miaudit.config import describe
+
+    lines = {line.split(":")[0].strip(): line for line in describe.choice_lines()}
+    takers = [a.name for a in registry.all_attacks() if "posterior" in a.params.model_fields]
+    assert lines["posterior"] == f"  posterior: ({', '.join(takers)}) {' | '.join(posteriors.names())}"
+    assert {"bmia", "mr-bmia", "eb-bmia"} <= set(takers)
+    assert "exp-family" in lines["family"] and "gaussian-equal-var" in lines["family"]
