@@ -133,12 +133,13 @@ def optimizer_with_schedule(
     are fresh each step and read by nothing else, so SGD may add its weight decay to them in place
     (``DecayInPlaceSGD``: the same weights, bit for bit, at less CPU time)."""
     params = list(model.parameters() if isinstance(model, nn.Module) else model)
-    sgd = DecayInPlaceSGD if own_gradients else torch.optim.SGD
-    opt: torch.optim.Optimizer = (
-        torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-        if cfg.optimizer == "adamw"
-        else sgd(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
-    )
+    opt: torch.optim.Optimizer
+    if cfg.optimizer == "adamw":
+        opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    elif own_gradients:
+        opt = DecayInPlaceSGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay, foreach=True)
+    else:
+        opt = torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
     sched: torch.optim.lr_scheduler.LRScheduler
     if cfg.schedule == "cosine":
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=cfg.epochs)
@@ -156,7 +157,9 @@ class DecayInPlaceSGD(torch.optim.SGD):
     step, whose allocation and first touch took about a fifth of a Location MLP's CPU step (cProfile:
     ``add`` 3.3 s of 24.6 s for a stack of 16; ``benchmarks/train_cpu_threads.py``). ``grad.add_`` is the
     same arithmetic on the same operands, so the weights are torch's bit for bit (tested); the gradients
-    themselves are left decayed, which only a caller that owns them (``loop.train``, ``stacked.py``) allows."""
+    themselves are left decayed, which only a caller that owns them (``loop.train``, ``stacked.py``) allows.
+    Built with ``foreach=True`` (torch's default on CUDA, not on a CPU): one call per step for all parameters
+    instead of a Python loop over them (5.7% of that step's CPU time in the loop itself), the same arithmetic."""
 
     @torch.no_grad()
     def step(self, closure: Any = None) -> Any:
