@@ -154,12 +154,13 @@ class DecayInPlaceSGD(torch.optim.SGD):
     """torch's SGD with its weight decay added to the gradients in place, then the step without it.
 
     torch's SGD adds the decay out of place (``grad.add(param, alpha=wd)``): a fresh tensor per parameter and
-    step, whose allocation and first touch took about a fifth of a Location MLP's CPU step (cProfile:
-    ``add`` 3.3 s of 24.6 s for a stack of 16; ``benchmarks/train_cpu_threads.py``). ``grad.add_`` is the
+    step, whose allocation and first touch took a large share of a Location MLP's training (cProfile, 16 models
+    stacked, 3 epochs, one thread: ``add`` 3.3 s of 24.6 s). ``grad.add_`` is the
     same arithmetic on the same operands, so the weights are torch's bit for bit (tested); the gradients
     themselves are left decayed, which only a caller that owns them (``loop.train``, ``stacked.py``) allows.
     Built with ``foreach=True`` (torch's default on CUDA, not on a CPU): one call per step for all parameters
-    instead of a Python loop over them (5.7% of that step's CPU time in the loop itself), the same arithmetic."""
+    instead of a Python loop over them (torch.profiler: 5.7% of a Location MLP's training CPU time was that
+    loop itself), the same arithmetic."""
 
     @torch.no_grad()
     def step(self, closure: Any = None) -> Any:
