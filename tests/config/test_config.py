@@ -33,6 +33,7 @@ def config_error(raw: Any) -> str:
         ({"references": 2, "attacks": [{"name": "attack-p", "references": 3}]}, "attacks.0.references: 3 exceeds"),
         ({"mode": "online", "references": 3}, "references: online mode needs an even number"),
         ({"model": "vgg"}, "model: unknown architecture 'vgg'"),
+        ({"train": {"label_smoothing": 0.1, "dp": {"epsilon": 8}}}, "train: label_smoothing: DP-SGD training"),
         ({"dataset": {"name": "digits", "path": "x.npz"}}, "dataset: give exactly one"),
         ({"split": {"target_train": 0.5, "target_test": 0.5, "population": 0.5}}, "split: fractions sum to 1.700"),
         ([1, 2], "config: expected a mapping"),

@@ -183,3 +183,13 @@ def test_augmentation_changes_an_audit(tmp_path: Path) -> None:
     base = scores[("none", "none")]
     for key in [("flip-crop", "none"), ("none", "flip")]:
         assert all(not np.allclose(a, b) for a, b in zip(scores[key], base)), key
+
+
+def test_crops_in_one_gather_equal_a_slice_per_image() -> None:
+    """The accelerators' gathered crops copy exactly the windows a slice per image takes (the CPU's way)."""
+    gen = torch.Generator().manual_seed(3)
+    padded = torch.randn(7, 3, 16, 18, generator=gen)
+    dy, dx = torch.randint(0, 9, (2, 7), generator=gen)
+    expected = torch.stack([padded[i, :, dy[i] : dy[i] + 8, dx[i] : dx[i] + 10] for i in range(7)])
+    assert torch.equal(augment.crops(padded, dy, dx, 8, 10), expected)
+    assert torch.equal(augment.gathered(padded, dy, dx, 8, 10), expected)

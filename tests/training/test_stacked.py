@@ -14,7 +14,7 @@ from miaudit.models import build_model
 from miaudit.training.loop import EpochBatches, predict_logits, seeded_model, train
 from miaudit.training.stacked import MB, Member, bytes_per_member, members_that_fit, train_together
 
-ARCHS = {"mlp": (12,), "cnn": (3, 8, 8), "resnet": (3, 8, 8)}
+ARCHS = {"mlp": (12,), "cnn": (3, 8, 8), "resnet": (3, 8, 8), "airbench": (3, 16, 16)}
 
 
 def records(shape: tuple[int, ...], n: int = 48, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -75,6 +75,20 @@ def test_several_epochs_with_augmentation_stay_together() -> None:
         assert max_diff(m.model, single) < 1e-4
         np.testing.assert_allclose(predict_logits(m.model, m.x), predict_logits(single, m.x), atol=1e-4)
         assert report.seconds > 0 and 0 <= report.train_accuracy <= 1
+
+
+def test_the_airbench_recipe_together_equals_alone() -> None:
+    """airbench's network with its recipe (label smoothing, the triangle schedule, flip-crop; batch norm): one
+    epoch of three steps together ends where alone it would, to float tolerance, eval logits included."""
+    cfg = TrainConfig(
+        epochs=1, batch_size=8, lr=0.2, label_smoothing=0.2, schedule="triangle", augment="flip-crop", momentum=0.85
+    )
+    stack = members("airbench", [1, 2])
+    singles = [alone(m, cfg) for m in stack]
+    train_together(stack, cfg)
+    for m, single in zip(stack, singles, strict=True):
+        assert max_diff(m.model, single) < 1e-4
+        np.testing.assert_allclose(predict_logits(m.model, m.x), predict_logits(single, m.x), atol=1e-4)
 
 
 def test_each_member_follows_its_own_seed() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 import torch.nn as nn
 
@@ -88,3 +89,38 @@ def test_adamw_trains_and_differs_from_sgd() -> None:
         assert report.train_accuracy > 0.9, optimizer
         heads.append(model.weight.detach().clone())
     assert not torch.allclose(heads[0], heads[1])
+
+
+def test_decay_in_place_is_torchs_sgd_bit_for_bit() -> None:
+    """The loop's SGD adds the weight decay to its own gradients in place: the same weights as torch's SGD."""
+    from miaudit.training.loop import optimizer_with_schedule
+
+    x, y = data()
+    cfg = TrainConfig(epochs=1, lr=0.1, momentum=0.9, weight_decay=0.01)
+    heads = []
+    for own in (False, True):
+        model = seeded_model(lambda: MLP((5,), 2, hidden=(16,)), 0)
+        opt, _ = optimizer_with_schedule(model, cfg, own_gradients=own)
+        for i in range(5):
+            opt.zero_grad(set_to_none=True)
+            nn.functional.cross_entropy(
+                model(torch.as_tensor(x[i * 16 : (i + 1) * 16])), torch.as_tensor(y[i * 16 : (i + 1) * 16])
+            ).backward()
+            opt.step()
+        assert opt.param_groups[0]["weight_decay"] == 0.01
+        heads.append([p.detach().clone() for p in model.parameters()])
+    assert all(torch.equal(a, b) for a, b in zip(*heads, strict=True))
+
+
+def test_triangle_schedule_and_label_smoothing() -> None:
+    """airbench's schedule: 0.2 of the rate at the start, all of it at 23% of the epochs, 0.07 at the end; label
+    smoothing changes the weights."""
+    from miaudit.training.loop import triangle
+
+    assert triangle(0, 100) == pytest.approx(0.2) and triangle(23, 100) == pytest.approx(1.0)
+    assert triangle(100, 100) == pytest.approx(0.07) and triangle(50, 100) < 1.0
+    assert not torch.equal(trained(1, "triangle").head.weight, trained(1).head.weight)
+    x, y = data()
+    smooth = seeded_model(lambda: MLP((5,), 2, hidden=(16,)), 1)
+    train(smooth, x, y, TrainConfig(epochs=5, batch_size=16, lr=0.1, label_smoothing=0.2), 1)
+    assert not torch.equal(smooth.head.weight, trained(1).head.weight)

@@ -59,7 +59,7 @@ class RunConfig(Strict):
 
     dataset: DataConfig = Field(default=DataConfig(name="digits"), description="the records to audit on")
     model: str = Field(
-        default="mlp", description="the target's architecture: mlp, cnn, resnet or package.module:factory"
+        default="mlp", description="the target's architecture: mlp, cnn, resnet, airbench or package.module:factory"
     )
     reference_model: str | None = Field(
         default=None, description="architecture of the reference models (default: model)"

@@ -67,6 +67,7 @@ def builtin_recipe(
     defaults |= {"precision"} if cfg.train.precision == "fp32" else set()
     defaults |= {"optimizer"} if cfg.train.optimizer == "sgd" else set()
     defaults |= {"augment"} if cfg.train.augment == "none" else set()
+    defaults |= {"label_smoothing"} if cfg.train.label_smoothing == 0 else set()
     spec: dict[str, Any] = {
         "arch": arch,
         "input_shape": ds.input_shape,

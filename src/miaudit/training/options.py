@@ -135,7 +135,12 @@ class TrainConfig(_Strict):
     optimizer: Literal["sgd", "adamw"] = Field(default="sgd", description="sgd (with momentum), or adamw")
     momentum: float = Field(default=0.9, ge=0, lt=1, description="SGD momentum")
     weight_decay: float = Field(default=5e-4, ge=0, description="L2 penalty")
-    schedule: Literal["cosine", "constant"] = Field(default="cosine", description="learning-rate schedule")
+    schedule: Literal["cosine", "constant", "triangle"] = Field(
+        default="cosine",
+        description="learning-rate schedule per epoch: cosine, constant, or triangle (airbench's: from 0.2 lr up "
+        "to lr at 23% of the epochs, then down to 0.07 lr)",
+    )
+    label_smoothing: float = Field(default=0.0, ge=0, lt=1, description="label smoothing of the cross-entropy loss")
     precision: Literal["fp32", "bf16", "fp16"] = Field(
         default="fp32", description="mixed precision (autocast) for the forward pass; fp16 scales the loss"
     )
@@ -165,3 +170,9 @@ class TrainConfig(_Strict):
         if isinstance(v, int) and v < 1:
             raise ValueError(f"expected auto or a whole number of models, at least 1; got {v}")
         return v
+
+    @model_validator(mode="after")
+    def _smoothing_without_dp(self) -> TrainConfig:
+        if self.dp is not None and self.label_smoothing > 0:
+            raise ValueError("label_smoothing: DP-SGD training (train.dp) does not smooth labels; set it to 0")
+        return self

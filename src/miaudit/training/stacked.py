@@ -148,13 +148,14 @@ def train_together(
     template = copy.deepcopy(models[0]).to("meta")  # the architecture: its weights are the stacked ones
 
     def member_loss(p: dict, b: dict, xb: torch.Tensor, yb: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
-        return scale * nn.functional.cross_entropy(functional_call(template, (p, b), (xb,)), yb)
+        logits = functional_call(template, (p, b), (xb,))
+        return scale * nn.functional.cross_entropy(logits, yb, label_smoothing=cfg.label_smoothing)
 
     # Each member's gradient by torch.func.grad under vmap: autograd's backward through the vmapped loss gave
     # the same numbers twice as slowly on CPU (its gradients' layout made every accumulation a copy).
     # randomness "different": dropout draws a fresh mask per member, as alone (not the same draws).
     gradients = vmap(grad(member_loss), in_dims=(0, 0, 0, 0, None), randomness="different")
-    opt, sched = optimizer_with_schedule(params.values(), cfg)
+    opt, sched = optimizer_with_schedule(params.values(), cfg, own_gradients=True)
     device_type = torch.device(device).type
     half = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(cfg.precision)
     scaler = torch.amp.GradScaler(device_type, enabled=cfg.precision == "fp16" and device_type == "cuda")
