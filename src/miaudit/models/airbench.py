@@ -28,7 +28,7 @@ import torch
 import torch.nn as nn
 
 from .base import ImageModel, register_model
-from .cnn import _as_image
+from .cnn import as_image
 
 WIDTHS = (64, 256, 256)
 BN_MOMENTUM = 0.4  # PyTorch's convention: airbench's batchnorm_momentum 0.6 is 1 - 0.4
@@ -78,7 +78,7 @@ class AirbenchNet(ImageModel):
 
     def __init__(self, input_shape: tuple[int, ...], n_classes: int, widths: tuple[int, int, int] = WIDTHS):
         super().__init__()
-        self.image_shape = _as_image(input_shape)
+        self.image_shape = as_image(input_shape)
         c, h, w = self.image_shape
         if min(h, w) < MIN_SIDE:
             raise ValueError(f"model: airbench needs images of at least {MIN_SIDE}x{MIN_SIDE}, got {h}x{w}")
