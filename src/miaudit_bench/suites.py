@@ -283,12 +283,12 @@ SUITES["realmodels"] = Suite(
     datasets={
         "cifar10": {**CIFAR10, "references": 8},
         "cifar10-flip-crop": {**CIFAR10, "train": {**CIFAR10["train"], "augment": "flip-crop"}, "references": 8},
-        "cifar10-mirror-queries": {**CIFAR10, "queries": {"augment": "mirror"}, "references": 8},
+        "cifar10-mirror-queries": {**CIFAR10, "queries": {"augment": "flip"}, "references": 8},
         # the LiRA paper's setting: queries augmented as the models were trained (flip-crop models shared)
         "cifar10-flip-crop-mirror-queries": {
             **CIFAR10,
             "train": {**CIFAR10["train"], "augment": "flip-crop"},
-            "queries": {"augment": "mirror"},
+            "queries": {"augment": "flip"},
             "references": 8,
         },
         "ag_news-bert": {
