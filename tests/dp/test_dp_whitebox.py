@@ -8,6 +8,7 @@ import torch
 
 from miaudit.dp.canaries import canary_bounds
 from miaudit.dp.whitebox import GradientCanaries
+from miaudit.training.dp_sgd import NoisyStep
 
 
 @pytest.mark.parametrize("kind", ["dirac", "gradient"])
@@ -28,7 +29,7 @@ def noisy_steps(
     ``true_noise`` x clip, divided by the expected batch), observed and then joined by the sampled canaries."""
     params = [torch.zeros(30, 20), torch.zeros(400)]
     clip, batch = 2.0, 16.0
-    step = canaries.hook(params, q, sigma, clip, batch, seed=1)
+    step = canaries.hook(params, NoisyStep(q, sigma, clip, batch, seed=1))
     gen, added = torch.Generator().manual_seed(2), []
     for _ in range(steps):
         for p in params:

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from ..training.dp_sgd import NoisyStep
+
 KINDS = ("gradient", "dirac")
 WHITEBOX_SEED = 0x9AD
 
@@ -57,25 +59,14 @@ class GradientCanaries:
         signs = rng.choice([-1.0, 1.0], size=(m, support)) if support > 1 else np.ones((m, 1))
         return torch.as_tensor(coords), torch.as_tensor(signs / np.sqrt(support), dtype=torch.float32)
 
-    def hook(
-        self,
-        params: list[torch.Tensor],
-        sample_rate: float,
-        sigma: float,
-        clip: float,
-        batch: float,
-        seed: int,
-        claimed_rate: float | None = None,
-    ):
-        """The step hook: observe every canary in the noisy update, then add the sampled included ones to it.
-        ``batch`` is the expected batch size Opacus divides the noisy sum by. Canaries join a step at
-        ``sample_rate`` (the rate used, as a record would) and are scored at ``claimed_rate`` (the rate the
-        accountants are told of; default the same)."""
+    def hook(self, params: list[torch.Tensor], noisy: NoisyStep):
+        """The step hook: observe every canary in the noisy update, then add the sampled included ones to it
+        (sampled at the step's rate used, scored at its rate claimed: ``NoisyStep``)."""
         coords, weights = self.directions(sum(p.numel() for p in params))
         included = torch.as_tensor(self.included)
+        seed, sample_rate, sigma, clip, batch = noisy.seed, noisy.sample_rate, noisy.sigma, noisy.clip, noisy.batch
         rng = torch.Generator().manual_seed(int(np.random.SeedSequence([seed, WHITEBOX_SEED, 1]).generate_state(1)[0]))
-        scored_rate = sample_rate if claimed_rate is None else claimed_rate
-        log_out, log_in = np.log1p(-scored_rate), np.log(scored_rate)
+        log_out, log_in = np.log1p(-noisy.scored_rate), np.log(noisy.scored_rate)
 
         def step(_optimizer: object) -> None:
             grads = [p.grad for p in params if p.grad is not None]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -37,20 +38,29 @@ ACCOUNTANT = "rdp"
 GRAD_SAMPLE_MODE = "ghost"
 
 
+@dataclass(frozen=True)
+class NoisyStep:
+    """A DP-SGD step as canaries joined to it see it: ``batch`` is the expected batch size Opacus divides the
+    noisy sum by; canaries join a step at ``sample_rate`` (the rate used, as a record would) and are scored at
+    ``claimed_rate`` (the rate the accountants are told of; default the same)."""
+
+    sample_rate: float
+    sigma: float
+    clip: float
+    batch: float
+    seed: int
+    claimed_rate: float | None = None
+
+    @property
+    def scored_rate(self) -> float:
+        return self.sample_rate if self.claimed_rate is None else self.claimed_rate
+
+
 class StepCanaries(Protocol):
     """White-box canaries joined to the noisy steps (the DP audit's ``dp/whitebox.py`` ``GradientCanaries``): what
     ``train_dp`` calls, so training imports nothing of the audits."""
 
-    def hook(
-        self,
-        params: list[torch.Tensor],
-        sample_rate: float,
-        sigma: float,
-        clip: float,
-        batch: float,
-        seed: int,
-        claimed_rate: float | None = None,
-    ) -> Callable[[Any], None]: ...
+    def hook(self, params: list[torch.Tensor], step: NoisyStep) -> Callable[[Any], None]: ...
 
 
 def _opacus() -> Any:
@@ -183,13 +193,10 @@ def train_dp(
         canary_step = (  # canaries are sampled at the rate used and scored at the rate claimed
             whitebox.hook(
                 dp_opt.params,
-                used_rate,
-                sigma,
-                dp.max_grad_norm,
-                dp_opt.expected_batch_size,
-                seed,
-                claimed_rate=sample_rate,
-            )  # fmt: skip
+                NoisyStep(
+                    used_rate, sigma, dp.max_grad_norm, dp_opt.expected_batch_size, seed, claimed_rate=sample_rate
+                ),
+            )
             if whitebox is not None
             else None
         )
