@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypeAlias
 
-from .base import ByLevel, Interval, IntervalByLevel, Number, Section
+from .base import ByLevel, Interval, Number, Section
 
 Kind: TypeAlias = Literal["test", "ranking"]
 
@@ -28,9 +28,9 @@ class Metrics(Section):
     auc: Number | None = None
     auc_ci: Interval | None = None
     tpr_at_fpr: ByLevel | None = None
-    tpr_at_fpr_ci: IntervalByLevel | None = None
+    tpr_at_fpr_ci: dict[str, Interval] | None = None
     realized_fpr: ByLevel | None = None
-    realized_fpr_ci: IntervalByLevel | None = None
+    realized_fpr_ci: dict[str, Interval] | None = None
     threshold: dict[str, Number | None] | None = None
     unreliable_fpr_levels: list[str] | None = None
     n_nan_scores: int | None = None

@@ -18,14 +18,14 @@ class Bound(Section):
     max_attainable: Number
     confidence: Number
     delta: Number
-    guesses: int
-    correct: int
-    canaries: int | None = None
-    threat_model: str | None = None
-    canary_kind: str | None = None
     observer: str | None = None
+    canary_kind: str | None = None
+    threat_model: Literal["black-box", "white-box"] | None = None
+    canaries: int | None = None  # multi-run: the trained models
     included: int | None = None
     runs: int | None = None
+    guesses: int
+    correct: int
     source: str | None = None
     assumes: str | None = None
 

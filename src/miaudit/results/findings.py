@@ -20,17 +20,17 @@ class Verdict(Section):
 
     statement: str
     leaks: bool
-    attack: str | None = None
-    fpr_level: Number | None = None
-    tpr: Number | None = None
-    tpr_ci: Interval | None = None
-    p_value: Number | None = None
-    adjusted_p_value: Number | None = None
-    rule: str | None = None
-    family_alpha: Number | None = None
-    n_tests: int | None = None
-    smallest_detectable_tpr: dict[str, Number | None] | None = None
-    rejected: list[Rejected] = Field(default_factory=list)
+    attack: str  # the headline test: the smallest adjusted p-value at the headline FPR level
+    fpr_level: Number
+    tpr: Number
+    tpr_ci: Interval
+    p_value: Number
+    adjusted_p_value: Number
+    rule: str
+    family_alpha: Number
+    n_tests: int
+    smallest_detectable_tpr: dict[str, Number | None]  # FPR level -> the TPR this audit could tell from chance
+    rejected: list[Rejected]
 
 
 class RealizedFDP(Section):
