@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, ValidationError
 
 from ..errors import DataError
 from .attacks import AttackRow, BlindBaseline, Kind
@@ -32,47 +32,72 @@ class AuditReport(Section):
 
     model_config = ConfigDict(extra="forbid", title="miaudit results.json")
 
-    schema_version: int = Field(SCHEMA_VERSION, description="the layout version of this file (SCHEMA_VERSION)")
-    miaudit_version: str = Field(description="the miaudit that wrote the file")
-    created: str = Field(description="when the report was built, ISO 8601 UTC")
-    dataset: str = Field(description="the audited data set")
-    data_fingerprint: str = Field(description="sha256 of the audited data's content")
-    n_records: int = Field(description="records in the data set")
-    membership: Literal["known", "unknown"] | None = Field(
-        None, description="whether the queries' membership is known (ROC metrics) or not (rankings and p-values only)"
-    )
-    n_queries: int | None = Field(None, description="the records the attacks score")
-    n_members: int | None = Field(None, description="members among the queries; None: membership unknown")
-    n_nonmembers: int | None = Field(None, description="non-members among them")
-    n_population: int | None = Field(None, description="population records, which the reference models train on")
-    n_validation: int | None = Field(None, description="validation records")
-    model: str | None = Field(description="the target's architecture")
-    reference_model: str | None = Field(None, description="the reference models' architecture; None without any")
-    mode: str | None = Field(
-        None, description="offline, or online (each query in the training set of half the references)"
-    )
-    seed: int = Field(description="the run's seed: the same config and seed give the same numbers")
-    references: int | None = Field(None, description="how many reference models the audit has")
-    reference_training: str | None = Field(
-        None, description="how they were obtained: miaudit's training loop and its settings, or what the user named"
-    )
-    target: Target = Field(description="the audited model")
-    endpoint: Endpoint | None = Field(None, description="a deployed target: what its queries cost")
-    reference_models: list[ReferenceModel] | None = Field(None, description="one entry per reference model")
-    calibration: Calibration = Field(description="whether and on how many records the p-values were calibrated")
-    attack_choice: AttackChoice | None = Field(None, description="attacks: auto: why these attacks ran")
-    verdict: Verdict | None = Field(
-        None, description="does the model leak; None without a membership test or membership"
-    )
-    records_at_risk: RecordsAtRisk | None = Field(None, description="the records named at the run's FDR")
-    worst_case: WorstCase | None = Field(None, description="the membership tests on the records most at risk")
-    attacks: list[AttackRow] = Field(description="one row per attack run")
-    dp_audit: DPAudit | None = Field(None, description="a differential-privacy audit's bounds and verdict")
-    blind_baseline: BlindBaseline | None = Field(None, description="an LM audit's text-only baseline")
-    canary_exposure: CanaryExposure | None = Field(None, description="an LM audit's secret-sharer canaries")
-    config: dict[str, Any] = Field(description="the run's config, as validated (a user's model: what was audited)")
-    environment: Environment = Field(description="what produced the numbers")
-    notes: list[str] | None = Field(None, description="what a reader must know to read the numbers right")
+    schema_version: int = SCHEMA_VERSION
+    """the layout version of this file (SCHEMA_VERSION)"""
+    miaudit_version: str
+    """the miaudit that wrote the file"""
+    created: str
+    """when the report was built, ISO 8601 UTC"""
+    dataset: str
+    """the audited data set"""
+    data_fingerprint: str
+    """sha256 of the audited data's content"""
+    n_records: int
+    """records in the data set"""
+    membership: Literal["known", "unknown"] | None = None
+    """whether the queries' membership is known (ROC metrics) or not (rankings and p-values only)"""
+    n_queries: int | None = None
+    """the records the attacks score"""
+    n_members: int | None = None
+    """members among the queries; None: membership unknown"""
+    n_nonmembers: int | None = None
+    """non-members among them"""
+    n_population: int | None = None
+    """population records, which the reference models train on"""
+    n_validation: int | None = None
+    """validation records"""
+    model: str | None
+    """the target's architecture"""
+    reference_model: str | None = None
+    """the reference models' architecture; None without any"""
+    mode: str | None = None
+    """offline, or online (each query in the training set of half the references)"""
+    seed: int
+    """the run's seed: the same config and seed give the same numbers"""
+    references: int | None = None
+    """how many reference models the audit has"""
+    reference_training: str | None = None
+    """how they were obtained: miaudit's training loop and its settings, or what the user named"""
+    target: Target
+    """the audited model"""
+    endpoint: Endpoint | None = None
+    """a deployed target: what its queries cost"""
+    reference_models: list[ReferenceModel] | None = None
+    """one entry per reference model"""
+    calibration: Calibration
+    """whether and on how many records the p-values were calibrated"""
+    attack_choice: AttackChoice | None = None
+    """attacks: auto: why these attacks ran"""
+    verdict: Verdict | None = None
+    """does the model leak; None without a membership test or membership"""
+    records_at_risk: RecordsAtRisk | None = None
+    """the records named at the run's FDR"""
+    worst_case: WorstCase | None = None
+    """the membership tests on the records most at risk"""
+    attacks: list[AttackRow]
+    """one row per attack run"""
+    dp_audit: DPAudit | None = None
+    """a differential-privacy audit's bounds and verdict"""
+    blind_baseline: BlindBaseline | None = None
+    """an LM audit's text-only baseline"""
+    canary_exposure: CanaryExposure | None = None
+    """an LM audit's secret-sharer canaries"""
+    config: dict[str, Any]
+    """the run's config, as validated (a user's model: what was audited)"""
+    environment: Environment
+    """what produced the numbers"""
+    notes: list[str] | None = None
+    """what a reader must know to read the numbers right"""
 
     @property
     def membership_known(self) -> bool:
