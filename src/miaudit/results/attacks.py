@@ -34,7 +34,8 @@ class Metrics(Section):
     auc_ci: Interval | None = None
     """the AUC's 95% stratified bootstrap percentile interval [low, high] (seeded)"""
     tpr_at_fpr: ByLevel | None = None
-    """FPR level -> the true-positive rate at the threshold that flags at most that share of non-members"""
+    """FPR level (0.001, 0.01, 0.05: ``stats.metrics.FPR_LEVELS``) -> the true-positive rate at the threshold that flags
+    at most that share of the non-members"""
     tpr_at_fpr_ci: IntervalByLevel | None = None
     """FPR level -> the TPR's exact (Clopper-Pearson) interval"""
     realized_fpr: ByLevel | None = None

@@ -30,7 +30,8 @@ class Bound(Section):
     canaries: int | None = None
     """canaries planted"""
     threat_model: str | None = None
-    """white-box or black-box: what the observer sees"""
+    """white-box (every noisy update) or black-box (the final model's outputs): the dp_audit's ``observers`` say what
+    each sees and is blind to"""
     canary_kind: str | None = None
     """the kind of canary the observer scores"""
     observer: str | None = None

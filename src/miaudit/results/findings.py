@@ -35,7 +35,8 @@ class Verdict(Section):
     tpr_ci: Interval | None = None
     """the TPR's exact (Clopper-Pearson) 95% interval"""
     p_value: Number | None = None
-    """the test's exact p-value (negative hypergeometric tail, ``stats.verdict``)"""
+    """the test's exact p-value: the negative hypergeometric tail of the members above the threshold, under exchangeable
+    members and non-members (``stats.verdict``)"""
     adjusted_p_value: Number | None = None
     """its Holm-adjusted p-value over every test"""
     rule: str | None = None
@@ -82,7 +83,8 @@ class Claim(Section):
     procedure: str
     """the FDR procedure (bh, storey-bh, by: ``stats.fdr.PROCEDURES``)"""
     pooled: bool
-    """p-values from the references' pooled null; false: calibrated or raw"""
+    """whether the p-values come from the references' pooled null (a query's score ranked among the references' scores);
+    false: the attack's own p-values, calibrated or raw"""
     pseudo_target_fdp: Number | None = None
     """the realized FDP on the pseudo-targets (pooled only)"""
     count_calibrated: int | None = None
@@ -167,7 +169,8 @@ class AttackChoice(Section):
     why: str
     """why these attacks ran"""
     rule: str | None = None
-    """the rule that chose: pseudo-targets or leave-one-data-set-out"""
+    """the rule that chose: pseudo-targets (each candidate run with references in the target's place) or
+    leave-one-data-set-out (the audit has no pseudo-targets)"""
     level: Number | None = None
     """the FPR level the candidates are ranked at"""
     pseudo_targets: int | None = None

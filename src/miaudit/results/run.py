@@ -14,7 +14,8 @@ class Target(Section):
     """The audited model's fit (an LM's loss and perplexity instead of accuracy), source and DP-SGD settings."""
 
     train_accuracy: Number | None = None
-    """accuracy on its training records, in [0, 1]"""
+    """the share of its training records it classifies right, in [0, 1]; in a one-run DP audit, of its real records
+    only (not the canaries)"""
     test_accuracy: Number | None = None
     """accuracy on records it did not train on, in [0, 1]"""
     train_loss: Number | None = None
