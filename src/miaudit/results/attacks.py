@@ -12,7 +12,8 @@ Kind: TypeAlias = Literal["test", "ranking"]
 
 class Seconds(Section):
     reference_training: Number
-    """wall-clock seconds spent training or loading the reference models"""
+    """the training seconds of the reference models the attack uses, summed (a cached model's as measured when it
+    trained)"""
     attack: Number
     """wall-clock seconds the attack itself ran (``experiment.run``)"""
 

@@ -23,7 +23,7 @@ class Verdict(Section):
     """Does the model leak: Holm over every (membership test, FPR level)."""
 
     statement: str
-    """the verdict in one or two sentences, as the report prints it"""
+    """the verdict in one or two sentences"""
     leaks: bool
     """whether Holm's procedure rejects at least one test at family_alpha"""
     attack: str | None = None
@@ -107,7 +107,7 @@ class RecordsAtRisk(Section):
     p_values: str | None = None
     """the p-values it ran on: calibrated, raw, or a pooled null"""
     expected_false_discoveries_at_most: Number | None = None
-    """fdr x count"""
+    """fdr x count: the bound on the expected number of false flags among them"""
     smallest_p_value: Number | None = None
     """the smallest p-value the null allows, 1 / (N + 1); None for raw p-values"""
     null_share_estimate: Number | None = None

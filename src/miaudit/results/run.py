@@ -27,7 +27,7 @@ class Target(Section):
     test_perplexity: Number | None = None
     """exp(test_loss)"""
     training_seconds: Number | None = None
-    """wall-clock seconds its training took; None: not trained here"""
+    """wall-clock seconds its training took"""
     source: str
     """where the target came from: "trained" by miaudit, else what the user gave"""
     dp: dict[str, Any] | None = None
@@ -51,7 +51,7 @@ class Endpoint(Section):
     top_k: int | None = None
     """output top-k: how many classes each answer holds"""
     queries_spent: int
-    """records sent to the endpoint"""
+    """records the endpoint answered in this run"""
     requests: int
     """HTTP requests made"""
     retries: int
@@ -68,7 +68,7 @@ class ReferenceModel(Section):
     train_accuracy: Number | None
     """accuracy on its training records, in [0, 1]"""
     seconds: Number | None
-    """wall-clock seconds its training took"""
+    """wall-clock seconds its training took (a cached model's as measured when it trained)"""
     cached: bool | None
     """read from the model store rather than trained in this run"""
 
@@ -137,6 +137,6 @@ class Environment(Section):
     platform: str
     """the operating system and machine (``platform.platform``)"""
     torch_threads: int | None
-    """torch's intra-op threads"""
+    """torch's intra-op threads; None: torch never ran"""
     device: str
     """the device models ran on (cpu, cuda, ...)"""
