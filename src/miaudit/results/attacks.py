@@ -5,50 +5,78 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypeAlias
 
-from .base import ByLevel, Interval, Number, Section
+from .base import ByLevel, Interval, IntervalByLevel, Number, Section
 
 Kind: TypeAlias = Literal["test", "ranking"]
 
 
 class Seconds(Section):
     reference_training: Number
+    """the training seconds of the reference models the attack uses, summed (a cached model's as measured when it
+    trained)"""
     attack: Number
+    """wall-clock seconds the attack itself ran (``experiment.run``)"""
 
 
 class PPVCell(Section):
     """The PPV at one prior and FPR level: None where no non-member is flagged (no point estimate)."""
 
     ppv: Number | None
+    """the positive predictive value at this prior, in [0, 1] (``stats.precision``)"""
     ci: Interval | None
+    """its 95% interval [low, high]"""
 
 
 class Metrics(Section):
     """The ROC metrics of a row (``stats.metrics``): present where the queries' membership is known."""
 
     auc: Number | None = None
+    """area under the ROC curve in [0, 1], ties counting 1/2"""
     auc_ci: Interval | None = None
+    """the AUC's 95% stratified bootstrap percentile interval [low, high] (seeded)"""
     tpr_at_fpr: ByLevel | None = None
-    tpr_at_fpr_ci: dict[str, Interval] | None = None
+    """FPR level (0.001, 0.01, 0.05: ``stats.metrics.FPR_LEVELS``) -> the true-positive rate at the threshold that flags
+    at most that share of the non-members"""
+    tpr_at_fpr_ci: IntervalByLevel | None = None
+    """FPR level -> the TPR's exact (Clopper-Pearson) interval"""
     realized_fpr: ByLevel | None = None
-    realized_fpr_ci: dict[str, Interval] | None = None
+    """FPR level -> the false-positive rate that threshold realizes"""
+    realized_fpr_ci: IntervalByLevel | None = None
+    """FPR level -> the realized FPR's exact (Clopper-Pearson) interval"""
     threshold: dict[str, Number | None] | None = None
+    """FPR level -> the score at or above which a record is called a member; None: flags none"""
     unreliable_fpr_levels: list[str] | None = None
+    """the FPR levels below 10 / non-members: too few non-members to estimate the TPR there"""
     n_nan_scores: int | None = None
-    fpr_at_alpha: dict[str, ByLevel] | None = None  # "raw" / "calibrated" -> alpha -> FPR
+    """how many queries the attack gave no score (NaN)"""
+    fpr_at_alpha: dict[str, ByLevel] | None = None
+    """"raw" / "calibrated" -> alpha -> the share of non-members with p < alpha"""
 
 
 class AttackRow(Metrics):
     name: str
+    """the attack's registry name"""
     label: str
+    """the row's unique label (the config's label:, else name and what tells it apart)"""
     kind: Kind
+    """a membership test or a per-record risk ranking (the attack's registry entry)"""
     references: int
+    """how many reference models the attack used"""
     params: dict[str, Any]
+    """the attack's parameters, defaults resolved (``plan.build``)"""
     p_values: Literal["calibrated", "raw"] | None
-    most_exposed: list[int] | None = None  # membership unknown: the records ranked most exposed
+    """whether the row's p-values are calibrated on held-out non-members; None: the attack gives none"""
+    most_exposed: list[int] | None = None
+    """membership unknown: the indices of the records the attack ranks most exposed (at most 10)"""
     n_p_below: dict[str, int] | None = None
-    ppv: dict[str, dict[str, PPVCell]] | None = None  # "prior_0.1" -> FPR level -> cell
-    deployable: dict[str, Any] | None = None  # FPR level -> realized on the target; "pseudo_targets"
+    """membership unknown: alpha -> how many queries have a p-value below it"""
+    ppv: dict[str, dict[str, PPVCell]] | None = None
+    """member prior ("prior_0.1") -> FPR level -> the precision there (``report.findings``)"""
+    deployable: dict[str, Any] | None = None
+    """FPR level -> a threshold set on references as pseudo-targets (no target membership) and the FPR and TPR it
+    realizes on the target, with exact intervals; pseudo_targets: how many (``experiment.deployable``)"""
     seconds: Seconds
+    """where the row's time went"""
 
     @property
     def is_ranking(self) -> bool:
@@ -59,4 +87,6 @@ class BlindBaseline(Metrics):
     """An LM audit's text-only classifier (``lm.blind``), with the attacks' metric fields."""
 
     method: str
+    """the text-only classifier used (``lm.blind``)"""
     warning: str | None = None
+    """set when the baseline is above chance and near or above the attacks (``lm.blind.warning``)"""

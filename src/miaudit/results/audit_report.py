@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, ValidationError
 
 from ..errors import DataError
 from .attacks import AttackRow, BlindBaseline, Kind
@@ -32,39 +32,72 @@ class AuditReport(Section):
 
     model_config = ConfigDict(extra="forbid", title="miaudit results.json")
 
-    schema_version: int = Field(SCHEMA_VERSION, description="the layout version of this file (SCHEMA_VERSION)")
+    schema_version: int = SCHEMA_VERSION
+    """the layout version of this file (SCHEMA_VERSION)"""
     miaudit_version: str
-    created: str = Field(description="when the report was built, ISO 8601 UTC")
+    """the miaudit that wrote the file"""
+    created: str
+    """when the report was built, ISO 8601 UTC"""
     dataset: str
-    data_fingerprint: str = Field(description="sha256 of the audited data's content")
+    """the audited data set"""
+    data_fingerprint: str
+    """sha256 of the audited data's content"""
     n_records: int
+    """records in the data set"""
     membership: Literal["known", "unknown"] | None = None
+    """whether the queries' membership is known (ROC metrics) or not (rankings and p-values only)"""
     n_queries: int | None = None
+    """the records the attacks score"""
     n_members: int | None = None
+    """members among the queries; None: membership unknown"""
     n_nonmembers: int | None = None
+    """non-members among them"""
     n_population: int | None = None
+    """population records, which the reference models train on"""
     n_validation: int | None = None
+    """validation records"""
     model: str | None
+    """the target's architecture"""
     reference_model: str | None = None
+    """the reference models' architecture; None without any"""
     mode: str | None = None
+    """offline, or online (each query in the training set of half the references)"""
     seed: int
+    """the run's seed: the same config and seed give the same numbers"""
     references: int | None = None
+    """how many reference models the audit has"""
     reference_training: str | None = None
+    """how they were obtained: miaudit's training loop and its settings, or what the user named"""
     target: Target
+    """the audited model"""
     endpoint: Endpoint | None = None
+    """a deployed target: what its queries cost"""
     reference_models: list[ReferenceModel] | None = None
+    """one entry per reference model"""
     calibration: Calibration
+    """whether and on how many records the p-values were calibrated"""
     attack_choice: AttackChoice | None = None
+    """attacks: auto: why these attacks ran"""
     verdict: Verdict | None = None
+    """does the model leak; None without a membership test or membership"""
     records_at_risk: RecordsAtRisk | None = None
+    """the records named at the run's FDR"""
     worst_case: WorstCase | None = None
+    """the membership tests on the records most at risk"""
     attacks: list[AttackRow]
+    """one row per attack run"""
     dp_audit: DPAudit | None = None
+    """a differential-privacy audit's bounds and verdict"""
     blind_baseline: BlindBaseline | None = None
+    """an LM audit's text-only baseline"""
     canary_exposure: CanaryExposure | None = None
-    config: dict[str, Any] = Field(description="the run's config, as validated (a user's model: what was audited)")
+    """an LM audit's secret-sharer canaries"""
+    config: dict[str, Any]
+    """the run's config, as validated (a user's model: what was audited)"""
     environment: Environment
+    """what produced the numbers"""
     notes: list[str] | None = None
+    """what a reader must know to read the numbers right"""
 
     @property
     def membership_known(self) -> bool:

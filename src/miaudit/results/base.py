@@ -26,7 +26,10 @@ class Section(BaseModel):
     """A part of results.json. Keys beyond the declared ones are kept (``extra="allow"``): a section may grow a
     key without a schema version, and a reader of an older or newer file loses nothing."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True, serialize_by_alias=True)
+    # every field's docstring is its description in the JSON Schema (``miaudit schema``, docs/results-schema.md)
+    model_config = ConfigDict(
+        extra="allow", populate_by_name=True, serialize_by_alias=True, use_attribute_docstrings=True
+    )
     _order: tuple[str, ...] = PrivateAttr(default=())
 
     @model_validator(mode="wrap")

@@ -13,103 +13,176 @@ from .base import Number, Section
 class Bound(Section):
     """One epsilon lower bound: an observer's guesses on its canaries (or the runs), one analysis."""
 
-    analysis: str  # binomial | fdp | ...
+    analysis: str
+    """binomial (epsilon-DP), fdp (f-DP) or multi-run (the two-run bound over runs)"""
     epsilon_lower_bound: Number
+    """the target is not (epsilon, delta)-DP for any epsilon below this, with probability confidence"""
     max_attainable: Number
+    """the bound had every guess been right: the most this audit could show"""
     confidence: Number
+    """the probability the bound holds"""
     delta: Number
-    observer: str | None = None
-    canary_kind: str | None = None
-    threat_model: Literal["black-box", "white-box"] | None = None
-    canaries: int | None = None  # multi-run: the trained models
-    included: int | None = None
-    runs: int | None = None
+    """the delta of (epsilon, delta)-DP the bound is for"""
     guesses: int
+    """guesses made (the observer abstains on the rest)"""
     correct: int
+    """guesses right"""
+    canaries: int | None = None
+    """canaries planted"""
+    threat_model: str | None = None
+    """white-box (every noisy update) or black-box (the final model's outputs): the dp_audit's ``observers`` say what
+    each sees and is blind to"""
+    canary_kind: str | None = None
+    """the kind of canary the observer scores"""
+    observer: str | None = None
+    """what the observer scores"""
+    included: int | None = None
+    """canaries (or runs) trained with, each by a fair coin: the truth the guesses are scored against"""
+    runs: int | None = None
+    """multi-run: the runs the guesses are over"""
     source: str | None = None
+    """the paper and theorem the bound comes from"""
     assumes: str | None = None
+    """what the bound assumes beyond DP"""
 
 
 class ObserverTest(Section):
     """An observer's test of the claimed epsilon (its binomial bound), Holm-adjusted over the observers."""
 
     observer: str
+    """what the observer scores"""
     threat_model: str
+    """white-box or black-box"""
     p_value: Number
+    """the p-value of the claimed epsilon given its guesses (epsilon 0 without a claim)"""
     holm_adjusted_p_value: Number
+    """its Holm-adjusted p-value over the observers"""
     rejected: bool
+    """whether the adjusted p-value is at most 1 - confidence"""
     bonferroni_bound: Number
+    """its binomial epsilon lower bound, Bonferroni-corrected over observers"""
     bonferroni_max_attainable: Number
+    """that bound had every guess been right"""
     correct: int
+    """guesses right"""
     guesses: int
+    """guesses made"""
     canaries: int
+    """canaries planted"""
 
 
 class Observer(Section):
     sees: str
+    """what of a training run this observer can see"""
     blind_to: str
+    """what it cannot, so what its bound cannot catch"""
 
 
 class Family(Section):
     method: str
+    """how the family-wise error over the observers is controlled"""
     observers: int | None = None
+    """observers in the family"""
     alpha: Number | None = None
+    """the family-wise error level, 1 - confidence"""
 
 
 class GDPTest(Section):
     """The f-DP bound's mu-GDP test, with what it assumes."""
 
     statement: str
+    """the test's outcome in one sentence"""
     claim: Any = None
+    """the mu-GDP claim tested (the Gaussian mechanism at the claimed epsilon)"""
     rejected: bool | None = None
+    """whether any f-DP observer rejects it"""
     assumes: str | None = None
+    """what the f-DP analysis assumes"""
 
 
 class ComparedWith(Section):
     claim: str
+    """whose epsilon it is: "declared", or an accountant's ("accounted (RDP)") figure"""
     epsilon: Number
+    """the smallest epsilon claimed for the target, which the audit tests"""
 
 
 class SelectionRecords(Section):
     members: int
+    """members in the half that chose the threshold (0: threshold given)"""
     nonmembers: int
+    """non-members in that half"""
 
 
 class DPAudit(Section):
     kind: Literal["two-run", "one-run", "multi-run"]
+    """which audit produced the bound"""
     verdict: str
+    """the verdict on the claimed epsilon in one sentence"""
     epsilon_lb: Number
+    """the headline epsilon lower bound, holding with probability confidence"""
     confidence: Number
+    """the probability the bounds hold"""
     delta: Number
+    """the delta of (epsilon, delta)-DP the bounds are for"""
     violated: bool | None = None
+    """whether the audit rejects the claimed epsilon"""
     bounds: list[Bound] | None = None
+    """every bound: each observer and analysis"""
     tests: list[ObserverTest] | None = None
+    """one-run: each observer's test of the claimed epsilon"""
     family: Family | None = None
+    """how the error over the observers is controlled"""
     max_attainable: Number | None = None
-    headline: dict[str, Any] | None = None  # whose bound the verdict reads
+    """the most the headline bound could show (its power)"""
+    headline: dict[str, Any] | None = None
+    """whose bound the verdict reads (its observer, threat model and analysis)"""
     gdp_test: GDPTest | None = None
-    observers: dict[str, Observer] | None = None  # threat model -> what it sees
+    """one-run: the f-DP test of the claim as mu-GDP"""
+    observers: dict[str, Observer] | None = None
+    """threat model -> what its observer sees"""
     declared_epsilon: Number | None = None
+    """the epsilon the config declares for the target"""
     accounted_epsilon: Number | None = None
-    accounted: dict[str, Number] | None = None  # accountant -> epsilon
+    """the RDP accountant's epsilon of the target's DP-SGD"""
+    accounted: dict[str, Number] | None = None
+    """accountant -> its epsilon (``training.dp_sgd``)"""
     planted_fault: dict[str, Any] | None = None
+    """a fault planted in DP-SGD on purpose, to show the audit catches it"""
     compared_with: ComparedWith | None = None
+    """the claim the bounds are tested against"""
     threat_model: str | None = None
+    """multi-run: what its observer sees"""
     how: str | None = None
+    """what the audit did, in words: the models trained, the guesses made and how many were right"""
     target_train_accuracy: Number | None = None
+    """one-run: the target's accuracy on its real training records (not the canaries)"""
     target_test_accuracy: Number | None = None
+    """one-run: its accuracy on held-out real records"""
     # two-run (a run's dp_audit: one attack's scores, threshold chosen on a seeded half)
     attack: str | None = None
+    """the label of the attack whose scores give the bound"""
     selection: str | None = None
+    """how the threshold was set: half (chosen on a seeded half) or fixed"""
     selection_records: SelectionRecords | None = None
+    """the records that chose the threshold"""
     threshold: Number | None = None
+    """member when the attack's score is at least this: set on the selection half (the largest lower bound there) or
+    given"""
     realized_fpr: Number | None = None
+    """the FPR on the records that evaluate the threshold"""
     tpr: Number | None = None
+    """the TPR there"""
     tpr_lower: Number | None = None
+    """the TPR's lower Clopper-Pearson end, at level (1 - confidence) / 2 (``dp.bounds``)"""
     fpr_upper: Number | None = None
+    """the FPR's upper Clopper-Pearson end, at level (1 - confidence) / 2"""
     formula: str | None = None
+    """how epsilon_lb follows from tpr_lower and fpr_upper"""
     source: str | None = None
+    """the papers the bound comes from"""
     assumes: str | None = None
+    """what the bound assumes beyond DP"""
 
     @property
     def audits_canaries(self) -> bool:

@@ -10,107 +10,178 @@ from .base import ByLevel, Interval, IntervalByLevel, Number, Section
 
 class Rejected(Section):
     attack: str
+    """the attack's label"""
     fpr_level: Number
+    """the FPR level of the test"""
     tpr: Number
+    """the TPR there, in [0, 1]"""
     adjusted_p_value: Number
+    """its Holm-adjusted p-value"""
 
 
 class Verdict(Section):
     """Does the model leak: Holm over every (membership test, FPR level)."""
 
     statement: str
+    """the verdict in one or two sentences"""
     leaks: bool
-    attack: str  # the headline test: the smallest adjusted p-value at the headline FPR level
-    fpr_level: Number
-    tpr: Number
-    tpr_ci: Interval
-    p_value: Number
-    adjusted_p_value: Number
-    rule: str
-    family_alpha: Number
-    n_tests: int
-    smallest_detectable_tpr: dict[str, Number | None]  # FPR level -> the TPR this audit could tell from chance
-    rejected: list[Rejected]
+    """whether Holm's procedure rejects at least one test at family_alpha"""
+    attack: str | None = None
+    """the label of the attack the statement rests on"""
+    fpr_level: Number | None = None
+    """the FPR level of that test"""
+    tpr: Number | None = None
+    """that attack's TPR at that level, in [0, 1]"""
+    tpr_ci: Interval | None = None
+    """the TPR's exact (Clopper-Pearson) 95% interval"""
+    p_value: Number | None = None
+    """the test's exact p-value: the negative hypergeometric tail of the members above the threshold, under exchangeable
+    members and non-members (``stats.verdict``)"""
+    adjusted_p_value: Number | None = None
+    """its Holm-adjusted p-value over every test"""
+    rule: str | None = None
+    """when the verdict says leaks, and what its p-values assume"""
+    family_alpha: Number | None = None
+    """the family-wise error level the tests are held to"""
+    n_tests: int | None = None
+    """how many (attack, FPR level) tests the family holds"""
+    smallest_detectable_tpr: dict[str, Number | None] | None = None
+    """FPR level -> the smallest TPR this audit could tell from chance; None: none could be"""
+    rejected: list[Rejected] = Field(default_factory=list)
+    """every test Holm's procedure rejects"""
 
 
 class RealizedFDP(Section):
     """Non-members among the flagged records, with its exact interval."""
 
     value: Number
+    """the share of the flagged records that are non-members, in [0, 1]"""
     ci: Interval
+    """its exact (Clopper-Pearson) interval; [0, 1] when nothing is flagged"""
     flagged: int
+    """records flagged"""
     non_members: int
+    """non-members among them"""
     above_level: bool
+    """whether value exceeds the FDR level"""
 
 
 class PseudoTargets(Section):
     count: int
+    """references that played the target"""
     null_scores: int
+    """scores in the pooled null"""
     realized_fdp: RealizedFDP | None = None
+    """the same procedure's realized FDP on the pseudo-targets; absent where none could be measured"""
 
 
 class Claim(Section):
     """One attack's records at risk (``records_at_risk.by_attack``)."""
 
     count: int
+    """records flagged at the run's FDR"""
     procedure: str
+    """the FDR procedure (bh, storey-bh, by: ``stats.fdr.PROCEDURES``)"""
     pooled: bool
+    """whether the p-values come from the references' pooled null (a query's score ranked among the references' scores);
+    false: the attack's own p-values, calibrated or raw"""
     pseudo_target_fdp: Number | None = None
+    """the realized FDP on the pseudo-targets (pooled only)"""
     count_calibrated: int | None = None
+    """records Benjamini-Hochberg flags on the attack's own (calibrated or raw) p-values"""
     at_floor: int | None = None
+    """records whose calibrated p-value sits at the conformal floor 1 / (n + 1)"""
 
 
 class RecordsAtRisk(Section):
     fdr: Number
+    """the false-discovery rate the records are named at (the config's fdr)"""
     attack: str | None
+    """the label of the attack whose records are named; None: no p-values"""
     count: int | None = None
+    """records flagged"""
     procedure: str | None = None
+    """the FDR procedure (``stats.fdr.PROCEDURES``)"""
     assumes: str | None = None
+    """what that procedure needs to hold"""
     p_values: str | None = None
+    """the p-values it ran on: calibrated, raw, or a pooled null"""
     expected_false_discoveries_at_most: Number | None = None
+    """fdr x count: the bound on the expected number of false flags among them"""
     smallest_p_value: Number | None = None
+    """the smallest p-value the null allows, 1 / (N + 1); None for raw p-values"""
     null_share_estimate: Number | None = None
+    """Storey's estimate of the share of non-members among the queries (pi0)"""
     pseudo_targets: PseudoTargets | None = None
+    """a pooled null: the references that played the target, and how the procedure did on them"""
     realized_fdp: RealizedFDP | None = None
+    """membership known: the realized FDP on the target"""
     n_calibration_records: int | None = None
+    """held-out records the p-values are calibrated on"""
     calibration_records_needed: int | None = None
+    """calibration records BH would need to be able to flag a single query"""
     by_attack: dict[str, Claim] = Field(default_factory=dict)
+    """attack label -> its own claim"""
     note: str = ""
+    """one sentence: whose count, on which p-values, by which procedure"""
 
 
 class WorstCell(Section):
     members: int
+    """members among these records"""
     tpr: Number | None
+    """the share of them flagged, in [0, 1]; None: no member here"""
     ci: Interval | None
+    """its exact (Clopper-Pearson) interval"""
 
 
 class WorstCase(Section):
     """Each membership test's TPR on the members a membership-free score ranks most vulnerable (Aerni et al.)."""
 
     vulnerability: str
+    """the membership-free score that ranks the records"""
     fpr_level: Number
-    by_attack: dict[str, dict[str, WorstCell]]  # label -> "average" / "top_0.01" ... -> cell
+    """the FPR of the threshold, set on all non-members"""
+    by_attack: dict[str, dict[str, WorstCell]]
+    """attack label -> "average" or the top share of queries ("top_0.01", "top_0.1") -> its TPR"""
 
 
 class Candidate(Section):
     name: str
+    """the candidate attack"""
     pseudo_target_tpr: ByLevel
+    """FPR level -> its TPR pooled over the pseudo-targets' members"""
     pseudo_target_tpr_ci: IntervalByLevel
+    """FPR level -> that TPR's Clopper-Pearson 95% interval"""
     per_pseudo_target: list[Number]
+    """its TPR at the choice's level on each pseudo-target"""
     decision: str
+    """the choice's decision: "run" or "left out" (``why`` says why)"""
     why: str
+    """the reason for the decision"""
 
 
 class AttackChoice(Section):
     """``attacks: auto``: why these attacks ran (``experiment.choice``)."""
 
     attacks: str
+    """the config's attacks: "auto" (its only value here)"""
     why: str
+    """why these attacks ran"""
     rule: str | None = None
+    """the rule that chose: pseudo-targets (each candidate run with references in the target's place) or
+    leave-one-data-set-out (the audit has no pseudo-targets)"""
     level: Number | None = None
+    """the FPR level the candidates are ranked at"""
     pseudo_targets: int | None = None
+    """references that played the target"""
     references_per_pseudo_target: int | None = None
+    """the references each pseudo-target's attack used"""
     pseudo_members: int | None = None
+    """members, pooled over the pseudo-targets"""
     pseudo_nonmembers: int | None = None
+    """non-members per pseudo-target"""
     chosen: list[str] | None = None
+    """the candidates that ran"""
     candidates: list[Candidate] | None = None
+    """every candidate's estimate and decision"""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import typing
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 # The one vocabulary of image augmentation, of train.augment and the config's queries.augment (config/settings.py
 # reads it from here: training owns augmentation, training/augment.py).
@@ -17,6 +17,17 @@ Augment = Literal["none", "flip", "flip-crop"]
 TrainAugment = Annotated[
     Augment, Field(description="image data: random horizontal flip, and 4-pixel padded random crop (seeded)")
 ]
+
+
+def _at_least_one_model(v: int | str) -> int | str:
+    if isinstance(v, int) and v < 1:
+        raise ValueError(f"expected auto or a whole number of models, at least 1; got {v}")
+    return v
+
+
+# train.models_at_once: auto or N >= 1. The bound is checked after validation rather than as ge=1 on the int, so
+# the config's JSON Schema (``miaudit config --schema``) stays as published and the error names both forms.
+ModelsAtOnce = Annotated[int | Literal["auto"], AfterValidator(_at_least_one_model)]
 
 
 class Strict(BaseModel):
@@ -148,7 +159,7 @@ class TrainConfig(_Strict):
     loader_workers: int = Field(
         default=0, ge=0, description="DataLoader processes preparing (augmenting) batches; same weights as 0"
     )
-    models_at_once: int | Literal["auto"] = Field(
+    models_at_once: ModelsAtOnce = Field(
         default="auto",
         description="reference models of one recipe trained together as one stacked model (torch.func), each "
         "on its own records, seed, order and augmentation, stored apart; auto: on an accelerator as many as "
@@ -163,13 +174,6 @@ class TrainConfig(_Strict):
         description="causal LMs: hf:PATH of a local base LM every model miaudit trains is fine-tuned from "
         "(the references; the target unless target: is given)",
     )
-
-    @field_validator("models_at_once")
-    @classmethod
-    def _at_least_one(cls, v: int | str) -> int | str:
-        if isinstance(v, int) and v < 1:
-            raise ValueError(f"expected auto or a whole number of models, at least 1; got {v}")
-        return v
 
     @model_validator(mode="after")
     def _smoothing_without_dp(self) -> TrainConfig:
