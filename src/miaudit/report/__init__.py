@@ -64,7 +64,7 @@ def write(res: RunResult, out_dir: Path, results: AuditReport | None = None) -> 
         frame.write_csv(tmp / "scores.csv")
         frame.write_parquet(tmp / "scores.parquet")
         at_risk.flagged_table(res, claims[1]).write_csv(tmp / "at_risk.csv")
-        html.write(res, results, frame, tmp)
+        html.write(res, results, frame, claims[1], tmp)
         outdir.publish(tmp, out_dir)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

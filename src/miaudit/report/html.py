@@ -75,10 +75,9 @@ def exposed_records(res: RunResult, frame: ScoresTable) -> tuple[str, list[str],
     return basis.attack.label, columns, cells
 
 
-def flagged_records(res: RunResult) -> tuple[list[str], list[dict]]:
-    """The records named at risk, smallest q first: their cells and a preview (thumbnail or text) where the
-    data set has one."""
-    _, head = at_risk.named(res)
+def flagged_records(res: RunResult, head: at_risk.Claim | None) -> tuple[list[str], list[dict]]:
+    """The records named at risk by the headline claim (``at_risk.named``, computed once by ``report.write``),
+    smallest q first: their cells and a preview (thumbnail or text) where the data set has one."""
     table = at_risk.flagged_table(res, head).head(LISTED_AT_RISK)
     columns = [c for c in table.columns if c not in ("procedure",)]
     rows = []
@@ -99,11 +98,17 @@ def _cell(v: object) -> str:
     return f"{v:.3g}"
 
 
-def render(res: RunResult, results: AuditReport, frame: ScoresTable, roc_png: Path | None = None) -> str:
+def render(
+    res: RunResult,
+    results: AuditReport,
+    frame: ScoresTable,
+    head: at_risk.Claim | None,
+    roc_png: Path | None = None,
+) -> str:
     known = results.membership_known
     pvalue_uri, pvalue_kinds = pvalue_histograms(res)
     basis, columns, records = exposed_records(res, frame)
-    flagged_columns, flagged = flagged_records(res)
+    flagged_columns, flagged = flagged_records(res, head)
     return _env.get_template("report.html.j2").render(
         r=results,
         known=known,
@@ -156,8 +161,8 @@ def dp_context(results: AuditReport) -> dict:
     return dp_section.html_context(results.dp_audit, head)
 
 
-def write(res: RunResult, results: AuditReport, frame: ScoresTable, out_dir: Path) -> Path:
+def write(res: RunResult, results: AuditReport, frame: ScoresTable, head: at_risk.Claim | None, out_dir: Path) -> Path:
     """Write ``out_dir/report.html`` (embedding ``out_dir/roc.png`` when it is there)."""
     path = Path(out_dir) / "report.html"
-    path.write_text(render(res, results, frame, Path(out_dir) / "roc.png"), encoding="utf-8")
+    path.write_text(render(res, results, frame, head, Path(out_dir) / "roc.png"), encoding="utf-8")
     return path
