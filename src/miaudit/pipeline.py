@@ -13,7 +13,7 @@ import numpy as np
 
 from . import data
 from .config.run import RunConfig
-from .experiment import announce, datasets, run, validate
+from .experiment import announce, datasets, run, together, validate
 from .experiment.base import AuditRecords, Experiment
 from .experiment.build import reference_jobs, shuffled_queries, with_calibration_records, with_references
 from .experiment.recipes import ModelJob, ModelRecipe, open_store, reference_recipe, target_job, trained_target
@@ -43,9 +43,14 @@ def prepare(cfg: RunConfig, plan: Plan | None = None) -> Experiment:
     announce.start(cfg, plan, layout.records, target_trains=True)
     with ModelProgress(1 + plan.references) as tracker:  # one estimate of the time left over every model
         tracker.expect_cached(sum(job.in_store(store) for job in layout.jobs))
-        target = trained_target(cfg, layout.target.ds, layout.target.train_idx, store, tracker)
+        # worker processes (models_at_once: auto on a CPU) train the target beside the references; Ray's tasks
+        # train the references in with_references
+        ready = together.ahead(store, layout.jobs, tracker, cfg.device) if cfg.executor.kind == "local" else {}
+        target = ready.get(layout.target.role) or trained_target(
+            cfg, layout.target.ds, layout.target.train_idx, store, tracker
+        )
         return with_references(
-            cfg, plan, layout.records, target, layout.reference_recipe, store, tracker, other_pool=layout.other_pool
+            cfg, plan, layout.records, target, layout.reference_recipe, store, tracker, layout.other_pool, ready
         )
 
 

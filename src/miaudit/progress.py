@@ -135,16 +135,24 @@ class ModelProgress:
 
         return epoch
 
-    def finished(self, role: str, seconds: float, cached: bool, together: int = 1) -> None:
+    def in_workers(self, workers: int) -> None:
+        """Models start training now in ``workers`` worker processes (their epochs are not shown here)."""
+        self.started = time.perf_counter()
+        if self.first_started is None:
+            self.first_started = self.started
+        log.info("training in %d worker processes, one torch thread each (train.models_at_once: auto)", workers)
+
+    def finished(self, role: str, seconds: float, cached: bool, together: int = 1, workers: int = 1) -> None:
         """One model obtained: counted, shown and logged (with the models done, the time left and the models
-        trained per minute). ``together``: the model trained in a stack of that many (``seconds``: its share)."""
+        trained per minute). ``together``: the model trained in a stack of that many (``seconds``: its share);
+        ``workers``: in one of that many worker processes training at once (``seconds``: its own)."""
         if cached:
             self.cached += 1
             self.expected_cached = max(self.expected_cached - 1, 0)
         else:
             self.trained += 1
             SESSION["trained"] += 1
-            self.train_seconds.append(seconds)
+            self.train_seconds.append(seconds / workers)  # the wall time it takes of the run
         self.epoch_share = 0.0
         done, left = self.trained + self.cached, self.seconds_left()
         note = ""
@@ -154,6 +162,8 @@ class ModelProgress:
         what = f"loaded from cache (trained in {seconds:.1f} s before)" if cached else f"trained in {seconds:.1f} s"
         if not cached and together > 1:
             what = f"trained in {seconds:.1f} s (its share of {together} models trained together)"
+        if not cached and workers > 1:
+            what = f"trained in {seconds:.1f} s in a worker process ({workers} at once)"
         rate = self.models_per_minute()
         if not cached and rate is not None:
             note += f" {rate:.1f} models/min"

@@ -158,3 +158,76 @@ def test_auto_trains_one_at_a_time_on_a_cpu() -> None:
     assert together.stack_size(cnn(4), ds, image_jobs, "cpu") == 4
     assert together.stack_size(recipe(dataset()), dataset(), jobs(4), "cpu") == 1
     assert together.stack_size(recipe(dataset(), models_at_once=4), dataset(), jobs(4), "cpu") == 4
+
+
+def two_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process may use two cores with two torch threads (CI's machine; a one-core runner is made one)."""
+    import torch
+
+    from miaudit.training import executor
+
+    monkeypatch.setattr(executor, "usable_cores", lambda: 2)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+
+
+def test_auto_on_a_cpu_trains_in_worker_processes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """auto with two cores: four models trained by two forked workers (one thread each), stored one entry each,
+    counted as trained (not loaded), and equal to the same models trained one at a time in this process."""
+    import torch
+
+    two_cores(monkeypatch)
+    assert together.worker_processes(recipe(dataset()), 4, "cpu") == 2
+    store = Store(tmp_path / "auto")
+    with ModelProgress(4) as progress:
+        auto = obtain_all(store, recipe(dataset()), dataset(), jobs(4), progress)
+    assert progress.trained == 4 and progress.cached == 0 and not any(m.cached for m in auto)
+    assert len(list((tmp_path / "auto").glob("models/*/model.safetensors"))) == 4
+    monkeypatch.undo()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the workers' thread count: the same kernels, so the same sums
+    try:
+        alone = obtained(Store(tmp_path / "alone"), recipe(dataset(), models_at_once=1))
+    finally:
+        torch.set_num_threads(threads)
+    for a, b in zip(auto, alone, strict=True):
+        assert a.role == b.role
+        np.testing.assert_allclose(a.logits, b.logits, rtol=1e-5, atol=1e-6)
+
+
+def test_workers_resume_and_leave_finished_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two of four models in the store (an interrupted run): the workers train the other two only."""
+    two_cores(monkeypatch)
+    store = Store(tmp_path)
+    first = jobs(4)[:2]
+    with ModelProgress(2) as progress:
+        obtain_all(store, recipe(dataset(), models_at_once=1), dataset(), first, progress)
+    with ModelProgress(4) as progress:
+        models = obtain_all(store, recipe(dataset()), dataset(), jobs(4), progress)
+    assert [m.cached for m in models] == [True, True, False, False]
+    assert progress.trained == 2 and progress.cached == 2
+
+
+def test_who_trains_in_worker_processes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers: auto, a CPU, a cached recipe, two or more models and threads; else this process."""
+    two_cores(monkeypatch)
+    ds = dataset()
+    assert together.worker_processes(recipe(ds), 3, "cpu") == 2
+    assert together.worker_processes(recipe(ds), 1, "cpu") == 1
+    assert together.worker_processes(recipe(ds, models_at_once=1), 4, "cpu") == 1
+    assert together.worker_processes(recipe(ds, models_at_once=4), 4, "cpu") == 1  # a number: stacks
+    assert together.worker_processes(recipe(ds), 4, "cuda") == 1  # an accelerator: stacks
+    user_code = ModelRecipe(architecture="x", build=recipe(ds).build, fit=lambda *a: None)  # not cached
+    assert together.worker_processes(user_code, 4, "cpu") == 1
+    import torch
+
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)  # OMP_NUM_THREADS=1: one core
+    assert together.worker_processes(recipe(ds), 4, "cpu") == 1
+
+
+def test_progress_in_workers_counts_each_models_share() -> None:
+    """Two workers: a model's own time is half of the run's, so the time left halves."""
+    progress = ModelProgress(4)
+    progress.in_workers(2)
+    progress.finished("r", 4.0, cached=False, workers=2)
+    assert progress.train_seconds == [2.0] and progress.seconds_left() == pytest.approx(6.0)
+    assert progress.models_per_minute() is not None

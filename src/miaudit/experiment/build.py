@@ -7,6 +7,8 @@ canaries (``dp.one_run``); every path ends in ``with_references``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from .. import data
@@ -76,11 +78,13 @@ def with_references(
     store: Store,
     progress: ModelProgress | None = None,
     other_pool: tuple[Dataset, np.ndarray] | None = None,
+    ready: Mapping[str, TrainedModel] | None = None,
 ) -> Experiment:
     """Train (or load) the reference models the plan uses (``reference_jobs``), in stacks where the recipe
     allows (``together.obtain_all``), and assemble the experiment. ``progress`` counts the models (default:
     these references only). ``other_pool`` (a data set holding the target's records then others, and the
-    indices of those others) replaces the pool: the references train on another population (``shift``)."""
+    indices of those others) replaces the pool: the references train on another population (``shift``).
+    ``ready``: references already obtained (``together.ahead``), by role."""
     ds = records.dataset
     jobs, pool_idx, ref_masks = reference_jobs(cfg, plan, records, recipe, other_pool)
     ref_ds = None if other_pool is None else other_pool[0]
@@ -95,7 +99,7 @@ def with_references(
     with progress or ModelProgress(plan.references) as tracker:
         if progress is None:
             tracker.expect_cached(sum(job.in_store(store) for job in jobs))
-        refs = obtain_all(store, recipe, ref_ds or ds, jobs, tracker, cfg.device)
+        refs = obtain_all(store, recipe, ref_ds or ds, jobs, tracker, cfg.device, ready)
     if ref_ds is not None:  # the references' logits on the target's records: the first len(ds) of theirs
         for r in refs:
             r.logits = r.logits[: len(ds)]

@@ -225,8 +225,10 @@ def loaded(
     role: str,
     train_idx: np.ndarray,
     progress: ModelProgress,
+    workers: int = 0,
 ) -> TrainedModel | None:
-    """The finished model in ``entry`` (counted by ``progress``), or None to train it; call holding its lock."""
+    """The finished model in ``entry`` (counted by ``progress``), or None to train it; call holding its lock.
+    ``workers`` > 0: a worker process (of that many) trained it for this run just now: counted as trained."""
     from ..training.loop import TrainReport
 
     hit = store.load(entry, recipe.build, role)
@@ -234,8 +236,9 @@ def loaded(
         return None
     # the logits stay memory-mapped (float32): rows are read when an attack's inputs are built
     stored = TrainReport(hit.meta["seconds"], hit.meta["train_accuracy"], hit.meta.get("privacy"))
-    progress.finished(role, stored.seconds, cached=True)
-    return kept(recipe, role, train_idx, hit.module, hit.logits, stored, cached=True)
+    cached = workers == 0
+    progress.finished(role, stored.seconds, cached=cached, workers=max(workers, 1))
+    return kept(recipe, role, train_idx, hit.module, hit.logits, stored, cached=cached)
 
 
 def save(store: Store, entry: ModelEntry, spec: dict[str, Any], model: TrainedModel) -> None:

@@ -1,6 +1,10 @@
 """Many models of one recipe (the references): the finished ones loaded from the store, the others
-trained together in stacks (``training/stacked.py``, ``train.models_at_once``) and stored one entry
-each, exactly as models trained one at a time.
+trained together, and stored one entry each, exactly as models trained one at a time. Together means
+stacks (``training/stacked.py``, ``train.models_at_once``: N, or auto on an accelerator) or, with auto on a
+CPU, worker processes forked from this one, one model each at a time with one torch thread
+(``worker_processes``): on a CPU the idle hardware is the other cores, which one small model's matrix
+products (two threads: 1.2x one) use poorly, and a stack saves only per-step overhead there
+(``benchmarks/results/train_cpu_threads.md``).
 
 Resumption: models already in the store are loaded first, so a run interrupted after some stacks (or
 some models) trains only the rest. Each stack's members are saved the moment the stack finishes.
@@ -10,7 +14,7 @@ left out of the stack and obtained one at a time afterwards (waiting for that ru
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -42,6 +46,64 @@ def stack_size(recipe: ModelRecipe, ds: Dataset, jobs: Sequence[ModelJob], devic
     return stacked.members_that_fit(probe, ds.x[jobs[0].train_idx], cfg, device, len(jobs))
 
 
+def worker_processes(recipe: ModelRecipe, models: int, device: str) -> int:
+    """How many worker processes train ``models`` of ``recipe`` at once: with ``models_at_once: auto`` on a CPU,
+    one per torch thread this process may use (capped by its cores and the models; ``OMP_NUM_THREADS=1`` or
+    ``torch.set_num_threads(1)`` keeps a run on one core), each worker with one thread; else 1 (this process).
+    Only for recipes the store caches: a worker hands its model back through the store."""
+    import torch
+
+    from ..training import executor
+
+    cfg = recipe.together
+    if cfg is None or cfg.models_at_once != "auto" or recipe.cache_spec is None or models < 2:
+        return 1
+    if torch.device(device).type != "cpu" or not executor.can_fork():
+        return 1
+    return max(1, min(models, torch.get_num_threads(), executor.usable_cores()))
+
+
+def ahead(store: Store, jobs: Sequence[ModelJob], progress: ModelProgress, device: str) -> dict[str, TrainedModel]:
+    """The models of ``jobs`` (a run's target and references) that worker processes train (``worker_processes``)
+    and the store does not hold yet, trained now, all at once, and loaded: by role (``obtain_all``'s ``ready``).
+    The target trains beside the references instead of before them."""
+    if store.read_only:
+        return {}
+    todo = [j for j in jobs if worker_processes(j.recipe, 2, device) > 1 and not j.in_store(store)]
+    workers = worker_processes(todo[0].recipe, len(todo), device) if todo else 1
+    if workers < 2:
+        return {}
+    trained = _in_workers(store, todo, workers, progress, device)
+    return {job.role: model for job, model in zip(todo, trained, strict=True) if model is not None}
+
+
+def _in_workers(
+    store: Store, jobs: Sequence[ModelJob], workers: int, progress: ModelProgress, device: str
+) -> list[TrainedModel | None]:
+    """``jobs``' models trained into the store by ``workers`` forked processes, one at a time in each, with one
+    torch thread; each loaded here and counted by ``progress`` as its worker finishes it (None: the store could
+    not give it back; then trained here). A worker trains through ``obtain``, so the store's entry locks and
+    resumption hold as in this process; a worker finding a model another run trained reports it cached."""
+    from ..training import executor
+
+    models: list[TrainedModel | None] = [None] * len(jobs)
+
+    def train(k: int) -> bool:  # in a worker: whether the model was in the store already
+        job = jobs[k]
+        with ModelProgress(1) as quiet:
+            return obtain(store, job.recipe, job.ds, job.role, job.seed, job.train_idx, quiet, device).cached
+
+    def collect(k: int, cached: bool) -> None:  # here, as each worker's model is in the store
+        job = jobs[k]
+        entry = entry_for(store, job.recipe, job.ds, job.seed, job.train_idx)[0]
+        with store.lock(entry):
+            models[k] = loaded(store, entry, job.recipe, job.role, job.train_idx, progress, 0 if cached else workers)
+
+    progress.in_workers(workers)
+    executor.forked(train, len(jobs), workers, collect)
+    return models
+
+
 def chunks(items: Sequence[int], size: int) -> list[list[int]]:
     """``items`` cut into consecutive chunks of at most ``size``, as even as possible (16 by 12: 8 and 8)."""
     if not items:
@@ -58,11 +120,16 @@ def obtain_all(
     jobs: Sequence[ModelJob],
     progress: ModelProgress,
     device: str = "cpu",
+    ready: Mapping[str, TrainedModel] | None = None,
 ) -> list[TrainedModel]:
-    """Every job's model, in order: loaded when finished before, else trained (in stacks where the recipe
-    allows); each counted by ``progress``."""
-    size = stack_size(recipe, ds, jobs, device)
-    if size == 1 or store.read_only:
+    """Every job's model, in order: ``ready``'s by role (obtained by ``ahead``), else loaded when finished
+    before, else trained (in stacks or worker processes where the recipe allows); each counted by ``progress``."""
+    if ready:
+        rest = iter(obtain_all(store, recipe, ds, [j for j in jobs if j.role not in ready], progress, device))
+        return [ready[j.role] if j.role in ready else next(rest) for j in jobs]
+    workers = worker_processes(recipe, len(jobs), device)
+    size = 1 if workers > 1 else stack_size(recipe, ds, jobs, device)
+    if (size == 1 and workers == 1) or store.read_only:
         return [obtain(store, recipe, ds, j.role, j.seed, j.train_idx, progress, device) for j in jobs]
     models: list[TrainedModel | None] = [None] * len(jobs)
     pending: dict[int, list[int]] = {}  # training-set size -> jobs left to train (a stack needs equal sizes)
@@ -71,11 +138,18 @@ def obtain_all(
             models[i] = obtain(store, recipe, ds, job.role, job.seed, job.train_idx, progress, device)
         else:
             pending.setdefault(len(job.train_idx), []).append(i)
-    for group in pending.values():
-        for chunk in chunks(group, size):
-            for i, model in zip(chunk, _stack(store, recipe, ds, [jobs[i] for i in chunk], progress, device)):
-                models[i] = model
-    # left out of a stack (another run held the entry, or it was damaged): one at a time, waiting for that run
+    todo = [i for group in pending.values() for i in group]
+    if workers > 1 and len(todo) > 1:
+        trained = _in_workers(store, [jobs[i] for i in todo], min(workers, len(todo)), progress, device)
+        for i, model in zip(todo, trained, strict=True):
+            models[i] = model
+    elif size > 1:
+        for group in pending.values():
+            for chunk in chunks(group, size):
+                for i, model in zip(chunk, _stack(store, recipe, ds, [jobs[i] for i in chunk], progress, device)):
+                    models[i] = model
+    # trained by a worker, or left out of a stack (another run held the entry, or it was damaged): loaded, or
+    # trained one at a time, waiting for that run
     return [
         m if m is not None else obtain(store, recipe, ds, j.role, j.seed, j.train_idx, progress, device)
         for m, j in zip(models, jobs, strict=True)

@@ -10,22 +10,31 @@ no entry that could be read, and the driver loads what the tasks wrote. The stor
 every worker sees (``cache_dir``).
 
 No scheduler of our own: Ray places the tasks; ``num_workers`` only caps how many are in flight.
+
+``forked`` is the local executor's way to use a machine's cores for independent models (``train.models_at_once:
+auto`` on a CPU): worker processes forked from this one, one torch thread each, so nothing is pickled but the
+task's index and its small result.
 """
 
 from __future__ import annotations
 
+import logging
 import math
+import multiprocessing
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import ConfigError
 from .options import ExecutorConfig
 
 Log = Callable[[str], None]
 START_ATTEMPTS = 3
+T = TypeVar("T")
 
 
 def _ray() -> Any:
@@ -115,3 +124,52 @@ def run_tasks(
     finally:
         if started:
             ray.shutdown()
+
+
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity, not the machine's count)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def can_fork() -> bool:
+    """Whether ``forked`` may run: Linux only (macOS's system libraries are not fork-safe after threads ran)."""
+    return sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
+
+
+_FORKED: dict[str, Any] = {}  # what a forked worker runs, set before the fork: inherited, never pickled
+
+
+def _worker_start(threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+    # a worker is quiet: the parent reports each task as it finishes (a live display from a child would
+    # draw over the parent's)
+    logging.getLogger("miaudit").setLevel(logging.WARNING)
+
+
+def _worker_task(i: int) -> Any:
+    return _FORKED["task"](i)
+
+
+def forked(task: Callable[[int], T], n: int, workers: int, done: Callable[[int, T], None]) -> None:
+    """``task(i)`` for i in range(n) in ``workers`` processes forked from this one, each with one torch thread;
+    ``done(i, result)`` is called here as each finishes (in the order they finish). ``task`` is inherited by
+    the fork, so it may be a closure over models and data; its result is pickled back, so keep it small.
+    The first failure (or Ctrl-C) cancels the tasks not started and is raised here; tasks that finished
+    have been reported to ``done``.
+
+    Fork rather than spawn: a spawned worker would re-import the caller's main script (a user's script
+    without a ``__main__`` guard would run again) and pay torch's import; a fork after torch ran is what
+    torch's own DataLoader workers do, and one thread per worker keeps torch's thread pools out of the child."""
+    _FORKED["task"] = task
+    pool = ProcessPoolExecutor(
+        max_workers=workers, mp_context=multiprocessing.get_context("fork"), initializer=_worker_start, initargs=(1,)
+    )
+    try:
+        futures = {pool.submit(_worker_task, i): i for i in range(n)}
+        for future in as_completed(futures):
+            done(futures[future], future.result())  # a task's exception is raised here
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        _FORKED.clear()

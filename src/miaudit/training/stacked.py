@@ -75,7 +75,10 @@ def why_not_by_default(model: nn.Module, device: str) -> str | None:
     running one small model is already busy. So ``auto`` stacks only on an accelerator; ``models_at_once: N``
     stacks anyway."""
     if torch.device(device).type == "cpu":
-        return "on a CPU a stack measured no faster than one model at a time (models_at_once: N stacks anyway)"
+        return (
+            "on a CPU a stack measured no faster than one model at a time (with several cores auto trains in worker "
+            "processes instead; models_at_once: N stacks anyway)"
+        )
     return None
 
 
