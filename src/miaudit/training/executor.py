@@ -143,9 +143,12 @@ def _worker_start(threads: int) -> None:
     import torch
 
     torch.set_num_threads(threads)
-    # a worker is quiet: the parent reports each task as it finishes (a live display from a child would
-    # draw over the parent's)
-    logging.getLogger("miaudit").setLevel(logging.WARNING)
+    # A worker is quiet: the parent reports each task as it finishes (a live display from a child would draw
+    # over the parent's). Its warnings go to a plain handler: the parent's rich one shares a console lock that
+    # the parent's display thread may have held at the fork.
+    logger = logging.getLogger("miaudit")
+    logger.handlers = [logging.StreamHandler()]
+    logger.setLevel(logging.WARNING)
 
 
 def _worker_task(i: int) -> Any:

@@ -161,9 +161,10 @@ class TrainConfig(_Strict):
     )
     models_at_once: ModelsAtOnce = Field(
         default="auto",
-        description="reference models of one recipe trained together as one stacked model (torch.func), each "
-        "on its own records, seed, order and augmentation, stored apart; auto: on an accelerator as many as "
-        "stack_memory_mb holds, on a CPU one at a time (measured no faster stacked); N: stacks of N; 1: one at a time",
+        description="models of one recipe trained together, each on its own records, seed, order and "
+        "augmentation, stored apart; auto: on a CPU the target and references in worker processes, one per torch "
+        "thread, one thread each; on an accelerator stacked into one model (torch.func) as many as stack_memory_mb "
+        "holds; N: stacks of N; 1: one at a time",
     )
     stack_memory_mb: int = Field(
         default=2048, ge=1, description="most memory a stack of models trained together may take (MB); cut to fit"
