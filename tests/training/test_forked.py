@@ -55,3 +55,21 @@ def test_a_worker_is_quiet_with_one_thread() -> None:
         lambda i, r: got.append(r),
     )
     assert got == [(1, logging.WARNING)] * 2
+
+
+def test_a_failure_stops_the_other_workers_at_once() -> None:
+    """Task 0 fails while task 1 would run for a minute: the call returns within seconds (the worker is stopped,
+    not waited for)."""
+    import time
+
+    def task(i: int) -> int:
+        if i == 0:
+            time.sleep(0.5)  # task 1 has started
+            raise RuntimeError("first failed")
+        time.sleep(60)
+        return i
+
+    start = time.perf_counter()
+    with pytest.raises(RuntimeError, match="first failed"):
+        executor.forked(task, 2, 2, lambda i, r: None)
+    assert time.perf_counter() - start < 30

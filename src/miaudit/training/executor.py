@@ -173,6 +173,13 @@ def forked(task: Callable[[int], T], n: int, workers: int, done: Callable[[int, 
         futures = {pool.submit(_worker_task, i): i for i in range(n)}
         for future in as_completed(futures):
             done(futures[future], future.result())  # a task's exception is raised here
+    except BaseException:
+        # Stop the workers now (a failure, Ctrl-C): shutdown alone would let each finish the task it holds and
+        # start the one queued for it. Python 3.14's terminate_workers does this; before it, only the private
+        # process table can.
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            process.terminate()
+        raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         _FORKED.clear()
