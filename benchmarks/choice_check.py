@@ -1,12 +1,14 @@
 """Does the pseudo-target estimate rank the candidates as the target's true TPR@1% does? (issue 38, K >= 2)
 
-    python benchmarks/choice_check.py NAME CONFIG.yaml   # merges into results/lodo_choice.json
+    python benchmarks/choice_check.py NAME CONFIG.yaml [OUT.json]   # merges into OUT (results/lodo_choice.json)
 
 For a run config with K references: the target and references trained or loaded from the cache; every
 candidate of ``attacks: auto`` at K measured on the references as pseudo-targets (``experiment/choice.py``,
-exactly what auto does, no target membership read) and run on the target (its true TPR@1%, read here only
-to check the estimate); Spearman's rank correlation between the two across the candidates, and the true
-TPR@1% of what auto would run against the best candidate's. Target (issue 38): correlation >= 0.6.
+exactly what auto does, no target membership read), both as auto now does it (``mirrored``: each pseudo-target
+made as unlike its references as the target is, ``choice.mirrors``) and without that step (``plain``, what
+auto did before), and run on the target (its true TPR@1%, read here only to check the estimates); Spearman's
+rank correlation between estimate and truth across the candidates, and the true TPR@1% of what auto would run
+against the best candidate's. Target (issue 38): correlation >= 0.6.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 from claims import RESULTS
@@ -28,27 +31,11 @@ from miaudit.experiment.run import evaluate, fpr_levels
 OUT = RESULTS / "lodo_choice.json"
 
 
-def check(path: str) -> dict:
-    cfg = config.load(path)
-    k = cfg.references
-    cfg = cfg.model_copy(update={"attacks": [{"name": n, "references": k} for n in recommended.CANDIDATES]})
-    exp = pipeline.prepare(cfg)
-    inputs = exp.attack_inputs()
-    start = time.perf_counter()
-    found = choice.choose(list(exp.plan.attacks), inputs, k, fpr_levels(cfg), choice.LEVEL)
-    seconds = time.perf_counter() - start
-    assert found is not None
-    truth = {}
-    for a in exp.plan.attacks:
-        result = cached.execute(a.info, a.params, a.references, inputs)
-        metrics = evaluate(exp, result)
-        assert metrics is not None
-        truth[a.name] = metrics.tpr_at_fpr["0.01"]
+def _variant(found: choice.AttackChoice, truth: dict[str, float], seconds: float) -> dict:
     names = [c.name for c in found.candidates]
     estimate = [c.tpr["0.01"] for c in found.candidates]
     rho = float(spearmanr(estimate, [truth[n] for n in names]).statistic)
     return {
-        "config": cfg.model_dump(mode="json", include={"dataset", "model", "seed", "references"}),
         "pseudo_targets": found.pseudo_targets,
         "pseudo_members": found.members,
         "choice_seconds": seconds,
@@ -58,20 +45,52 @@ def check(path: str) -> dict:
         },
         "spearman": rho,
         "chosen": found.chosen,
-        "best_true": max(truth, key=lambda n: truth[n]),
         "chosen_best_true_ratio": max(truth[n] for n in found.chosen) / max(max(truth.values()), 1e-12),
         "first_true_ratio": truth[names[0]] / max(max(truth.values()), 1e-12),
-        "hardware": "2 shared AMD EPYC cores (loaded), torch 1 thread",
-        "finite": bool(np.isfinite(rho)),
+        "bias": float(np.mean(estimate) - np.mean(list(truth.values()))),
     }
 
 
-def main(name: str, path: str) -> None:
-    data = json.loads(OUT.read_text()) if OUT.exists() else {"note": __doc__.split("\n")[0], "runs": {}}
+def check(path: str) -> dict:
+    cfg = config.load(path)
+    k = cfg.references
+    cfg = cfg.model_copy(update={"attacks": [{"name": n, "references": k} for n in recommended.CANDIDATES]})
+    exp = pipeline.prepare(cfg)
+    inputs = exp.attack_inputs()
+    truth = {}
+    for a in exp.plan.attacks:
+        result = cached.execute(a.info, a.params, a.references, inputs)
+        metrics = evaluate(exp, result)
+        assert metrics is not None
+        truth[a.name] = metrics.tpr_at_fpr["0.01"]
+    variants = {}
+    for name, mirror in (("plain", None), ("noise", "noise"), ("regress", "regress")):
+        start = time.perf_counter()
+        found = choice.choose(list(exp.plan.attacks), inputs, k, fpr_levels(cfg), choice.LEVEL, mirror=mirror)
+        assert found is not None
+        variants[name] = _variant(found, truth, time.perf_counter() - start)
+    pairs = {j: [i for i in range(k) if i != j][: min(k - 1, choice.REFERENCES_PER_RUN)] for j in range(k)}
+    moved = choice.mirrors(inputs.first(k).population, k, pairs)
+    return {
+        "config": cfg.model_dump(mode="json", include={"dataset", "model", "seed", "references"}),
+        "true_tpr": truth,
+        "best_true": max(truth, key=lambda n: truth[n]),
+        "mirror": {str(j): {"shift": m.shift, "slope": m.slope, "noise": m.noise} for j, m in moved.items()},
+        "variants": variants,
+        "hardware": "2 shared AMD EPYC cores (loaded), torch 1 thread",
+    }
+
+
+def main(name: str, path: str, out: Path = OUT) -> None:
+    data = json.loads(out.read_text()) if out.exists() else {"note": __doc__.split("\n")[0], "runs": {}}
     data["runs"][name] = check(path)
-    OUT.write_text(json.dumps(data, indent=1) + "\n")
-    print(json.dumps(data["runs"][name], indent=1))
+    out.write_text(json.dumps(data, indent=1) + "\n")
+    run = data["runs"][name]
+    print(name, "truth", {n: round(100 * v, 2) for n, v in run["true_tpr"].items()}, "mirror", run["mirror"])
+    for v, r in run["variants"].items():
+        est = {n: round(100 * c["estimate"], 2) for n, c in r["candidates"].items()}
+        print(f"  {v}: rho {r['spearman']:.2f} bias {100 * r['bias']:+.1f} chosen {r['chosen']} est {est}")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1], sys.argv[2], Path(sys.argv[3]) if len(sys.argv) > 3 else OUT)
