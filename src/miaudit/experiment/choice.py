@@ -125,8 +125,8 @@ class Mirror:
 
 
 def _fit(a: np.ndarray, b: np.ndarray, regress: bool) -> tuple[float, float, float]:
-    """(intercept, slope, residual variance) of a on b (slope 0 without ``regress``)."""
-    slope = float(np.cov(a, b)[0, 1] / max(b.var(), 1e-12)) if regress else 0.0
+    """(intercept, slope, residual variance) of a on b (slope 1 without ``regress``: the difference a - b)."""
+    slope = float(np.cov(a, b)[0, 1] / max(b.var(), 1e-12)) if regress else 1.0
     resid = a - slope * b
     return float(resid.mean()), slope, float(resid.var())
 
