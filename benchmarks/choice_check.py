@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 from claims import RESULTS
-from scipy.stats import spearmanr
+from scipy.stats import rankdata, spearmanr
 
 from miaudit import pipeline
 from miaudit.attacks import recommended
@@ -35,15 +35,26 @@ def _variant(found: choice.AttackChoice, truth: dict[str, float], seconds: float
     names = [c.name for c in found.candidates]
     estimate = [c.tpr["0.01"] for c in found.candidates]
     rho = float(spearmanr(estimate, [truth[n] for n in names]).statistic)
+    # pooled per-pseudo-target ranks: each pseudo-target ranks the candidates, the mean rank orders them
+    per = np.array([c.per_pseudo_target for c in found.candidates])
+    mean_rank = np.mean([rankdata(col) for col in per.T], axis=0)
+    rho_ranks = float(spearmanr(mean_rank, [truth[n] for n in names]).statistic)
     return {
         "pseudo_targets": found.pseudo_targets,
         "pseudo_members": found.members,
         "choice_seconds": seconds,
         "candidates": {
-            c.name: {"estimate": c.tpr["0.01"], "ci": list(c.tpr_ci["0.01"]), "true_tpr": truth[c.name], "run": c.run}
+            c.name: {
+                "estimate": c.tpr["0.01"],
+                "ci": list(c.tpr_ci["0.01"]),
+                "per_pseudo_target": c.per_pseudo_target,
+                "true_tpr": truth[c.name],
+                "run": c.run,
+            }
             for c in found.candidates
         },
         "spearman": rho,
+        "spearman_mean_rank": rho_ranks,
         "chosen": found.chosen,
         "chosen_best_true_ratio": max(truth[n] for n in found.chosen) / max(max(truth.values()), 1e-12),
         "first_true_ratio": truth[names[0]] / max(max(truth.values()), 1e-12),
@@ -89,7 +100,8 @@ def main(name: str, path: str, out: Path = OUT) -> None:
     print(name, "truth", {n: round(100 * v, 2) for n, v in run["true_tpr"].items()}, "mirror", run["mirror"])
     for v, r in run["variants"].items():
         est = {n: round(100 * c["estimate"], 2) for n, c in r["candidates"].items()}
-        print(f"  {v}: rho {r['spearman']:.2f} bias {100 * r['bias']:+.1f} chosen {r['chosen']} est {est}")
+        rho = f"rho {r['spearman']:.2f} (ranks {r['spearman_mean_rank']:.2f})"
+        print(f"  {v}: {rho} bias {100 * r['bias']:+.1f} chosen {r['chosen']} est {est}")
 
 
 if __name__ == "__main__":
