@@ -1,6 +1,7 @@
 """Does the pseudo-target estimate rank the candidates as the target's true TPR@1% does? (issue 38, K >= 2)
 
     python benchmarks/choice_check.py NAME CONFIG.yaml [OUT.json]   # merges into OUT (results/lodo_choice.json)
+    python benchmarks/choice_check.py --table OUT.json               # its runs as a markdown table
 
 For a run config with K references: the target and references trained or loaded from the cache; every
 candidate of ``attacks: auto`` at K measured on the references as pseudo-targets (``experiment/choice.py``,
@@ -92,6 +93,40 @@ def check(path: str) -> dict:
     }
 
 
+def table(data: dict) -> list[str]:
+    """Per run and variant: Spearman (pooled estimate; pooled per-pseudo-target ranks), mean bias, what auto
+    would run and its true TPR@1% over the best's; then per data set (runs named DATASET-sSEED) the mean of the
+    runs' Spearman and the Spearman of the seed-mean estimate against the seed-mean truth."""
+    runs = data["runs"]
+    variants = list(next(iter(runs.values()))["variants"])
+    lines = [
+        "| run | variant | Spearman | Spearman (mean per-pseudo-target rank) | bias (points) | auto runs "
+        "| its true TPR@1% / best |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, run in runs.items():
+        for v in variants:
+            r = run["variants"][v]
+            ranks = r.get("spearman_mean_rank", float("nan"))  # not in runs made before it was added
+            lines.append(
+                f"| {name} | {v} | {r['spearman']:.2f} | {ranks:.2f} | {100 * r['bias']:+.1f} "
+                f"| {', '.join(r['chosen'])} | {r['chosen_best_true_ratio']:.2f} |"
+            )
+    sets: dict[str, list[dict]] = {}
+    for name, run in runs.items():
+        sets.setdefault(name.rsplit("-s", 1)[0], []).append(run)
+    lines += ["", "| data set | runs | variant | mean Spearman | Spearman of seed means |", "|---|---|---|---|---|"]
+    for label, group in sets.items():
+        names = sorted(group[0]["true_tpr"])
+        truth = np.mean([[r["true_tpr"][n] for n in names] for r in group], axis=0)
+        for v in variants:
+            est = np.mean([[r["variants"][v]["candidates"][n]["estimate"] for n in names] for r in group], axis=0)
+            rho = np.mean([r["variants"][v]["spearman"] for r in group])
+            pooled = float(spearmanr(est, truth).statistic)
+            lines.append(f"| {label} | {len(group)} | {v} | {rho:.2f} | {pooled:.2f} |")
+    return lines
+
+
 def main(name: str, path: str, out: Path = OUT) -> None:
     data = json.loads(out.read_text()) if out.exists() else {"note": __doc__.split("\n")[0], "runs": {}}
     data["runs"][name] = check(path)
@@ -105,4 +140,7 @@ def main(name: str, path: str, out: Path = OUT) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], Path(sys.argv[3]) if len(sys.argv) > 3 else OUT)
+    if sys.argv[1] == "--table":
+        print("\n".join(table(json.loads(Path(sys.argv[2]).read_text()))))
+    else:
+        main(sys.argv[1], sys.argv[2], Path(sys.argv[3]) if len(sys.argv) > 3 else OUT)
