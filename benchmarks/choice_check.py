@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -24,12 +25,83 @@ from claims import RESULTS
 from scipy.stats import rankdata, spearmanr
 
 from miaudit import pipeline
-from miaudit.attacks import recommended
+from miaudit.attacks import AttackInputs, RecordSet, recommended
 from miaudit.config import run as config
 from miaudit.experiment import cached, choice
 from miaudit.experiment.run import evaluate, fpr_levels
+from miaudit.stats import signals
+from miaudit.stats.signals import Signal
 
 OUT = RESULTS / "lodo_choice.json"
+SIGNAL = Signal.rescaled_logit  # the scale on which a pseudo-target is made as unlike its references as the target
+
+
+@dataclass(frozen=True)
+class Mirror:
+    """How a pseudo-target is made as unlike its references as the target is unlike its own: added to its
+    true-class logit (which moves the rescaled logit by as much) ``shift + slope * o + noise * N(0, 1)``, with
+    ``o`` the record's mean score over the pseudo-target's references that did not train on it."""
+
+    shift: float
+    slope: float
+    noise: float
+    seed: int
+
+    def apply(self, records: RecordSet, part: int) -> RecordSet:
+        """``records`` of one pseudo-audit (its target row moved); ``part`` seeds the draws of that part."""
+        scores = np.stack([_score(r, records.labels) for r in np.asarray(records.ref_logits)])
+        out = np.ones_like(scores, dtype=bool) if records.ref_in is None else ~np.asarray(records.ref_in)
+        o = np.where(out, scores, 0.0).sum(axis=0) / np.maximum(out.sum(axis=0), 1)
+        eps = np.random.default_rng([self.seed, part]).standard_normal(len(records.labels))
+        logits = np.array(records.target_logits, dtype=np.float64, copy=True)
+        logits[np.arange(len(o)), records.labels] += self.shift + self.slope * o + self.noise * eps
+        return replace(records, target_logits=logits)
+
+
+def _score(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    return signals.oriented(SIGNAL, np.asarray(logits, dtype=np.float64), labels)
+
+
+def _fit(a: np.ndarray, b: np.ndarray, regress: bool) -> tuple[float, float, float]:
+    """(intercept, slope, residual variance) of a on b (slope 1 without ``regress``: the difference a - b)."""
+    slope = float(np.cov(a, b)[0, 1] / max(b.var(), 1e-12)) if regress else 1.0
+    resid = a - slope * b
+    return float(resid.mean()), slope, float(resid.var())
+
+
+def mirrors(pop: RecordSet, references: int, audits: list[choice.PseudoAudit], regress: bool) -> dict[int, Mirror]:
+    """Per pseudo-target, the ``Mirror`` that gives it the target's relation to its references, measured on
+    population records (every one a non-member of the target: no target membership read). The target's score
+    regressed on reference j's over the records j did not train on (intercept, slope, residual variance,
+    averaged over j) against pseudo-target k's on each of its references over the records neither trained on:
+    k's scores get the differences of intercept and slope (``regress``; else only the mean of the difference)
+    and the missing residual variance as noise."""
+    ref_in = np.asarray(pop.ref_in, dtype=bool)
+    s_t = _score(pop.target_logits, pop.labels)
+    s = np.stack([_score(pop.ref_logits[j], pop.labels) for j in range(references)])
+    target = np.mean([_fit(s_t[~ref_in[j]], s[j][~ref_in[j]], regress) for j in range(references)], axis=0)
+    out = {}
+    for audit in audits:
+        k = audit.target
+        both = [(j, ~ref_in[k] & ~ref_in[j]) for j in audit.references]
+        own = np.mean([_fit(s[k][o], s[j][o], regress) for j, o in both], axis=0)
+        noise = float(np.sqrt(max(target[2] - own[2], 0.0)))
+        out[k] = Mirror(float(target[0] - own[0]), float(target[1] - own[1]), noise, 0x38 + k)
+    return out
+
+
+def mirrored(inputs: AttackInputs, references: int, regress: bool) -> tuple[list[choice.PseudoAudit], dict]:
+    """The pseudo-audits with each pseudo-target moved by its ``Mirror``, and the mirrors."""
+    audits = choice.pseudo_audits(inputs, references)
+    moved = mirrors(inputs.population, references, audits, regress)
+    out = []
+    for audit in audits:
+        m = moved[audit.target]
+        given = replace(
+            audit.inputs, queries=m.apply(audit.inputs.queries, 0), population=m.apply(audit.inputs.population, 1)
+        )
+        out.append(replace(audit, inputs=given))
+    return out, {str(k): {"shift": m.shift, "slope": m.slope, "noise": m.noise} for k, m in moved.items()}
 
 
 def _variant(found: choice.AttackChoice, truth: dict[str, float], seconds: float) -> dict:
@@ -75,19 +147,22 @@ def check(path: str) -> dict:
         metrics = evaluate(exp, result)
         assert metrics is not None
         truth[a.name] = metrics.tpr_at_fpr["0.01"]
-    variants = {}
-    for name, mirror in (("plain", None), ("noise", "noise"), ("regress", "regress")):
+    variants, moved = {}, {}
+    given = inputs.first(k)
+    for name in ("plain", "noise", "regress"):
         start = time.perf_counter()
-        found = choice.choose(list(exp.plan.attacks), inputs, k, fpr_levels(cfg), choice.LEVEL, mirror=mirror)
+        if name == "plain":
+            audits = choice.pseudo_audits(given, k)
+        else:
+            audits, moved[name] = mirrored(given, k, regress=name == "regress")
+        found = choice.estimate(list(exp.plan.attacks), audits, fpr_levels(cfg), choice.LEVEL)
         assert found is not None
         variants[name] = _variant(found, truth, time.perf_counter() - start)
-    pairs = {j: [i for i in range(k) if i != j][: min(k - 1, choice.REFERENCES_PER_RUN)] for j in range(k)}
-    moved = choice.mirrors(inputs.first(k).population, k, pairs)
     return {
         "config": cfg.model_dump(mode="json", include={"dataset", "model", "seed", "references"}),
         "true_tpr": truth,
         "best_true": max(truth, key=lambda n: truth[n]),
-        "mirror": {str(j): {"shift": m.shift, "slope": m.slope, "noise": m.noise} for j, m in moved.items()},
+        "mirror": moved,
         "variants": variants,
         "hardware": "2 shared AMD EPYC cores (loaded), torch 1 thread",
     }

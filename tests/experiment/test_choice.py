@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 
 from miaudit import plan
-from miaudit.attacks import RecordSet, recommended
+from miaudit.attacks import recommended
 from miaudit.config import run as config
 from miaudit.experiment import choice
 from tests.attacks.test_pair import SHIFT, logits_of, synthetic
@@ -30,10 +30,11 @@ def test_auto_plans_the_candidates_with_two_references_or_more() -> None:
 def test_pseudo_audits_hold_members_of_the_pseudo_target_alone() -> None:
     inputs, _ = synthetic(np.random.default_rng(0), k=4, n_query=50, n_pop=400, n_val=30)
     ref_in = inputs.population.ref_in
-    audits = choice.pseudo_audits(inputs, 4, mirror=None)
+    audits = choice.pseudo_audits(inputs, 4)
     assert len(audits) == 4
     for k, audit in enumerate(audits):
         refs = [j for j in range(4) if j != k]
+        assert (audit.target, audit.references) == (k, tuple(refs))
         members = ref_in[k] & ~ref_in[refs].any(axis=0)
         q = audit.inputs.queries
         assert audit.is_member.sum() == members.sum() and (~audit.is_member).sum() == 50 + 30
@@ -44,37 +45,6 @@ def test_pseudo_audits_hold_members_of_the_pseudo_target_alone() -> None:
         pop = audit.inputs.population
         np.testing.assert_array_equal(pop.target_logits, inputs.population.ref_logits[k][~ref_in[k]])
         np.testing.assert_array_equal(pop.ref_in, ref_in[refs][:, ~ref_in[k]])
-
-
-def test_mirror_gives_a_pseudo_target_the_targets_distance_from_its_references() -> None:
-    """References that share training records agree on a record more than the target agrees with them: here
-    they share a per-record term of variance 0.5 the target lacks, and the target sits 1 above them. The
-    mirror measures both on the population (all non-members of the target) and moves each pseudo-target so
-    that its scores differ from its references' as the target's do; with mirror=None it is left alone. By
-    hand (record spread 4, OUT noise 1): the target on a reference has slope 4 / 5.5 and residual variance
-    5 - 16 / 5.5, a pseudo-target on its reference 4.5 / 5.5 and 5.5 - 4.5**2 / 5.5."""
-    rng = np.random.default_rng(5)
-    inputs, _ = synthetic(rng, k=4, n_query=300, n_pop=20_000, n_val=100)
-
-    def moved(records: RecordSet) -> RecordSet:
-        common = rng.normal(0, np.sqrt(0.5), len(records.labels))
-        refs = np.asarray(records.ref_logits)[..., 1] + common
-        return replace(records, target_logits=logits_of(records.target_logits[:, 1] + 1.0), ref_logits=logits_of(refs))
-
-    inputs = replace(inputs, queries=moved(inputs.queries), population=moved(inputs.population))
-    pairs = {k: [j for j in range(4) if j != k][:3] for k in range(4)}
-    for m in choice.mirrors(inputs.population, 4, pairs).values():
-        assert abs(m.shift - 1.0) < 0.15 and abs(m.slope - (4 - 4.5) / 5.5) < 0.03
-        assert abs(m.noise**2 - (5 - 16 / 5.5 - 5.5 + 4.5**2 / 5.5)) < 0.12
-    pop = inputs.population
-    target_gap = pop.target_logits[:, 1] - pop.ref_logits[1][:, 1]
-    out = ~pop.ref_in[1]
-    for mirror, close in (("regress", True), (None, False)):
-        audit = choice.pseudo_audits(inputs, 4, mirror=mirror)[0]
-        nonmembers = audit.inputs.queries
-        gap = (nonmembers.target_logits[:, 1] - nonmembers.ref_logits[0][:, 1])[~audit.is_member]
-        same = abs(gap.mean() - target_gap[out].mean()) < 0.25 and abs(gap.var() / target_gap[out].var() - 1) < 0.2
-        assert same == close
 
 
 def test_pseudo_targets_cap_their_references_so_members_remain() -> None:
@@ -113,8 +83,7 @@ def test_tie_rule_by_hand() -> None:
 
 def test_choice_reads_no_target_membership() -> None:
     """The target trained on other records (its membership permuted, its outputs on the queries redrawn
-    accordingly): the estimates and the choice stay what they were (the mirror reads the target's outputs on
-    the population only, all non-members of it)."""
+    accordingly): the estimates and the choice stay what they were."""
     rng = np.random.default_rng(3)
     inputs, is_member = synthetic(rng, k=4, n_query=400, n_pop=1600, n_val=200)
     cands = _candidates(4)

@@ -43,7 +43,6 @@ import numpy as np
 from ..attacks import AttackInputs, RecordSet, registry
 from ..errors import AttackRequirementError
 from ..plan import PlannedAttack
-from ..stats import signals
 from ..stats.metrics import clopper_pearson, nan_lowest
 from . import deployable
 
@@ -51,7 +50,6 @@ PSEUDO_TARGETS = 4  # references that play the target; each costs one run of eve
 REFERENCES_PER_RUN = 3  # the pseudo-target's references: more leave too few members of it alone (docstring)
 MAX_RUN = 3  # candidates run at most: the strongest and those tied with it
 LEVEL = 0.01  # the FPR the choice ranks at unless the audit asks for a lower one (min_fpr)
-SIGNAL = "rescaled_logit"  # the scale on which a pseudo-target is made as unlike its references as the target is
 
 
 @dataclass(frozen=True)
@@ -104,76 +102,11 @@ class AttackChoice:
         }
 
 
-@dataclass(frozen=True)
-class Mirror:
-    """How a pseudo-target is made as unlike its references as the target is unlike its own: added to its
-    true-class logit (which moves the rescaled logit by as much) ``shift + slope * o + noise * N(0, 1)``, with
-    ``o`` the record's mean score over the pseudo-target's references that did not train on it."""
-
-    shift: float
-    slope: float
-    noise: float
-    seed: int
-
-    def apply(self, logits: np.ndarray, labels: np.ndarray, rows: np.ndarray, o: np.ndarray) -> np.ndarray:
-        """``logits`` moved; ``rows`` the records' positions in the population, queries or validation block, so
-        that a record gets one draw whichever part of a pseudo-audit it lands in."""
-        out = np.array(logits, dtype=np.float64, copy=True)
-        eps = np.random.default_rng(self.seed).standard_normal(int(rows.max(initial=-1)) + 1)[rows]
-        out[np.arange(len(labels)), labels] += self.shift + self.slope * o + self.noise * eps
-        return out
-
-
-def _fit(a: np.ndarray, b: np.ndarray, regress: bool) -> tuple[float, float, float]:
-    """(intercept, slope, residual variance) of a on b (slope 1 without ``regress``: the difference a - b)."""
-    slope = float(np.cov(a, b)[0, 1] / max(b.var(), 1e-12)) if regress else 1.0
-    resid = a - slope * b
-    return float(resid.mean()), slope, float(resid.var())
-
-
-def _scores(records: RecordSet, models: list[int]) -> np.ndarray:
-    return np.stack(
-        [signals.oriented(SIGNAL, np.asarray(records.ref_logits[j], dtype=np.float64), records.labels) for j in models]
-    )
-
-
-def mirrors(
-    pop: RecordSet, references: int, pairs: dict[int, list[int]], regress: bool = True, seed: int = 0x38
-) -> dict[int, Mirror]:
-    """Per pseudo-target, the ``Mirror`` that gives it the target's relation to its references, measured on
-    population records (every one a non-member of the target: no target membership read). References train
-    on random halves of one pool, so two of them share about half their training records and agree more on a
-    record neither trained on than the target (which shares none) agrees with any of them. The target's score
-    regressed on reference j's over the records j did not train on (intercept, slope, residual variance,
-    averaged over j) against pseudo-target k's on each of its references over the records neither trained on:
-    k's scores get the differences of intercept and slope and the missing residual variance as noise."""
-    ref_in = np.asarray(pop.ref_in, dtype=bool)
-    s_t = signals.oriented(SIGNAL, np.asarray(pop.target_logits, dtype=np.float64), pop.labels)
-    s = _scores(pop, list(range(references)))
-    target = np.mean([_fit(s_t[~ref_in[j]], s[j][~ref_in[j]], regress) for j in range(references)], axis=0)
-    out = {}
-    for k, refs in pairs.items():
-        own = np.mean(
-            [_fit(s[k][~ref_in[k] & ~ref_in[j]], s[j][~ref_in[k] & ~ref_in[j]], regress) for j in refs], axis=0
-        )
-        shift, slope = float(target[0] - own[0]), float(target[1] - own[1])
-        out[k] = Mirror(shift=shift, slope=slope, noise=float(np.sqrt(max(target[2] - own[2], 0.0))), seed=seed + k)
-    return out
-
-
-def _models(
-    records: RecordSet, target: int, refs: list[int], keep: np.ndarray, mirror: Mirror | None = None, block: int = 0
-) -> RecordSet:
+def _models(records: RecordSet, target: int, refs: list[int], keep: np.ndarray) -> RecordSet:
     """Records ``keep`` seen with reference ``target`` as the target and references ``refs`` as its references
-    (arrays, no augmentation views: the choice scores the records themselves); ``mirror`` moves the
-    pseudo-target's logits (``block`` offsets the records' draws, one block per part of the audit)."""
-    block_logits = records.ref_logits
-    logits = np.stack([np.asarray(block_logits[j], dtype=np.float64)[keep] for j in [target, *refs]])
-    if mirror is not None:
-        scores = _scores(records, refs)[:, keep]
-        out = np.ones_like(scores, dtype=bool) if records.ref_in is None else ~np.asarray(records.ref_in)[refs][:, keep]
-        o = np.where(out, scores, 0.0).sum(axis=0) / np.maximum(out.sum(axis=0), 1)
-        logits[0] = mirror.apply(logits[0], records.labels[keep], block + np.flatnonzero(keep), o)
+    (arrays, no augmentation views: the choice scores the records themselves)."""
+    block = records.ref_logits
+    logits = np.stack([np.asarray(block[j], dtype=np.float64)[keep] for j in [target, *refs]])
     return RecordSet(
         labels=records.labels[keep],
         target_logits=logits[0],
@@ -195,40 +128,38 @@ def _joined(a: RecordSet, b: RecordSet) -> RecordSet:
 
 @dataclass(frozen=True)
 class PseudoAudit:
-    """One pseudo-target's audit: the inputs an attack sees, and which of its queries are members."""
+    """One pseudo-target's audit: the inputs an attack sees, which of its queries are members, and which
+    references play the target and its references."""
 
     inputs: AttackInputs
     is_member: np.ndarray
+    target: int
+    references: tuple[int, ...]
 
 
-def pseudo_audits(inputs: AttackInputs, references: int, mirror: str | None = "regress") -> list[PseudoAudit]:
-    """The references as pseudo-targets (module docstring); none when the audit cannot supply them. With
-    ``mirror`` each pseudo-target is made as unlike its references as the target is (``mirrors``)."""
+def pseudo_audits(inputs: AttackInputs, references: int) -> list[PseudoAudit]:
+    """The references as pseudo-targets (module docstring); none when the audit cannot supply them."""
     pop = inputs.population
     if inputs.mode != "offline" or references < 2 or pop is None or pop.ref_in is None:
         return []
     ref_in = np.asarray(pop.ref_in, dtype=bool)[:references]
     m = min(references - 1, REFERENCES_PER_RUN)
-    pairs = {k: [j for j in range(references) if j != k][:m] for k in range(min(references, PSEUDO_TARGETS))}
-    moved = mirrors(pop, references, pairs, regress=mirror == "regress") if mirror else {}
-    n_pop, n_query = len(pop.labels), len(inputs.queries.labels)
     audits = []
-    for k, refs in pairs.items():
+    for k in range(min(references, PSEUDO_TARGETS)):
+        refs = [j for j in range(references) if j != k][:m]
         members = ref_in[k] & ~ref_in[refs].any(axis=0)
         if not members.any():
             continue
-        mk = moved.get(k)
-        everything = np.ones(n_query, dtype=bool)
-        nonmembers = _models(inputs.queries, k, refs, everything, mk, n_pop)
+        everything = np.ones(len(inputs.queries.labels), dtype=bool)
+        nonmembers = _models(inputs.queries, k, refs, everything)
         if inputs.validation is not None:
             val = inputs.validation
-            held = np.ones(len(val.labels), dtype=bool)
-            nonmembers = _joined(nonmembers, _models(val, k, refs, held, mk, n_pop + n_query))
-        queries = _joined(nonmembers, _models(pop, k, refs, members, mk))
+            nonmembers = _joined(nonmembers, _models(val, k, refs, np.ones(len(val.labels), dtype=bool)))
+        queries = _joined(nonmembers, _models(pop, k, refs, members))
         is_member = np.r_[np.zeros(len(nonmembers.labels), dtype=bool), np.ones(int(members.sum()), dtype=bool)]
-        population = _models(pop, k, refs, ~ref_in[k], mk)
+        population = _models(pop, k, refs, ~ref_in[k])
         pseudo = replace(inputs, queries=queries, population=population, validation=None, models=None)
-        audits.append(PseudoAudit(pseudo, is_member))
+        audits.append(PseudoAudit(pseudo, is_member, k, tuple(refs)))
     return audits
 
 
@@ -265,19 +196,20 @@ def decide(flagged: dict[str, np.ndarray], level: float) -> list[tuple[str, bool
 
 
 def choose(
-    candidates: list[PlannedAttack],
-    inputs: AttackInputs,
-    references: int,
-    levels: tuple[float, ...],
-    level: float,
-    mirror: str | None = "regress",
+    candidates: list[PlannedAttack], inputs: AttackInputs, references: int, levels: tuple[float, ...], level: float
 ) -> AttackChoice | None:
     """Each candidate's pseudo-target TPR at ``levels`` and which run (module docstring); None when the audit
     has no pseudo-targets (online, one reference, or no population records with known reference membership)."""
-    audits = pseudo_audits(inputs.first(references), references, mirror)
+    return estimate(candidates, pseudo_audits(inputs.first(references), references), levels, level)
+
+
+def estimate(
+    candidates: list[PlannedAttack], audits: list[PseudoAudit], levels: tuple[float, ...], level: float
+) -> AttackChoice | None:
+    """``choose`` on given pseudo-audits (None without any)."""
     if not audits:
         return None
-    m = min(references - 1, REFERENCES_PER_RUN)
+    m = len(audits[0].references)
     levels = tuple(sorted(set(levels) | {level}))
     flags: dict[str, dict[float, list[np.ndarray]]] = {}
     for attack in candidates:
