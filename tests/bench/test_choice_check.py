@@ -14,6 +14,7 @@ from tests.attacks.test_pair import logits_of, synthetic
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import choice_check  # benchmarks/ is not a package: on sys.path above
+import target_mismatch
 
 
 def test_mirror_gives_a_pseudo_target_the_targets_distance_from_its_references() -> None:
@@ -44,3 +45,15 @@ def test_mirror_gives_a_pseudo_target_the_targets_distance_from_its_references()
         gap = (nonmembers.target_logits[:, 1] - nonmembers.ref_logits[0][:, 1])[~audit.is_member]
         same = abs(gap.mean() - target_gap[out].mean()) < 0.25 and abs(gap.var() / target_gap[out].var() - 1) < 0.2
         assert same == close
+
+
+def test_quantile_map_puts_the_targets_population_scores_on_the_references_law() -> None:
+    """Target non-members N(3, 4), references' OUT law N(0, 1): after the map the target's population scores
+    have mean 0 and sd 1, and its order is kept."""
+    rng = np.random.default_rng(6)
+    s = rng.normal(3, 2, 5000)
+    records = RecordSet(np.ones(5000, dtype=np.int64), logits_of(s), logits_of(s[None]))
+    moved = target_mismatch.mapped(records, s, rng.normal(0, 1, 20_000))
+    new = moved.target_logits[:, 1]
+    assert abs(new.mean()) < 0.05 and abs(new.std() - 1) < 0.05
+    assert (np.argsort(new, kind="stable") == np.argsort(s, kind="stable")).mean() > 0.99
