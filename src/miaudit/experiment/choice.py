@@ -35,7 +35,10 @@ so its non-members sit closer to what the references predict and its members sta
 pseudo-target to the target's measured relation (mean, slope and residual variance on the population, all
 non-members of the target: ``benchmarks/choice_check.py``'s mirror) removed the bias but ranked the candidates
 worse on the development runs (the noise it adds is not how the target differs), so auto keeps the plain
-pseudo-audit: read the estimates as a ranking of the candidates, not a forecast of the audit's TPR.
+pseudo-audit: read the estimates as a ranking of the candidates, not a forecast of the audit's TPR. The plain
+estimate never reads the target, so it cannot see a target trained unlike its references (with a dropout
+target, location seed 0, it inverted the candidates' order where the mirror got it exactly; with a smaller MLP
+the reverse; ``benchmarks/results/lodo_choice.md``).
 """
 
 from __future__ import annotations
