@@ -34,6 +34,7 @@ def test_pseudo_audits_hold_members_of_the_pseudo_target_alone() -> None:
     assert len(audits) == 4
     for k, audit in enumerate(audits):
         refs = [j for j in range(4) if j != k]
+        assert (audit.target, audit.references) == (k, tuple(refs))
         members = ref_in[k] & ~ref_in[refs].any(axis=0)
         q = audit.inputs.queries
         assert audit.is_member.sum() == members.sum() and (~audit.is_member).sum() == 50 + 30
@@ -81,8 +82,8 @@ def test_tie_rule_by_hand() -> None:
 
 
 def test_choice_reads_no_target_membership() -> None:
-    """The target trained on other records (its membership permuted, its outputs redrawn accordingly): the
-    estimates and the choice stay what they were."""
+    """The target trained on other records (its membership permuted, its outputs on the queries redrawn
+    accordingly): the estimates and the choice stay what they were."""
     rng = np.random.default_rng(3)
     inputs, is_member = synthetic(rng, k=4, n_query=400, n_pop=1600, n_val=200)
     cands = _candidates(4)
