@@ -68,7 +68,7 @@ GLOSSARY = {
     "(in-sample, as the paper) or the `population` records (never seen by the target)",
 }
 
-PVALUES_TEXT = {True: "yes (`<label>.p_value` and `.log_p` in scores.csv)", False: "no (a score only)"}
+PVALUES_TEXT = {"yes": "yes (`<label>.p_value` and `.log_p` in scores.csv)", "no": "no (a score only)"}
 MODES_TEXT = {("offline",): "offline only", ("online",): "online only", ("offline", "online"): "offline and online"}
 NEEDS_TEXT = {
     "population": "population records (target non-members)",
@@ -154,7 +154,7 @@ def facts_table(info: AttackInfo) -> str:
             f"| also needs | {needs} |",
             f"| endpoint outputs it runs on | {', '.join(info.outputs)} |",
             *([f"| queries per record | `{info.queries_per_record}` |"] if info.queries_per_record else []),
-            f"| one-sided p-values | {PVALUES_TEXT[info.pvalues]} |",
+            f"| one-sided p-values | {PVALUES_TEXT.get(info.pvalues_said, f'{info.pvalues_said} (else a score only)')} |",
         ]
     )
 
@@ -237,7 +237,7 @@ def render_index(infos: list[AttackInfo]) -> str:
     for info in infos:
         rows.append(
             f"| [`{info.name}`]({info.name}.md) | {reference_range(info)} | "
-            f"{MODES_TEXT.get(tuple(info.modes), ', '.join(info.modes))} | {'yes' if info.pvalues else 'no'} | "
+            f"{MODES_TEXT.get(tuple(info.modes), ', '.join(info.modes))} | {info.pvalues_said} | "
             f"{info.summary.split(':', 1)[-1].strip()} |"
         )
     return (

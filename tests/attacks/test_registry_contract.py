@@ -399,15 +399,9 @@ CONSERVATIVE = {  # valid (never anti-conservative) but not uniform in the simul
     name: f"{name}: below 64 references LiRA's global variance is the spread of every OUT observation, between "
     "records included (as the released LiRA code), so where records' OUT means differ its raw p-values are "
     "conservative; the run's calibration makes the headline p-values uniform"
-    for name in ("lira", "label-lira", "label-dist")
+    for name in ("lira", "label-lira", "label-dist", "exp-family")  # exp-family: its gaussian default, offline
 }
 KNOWN_DEFECTS = {
-    ("null", "pair-logit"): "pair-logit: its null is the combiner's scores on the very OUT pairs it was fitted on "
-    "(in-sample, pushed low), whose OUT means average fewer references than a query's; its raw p-values are "
-    "anti-conservative under the null (fix: out-of-fold null scores; changes its p-values)",
-    ("kind", "exp-family"): "exp-family: returns raw log p-values offline (tails under the fitted OUT law) but "
-    "declares pvalues=False, because online it is an LLR without p-values; a registry fact cannot depend on the "
-    "mode (fix: a mode-aware pvalues, or no p-values offline: changes results.json for exp-family rows)",
     ("permutation", "label-lira"): "label-lira: each record's perturbations are drawn by its position in the "
     "query array (seed + chunk start, then row order), so a record's score depends on where it sits (fix: seed "
     "each record's noise by the record, not the position; changes its scores)",
@@ -441,16 +435,16 @@ class TestAttackContract:
     def test_declares_a_kind_and_returns_what_it_declares(self, name: str) -> None:
         a = info(name)
         assert a.kind in typing.get_args(registry.Kind)
-        assert not (a.is_ranking and a.pvalues), f"{name}: a risk ranking cannot return p-values"
+        assert not (a.is_ranking and a.pvalue_modes), f"{name}: a risk ranking cannot return p-values"
         w, result = base(name)
         assert result.scores.shape == (w.inputs.queries.labels.size,)
-        if a.pvalues:
-            assert result.log_pvalues is not None, f"{name}: declares pvalues=True, returned none"
+        if a.pvalues_in(mode_of(name)):
+            assert result.log_pvalues is not None, f"{name}: declares p-values in this mode, returned none"
             assert result.log_pvalues.shape == result.scores.shape
             assert np.all(np.isfinite(result.log_pvalues)) and np.all(result.log_pvalues <= 0)
         else:
             with known_defect("kind", name):
-                assert result.log_pvalues is None, f"{name}: returns p-values but does not declare pvalues=True"
+                assert result.log_pvalues is None, f"{name}: returns p-values but does not declare them in this mode"
 
     def test_higher_scores_for_clear_members(self, name: str) -> None:
         if name in LM_ATTACKS:
@@ -496,8 +490,8 @@ class TestAttackContract:
         assert_same(run(name, w.inputs, references=k), run(name, only_first(world(name).inputs, k)))
 
     def test_pvalues_uniform_under_the_null(self, name: str) -> None:
-        if not info(name).pvalues:
-            pytest.skip(f"{name}: returns no p-values")
+        if not info(name).pvalues_in(mode_of(name)):
+            pytest.skip(f"{name}: returns no p-values in {mode_of(name)} mode")
         if name in NULL_ROUTED:
             pytest.skip(NULL_ROUTED[name])
         if name in LM_ATTACKS:  # the untrained LM: queries and population exchangeable, no member anywhere
