@@ -2,8 +2,9 @@
 estimators): an attack added to the registry is held to it without a test of its own.
 
 For every attack, on simulated inputs:
-- the kind it declares: a test (``pvalues=True``) returns finite log p-values <= 0; one without p-values, and
-  every risk ranking, returns none;
+- the kind it declares: a test with p-values in the mode it runs (``pvalues``, True or the modes named) returns
+  finite log p-values <= 0; one without p-values there, and every risk ranking, returns none (an attack with
+  p-values in one mode only is checked in both, ``test_pvalues_in_exactly_the_modes_declared``);
 - score direction: higher = more likely member, where members are clearly separated (and smaller p-values);
 - a NaN signal is the least significant result: a NaN or lowest score, p = 1;
 - determinism: the same inputs and seed give the same output, bit for bit;
@@ -401,14 +402,7 @@ CONSERVATIVE = {  # valid (never anti-conservative) but not uniform in the simul
     "conservative; the run's calibration makes the headline p-values uniform"
     for name in ("lira", "label-lira", "label-dist", "exp-family")  # exp-family: its gaussian default, offline
 }
-KNOWN_DEFECTS = {
-    ("permutation", "label-lira"): "label-lira: each record's perturbations are drawn by its position in the "
-    "query array (seed + chunk start, then row order), so a record's score depends on where it sits (fix: seed "
-    "each record's noise by the record, not the position; changes its scores)",
-    ("permutation", "label-dist"): "label-dist: each record's random directions are drawn by its position in the "
-    "query array (seed + chunk start, then row order), so a record's score depends on where it sits (fix: seed "
-    "each record's directions by the record; changes its scores)",
-}
+KNOWN_DEFECTS: dict[tuple[str, str], str] = {}
 
 
 @contextlib.contextmanager
@@ -510,6 +504,21 @@ class TestAttackContract:
             assert validity_pvalue(p) > ALPHA, f"{name}: p-values anti-conservative under the null"
             if name not in CONSERVATIVE:
                 assert uniformity_pvalue(p) > ALPHA, f"{name}: p-values not uniform under the null"
+
+
+MODE_AWARE = [a.name for a in registry.all_attacks() if a.pvalue_modes not in ((), a.modes)]
+
+
+@pytest.mark.parametrize("mode", ["offline", "online"])
+@pytest.mark.parametrize("name", MODE_AWARE)
+def test_pvalues_in_exactly_the_modes_declared(name: str, mode: str) -> None:
+    """An attack whose p-values depend on the mode (a test in one, a likelihood ratio in the other; the class
+    checks only the first mode) returns them in the modes its entry names, in no other."""
+    if mode not in info(name).modes:
+        pytest.skip(f"{name}: does not run {mode}")
+    assert not uses_models(name) and name not in LM_ATTACKS, f"{name}: give it its world here"
+    result = run(name, signal_world(0, mode=mode).inputs)
+    assert (result.log_pvalues is not None) == info(name).pvalues_in(mode), f"{name} {mode}: {info(name).pvalues}"
 
 
 def test_attack_inputs_carry_no_target_membership() -> None:
