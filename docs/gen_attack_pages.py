@@ -142,6 +142,11 @@ def reference_range(info: AttackInfo) -> str:
     return f"exactly {low}" if low == high else f"{low} to {high}"
 
 
+def pvalues_text(info: AttackInfo) -> str:
+    said = info.pvalues_said  # yes, no, or the modes with p-values ("offline only")
+    return PVALUES_TEXT.get(said, f"{said} (else a score only)")
+
+
 def facts_table(info: AttackInfo) -> str:
     needs = ", ".join(NEEDS_TEXT[n] for n in sorted(info.needs)) or "the queries' logits only"
     return "\n".join(
@@ -154,7 +159,7 @@ def facts_table(info: AttackInfo) -> str:
             f"| also needs | {needs} |",
             f"| endpoint outputs it runs on | {', '.join(info.outputs)} |",
             *([f"| queries per record | `{info.queries_per_record}` |"] if info.queries_per_record else []),
-            f"| one-sided p-values | {PVALUES_TEXT.get(info.pvalues_said, f'{info.pvalues_said} (else a score only)')} |",
+            f"| one-sided p-values | {pvalues_text(info)} |",
         ]
     )
 
