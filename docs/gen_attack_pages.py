@@ -68,7 +68,7 @@ GLOSSARY = {
     "(in-sample, as the paper) or the `population` records (never seen by the target)",
 }
 
-PVALUES_TEXT = {True: "yes (`<label>.p_value` and `.log_p` in scores.csv)", False: "no (a score only)"}
+PVALUES_TEXT = {"yes": "yes (`<label>.p_value` and `.log_p` in scores.csv)", "no": "no (a score only)"}
 MODES_TEXT = {("offline",): "offline only", ("online",): "online only", ("offline", "online"): "offline and online"}
 NEEDS_TEXT = {
     "population": "population records (target non-members)",
@@ -142,6 +142,11 @@ def reference_range(info: AttackInfo) -> str:
     return f"exactly {low}" if low == high else f"{low} to {high}"
 
 
+def pvalues_text(info: AttackInfo) -> str:
+    said = info.pvalues_said  # yes, no, or the modes with p-values ("offline only")
+    return PVALUES_TEXT.get(said, f"{said} (else a score only)")
+
+
 def facts_table(info: AttackInfo) -> str:
     needs = ", ".join(NEEDS_TEXT[n] for n in sorted(info.needs)) or "the queries' logits only"
     return "\n".join(
@@ -154,7 +159,7 @@ def facts_table(info: AttackInfo) -> str:
             f"| also needs | {needs} |",
             f"| endpoint outputs it runs on | {', '.join(info.outputs)} |",
             *([f"| queries per record | `{info.queries_per_record}` |"] if info.queries_per_record else []),
-            f"| one-sided p-values | {PVALUES_TEXT[info.pvalues]} |",
+            f"| one-sided p-values | {pvalues_text(info)} |",
         ]
     )
 
@@ -237,7 +242,7 @@ def render_index(infos: list[AttackInfo]) -> str:
     for info in infos:
         rows.append(
             f"| [`{info.name}`]({info.name}.md) | {reference_range(info)} | "
-            f"{MODES_TEXT.get(tuple(info.modes), ', '.join(info.modes))} | {'yes' if info.pvalues else 'no'} | "
+            f"{MODES_TEXT.get(tuple(info.modes), ', '.join(info.modes))} | {info.pvalues_said} | "
             f"{info.summary.split(':', 1)[-1].strip()} |"
         )
     return (

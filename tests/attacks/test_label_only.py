@@ -13,6 +13,7 @@ from miaudit.attacks.label_only import (
     LabelLiraParams,
     boundary_distances,
     perturbed,
+    record_generators,
     robust_statistic,
 )
 
@@ -78,19 +79,26 @@ def test_the_gap_attack_scores_correct_labels():
     np.testing.assert_array_equal(got.scores, [1.0, 0.0])  # record 0 labelled 0 (its label), record 1 labelled 0
 
 
-def test_perturbations_are_seeded_and_scaled():
-    x = np.zeros((3, 2), dtype=np.float32)
-    params = LabelLiraParams(queries=500, noise=0.5)
-    a = perturbed(x, params, 7, np.array([1.0, 2.0]))
-    np.testing.assert_array_equal(a, perturbed(x, params, 7, np.array([1.0, 2.0])))
+def test_perturbations_are_seeded_by_the_record_and_scaled():
+    x = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
+    y = np.array([0, 1, 0])
+    params, scale = LabelLiraParams(queries=500, noise=0.5), np.array([1.0, 2.0])
+    a = perturbed(x, params, record_generators(x, y, 7, 1), scale)
+    np.testing.assert_array_equal(a, perturbed(x, params, record_generators(x, y, 7, 1), scale))
     assert a.shape == (1500, 2)
-    np.testing.assert_allclose(a.std(axis=0), [0.5, 1.0], rtol=0.06)
+    np.testing.assert_allclose((a - np.repeat(x, 500, axis=0)).std(axis=0), [0.5, 1.0], rtol=0.06)
+    # record 2's copies are its own wherever it sits, and another seed or another record draws others
+    alone = perturbed(x[2:], params, record_generators(x[2:], y[2:], 7, 1), scale)
+    np.testing.assert_array_equal(alone, a[1000:])
+    assert not np.array_equal(alone, perturbed(x[2:], params, record_generators(x[2:], y[2:], 8, 1), scale))
+    noise = a.reshape(3, 500, 2) - x[:, None]
+    assert not np.array_equal(noise[0], noise[2])
 
 
 def test_images_are_flipped_and_shifted_within_bounds():
     x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
     params = LabelLiraParams(queries=50, noise=0.0, shift=1)
-    copies = perturbed(x, params, 0, np.ones((1, 4, 4)))
+    copies = perturbed(x, params, record_generators(x, np.zeros(1), 0, 1), np.ones((1, 4, 4)))
     assert copies.shape == (50, 1, 4, 4)
     assert any((c == x[0, :, :, ::-1]).all() for c in copies)  # some unshifted flips
     assert set(np.unique(copies)) <= set(np.arange(16.0)) | {0.0}
@@ -141,3 +149,25 @@ def test_label_dist_calibrates_the_log_distance_as_lira():
     np.testing.assert_allclose(got.extra["distance"], [2.0, 2.0])
     np.testing.assert_allclose(got.extra["mu_out"], np.log(floor))
     assert (got.log_pvalues < -10).all()  # far above the OUT distribution (a floored variance)
+
+
+@pytest.mark.parametrize("name", ["label-lira", "label-dist"])
+def test_scores_do_not_depend_on_the_chunks_records_are_scored_in(name, monkeypatch):
+    """A record's perturbations are its own: scored 256 records at a time or 3, the scores are the same."""
+    from miaudit.attacks import label_only
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(10, 3)).astype(np.float32)
+
+    def model(w: np.ndarray):
+        return lambda batch, asked_by="": (batch.reshape(len(batch), -1) @ w > 0).astype(np.int64)
+
+    access = LabelAccess(
+        target=model(np.array([1.0, 0.5, 0.0])), references=[model(rng.normal(size=3)) for _ in range(3)]
+    )
+    logits = np.zeros((10, 2))
+    q = RecordSet(labels=(x[:, 0] > 0).astype(np.int64), target_logits=logits, ref_logits=np.zeros((3, 10, 2)), x=x)
+    data = AttackInputs(queries=q, labels=access, seed=5)
+    whole = registry.score(name, data)
+    monkeypatch.setattr(label_only, "CHUNK", 3)
+    np.testing.assert_array_equal(registry.score(name, data).scores, whole.scores)

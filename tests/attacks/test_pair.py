@@ -153,3 +153,46 @@ def test_a_target_unlike_its_references_collapses_the_pair_attacks_and_they_say_
     assert tpr("lira", shifted) > 0.1
     assert [r.getMessage().split(":")[0] for r in caplog.records] == ["pair-lr", "pair-logit"]
     assert "not exchangeable" in caplog.records[0].getMessage()
+
+
+def test_pair_logit_raw_pvalues_with_validation_records_are_its_conformal_pvalues():
+    """With validation records (target and references all OUT: an offline query's very structure) the raw
+    p-value is the score's rank among theirs, which the run's calibration computes too: the two agree."""
+    inputs, is_member = synthetic(np.random.default_rng(5), k=2, n_pop=1000)
+    info = registry.get("pair-logit")
+    joined = calibration.with_calibration_queries(inputs)
+    result = calibration.split_calibrated(registry.execute(info, info.params(), 2, joined), len(is_member))
+    np.testing.assert_array_equal(result.log_pvalues, result.log_pvalues_calibrated)
+    np.testing.assert_array_equal(registry.score("pair-logit", inputs).log_pvalues, result.log_pvalues)
+
+
+def test_pair_logit_without_validation_records_scores_each_out_pair_out_of_fold(monkeypatch):
+    """Without validation records the null is every OUT training pair, each scored by a combiner fitted on the
+    pairs of other records only (in-sample, the fit would push them low)."""
+    from miaudit.attacks import pair
+
+    inputs, _ = synthetic(np.random.default_rng(6), k=2, n_pop=200)
+    s_refs = inputs.population.ref_logits[..., 1]  # the rescaled logit of logits (0, s), label 1: s
+    record_of = {float(v): r for r in range(s_refs.shape[1]) for v in s_refs[:, r]}  # u -> its record
+    fits, scored, fit = [], [], pair.fit_combiner
+
+    def spied(pairs, descriptors, params):
+        fits.append({record_of[float(u)] for u in pairs.u})
+        combiner, index = fit(pairs, descriptors, params), len(fits) - 1
+
+        class Spy:
+            def decision(self, p, d):
+                scored.append((index, p))
+                return combiner.decision(p, d)
+
+        return Spy()
+
+    monkeypatch.setattr(pair, "fit_combiner", spied)
+    blind = AttackInputs(inputs.queries, inputs.population, None)
+    registry.score("pair-logit", blind)
+    folds = [(i, p) for i, p in scored if i > 0]  # fit 0: the combiner that scores the queries
+    assert len(fits) == 1 + pair.FOLDS and len(folds) == pair.FOLDS
+    held = [{record_of[float(u)] for u in p.u} for _, p in folds]
+    assert all(not (held[j] & fits[i]) for j, (i, _) in enumerate(folds))  # no pair scored by a fit on its record
+    every_out = pair.population_pairs(inputs, "rescaled_logit")
+    assert sum(p.u.size for _, p in folds) == int((~every_out.y & np.isfinite(every_out.o)).sum())

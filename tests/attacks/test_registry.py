@@ -64,3 +64,20 @@ def test_a_ranking_with_pvalues_or_an_unknown_kind_is_refused() -> None:
         registry.AttackInfo(name="x", fn=fn, params=registry.AttackParams, summary="x", kind="ranking", pvalues=True)
     with pytest.raises(RuntimeError, match="is not test or ranking"):
         registry.AttackInfo(name="x", fn=fn, params=registry.AttackParams, summary="x", kind="score")  # type: ignore[arg-type]
+
+
+def test_pvalues_are_declared_per_mode() -> None:
+    fn = registry.get("lira").fn
+
+    def entry(**facts):
+        return registry.AttackInfo(name="x", fn=fn, params=registry.AttackParams, summary="x", **facts)
+
+    assert entry(pvalues=True).pvalue_modes == ("offline", "online") and entry(pvalues=True).pvalues_said == "yes"
+    assert entry().pvalue_modes == () and not entry().pvalues_in("offline") and entry().pvalues_said == "no"
+    some = entry(pvalues=("offline",))
+    assert some.pvalues_in("offline") and not some.pvalues_in("online") and some.pvalues_said == "offline only"
+    assert registry.get("exp-family").pvalue_modes == ("offline",)
+    with pytest.raises(RuntimeError, match="modes"):
+        entry(modes=("offline",), pvalues=("online",))
+    with pytest.raises(RuntimeError, match="a risk ranking returns no p-values"):
+        entry(kind="ranking", pvalues=("offline",))

@@ -2,8 +2,9 @@
 estimators): an attack added to the registry is held to it without a test of its own.
 
 For every attack, on simulated inputs:
-- the kind it declares: a test (``pvalues=True``) returns finite log p-values <= 0; one without p-values, and
-  every risk ranking, returns none;
+- the kind it declares: a test with p-values in the mode it runs (``pvalues``, True or the modes named) returns
+  finite log p-values <= 0; one without p-values there, and every risk ranking, returns none (an attack with
+  p-values in one mode only is checked in both, ``test_pvalues_in_exactly_the_modes_declared``);
 - score direction: higher = more likely member, where members are clearly separated (and smaller p-values);
 - a NaN signal is the least significant result: a NaN or lowest score, p = 1;
 - determinism: the same inputs and seed give the same output, bit for bit;
@@ -399,22 +400,9 @@ CONSERVATIVE = {  # valid (never anti-conservative) but not uniform in the simul
     name: f"{name}: below 64 references LiRA's global variance is the spread of every OUT observation, between "
     "records included (as the released LiRA code), so where records' OUT means differ its raw p-values are "
     "conservative; the run's calibration makes the headline p-values uniform"
-    for name in ("lira", "label-lira", "label-dist")
+    for name in ("lira", "label-lira", "label-dist", "exp-family")  # exp-family: its gaussian default, offline
 }
-KNOWN_DEFECTS = {
-    ("null", "pair-logit"): "pair-logit: its null is the combiner's scores on the very OUT pairs it was fitted on "
-    "(in-sample, pushed low), whose OUT means average fewer references than a query's; its raw p-values are "
-    "anti-conservative under the null (fix: out-of-fold null scores; changes its p-values)",
-    ("kind", "exp-family"): "exp-family: returns raw log p-values offline (tails under the fitted OUT law) but "
-    "declares pvalues=False, because online it is an LLR without p-values; a registry fact cannot depend on the "
-    "mode (fix: a mode-aware pvalues, or no p-values offline: changes results.json for exp-family rows)",
-    ("permutation", "label-lira"): "label-lira: each record's perturbations are drawn by its position in the "
-    "query array (seed + chunk start, then row order), so a record's score depends on where it sits (fix: seed "
-    "each record's noise by the record, not the position; changes its scores)",
-    ("permutation", "label-dist"): "label-dist: each record's random directions are drawn by its position in the "
-    "query array (seed + chunk start, then row order), so a record's score depends on where it sits (fix: seed "
-    "each record's directions by the record; changes its scores)",
-}
+KNOWN_DEFECTS: dict[tuple[str, str], str] = {}
 
 
 @contextlib.contextmanager
@@ -441,16 +429,16 @@ class TestAttackContract:
     def test_declares_a_kind_and_returns_what_it_declares(self, name: str) -> None:
         a = info(name)
         assert a.kind in typing.get_args(registry.Kind)
-        assert not (a.is_ranking and a.pvalues), f"{name}: a risk ranking cannot return p-values"
+        assert not (a.is_ranking and a.pvalue_modes), f"{name}: a risk ranking cannot return p-values"
         w, result = base(name)
         assert result.scores.shape == (w.inputs.queries.labels.size,)
-        if a.pvalues:
-            assert result.log_pvalues is not None, f"{name}: declares pvalues=True, returned none"
+        if a.pvalues_in(mode_of(name)):
+            assert result.log_pvalues is not None, f"{name}: declares p-values in this mode, returned none"
             assert result.log_pvalues.shape == result.scores.shape
             assert np.all(np.isfinite(result.log_pvalues)) and np.all(result.log_pvalues <= 0)
         else:
             with known_defect("kind", name):
-                assert result.log_pvalues is None, f"{name}: returns p-values but does not declare pvalues=True"
+                assert result.log_pvalues is None, f"{name}: returns p-values but does not declare them in this mode"
 
     def test_higher_scores_for_clear_members(self, name: str) -> None:
         if name in LM_ATTACKS:
@@ -496,8 +484,8 @@ class TestAttackContract:
         assert_same(run(name, w.inputs, references=k), run(name, only_first(world(name).inputs, k)))
 
     def test_pvalues_uniform_under_the_null(self, name: str) -> None:
-        if not info(name).pvalues:
-            pytest.skip(f"{name}: returns no p-values")
+        if not info(name).pvalues_in(mode_of(name)):
+            pytest.skip(f"{name}: returns no p-values in {mode_of(name)} mode")
         if name in NULL_ROUTED:
             pytest.skip(NULL_ROUTED[name])
         if name in LM_ATTACKS:  # the untrained LM: queries and population exchangeable, no member anywhere
@@ -516,6 +504,21 @@ class TestAttackContract:
             assert validity_pvalue(p) > ALPHA, f"{name}: p-values anti-conservative under the null"
             if name not in CONSERVATIVE:
                 assert uniformity_pvalue(p) > ALPHA, f"{name}: p-values not uniform under the null"
+
+
+MODE_AWARE = [a.name for a in registry.all_attacks() if a.pvalue_modes not in ((), a.modes)]
+
+
+@pytest.mark.parametrize("mode", ["offline", "online"])
+@pytest.mark.parametrize("name", MODE_AWARE)
+def test_pvalues_in_exactly_the_modes_declared(name: str, mode: str) -> None:
+    """An attack whose p-values depend on the mode (a test in one, a likelihood ratio in the other; the class
+    checks only the first mode) returns them in the modes its entry names, in no other."""
+    if mode not in info(name).modes:
+        pytest.skip(f"{name}: does not run {mode}")
+    assert not uses_models(name) and name not in LM_ATTACKS, f"{name}: give it its world here"
+    result = run(name, signal_world(0, mode=mode).inputs)
+    assert (result.log_pvalues is not None) == info(name).pvalues_in(mode), f"{name} {mode}: {info(name).pvalues}"
 
 
 def test_attack_inputs_carry_no_target_membership() -> None:

@@ -122,9 +122,9 @@ def _fit(family: str, s: dict[str, np.ndarray], mask: np.ndarray, params: ExpFam
     return np.maximum(alpha, 1e-8), np.maximum(beta, 1e-8)
 
 
-# pvalues=False: online it is an LLR, not a test (and calibration records online have no IN reference);
-# offline its log_pvalues are the raw tail probabilities under the fitted OUT distribution, uncalibrated.
-@register("exp-family", params=ExpFamilyParams, min_references=1)
+# p-values offline only: there it is a one-sided test (the target's tail under the fitted OUT law, which the run
+# calibrates as any test's); online it is an IN/OUT likelihood ratio, a score without a p-value
+@register("exp-family", params=ExpFamilyParams, min_references=1, pvalues=("offline",))
 def exp_family(inputs: AttackInputs, params: ExpFamilyParams) -> AttackResult:
     """Exponential-family LLR (family: exponential, gamma, beta, gaussian, gaussian-equal-var; online, offline)"""
     st = Stats(inputs.queries)

@@ -20,9 +20,10 @@ For a target that answers only its predicted class (an endpoint with ``output: l
   OUT Gaussian log-likelihood ratio; with fewer than 64 references one global variance (LiRA's rule).
 
 Queries per record: ``queries`` for label-lira, ``directions x steps`` for label-dist, none for label-gap
-(each registry entry names them in ``queries_per_record``). Perturbations and directions are seeded by the
-run's seed and the record's position, and the search is deterministic, so a rerun asks the same inputs and
-the endpoint's store answers them.
+(each registry entry names them in ``queries_per_record``). A record's perturbations and directions are
+seeded by the run's seed and the record itself (the BLAKE3 of its inputs and label), not by where it sits
+among the queries or the chunk it is scored in: a record scores the same wherever it sits, and the search
+is deterministic, so a rerun asks the same inputs and the endpoint's store answers them.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
+from ..storage import digest
 from ._refstats import VAR_FLOOR, gaussian_llr, gaussian_log_sf, membership_masks, require_each
 from .base import AttackInputs, AttackParams, AttackResult, LabelAccess
 from .lira import uses_per_record_variance
@@ -79,17 +81,29 @@ def _augmented(x: np.ndarray, rng: np.random.Generator, shift: int) -> np.ndarra
     return out
 
 
-def perturbed(x: np.ndarray, params: LabelLiraParams, seed: int, scale: np.ndarray) -> np.ndarray:
-    """(n * q, ...) copies of the records x (n, ...), q = params.queries each, record by record."""
+def record_generators(x: np.ndarray, y: np.ndarray, seed: int, tag: int) -> list[np.random.Generator]:
+    """One generator per record (x (n, ...), labels y (n,)), seeded by the run's seed, the attack's tag and the
+    record's content (the BLAKE3 of its inputs and label): its draws do not depend on its position."""
+    return [
+        np.random.default_rng(np.random.SeedSequence([seed, tag, int(digest(np.asarray(xi), int(yi))[:32], 16)]))
+        for xi, yi in zip(x, y, strict=True)
+    ]
+
+
+def perturbed(x: np.ndarray, params: LabelLiraParams, rngs: list[np.random.Generator], scale: np.ndarray) -> np.ndarray:
+    """(n * q, ...) copies of the records x (n, ...), q = params.queries each, record by record, record i's
+    drawn from ``rngs[i]``."""
     q = params.queries
     images = x.ndim == 4 and params.perturbation != "noise"
-    copies = np.repeat(np.asarray(x, dtype=np.float32), q, axis=0)
-    rng = np.random.default_rng(np.random.SeedSequence([seed, SEED_TAG, len(x), q]))
-    if images and params.perturbation in ("auto", "augment"):
-        copies = _augmented(copies, rng, params.shift)
-    if params.noise > 0:
-        copies = copies + (params.noise * scale * rng.standard_normal(copies.shape)).astype(np.float32)
-    return copies
+    parts = []
+    for record, rng in zip(np.asarray(x, dtype=np.float32), rngs, strict=True):
+        copies = np.repeat(record[None], q, axis=0)
+        if images:
+            copies = _augmented(copies, rng, params.shift)
+        if params.noise > 0:
+            copies = copies + (params.noise * scale * rng.standard_normal(copies.shape)).astype(np.float32)
+        parts.append(copies)
+    return np.concatenate(parts) if parts else np.zeros((0, *x.shape[1:]), dtype=np.float32)
 
 
 def correct_counts(
@@ -100,7 +114,7 @@ def correct_counts(
     q, target, refs = params.queries, [], []
     for start in range(0, len(x), CHUNK):
         part, labels = x[start : start + CHUNK], y[start : start + CHUNK]
-        copies = perturbed(part, params, seed + start, scale)
+        copies = perturbed(part, params, record_generators(part, labels, seed, SEED_TAG), scale)
         truth = np.repeat(labels, q)
         target.append((access.target(copies, asked_by) == truth).reshape(len(part), q).sum(axis=1))
         refs.append(np.stack([(ref(copies) == truth).reshape(len(part), q).sum(axis=1) for ref in access.references]))
@@ -190,11 +204,14 @@ def boundary_distances(
     return out
 
 
-def _unit_directions(shape: tuple[int, ...], d: int, seed: int) -> np.ndarray:
-    rng = np.random.default_rng(np.random.SeedSequence([seed, SEED_TAG + 1, *shape]))
-    u = rng.standard_normal((shape[0], d, *shape[1:]))
-    norms = np.sqrt((u.reshape(shape[0], d, -1) ** 2).sum(axis=2)).reshape(shape[0], d, *([1] * (len(shape) - 1)))
-    return u / norms * np.sqrt(np.prod(shape[1:]))  # unit length per feature on average: r in feature-std units
+def unit_directions(x: np.ndarray, y: np.ndarray, d: int, seed: int) -> np.ndarray:
+    """(n, d, ...) random directions per record (x (n, ...), labels y), each record's from its own generator
+    (``record_generators``), scaled to length sqrt(features): unit length per feature on average, so the
+    search's distance is in units of feature standard deviations."""
+    shape = x.shape[1:]
+    u = np.stack([rng.standard_normal((d, *shape)) for rng in record_generators(x, y, seed, SEED_TAG + 1)])
+    norms = np.sqrt((u.reshape(len(x), d, -1) ** 2).sum(axis=2)).reshape(len(x), d, *([1] * len(shape)))
+    return u / norms * np.sqrt(np.prod(shape))
 
 
 @register("label-dist", params=LabelDistParams, queries_per_record="directions x steps", **QUERYING)
@@ -207,7 +224,7 @@ def label_dist(inputs: AttackInputs, params: LabelDistParams) -> AttackResult:
     target, refs = [], []
     for start in range(0, len(x), CHUNK):
         part, labels = x[start : start + CHUNK], y[start : start + CHUNK]
-        dirs = _unit_directions(part.shape, params.directions, inputs.seed + start)
+        dirs = unit_directions(part, labels, params.directions, inputs.seed)
 
         def asked(batch: np.ndarray) -> np.ndarray:
             return access.target(batch, "label-dist")

@@ -39,15 +39,36 @@ class AttackInfo:
     needs: frozenset[str] = frozenset()
     outputs: tuple[str, ...] = LOGIT_OUTPUTS  # the target output modes it runs on (an endpoint's ``output``)
     queries_per_record: str = ""  # label-only attacks: the parameters that set the endpoint queries per record
-    pvalues: bool = False  # returns one-sided p-values (a hypothesis test)
+    # returns one-sided p-values (a hypothesis test): in every mode it runs (True), or in the modes named (an attack
+    # that is a test in one mode and a likelihood ratio in the other); ``pvalue_modes`` reads it
+    pvalues: bool | tuple[str, ...] = False
     kind: Kind = "test"
     warmup: Callable[[], None] | None = None  # one-time setup (heavy imports) kept out of the attack's timing
 
     def __post_init__(self) -> None:
         if self.kind not in ("test", "ranking"):
             raise RuntimeError(f"attack {self.name!r}: kind {self.kind!r} is not test or ranking")
-        if self.kind == "ranking" and self.pvalues:
+        if self.kind == "ranking" and self.pvalue_modes:
             raise RuntimeError(f"attack {self.name!r}: a risk ranking returns no p-values (pvalues=True)")
+        if not isinstance(self.pvalues, bool) and not set(self.pvalues) <= set(self.modes):
+            raise RuntimeError(f"attack {self.name!r}: p-values in modes {self.pvalues} it does not run in")
+
+    @property
+    def pvalue_modes(self) -> tuple[str, ...]:
+        """The modes in which it returns one-sided p-values (a hypothesis test), which the run then calibrates."""
+        if isinstance(self.pvalues, bool):
+            return self.modes if self.pvalues else ()
+        return tuple(m for m in self.modes if m in self.pvalues)
+
+    def pvalues_in(self, mode: str) -> bool:
+        """Returns p-values when run in ``mode``."""
+        return mode in self.pvalue_modes
+
+    @property
+    def pvalues_said(self) -> str:
+        """Whether it returns p-values, in words: yes, no, or in which mode only (help and docs)."""
+        modes = self.pvalue_modes
+        return "no" if not modes else "yes" if modes == self.modes else f"{'/'.join(modes)} only"
 
     @property
     def is_ranking(self) -> bool:

@@ -174,7 +174,7 @@ def attack_help(name: str) -> tuple[list[str], list[list[str]]]:
         f"{info.name}: {info.summary}",
         f"reference models: at least {info.min_references}, {most}",
         f"modes: {', '.join(info.modes)}{mode_note}",
-        f"needs: {', '.join(sorted(info.needs)) or 'logits only'}; p-values: {'yes' if info.pvalues else 'no'}; "
+        f"needs: {', '.join(sorted(info.needs)) or 'logits only'}; p-values: {info.pvalues_said}; "
         f"kind: {'risk ranking (not a membership test)' if info.is_ranking else 'membership test'}",
         f"endpoint outputs: {', '.join(info.outputs)}"
         + (f"; queries per record: {info.queries_per_record}" if info.queries_per_record else ""),

@@ -47,7 +47,7 @@ def run_attack(exp: Experiment, attack: PlannedAttack, inputs: AttackInputs | No
     inputs = inputs or exp.attack_inputs()
     if attack.info.warmup is not None:
         attack.info.warmup()
-    calibrating = attack.info.pvalues and exp.calibrates
+    calibrating = attack.info.pvalues_in(inputs.mode) and exp.calibrates
     start = time.perf_counter()
     run_on = calibration.with_calibration_queries(inputs, exp.calibration_part) if calibrating else inputs
     result = cached.execute(attack.info, attack.params, attack.references, run_on)
