@@ -36,6 +36,7 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
+import torch
 from scipy import optimize, stats
 
 from .. import data
@@ -217,7 +218,12 @@ def run(cfg: RunConfig, runs: int) -> dict[str, Any]:
                 tracker.finished("multi-run models", (now - clock[0]) / CHUNK, cached=False)
             clock[0] = now
 
-        finals = trainer.train(case.features(x), y, train_idx, seeds, n, start=case.start(), progress=done)
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)  # tensors of a few thousand numbers: a second thread only spins
+        try:
+            finals = trainer.train(case.features(x), y, train_idx, seeds, n, start=case.start(), progress=done)
+        finally:
+            torch.set_num_threads(threads)
     scores = np.stack([worst_case.scores(case, p) for p in finals])  # (2R, count)
     privacy = privacy_record(trainer.spec, n, dp)
     observer = (
