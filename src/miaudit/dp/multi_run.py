@@ -155,6 +155,17 @@ def plan(mu: float, slots: int, delta: float, confidence: float) -> tuple[int, f
     return best
 
 
+def planned_guesses(cfg: RunConfig, mu: float, slots: int, delta: float, confidence: float) -> tuple[int, float]:
+    """k (``canaries.guesses`` if given, else ``plan``'s) and the ideal observer's expected bound."""
+    k, expected = plan(mu, slots, delta, confidence)
+    given = cfg.canaries.guesses if cfg.canaries is not None else None
+    if given is not None:
+        if 2 * given > slots:
+            raise ConfigError(f"canaries.guesses: 2 x {given} exceeds the {slots} (run, canary) slots")
+        k = given
+    return k, expected
+
+
 def per_run(cfg: RunConfig) -> int:
     """Canaries per run: ``canaries.count``, or PER_RUN without a canaries section."""
     return cfg.canaries.count if cfg.canaries is not None else PER_RUN
@@ -200,11 +211,7 @@ def run(cfg: RunConfig, runs: int) -> dict[str, Any]:
     slots = 2 * runs * count
     confidence, delta = audit.one_run_level(cfg)
     mu = ideal_shift(trainer.spec, n)
-    k, expected = plan(mu, slots, delta, confidence)
-    if spec is not None and spec.guesses is not None:
-        if 2 * spec.guesses > slots:
-            raise ConfigError(f"canaries.guesses: 2 x {spec.guesses} exceeds the {slots} (run, canary) slots")
-        k = spec.guesses
+    k, expected = planned_guesses(cfg, mu, slots, delta, confidence)
     included = coins(cfg.seed, slots).reshape(2 * runs, count)
     canary_ids = len(ds) + np.arange(count)
     train_idx = [np.append(split.members, canary_ids[inc]) for inc in included]

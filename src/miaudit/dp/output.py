@@ -85,19 +85,23 @@ def multi_run_power(cfg: RunConfig, runs: int) -> str:
     count = multi_run.per_run(cfg)
     slots = 2 * runs * count
     mu = multi_run.shift_of(cfg)
-    k, expected = multi_run.plan(mu, slots, delta, confidence)
+    k, expected = multi_run.planned_guesses(cfg, mu, slots, delta, confidence)
     power = bounds.one_run_epsilon_lb(slots, 2 * k, 2 * k, confidence, delta)
     said = (
-        f"power: {2 * runs} runs x {count} canaries per run ({slots} slots) can show at most epsilon {power:.3f} "
+        f"power: {2 * runs} runs x {count} canar{'y' if count == 1 else 'ies'} per run ({slots} slots) can show at "
+        f"most epsilon {power:.3f} "
         f"at confidence {confidence:g}; the ideal black-box observer of this DP-SGD (shift mu {mu:.2f}) expects "
         f"about {expected:.2f}"
     )
     if count < multi_run.PER_RUN:
         more = multi_run.plan(mu, 2 * runs * multi_run.PER_RUN, delta, confidence)[1]
-        said += f" ({more:.2f} with canaries.count {multi_run.PER_RUN}: canaries per run)"
+        said += f" (about {more:.2f} with {multi_run.PER_RUN} canaries per run, canaries.count: {multi_run.PER_RUN})"
     declared = declared_epsilon(cfg.dp_audit, cfg)
     if declared is not None and power <= declared:
-        return f"{said}: too little power to detect any violation of the declared epsilon {declared:g}; more runs"
+        return (
+            f"{said}: too little power to detect any violation of the declared epsilon {declared:g}; more runs or "
+            "canaries per run"
+        )
     return said
 
 
