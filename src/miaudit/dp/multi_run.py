@@ -266,10 +266,11 @@ def run(cfg: RunConfig, runs: int) -> dict[str, Any]:
             **audit.claims(confidence, delta, declared, privacy),
             **verdict.multi_run(head, claim, privacy),
             "threat_model": worst_case.THREAT_MODEL,
-            "how": f"{2 * runs} models trained together by stacked DP-SGD from a crafted start, {count} canaries "
-            f"each ({head['included']} of the {slots} slots with their canary, by fair coins); {head['guesses']} "
-            f"guesses on the highest and lowest scores, {head['correct']} correct; the ideal black-box observer of "
-            f"this DP-SGD (shift mu {mu:.2f}) expects about {expected:.2f} from {slots} slots "
+            "how": f"{2 * runs} models trained together by stacked DP-SGD from a crafted start, {count} "
+            f"canar{'y' if count == 1 else 'ies'} each ({head['included']} of the {slots} slots with their canary, "
+            f"by fair coins); {head['guesses']} guesses on the highest and lowest scores, {head['correct']} correct; "
+            f"the ideal black-box observer of this DP-SGD (shift mu {mu:.2f}) expects about {expected:.2f} from "
+            f"{slots} slots "
             f"({time.perf_counter() - started:.0f} s). This {worst_case.THREAT_MODEL}",
         },
     }
