@@ -34,9 +34,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from miaudit.config.run import DPConfig
 from miaudit.dp import bounds, multi_run
 from miaudit.training import dp_sgd as dp_training
+from miaudit.training.options import DPConfig
 
 DELTA, CONFIDENCE, SEEDS = 1e-5, 0.95, 40
 RESULTS = Path(__file__).parent / "results"
