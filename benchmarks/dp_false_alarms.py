@@ -80,16 +80,18 @@ def table(rows: list[dict[str, Any]]) -> str:
         "correct DP-SGD (no planted fault), confidence 0.95, delta 1e-5; hardware: 2 AMD EPYC cores shared with "
         "other jobs, torch 1 thread. Settings in the script's docstring.",
         "",
-        "| setting | seeds | flagged | largest bound | claim (tightest accounted eps) | median CPU s |",
-        "|---|---|---|---|---|---|",
+        "| setting | seeds | flagged | largest bound | claim (tightest accounted eps) | median CPU s (this process) "
+        "| median wall s (loaded) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for setting in sorted({r["setting"] for r in rows}):
         mine = [r for r in rows if r["setting"] == setting]
         cpu = sorted(r["cpu_s"] for r in mine)[len(mine) // 2]
+        wall = sorted(r["wall_s"] for r in mine)[len(mine) // 2]
         lines.append(
             f"| {setting} | {len(mine)} ({min(r['seed'] for r in mine)}-{max(r['seed'] for r in mine)}) | "
             f"{sum(r['violated'] for r in mine)} | {max(r['epsilon_lb'] for r in mine):.3f} | "
-            f"{min(r['claim'] for r in mine if r['claim'] is not None):.3f} | {cpu:.0f} |"
+            f"{min(r['claim'] for r in mine if r['claim'] is not None):.3f} | {cpu:.0f} | {wall:.0f} |"
         )
     return "\n".join(lines) + "\n"
 
