@@ -320,7 +320,11 @@ def dp_audit(
     config: Path = typer.Argument(..., help="YAML config with train.dp (or not) and canaries: {count, kind}"),
     out: Path | None = OUT_OPTION,
     force: bool = FORCE_OPTION,
-    runs: int | None = typer.Option(None, "--runs", help="multi-run audit of the algorithm: 2R runs, canary by coin"),
+    runs: int | None = typer.Option(
+        None,
+        "--runs",
+        help="multi-run audit of the algorithm: 2R runs, canaries.count canaries per run, each by a coin",
+    ),
     overrides: list[str] | None = SET_OPTION,
     quiet: bool = QUIET_OPTION,
     verbose: bool = VERBOSE_OPTION,

@@ -135,14 +135,16 @@ def test_multi_run_audit_trains_pairs_and_bounds_their_decisions(opacus: Any, tm
     res = output.audit(cfg, tmp_path / "multi", runs=2).dump()
     head, two_run = res["dp_audit"]["bounds"]
     assert head["analysis"] == "binomial" and two_run["analysis"] == "multi-run"
+    assert head["canaries"] == 16 and two_run["canaries"] == 4  # 4 per run (canaries.count); the first of each
     for b in (head, two_run):
         assert b["runs"] == 4 and b["canary_kind"] == "worst-case" and "training algorithm" in b["audits"]
         assert 0 <= b["epsilon_lower_bound"] <= b["max_attainable"] and 0 <= b["correct"] <= b["guesses"]
     assert res["dp_audit"]["epsilon_lb"] == head["epsilon_lower_bound"]
     assert "not one deployed model" in res["dp_audit"]["threat_model"] and "not one deployed" in res["dp_audit"]["how"]
     assert "not one deployed model" in (tmp_path / "multi" / "report.md").read_text()
+    assert "smallest model that realises the worst-case start" in res["dp_audit"]["threat_model"]
     assert res["dp_audit"]["kind"] == "multi-run" and "power" in res["dp_audit"]["verdict"]
     rows = (tmp_path / "multi" / "scores.csv").read_text().splitlines()
-    assert rows[0] == "run,member,score" and len(rows) == 5
+    assert rows[0] == "run,canary,member,score" and len(rows) == 17
     with pytest.raises(ConfigError, match="runs"):
         output.audit(cfg, tmp_path / "one", runs=1)

@@ -107,7 +107,7 @@ def test_multi_run_audit_says_its_power_before_training_and_speaks_of_runs(monke
         m.setattr(output.multi_run, "run", training)
         res = dp_audit(path, "--runs", "2", "--out", "m0")
     lines = [x for x in res.output.splitlines() if x.strip()]
-    assert res.exit_code == 130 and lines[0].startswith("power: 2 runs with the canary"), res.output
+    assert res.exit_code == 130 and lines[0].startswith("power: 4 runs x 2 canaries per run"), res.output
     assert "too little power to detect any violation of the declared epsilon 4" in lines[0]
     res = dp_audit(path, "--runs", "2", "--out", "m")
     assert res.exit_code == 0, res.output

@@ -40,7 +40,11 @@ class CanaryConfig(Strict):
     inputs with random labels). White-box (every intermediate model): ``gradient`` or ``dirac`` canaries, per-sample
     gradients inserted into the DP-SGD steps. ``gradient: N`` adds N white-box canaries to a black-box run."""
 
-    count: int = Field(ge=1, description="at least 2 for the one-run audit (the multi-run audit crafts its own)")
+    count: int = Field(
+        ge=1,
+        description="canaries in the run (at least 2 for the one-run audit); with dp-audit --runs, crafted canaries "
+        "per run (default 16 without a canaries section)",
+    )
     kind: Literal["random-label", "natural", "crafted", "gradient", "dirac"] = "random-label"
     threat_model: Literal["black-box", "white-box"] | None = Field(
         default=None, description="implied by kind (gradient, dirac: white-box); given, it must agree"

@@ -1,26 +1,30 @@
-"""The multi-run audit (``miaudit dp-audit --runs R``; Jagielski, Ullman & Oprea 2020; Nasr et al. 2021): R models
-trained with one canary and R without it, each on the target's training records otherwise, with its own seed.
+"""The multi-run audit (``miaudit dp-audit --runs R``; Jagielski, Ullman & Oprea 2020; Nasr et al. 2021;
+Steinke, Nasr & Jagielski 2023): 2R DP-SGD runs, each on the target's training records plus ``count`` canaries
+(``canaries.count``: canaries PER RUN, default ``PER_RUN``), each canary in each run by an independent fair coin.
 
 It audits the training ALGORITHM, not one deployed model: DP-SGD with the declared hyperparameters (noise
-multiplier calibrated to the declared epsilon, sample rate, steps, clipping, optimizer) on the config's
-architecture, every run starting from the worst-case start of ``worst_case`` (a crafted initial model and a
-canary chosen for it, after Annamalai & De Cristofaro 2024). The 2R models train together, as one stack
-(``stacked``: per-sample gradients with a model axis, each model its own Poisson sampler and noise); they are
-not cached (each is fixed by its seed).
+multiplier calibrated to the declared epsilon, sample rate, steps, clipping, optimizer, schedule), from the
+worst-case start of ``worst_case`` (a crafted model and start, canaries chosen for it, after Annamalai & De
+Cristofaro 2024). DP-SGD's guarantee holds for every model, so the runs train the smallest model that realises
+that start (a linear read-out of one feature per canary), not the config's architecture: seconds, not hours. The
+2R models train together, as one stack (``training.dp_stacked``: per-sample gradients with a model axis, each
+model its own Poisson sampler and noise); they are not cached (each is fixed by its seed).
 
-Each run gets the canary by an independent fair coin. Two bounds, both valid with no assumption on the model:
-- the headline (``runs_as_canaries``): the 2R runs as 2R canaries of Steinke, Nasr & Jagielski's analysis
-  (``bounds.one_run_epsilon_lb``): the mechanism that outputs all 2R models is (eps, delta)-DP with respect to
-  each coin, since a coin changes one run's data set by one record. The auditor guesses "in" on the k = 2R / 10
-  highest scores and "out" on the k lowest (k fixed in advance); under eps-DP the correct guesses are
-  dominated by Binomial(2k, e^eps / (1 + e^eps)). It uses every run and both tails, so it is tighter than
-- the two-run bound (``multi_run_bound``): each run's decision at a threshold chosen on a seeded half of the
-  runs is one Bernoulli trial at the mechanism's TPR or FPR, bounded by Clopper-Pearson on the other half
-  (``bounds.rate_bound``).
-On the idealised black-box observer of DP-SGD from this start (the canary's coordinate of the final model,
-moved by the canary and the noise only; digits at declared eps 8, 2 x 100 runs; benchmarks/dp_many_run.py) the
-medians over 40 repetitions are 1.05 (binomial) and 0.00 (two-run).
-The score is black-box: the final model's log-probability of the canary's label on the canary.
+Two bounds, both valid with no assumption on the model:
+- the headline (``pooled_canaries``): the 2R x count (run, canary) slots as canaries of Steinke, Nasr &
+  Jagielski's analysis (``bounds.one_run_epsilon_lb``). The mechanism that outputs all 2R models is
+  (eps, delta)-DP with respect to each slot's coin, whatever the other coins: the coin adds or removes one record
+  of one run's data set (DP-SGD's guarantee, for any data set), and the other runs do not depend on it. Their
+  theorem needs nothing more (no independence between the slots of one run). The auditor guesses "in" on the k
+  highest scores and "out" on the k lowest, k fixed before training from the hyperparameters alone (``plan``);
+  under eps-DP the correct guesses are dominated by Binomial(2k, e^eps / (1 + e^eps)).
+- the two-run bound (``multi_run_bound``) on the first canary of each run (one decision per run: independent
+  trials): each run's decision at a threshold chosen on a seeded half of the runs is one Bernoulli trial at the
+  mechanism's TPR or FPR, bounded by Clopper-Pearson on the other half (``bounds.rate_bound``).
+What more canaries buy: the final model shows each canary only through the sum of its clipped steps and the noise
+(a Gaussian shift of about mu = q sum(c_t) / (sigma sqrt(sum(c_t^2))), c_t a step's weight in the final model: ~1
+at declared eps 8 on digits), so one canary per run caps the bound near 1 at R = 100
+(benchmarks/results/dp_many_run.md); more slots let the binomial analysis resolve the tail of that shift.
 """
 
 from __future__ import annotations
@@ -28,9 +32,12 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
+import torch
+from scipy import optimize, stats
 
 from .. import data
 from ..config.run import RunConfig
@@ -43,9 +50,9 @@ from ..training.options import DPConfig
 from . import audit, bounds, canaries, verdict, worst_case
 
 RUN_ROLE = 5000  # model seeds of the runs: model_seed(seed, RUN_ROLE + 1 + i), apart from the references'
-COIN_SEED = 0xC01  # the runs' coins
-GUESS_SHARE = 10  # k = runs // 10 guesses each way, as the one-run audit's default (canaries.guesses)
-CHUNK = 25  # models trained at once: memory ~ 5 x CHUNK x parameters floats
+COIN_SEED = 0xC01  # the slots' coins
+PER_RUN = 16  # canaries per run when the config gives no canaries section
+CHUNK = 50  # models trained at once
 
 
 def multi_run_bound(
@@ -80,19 +87,19 @@ def multi_run_bound(
 
 
 def coins(seed: int, count: int) -> np.ndarray:
-    """Which runs get the canary: independent fair coins, seeded apart from the runs' training seeds."""
+    """Which slots get their canary: independent fair coins, seeded apart from the runs' training seeds."""
     return np.random.default_rng(np.random.SeedSequence([seed, COIN_SEED])).random(count) < 0.5
 
 
-def runs_as_canaries(
-    scores: np.ndarray, included: np.ndarray, delta: float, confidence: float, seed: int
+def pooled_canaries(
+    scores: np.ndarray, included: np.ndarray, k: int, delta: float, confidence: float, seed: int
 ) -> dict[str, Any]:
-    """The headline bound: each run's canary as one canary of Steinke et al.'s analysis, k = runs / 10 "in"
-    guesses on the highest scores and k "out" guesses on the lowest (fixed before any score is seen)."""
+    """The headline bound: every (run, canary) slot as one canary of Steinke et al.'s analysis, k "in" guesses on
+    the highest scores and k "out" guesses on the lowest (k fixed before any score is seen: ``plan``)."""
+    scores, included = np.asarray(scores).reshape(-1), np.asarray(included, dtype=bool).reshape(-1)
     m = len(scores)
-    k = max(1, m // GUESS_SHARE)
     g = canaries.guesses(scores, k, seed)
-    truth = np.where(np.asarray(included, dtype=bool), 1, -1)
+    truth = np.where(included, 1, -1)
     r, v = int((g != 0).sum()), int(((g != 0) & (g == truth)).sum())
     return {
         "analysis": "binomial",
@@ -100,92 +107,171 @@ def runs_as_canaries(
         "max_attainable": bounds.one_run_epsilon_lb(m, r, r, confidence, delta),
         "confidence": confidence,
         "delta": delta,
-        "runs": m,
-        "included": int(np.sum(included)),
+        "canaries": m,
+        "included": int(included.sum()),
         "guesses": r,
         "correct": v,
-        "source": bounds.SOURCE_ONE_RUN + "; each run's inclusion an independent fair coin",
+        "source": bounds.SOURCE_ONE_RUN + "; each (run, canary) slot's inclusion an independent fair coin",
     }
 
 
+def step_weights(spec: dp_stacked.StackSpec, n: int) -> np.ndarray:
+    """c_t: how much step t's update moves the final parameters (SGD with momentum: sum over s >= t of
+    lr_s momentum^(s - t); weight decay neglected)."""
+    lrs = np.repeat([spec.lr_at(e) for e in range(spec.epochs)], spec.steps_per_epoch(n))
+    out, carry = np.empty(len(lrs)), 0.0
+    for t in range(len(lrs) - 1, -1, -1):  # c_t = lr_t + momentum c_{t+1}
+        carry = lrs[t] + spec.momentum * carry
+        out[t] = carry
+    return out
+
+
+def ideal_shift(spec: dp_stacked.StackSpec, n: int) -> float:
+    """mu: the shift, in noise standard deviations, of a canary's coordinate in the final model between runs with
+    and without it, for the ideal black-box observer (every sampled step's clipped gradient on that coordinate, in
+    one direction): q sum(c_t) / (sigma sum(c_t^2)^(1/2))."""
+    c = step_weights(spec, n)
+    sigma = spec.noise_multiplier * spec.noise_scale
+    return float(spec.sample_rate(n) * c.sum() / (sigma * math.sqrt(float((c**2).sum()))))
+
+
+def expected_correct(mu: float, slots: int, k: int) -> float:
+    """Expected correct guesses of k "in" on the highest and k "out" on the lowest of ``slots`` scores, half
+    N(mu, 1) (in) and half N(0, 1) (out)."""
+    t = optimize.brentq(lambda t: slots / 2 * (stats.norm.sf(t) + stats.norm.sf(t - mu)) - k, -50, 50)
+    return 2 * slots / 2 * float(stats.norm.sf(t - mu))
+
+
+def plan(mu: float, slots: int, delta: float, confidence: float) -> tuple[int, float]:
+    """k (guesses each way) maximising the binomial bound the ideal observer's expected guesses give, and that
+    bound: a function of the hyperparameters alone, fixed before any training (so the bound stays valid)."""
+    ks = sorted({max(1, int(round(slots * f))) for f in np.geomspace(0.002, 0.25, 40)})
+    best = (ks[-1], 0.0)
+    for k in ks:
+        v = min(2 * k, int(math.floor(expected_correct(mu, slots, k))))
+        found = bounds.one_run_epsilon_lb(slots, 2 * k, v, confidence, delta)
+        if found > best[1]:
+            best = (k, found)
+    return best
+
+
+def planned_guesses(cfg: RunConfig, mu: float, slots: int, delta: float, confidence: float) -> tuple[int, float]:
+    """k (``canaries.guesses`` if given, else ``plan``'s) and the ideal observer's expected bound."""
+    k, expected = plan(mu, slots, delta, confidence)
+    given = cfg.canaries.guesses if cfg.canaries is not None else None
+    if given is not None:
+        if 2 * given > slots:
+            raise ConfigError(f"canaries.guesses: 2 x {given} exceeds the {slots} (run, canary) slots")
+        k = given
+    return k, expected
+
+
+def per_run(cfg: RunConfig) -> int:
+    """Canaries per run: ``canaries.count``, or PER_RUN without a canaries section."""
+    return cfg.canaries.count if cfg.canaries is not None else PER_RUN
+
+
+def setting(cfg: RunConfig) -> tuple[Any, Any, dp_stacked.StackSpec]:
+    """The data set, its split and the DP-SGD every run takes (``stacked_spec``); train.dp refused if absent."""
+    dp = cfg.train.dp
+    if dp is None:
+        raise ConfigError("train.dp: the multi-run audit trains with DP-SGD; give train.dp (epsilon or noise)")
+    ds = datasets.load(cfg)
+    split = data.split_indices(len(ds), cfg.seed, cfg.split.as_tuple())
+    return ds, split, stacked_spec(cfg, dp, len(split.members))
+
+
+def shift_of(cfg: RunConfig) -> float:
+    """``ideal_shift`` of the config's DP-SGD (no training)."""
+    _, split, spec = setting(cfg)
+    return ideal_shift(spec, len(split.members))
+
+
 def run(cfg: RunConfig, runs: int) -> dict[str, Any]:
-    """Train 2 x ``runs`` models, each with the canary by a fair coin, together (``stacked``), from the
-    worst-case start (``worst_case``); bound epsilon from their canary scores."""
+    """Train 2 x ``runs`` models, each with each of its canaries by a fair coin, together (``dp_stacked``), from
+    the worst-case start (``worst_case``); bound epsilon from the canaries' black-box scores."""
     spec = cfg.canaries
     if spec is not None and spec.implied_threat_model != "black-box":
         raise ConfigError(
-            "canaries: the multi-run audit is black-box: it crafts its own canary (a worst-case input), so give "
+            "canaries: the multi-run audit is black-box: it crafts its own canaries (worst-case inputs), so give "
             "no canaries or a black-box kind (random-label, natural, crafted)"
         )
     if runs < 2:
         raise ConfigError(f"--runs: at least 2 runs with and 2 without the canary, got {runs}")
-    dp = cfg.train.dp
-    if dp is None:
-        raise ConfigError("train.dp: the multi-run audit trains with DP-SGD; give train.dp (epsilon or noise)")
-    import torch
-
-    from ..models import build_model
-
     started = time.perf_counter()
-    ds = datasets.load(cfg)
-    split = data.split_indices(len(ds), cfg.seed, cfg.split.as_tuple())
-    build = lambda: dp_sgd.compatible(build_model(cfg.model, ds.input_shape, ds.n_classes))
-    torch.manual_seed(model_seed(cfg.seed, RUN_ROLE))
-    template = build()
+    ds, split, spec_dp = setting(cfg)
+    dp = cfg.train.dp
+    assert dp is not None  # setting refused it
     public = ds.x[split.population] if len(split.population) else ds.x[split.nonmembers]
-    case = worst_case.craft(template, public)
-    ds_c = worst_case.with_canary(ds, case)  # the canary: record len(ds)
-    canary = len(ds)
-    n = len(split.members)
-    trainer = dp_stacked.StackedDPSGD(build, stacked_spec(cfg, dp, n), chunk=CHUNK)
-    included = coins(cfg.seed, 2 * runs)
-    train_idx = [np.append(split.members, canary) if inc else split.members for inc in included]
+    count, n = per_run(cfg), len(split.members)
+    case = worst_case.craft(public, ds.n_classes, count)
+    x = np.concatenate([ds.x, case.inputs.astype(ds.x.dtype)])  # canary j: record len(ds) + j
+    y = np.concatenate([ds.y, case.labels.astype(ds.y.dtype)])
+    trainer = dp_stacked.StackedDPSGD(case.model, spec_dp, chunk=CHUNK)
+    slots = 2 * runs * count
+    confidence, delta = audit.one_run_level(cfg)
+    mu = ideal_shift(trainer.spec, n)
+    k, expected = planned_guesses(cfg, mu, slots, delta, confidence)
+    included = coins(cfg.seed, slots).reshape(2 * runs, count)
+    canary_ids = len(ds) + np.arange(count)
+    train_idx = [np.append(split.members, canary_ids[inc]) for inc in included]
     seeds = [model_seed(cfg.seed, RUN_ROLE + 1 + i) for i in range(2 * runs)]
     with ModelProgress(2 * runs) as tracker:
         clock = [time.perf_counter()]
 
-        def done(count: int) -> None:
+        def done(trained: int) -> None:
             now = time.perf_counter()
-            for _ in range(count - tracker.trained):
+            for _ in range(trained - tracker.trained):
                 tracker.finished("multi-run models", (now - clock[0]) / CHUNK, cached=False)
             clock[0] = now
 
-        finals = trainer.train(ds_c.x, ds_c.y, train_idx, seeds, n, start=case.start, progress=done)
-    scores = np.array([worst_case.score(template, p, case) for p in finals])
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)  # tensors of a few thousand numbers: a second thread only spins
+        try:
+            finals = trainer.train(case.features(x), y, train_idx, seeds, n, start=case.start(), progress=done)
+        finally:
+            torch.set_num_threads(threads)
+    scores = np.stack([worst_case.scores(case, p) for p in finals])  # (2R, count)
     privacy = privacy_record(trainer.spec, n, dp)
-    confidence, delta = audit.one_run_level(cfg)
+    observer = (
+        "log-probability of the canary's label (minus the mean over classes) at the canary minus at a blank input"
+    )
     about = {
         "threat_model": "black-box",
         "canary_kind": "worst-case",
-        "observer": "log-probability of the canary's label",
+        "observer": observer,
         "audits": worst_case.THREAT_MODEL,
         "start": "crafted (worst case)",
         "worst_case": case.to_json(),
-        "canaries": 1,
+        "runs": 2 * runs,
     }
-    # the binomial analysis counts each run's coin as one canary: m = 2R (one record, in or out of each run)
-    head = {**runs_as_canaries(scores, included, delta, confidence, cfg.seed), **about, "canaries": len(scores)}
-    two_run = {**multi_run_bound(scores, included, delta, confidence, cfg.seed), **about}
-    entries = [head, {**two_run, "included": int(included.sum())}]
+    head = {**pooled_canaries(scores, included, k, delta, confidence, cfg.seed), **about}
+    head["expected_ideal"] = expected
+    two_run = {**multi_run_bound(scores[:, 0], included[:, 0], delta, confidence, cfg.seed), **about}
+    two_run |= {"canaries": 2 * runs, "included": int(included[:, 0].sum()), "observer": f"the first canary of "
+                f"each run: {observer}"}  # fmt: skip
     declared = audit.declared_epsilon(cfg.dp_audit, cfg)
     claim = audit.tightest(privacy, declared)
     return {
-        "dataset": ds_c,
+        "dataset": replace(ds, name=f"{ds.name}+worst-case-canaries", x=x, y=y),
         "privacy": privacy,
         "scores": scores,
         "included": included,
         "dp_audit": {
             "kind": "multi-run",
-            "bounds": entries,
+            "bounds": [head, two_run],
             "headline": {k: head[k] for k in ("observer", "analysis", "threat_model", "canary_kind")},
             "epsilon_lb": head["epsilon_lower_bound"],
             "max_attainable": head["max_attainable"],
             **audit.claims(confidence, delta, declared, privacy),
             **verdict.multi_run(head, claim, privacy),
             "threat_model": worst_case.THREAT_MODEL,
-            "how": f"{2 * runs} models ({int(included.sum())} with the canary, by fair coins) trained together by "
-            f"stacked DP-SGD from a crafted start; {head['guesses']} guesses on the highest and lowest scores, "
-            f"{head['correct']} correct; {time.perf_counter() - started:.0f} s. This {worst_case.THREAT_MODEL}",
+            "how": f"{2 * runs} models trained together by stacked DP-SGD from a crafted start, {count} "
+            f"canar{'y' if count == 1 else 'ies'} each ({head['included']} of the {slots} slots with their canary, "
+            f"by fair coins); {head['guesses']} guesses on the highest and lowest scores, {head['correct']} correct; "
+            f"the ideal black-box observer of this DP-SGD (shift mu {mu:.2f}) expects about {expected:.2f} from "
+            f"{slots} slots "
+            f"({time.perf_counter() - started:.0f} s). This {worst_case.THREAT_MODEL}",
         },
     }
 

@@ -68,26 +68,40 @@ def whitebox(found: dict[str, Any], cfg: RunConfig, out: Path) -> AuditReport:
 
 
 def multirun(found: dict[str, Any], cfg: RunConfig, out: Path) -> AuditReport:
-    """A multi-run audit (``multi_run.run``): one scores.csv row per trained model."""
-    columns = {"run": np.arange(len(found["scores"])), "member": found["included"].astype(int),
-               "score": np.asarray(found["scores"], dtype=np.float64)}  # fmt: skip
+    """A multi-run audit (``multi_run.run``): one scores.csv row per (run, canary) slot."""
+    scores, included = np.asarray(found["scores"], dtype=np.float64), np.asarray(found["included"], dtype=bool)
+    runs, count = scores.shape
+    columns = {"run": np.repeat(np.arange(runs), count), "canary": np.tile(np.arange(count), runs),
+               "member": included.reshape(-1).astype(int), "score": scores.reshape(-1)}  # fmt: skip
     res = results(cfg, found["dataset"], {"source": "trained", "dp": found["privacy"]}, found["dp_audit"])
     return report.write_dp(res, columns, "multi-run DP audit", out)
 
 
 def multi_run_power(cfg: RunConfig, runs: int) -> str:
-    """What ``runs`` pairs of models can show at most (every decision right on the half not used to choose the
-    threshold), said before any training; and whether that is too little for the declared epsilon."""
+    """What ``runs`` pairs of runs can show, said before any training: the most (every guess right) and what the
+    ideal black-box observer of this DP-SGD expects (``multi_run.plan``); whether that is too little for the
+    declared epsilon; and what more canaries per run would give when the config asks for few."""
     confidence, delta = one_run_level(cfg)
-    held = runs - runs // 2  # models with (and without) the canary that test the threshold
-    power = bounds.rate_bound(held, held, 0, held, delta, confidence).epsilon_lb
+    count = multi_run.per_run(cfg)
+    slots = 2 * runs * count
+    mu = multi_run.shift_of(cfg)
+    k, expected = multi_run.planned_guesses(cfg, mu, slots, delta, confidence)
+    power = bounds.one_run_epsilon_lb(slots, 2 * k, 2 * k, confidence, delta)
     said = (
-        f"power: {runs} runs with the canary and {runs} without (threshold chosen on half of them) can show at most "
-        f"epsilon {power:.3f} at confidence {confidence:g}"
+        f"power: {2 * runs} runs x {count} canar{'y' if count == 1 else 'ies'} per run ({slots} slots) can show at "
+        f"most epsilon {power:.3f} "
+        f"at confidence {confidence:g}; the ideal black-box observer of this DP-SGD (shift mu {mu:.2f}) expects "
+        f"about {expected:.2f}"
     )
+    if count < multi_run.PER_RUN:
+        more = multi_run.plan(mu, 2 * runs * multi_run.PER_RUN, delta, confidence)[1]
+        said += f" (about {more:.2f} with {multi_run.PER_RUN} canaries per run, canaries.count: {multi_run.PER_RUN})"
     declared = declared_epsilon(cfg.dp_audit, cfg)
     if declared is not None and power <= declared:
-        return f"{said}: too little power to detect any violation of the declared epsilon {declared:g}; more runs"
+        return (
+            f"{said}: too little power to detect any violation of the declared epsilon {declared:g}; more runs or "
+            "canaries per run"
+        )
     return said
 
 

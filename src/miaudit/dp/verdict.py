@@ -197,7 +197,7 @@ def multi_run(entry: dict[str, Any], claim: tuple[str, float] | None, privacy: d
     """The verdict of a multi-run audit: its headline bound (chosen before any score, so one test) against the
     claim; the other analyses are reported beside it and decide nothing."""
     lb, power, confidence = entry["epsilon_lower_bound"], entry["max_attainable"], entry["confidence"]
-    runs = f"{entry['runs']} trained models"
+    runs = f"{entry['canaries']} canaries in {entry['runs']} trained models"
     said = f"{entry['analysis']} bound {lb:.3f} from {runs} ({entry['correct']}/{entry['guesses']} guesses right)"
     power_txt = f"power: {runs} could show at most epsilon {power:.3f}"
     planted = planted_note(privacy)
