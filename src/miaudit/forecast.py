@@ -45,29 +45,45 @@ def _jobs(cfg: RunConfig, plan: Plan) -> tuple[list[ModelJob], str]:
 def training_time(cfg: RunConfig, plan: Plan) -> dict[str, Any]:
     """Per model: cached, or its predicted training time from one timed epoch of its own recipe (the DP-SGD
     target's apart from the references', which train without DP unless ``train.dp.references``), scaled to its
-    training records and epochs."""
+    training records and epochs. Models that ``models_at_once: auto`` trains in worker processes on a CPU
+    (``together.worker_processes``) are timed on one torch thread, as a worker trains them, and their wall time
+    is shared among the workers."""
+    import torch
+
+    from .experiment import together
+
     jobs, command = _jobs(cfg, plan)
     store = open_store(cfg)
     one = cfg.model_copy(update={"train": cfg.train.model_copy(update={"epochs": 1})})
+    pending = {i for i, job in enumerate(jobs) if not job.in_store(store)}
+    in_workers = [i for i in sorted(pending) if together.worker_processes(jobs[i].recipe, 2, cfg.device) > 1]
+    workers = together.worker_processes(jobs[in_workers[0]].recipe, len(in_workers), cfg.device) if in_workers else 1
     per_epoch: dict[str, float] = {}  # "target" / "reference": one timed epoch on the first such model's records
     per_record: dict[str, float] = {}
-    models = []
+    models: list[dict[str, Any]] = []
     for i, job in enumerate(jobs):
-        cached = job.in_store(store)
+        cached = i not in pending
         kind = "reference" if i else "target"
+        worker = workers > 1 and i in in_workers
         if not cached and kind not in per_epoch:
             recipe = (
                 builtin_recipe(one, job.ds, cfg.model, dp=cfg.train.dp) if i == 0 else reference_recipe(one, job.ds)
             )
-            per_epoch[kind] = _epoch_seconds(recipe, job, cfg.seed)
+            threads = torch.get_num_threads()
+            torch.set_num_threads(1 if worker else threads)
+            try:
+                per_epoch[kind] = _epoch_seconds(recipe, job, cfg.seed)
+            finally:
+                torch.set_num_threads(threads)
             per_record[kind] = per_epoch[kind] / max(len(job.train_idx), 1)
         seconds = 0.0 if cached else per_record[kind] * len(job.train_idx) * cfg.train.epochs
-        models.append({"role": job.role, "cached": cached, "seconds": seconds})
+        models.append({"role": job.role, "cached": cached, "seconds": seconds, "in_worker": worker})
     return {
         "command": command,
         "models": models,
         "seconds_per_epoch": per_epoch,
-        "estimated_training_seconds": sum(m["seconds"] for m in models),
+        "workers": workers,
+        "estimated_training_seconds": sum(m["seconds"] / (workers if m["in_worker"] else 1) for m in models),
     }
 
 
@@ -153,12 +169,15 @@ def _time_line(f: dict[str, Any]) -> str:
     if not models:
         return "training: no model to train"
     cached = sum(m["cached"] for m in models)
-    epochs = ", ".join(f"{kind} {s:.2f} s per epoch (timed)" for kind, s in f["seconds_per_epoch"].items())
     if cached == len(models):
         return f"training: all {len(models)} models in the cache, nothing to train: about 0 s of training"
     left = len(models) - cached
     where = f"; {cached} of {len(models)} in the cache" if cached else ""
+    workers = f.get("workers", 1)
+    how = f" in {workers} worker processes" if workers > 1 else ""
+    timed = " on one thread" if workers > 1 else ""
+    epochs = ", ".join(f"{kind} {s:.2f} s per epoch (timed{timed})" for kind, s in f["seconds_per_epoch"].items())
     return (
         f"training ({f['command']}): about {f['estimated_training_seconds']:.0f} s for {left} model(s) to train"
-        f"{where}; {epochs}"
+        f"{how}{where}; {epochs}"
     )

@@ -87,4 +87,28 @@ def test_plan_reports_power_and_time(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["plan", str(tmp_path / "tiny.yaml")])
     assert result.exit_code == 0, result.output
     assert "60 members, 60 non-members" in result.output and "smallest TPR called a leak" in result.output
-    assert "s per epoch (timed)" in result.output
+    assert "s per epoch (timed" in result.output
+
+
+def test_plan_shares_worker_trained_time_among_the_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With two cores auto trains every model of the run in two workers: each timed on one thread, the total
+    halved; with models_at_once 1 nothing is shared."""
+    import torch
+    from conftest import TINY_RUN
+
+    from miaudit import config, forecast, plan
+    from miaudit.training import executor
+
+    monkeypatch.setattr(executor, "usable_cores", lambda: 2)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+    cfg = config.from_dict({**TINY_RUN, "cache_dir": str(tmp_path / "cache")})
+    t = forecast.training_time(cfg, plan.build(cfg))
+    assert t["workers"] == 2 and all(m["in_worker"] for m in t["models"])
+    assert t["estimated_training_seconds"] == pytest.approx(sum(m["seconds"] for m in t["models"]) / 2)
+    assert "in 2 worker processes" in forecast.lines({**forecast.forecast(cfg, plan.build(cfg)), **t})[-1]
+    one = config.from_dict(
+        {**TINY_RUN, "cache_dir": str(tmp_path / "cache"), "train": {**TINY_RUN.get("train", {}), "models_at_once": 1}}
+    )
+    t1 = forecast.training_time(one, plan.build(one))
+    assert t1["workers"] == 1 and not any(m["in_worker"] for m in t1["models"])
+    assert t1["estimated_training_seconds"] == pytest.approx(sum(m["seconds"] for m in t1["models"]))
