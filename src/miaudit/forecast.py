@@ -56,8 +56,7 @@ def training_time(cfg: RunConfig, plan: Plan) -> dict[str, Any]:
     store = open_store(cfg)
     one = cfg.model_copy(update={"train": cfg.train.model_copy(update={"epochs": 1})})
     pending = {i for i, job in enumerate(jobs) if not job.in_store(store)}
-    in_workers = [i for i in sorted(pending) if together.worker_processes(jobs[i].recipe, 2, cfg.device) > 1]
-    workers = together.worker_processes(jobs[in_workers[0]].recipe, len(in_workers), cfg.device) if in_workers else 1
+    in_workers, workers = together.worker_jobs(store, jobs, cfg.device)
     per_epoch: dict[str, float] = {}  # "target" / "reference": one timed epoch on the first such model's records
     per_record: dict[str, float] = {}
     models: list[dict[str, Any]] = []

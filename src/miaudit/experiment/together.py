@@ -63,18 +63,25 @@ def worker_processes(recipe: ModelRecipe, models: int, device: str) -> int:
     return max(1, min(models, torch.get_num_threads(), executor.usable_cores()))
 
 
+def worker_jobs(store: Store, jobs: Sequence[ModelJob], device: str) -> tuple[list[int], int]:
+    """Which of ``jobs`` worker processes would train (those ``worker_processes`` allows and the store does not
+    hold yet), by index, and how many workers; no worker (1) when fewer than two such models are left."""
+    todo = [i for i, j in enumerate(jobs) if worker_processes(j.recipe, 2, device) > 1 and not j.in_store(store)]
+    workers = worker_processes(jobs[todo[0]].recipe, len(todo), device) if todo else 1
+    return (todo, workers) if workers > 1 else ([], 1)
+
+
 def ahead(store: Store, jobs: Sequence[ModelJob], progress: ModelProgress, device: str) -> dict[str, TrainedModel]:
-    """The models of ``jobs`` (a run's target and references) that worker processes train (``worker_processes``)
-    and the store does not hold yet, trained now, all at once, and loaded: by role (``obtain_all``'s ``ready``).
-    The target trains beside the references instead of before them."""
+    """The models of ``jobs`` (a run's target and references) that worker processes train (``worker_jobs``),
+    trained now, all at once, and loaded: by role (``obtain_all``'s ``ready``). The target trains beside the
+    references instead of before them."""
     if store.read_only:
         return {}
-    todo = [j for j in jobs if worker_processes(j.recipe, 2, device) > 1 and not j.in_store(store)]
-    workers = worker_processes(todo[0].recipe, len(todo), device) if todo else 1
-    if workers < 2:
+    todo, workers = worker_jobs(store, jobs, device)
+    if not todo:
         return {}
-    trained = _in_workers(store, todo, workers, progress, device)
-    return {job.role: model for job, model in zip(todo, trained, strict=True) if model is not None}
+    trained = _in_workers(store, [jobs[i] for i in todo], workers, progress, device)
+    return {jobs[i].role: model for i, model in zip(todo, trained, strict=True) if model is not None}
 
 
 def _in_workers(
@@ -122,15 +129,30 @@ def obtain_all(
     device: str = "cpu",
     ready: Mapping[str, TrainedModel] | None = None,
 ) -> list[TrainedModel]:
-    """Every job's model, in order: ``ready``'s by role (obtained by ``ahead``), else loaded when finished
-    before, else trained (in stacks or worker processes where the recipe allows); each counted by ``progress``."""
-    if ready:
-        rest = iter(obtain_all(store, recipe, ds, [j for j in jobs if j.role not in ready], progress, device))
-        return [ready[j.role] if j.role in ready else next(rest) for j in jobs]
-    workers = worker_processes(recipe, len(jobs), device)
-    size = 1 if workers > 1 else stack_size(recipe, ds, jobs, device)
-    if (size == 1 and workers == 1) or store.read_only:
-        return [obtain(store, recipe, ds, j.role, j.seed, j.train_idx, progress, device) for j in jobs]
+    """Every job's model, in order: ``ready``'s by role (obtained by ``ahead``; None: ``ahead`` runs here), else
+    loaded when finished before, else trained (in stacks where the recipe allows); each counted by ``progress``."""
+    if ready is None:
+        ready = ahead(store, jobs, progress, device)
+    rest = [j for j in jobs if j.role not in ready]
+    size = stack_size(recipe, ds, rest, device)
+    if size == 1 or store.read_only:
+        here = [obtain(store, recipe, ds, j.role, j.seed, j.train_idx, progress, device) for j in rest]
+    else:
+        here = _in_stacks(store, recipe, ds, rest, size, progress, device)
+    got = iter(here)
+    return [ready[j.role] if j.role in ready else next(got) for j in jobs]
+
+
+def _in_stacks(
+    store: Store,
+    recipe: ModelRecipe,
+    ds: Dataset,
+    jobs: Sequence[ModelJob],
+    size: int,
+    progress: ModelProgress,
+    device: str,
+) -> list[TrainedModel]:
+    """``jobs``' models: loaded when finished before, the rest trained in stacks of at most ``size``."""
     models: list[TrainedModel | None] = [None] * len(jobs)
     pending: dict[int, list[int]] = {}  # training-set size -> jobs left to train (a stack needs equal sizes)
     for i, job in enumerate(jobs):  # the finished ones first: a resumed run trains only the rest
@@ -138,18 +160,11 @@ def obtain_all(
             models[i] = obtain(store, recipe, ds, job.role, job.seed, job.train_idx, progress, device)
         else:
             pending.setdefault(len(job.train_idx), []).append(i)
-    todo = [i for group in pending.values() for i in group]
-    if workers > 1 and len(todo) > 1:
-        trained = _in_workers(store, [jobs[i] for i in todo], min(workers, len(todo)), progress, device)
-        for i, model in zip(todo, trained, strict=True):
-            models[i] = model
-    elif size > 1:
-        for group in pending.values():
-            for chunk in chunks(group, size):
-                for i, model in zip(chunk, _stack(store, recipe, ds, [jobs[i] for i in chunk], progress, device)):
-                    models[i] = model
-    # trained by a worker, or left out of a stack (another run held the entry, or it was damaged): loaded, or
-    # trained one at a time, waiting for that run
+    for group in pending.values():
+        for chunk in chunks(group, size):
+            for i, model in zip(chunk, _stack(store, recipe, ds, [jobs[i] for i in chunk], progress, device)):
+                models[i] = model
+    # left out of a stack (another run held the entry, or it was damaged): one at a time, waiting for that run
     return [
         m if m is not None else obtain(store, recipe, ds, j.role, j.seed, j.train_idx, progress, device)
         for m, j in zip(models, jobs, strict=True)
