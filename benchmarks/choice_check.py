@@ -1,6 +1,6 @@
 """Does the pseudo-target estimate rank the candidates as the target's true TPR@1% does? (issue 38, K >= 2)
 
-    python benchmarks/choice_check.py NAME CONFIG.yaml [OUT.json]   # merges into OUT (results/lodo_choice.json)
+    python benchmarks/choice_check.py NAME CONFIG.yaml [OUT.json [VARIANT,...]]  # merges into OUT
     python benchmarks/choice_check.py --table OUT.json               # its runs as a markdown table
 
 For a run config with K references: the target and references trained or loaded from the cache; every
@@ -33,6 +33,8 @@ from miaudit.stats import signals
 from miaudit.stats.signals import Signal
 
 OUT = RESULTS / "lodo_choice.json"
+VARIANTS = ("plain", "noise", "regress", "band", "subsets", "band+subsets")
+BAND = (0.005, 0.007, 0.01, 0.014, 0.02)  # the band variant's FPR levels (protocol: notes in lodo_choice.md)
 SIGNAL = Signal.rescaled_logit  # the scale on which a pseudo-target is made as unlike its references as the target
 
 
@@ -104,9 +106,10 @@ def mirrored(inputs: AttackInputs, references: int, regress: bool) -> tuple[list
     return out, {str(k): {"shift": m.shift, "slope": m.slope, "noise": m.noise} for k, m in moved.items()}
 
 
-def _variant(found: choice.AttackChoice, truth: dict[str, float], seconds: float) -> dict:
+def _variant(found: choice.AttackChoice, truth: dict[str, float], seconds: float, band: bool) -> dict:
     names = [c.name for c in found.candidates]
-    estimate = [c.tpr["0.01"] for c in found.candidates]
+    keys = [str(lv) for lv in BAND] if band else ["0.01"]
+    estimate = [float(np.mean([c.tpr[k] for k in keys])) for c in found.candidates]
     rho = float(spearmanr(estimate, [truth[n] for n in names]).statistic)
     # pooled per-pseudo-target ranks: each pseudo-target ranks the candidates, the mean rank orders them
     per = np.array([c.per_pseudo_target for c in found.candidates])
@@ -118,13 +121,13 @@ def _variant(found: choice.AttackChoice, truth: dict[str, float], seconds: float
         "choice_seconds": seconds,
         "candidates": {
             c.name: {
-                "estimate": c.tpr["0.01"],
+                "estimate": est,
                 "ci": list(c.tpr_ci["0.01"]),
                 "per_pseudo_target": c.per_pseudo_target,
                 "true_tpr": truth[c.name],
                 "run": c.run,
             }
-            for c in found.candidates
+            for c, est in zip(found.candidates, estimate, strict=True)
         },
         "spearman": rho,
         "spearman_mean_rank": rho_ranks,
@@ -135,7 +138,7 @@ def _variant(found: choice.AttackChoice, truth: dict[str, float], seconds: float
     }
 
 
-def check(path: str) -> dict:
+def check(path: str, names: tuple[str, ...] = VARIANTS) -> dict:
     cfg = config.load(path)
     k = cfg.references
     cfg = cfg.model_copy(update={"attacks": [{"name": n, "references": k} for n in recommended.CANDIDATES]})
@@ -149,15 +152,18 @@ def check(path: str) -> dict:
         truth[a.name] = metrics.tpr_at_fpr["0.01"]
     variants, moved = {}, {}
     given = inputs.first(k)
-    for name in ("plain", "noise", "regress"):
+    for name in names:
         start = time.perf_counter()
-        if name == "plain":
-            audits = choice.pseudo_audits(given, k)
-        else:
+        if name in ("noise", "regress"):
             audits, moved[name] = mirrored(given, k, regress=name == "regress")
-        found = choice.estimate(list(exp.plan.attacks), audits, fpr_levels(cfg), choice.LEVEL)
+        elif "subsets" in name:
+            audits = choice.pseudo_audits(given, k, per_run=2, every_subset=True)
+        else:
+            audits = choice.pseudo_audits(given, k)
+        levels = tuple(fpr_levels(cfg)) + BAND
+        found = choice.estimate(list(exp.plan.attacks), audits, levels, choice.LEVEL)
         assert found is not None
-        variants[name] = _variant(found, truth, time.perf_counter() - start)
+        variants[name] = _variant(found, truth, time.perf_counter() - start, band=name.startswith("band"))
     return {
         "config": cfg.model_dump(mode="json", include={"dataset", "model", "seed", "references"}),
         "true_tpr": truth,
@@ -202,9 +208,9 @@ def table(data: dict) -> list[str]:
     return lines
 
 
-def main(name: str, path: str, out: Path = OUT) -> None:
+def main(name: str, path: str, out: Path = OUT, names: tuple[str, ...] = VARIANTS) -> None:
     data = json.loads(out.read_text()) if out.exists() else {"note": __doc__.split("\n")[0], "runs": {}}
-    data["runs"][name] = check(path)
+    data["runs"][name] = check(path, names)
     out.write_text(json.dumps(data, indent=1) + "\n")
     run = data["runs"][name]
     print(name, "truth", {n: round(100 * v, 2) for n, v in run["true_tpr"].items()}, "mirror", run["mirror"])
@@ -218,4 +224,5 @@ if __name__ == "__main__":
     if sys.argv[1] == "--table":
         print("\n".join(table(json.loads(Path(sys.argv[2]).read_text()))))
     else:
-        main(sys.argv[1], sys.argv[2], Path(sys.argv[3]) if len(sys.argv) > 3 else OUT)
+        given = tuple(sys.argv[4].split(",")) if len(sys.argv) > 4 else VARIANTS
+        main(sys.argv[1], sys.argv[2], Path(sys.argv[3]) if len(sys.argv) > 3 else OUT, given)

@@ -55,6 +55,18 @@ def test_pseudo_targets_cap_their_references_so_members_remain() -> None:
     assert all(a.is_member.sum() > 800 / 2 ** (choice.REFERENCES_PER_RUN + 1) / 2 for a in audits)
 
 
+def test_every_subset_gives_one_pseudo_audit_per_subset_of_the_other_references() -> None:
+    inputs, _ = synthetic(np.random.default_rng(3), k=4, n_query=20, n_pop=400, n_val=10)
+    ref_in = inputs.population.ref_in
+    audits = choice.pseudo_audits(inputs, 4, per_run=2, every_subset=True)
+    assert [(a.target, a.references) for a in audits] == [
+        (k, pair) for k in range(4) for pair in [(a, b) for a in range(4) for b in range(a + 1, 4) if k not in (a, b)]
+    ]
+    for audit in audits:  # members: the pseudo-target's alone among the three models of that pseudo-audit
+        members = ref_in[audit.target] & ~ref_in[list(audit.references)].any(axis=0)
+        assert audit.is_member.sum() == members.sum()
+
+
 def test_no_pseudo_targets_online_with_one_reference_or_without_reference_membership() -> None:
     inputs, _ = synthetic(np.random.default_rng(2), k=2, n_query=20, n_pop=100, n_val=10)
     assert choice.pseudo_audits(inputs, 1) == []

@@ -44,6 +44,7 @@ the reverse; ``benchmarks/results/lodo_choice.md``).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from itertools import combinations
 from typing import Any
 
 import numpy as np
@@ -145,30 +146,42 @@ class PseudoAudit:
     references: tuple[int, ...]
 
 
-def pseudo_audits(inputs: AttackInputs, references: int) -> list[PseudoAudit]:
-    """The references as pseudo-targets (module docstring); none when the audit cannot supply them."""
+def pseudo_audits(
+    inputs: AttackInputs, references: int, per_run: int = REFERENCES_PER_RUN, every_subset: bool = False
+) -> list[PseudoAudit]:
+    """The references as pseudo-targets (module docstring); none when the audit cannot supply them. Each
+    pseudo-target takes the first ``per_run`` other references as its references, or, ``every_subset``, one
+    pseudo-audit per subset of that size (``benchmarks/choice_check.py`` measures both)."""
     pop = inputs.population
     if inputs.mode != "offline" or references < 2 or pop is None or pop.ref_in is None:
         return []
     ref_in = np.asarray(pop.ref_in, dtype=bool)[:references]
-    m = min(references - 1, REFERENCES_PER_RUN)
+    m = min(references - 1, per_run)
     audits = []
     for k in range(min(references, PSEUDO_TARGETS)):
-        refs = [j for j in range(references) if j != k][:m]
-        members = ref_in[k] & ~ref_in[refs].any(axis=0)
-        if not members.any():
-            continue
-        everything = np.ones(len(inputs.queries.labels), dtype=bool)
-        nonmembers = _models(inputs.queries, k, refs, everything)
-        if inputs.validation is not None:
-            val = inputs.validation
-            nonmembers = _joined(nonmembers, _models(val, k, refs, np.ones(len(val.labels), dtype=bool)))
-        queries = _joined(nonmembers, _models(pop, k, refs, members))
-        is_member = np.r_[np.zeros(len(nonmembers.labels), dtype=bool), np.ones(int(members.sum()), dtype=bool)]
-        population = _models(pop, k, refs, ~ref_in[k])
-        pseudo = replace(inputs, queries=queries, population=population, validation=None, models=None)
-        audits.append(PseudoAudit(pseudo, is_member, k, tuple(refs)))
+        others = [j for j in range(references) if j != k]
+        for chosen in combinations(others, m) if every_subset else [others[:m]]:
+            audits.extend(_pseudo_audit(inputs, ref_in, k, list(chosen)))
     return audits
+
+
+def _pseudo_audit(inputs: AttackInputs, ref_in: np.ndarray, k: int, refs: list[int]) -> list[PseudoAudit]:
+    """Reference k as the target with ``refs`` as its references (none if no population record is k's alone)."""
+    pop = inputs.population
+    assert pop is not None  # pseudo_audits checked it
+    members = ref_in[k] & ~ref_in[refs].any(axis=0)
+    if not members.any():
+        return []
+    everything = np.ones(len(inputs.queries.labels), dtype=bool)
+    nonmembers = _models(inputs.queries, k, refs, everything)
+    if inputs.validation is not None:
+        val = inputs.validation
+        nonmembers = _joined(nonmembers, _models(val, k, refs, np.ones(len(val.labels), dtype=bool)))
+    queries = _joined(nonmembers, _models(pop, k, refs, members))
+    is_member = np.r_[np.zeros(len(nonmembers.labels), dtype=bool), np.ones(int(members.sum()), dtype=bool)]
+    population = _models(pop, k, refs, ~ref_in[k])
+    pseudo = replace(inputs, queries=queries, population=population, validation=None, models=None)
+    return [PseudoAudit(pseudo, is_member, k, tuple(refs))]
 
 
 def _flagged(scores: np.ndarray, is_member: np.ndarray, level: float) -> np.ndarray:
