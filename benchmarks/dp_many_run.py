@@ -186,8 +186,10 @@ def table(sim: list[dict[str, Any]], trained: list[dict[str, Any]], seeds: list[
         "",
         "Commands: `python benchmarks/dp_many_run.py simulate --out benchmarks/results/dp_many_run_sim.json`, "
         "`python benchmarks/dp_many_run.py train ... --out benchmarks/results/dp_many_run_train.json`, "
-        "`python benchmarks/dp_many_run.py table`. Hardware: 2 AMD EPYC cores shared with other jobs (load "
-        "average 13-20, nice 19: wall seconds are the load's, CPU seconds the audit's), torch 1 thread, no GPU. "
+        "`python benchmarks/dp_many_run.py table`. Hardware: 2 CPU cores, torch 1 thread, no GPU; the trained "
+        "rows: an idle Intel Xeon (session 9, after the guesses were planned with the claim too, "
+        "`multi_run.powered`, and from the accounted noise only); the simulations and the seed spread: 2 AMD "
+        "EPYC cores shared with other jobs (load average 13-20, nice 19: wall seconds the load's). "
         "Confidence 0.95, delta 1e-5.",
         "",
         "## Trained: stacked DP-SGD on digits from the worst-case start (the crafted read-out, dp.worst_case)",

@@ -85,7 +85,7 @@ def multi_run_power(cfg: RunConfig, runs: int) -> str:
     count = multi_run.per_run(cfg)
     slots = 2 * runs * count
     mu = multi_run.shift_of(cfg)
-    k, expected = multi_run.planned_guesses(cfg, mu, slots, delta, confidence)
+    k, expected = multi_run.planned_guesses(cfg, mu, slots, delta, confidence, multi_run.claimed(cfg))
     power = bounds.one_run_epsilon_lb(slots, 2 * k, 2 * k, confidence, delta)
     said = (
         f"power: {2 * runs} runs x {count} canar{'y' if count == 1 else 'ies'} per run ({slots} slots) can show at "

@@ -7,7 +7,13 @@ clipping: the norm over all parameters), sums them, adds Gaussian noise of stand
 noise_multiplier x max_grad_norm to every coordinate, divides by the expected batch size int(n q) and takes an
 SGD step (momentum, weight decay, the per-epoch cosine or constant schedule); a step whose Poisson batch is
 empty is skipped. The noise multiplier is Opacus' RDP calibration to the declared (epsilon, delta)
-(``training.noise_multiplier``). A planted ``noise_scale`` fault draws that multiple of the noise.
+(``training.noise_multiplier``). Planted faults (``train.dp.planted_fault``, as ``training.dp_faults`` plants
+them into Opacus): ``noise_scale`` draws that multiple of the noise; ``clip: none`` skips the per-sample clipping;
+``clip: after_mean`` clips the batch's mean gradient instead (the sum becomes the expected batch size x the
+clipped mean); ``noise: per_epoch`` adds noise at each epoch's first step only; ``public_pass`` trains one epoch
+of plain SGD first (shuffled batches of ``batch_size``, the mean gradient, no clipping, no noise, its own
+momentum, at the first epoch's rate); the sampling fault's accountant (``accounted_rate_factor``) is the
+caller's (``dp.multi_run``).
 
 Per-sample gradients, two ways with the same result:
 - ``per_sample_grads``: torch.func, ``vmap`` over models and over records of ``grad`` of a ``functional_call``:
@@ -53,9 +59,17 @@ class StackSpec:
     noise_multiplier: float  # accounted
     max_grad_norm: float
     noise_scale: float = 1.0  # a planted fault: noise drawn / noise accounted
+    clip: str | None = None  # a planted fault: "none" (clipping skipped) or "after_mean" (the mean clipped)
+    noise_per_epoch: bool = False  # a planted fault: noise at each epoch's first step only
+    accounted_rate_factor: float = 1.0  # a planted fault: the accountant is told a rate this many times smaller
+    public_pass: bool = False  # a planted fault: one epoch of plain SGD on the private records first
 
     def sample_rate(self, n: int) -> float:
         return 1.0 / math.ceil(n / self.batch_size)
+
+    def accounted_rate(self, n: int) -> float:
+        """The sampling rate the accountant is told (the sample rate unless a sampling fault is planted)."""
+        return self.sample_rate(n) / self.accounted_rate_factor
 
     def steps_per_epoch(self, n: int) -> int:
         return math.ceil(n / self.batch_size)
@@ -168,10 +182,16 @@ class StackedDPSGD:
         if self.chain is None and any(True for _ in self.template.buffers()):
             raise ConfigError("model: the stacked DP-SGD trainer needs a model without buffers (no BatchNorm)")
 
-    def clipped_sum(self, params: dict, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> dict:
+    def clipped_sum(
+        self, params: dict, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor, clip: float | None = None
+    ) -> dict:
+        """The per-sample sum clipped to ``clip`` (default: max_grad_norm, or none under a planted clipping fault:
+        ``after_mean`` clips later)."""
+        if clip is None:
+            clip = math.inf if self.spec.clip is not None else self.spec.max_grad_norm
         if self.chain is not None:
-            return clipped_sum_linear(self.chain, self.names, params, x, y, w, self.spec.max_grad_norm)
-        return clipped_sum_vmap(self.template, params, x, y, w, self.spec.max_grad_norm)
+            return clipped_sum_linear(self.chain, self.names, params, x, y, w, clip)
+        return clipped_sum_vmap(self.template, params, x, y, w, clip)
 
     def train(
         self,
@@ -231,13 +251,15 @@ class StackedDPSGD:
         valid = torch.zeros(m, longest, dtype=torch.bool)
         for i, idx in enumerate(train_idx):
             records[i, : len(idx)], valid[i, : len(idx)] = torch.as_tensor(idx, dtype=torch.long), True
+        if spec.public_pass:
+            self._public_pass(flat, params, shapes, x, y, records, sizes, seeds)
         samplers = [torch.Generator().manual_seed(int(s) + 2) for s in seeds]
         noises = [torch.Generator().manual_seed(int(s) + 1) for s in seeds]
         std = spec.noise_multiplier * spec.noise_scale * spec.max_grad_norm
         noise = torch.empty_like(flat)
         for epoch in range(spec.epochs):
             lr = spec.lr_at(epoch)
-            for _ in range(per_epoch):
+            for step in range(per_epoch):
                 masks = valid.clone()  # each model draws for its own records only: independent of the chunking
                 for i, g in enumerate(samplers):
                     masks[i, : sizes[i]] = torch.rand(sizes[i], generator=g) < q
@@ -254,12 +276,49 @@ class StackedDPSGD:
                 for i, g in enumerate(noises):
                     torch.randn(flat.shape[1], generator=g, out=noise[i])
                 grads = torch.cat([summed[k].flatten(1) for k in shapes], 1)
-                grads.add_(noise, alpha=std).div_(expected).add_(flat, alpha=spec.weight_decay)
+                if spec.clip == "after_mean":  # the batch's mean clipped, times the expected batch size
+                    mean = grads / counts.clamp(min=1).unsqueeze(1)
+                    factor = (spec.max_grad_norm / (mean.norm(dim=1, keepdim=True) + NORM_EPS)).clamp(max=1.0)
+                    grads = mean * factor * expected
+                drawn = 0.0 if spec.noise_per_epoch and step > 0 else std
+                grads.add_(noise, alpha=drawn).div_(expected).add_(flat, alpha=spec.weight_decay)
                 grads = torch.where(started, momentum.mul(spec.momentum).add_(grads), grads)
                 momentum = torch.where(active, grads, momentum)
                 flat.sub_(torch.where(active, grads, 0.0), alpha=lr)
                 started |= active
         return {k: v.clone() for k, v in params.items()}
+
+    def _public_pass(
+        self,
+        flat: torch.Tensor,
+        params: dict[str, torch.Tensor],
+        shapes: dict[str, torch.Size],
+        x: torch.Tensor,
+        y: torch.Tensor,
+        records: torch.Tensor,
+        sizes: list[int],
+        seeds: list[int],
+    ) -> None:
+        """The ``public_pass`` fault, in place (as ``training.dp_faults``: one epoch of plain SGD with its own
+        optimizer before DP-SGD): each model's records shuffled by its own seed, in batches of ``batch_size``,
+        the mean raw gradient, momentum and weight decay, the first epoch's rate."""
+        spec, size = self.spec, self.spec.batch_size
+        orders = [torch.randperm(n, generator=torch.Generator().manual_seed(int(s) + 3)) for n, s in zip(sizes, seeds)]
+        momentum = torch.zeros_like(flat)
+        for b in range(math.ceil(max(sizes) / size)):
+            picked = torch.zeros(len(seeds), size, dtype=torch.long)
+            w = torch.zeros(len(seeds), size)
+            for i, order in enumerate(orders):
+                batch = records[i, order[b * size : (b + 1) * size]]
+                picked[i, : len(batch)], w[i, : len(batch)] = batch, 1.0
+            counts = w.sum(1, keepdim=True)
+            summed = self.clipped_sum(params, x[picked], y[picked], w, clip=math.inf)
+            grads = torch.cat([summed[k].flatten(1) for k in shapes], 1) / counts.clamp(min=1)
+            grads.add_(flat, alpha=spec.weight_decay)
+            grads = grads if b == 0 else momentum.mul(spec.momentum).add_(grads)
+            active = counts > 0  # a model whose records ran out takes no step
+            momentum = torch.where(active, grads, momentum)
+            flat.sub_(torch.where(active, grads, 0.0), alpha=spec.lr_at(0))
 
 
 def unflatten(flat: torch.Tensor, shapes: dict[str, torch.Size]) -> dict[str, torch.Tensor]:
