@@ -184,7 +184,7 @@ def _pseudo_audit(inputs: AttackInputs, ref_in: np.ndarray, k: int, refs: list[i
     return [PseudoAudit(pseudo, is_member, k, tuple(refs))]
 
 
-def _flagged(scores: np.ndarray, is_member: np.ndarray, level: float) -> np.ndarray:
+def flagged(scores: np.ndarray, is_member: np.ndarray, level: float) -> np.ndarray:
     """Which members reach the threshold that at most ``level`` of the non-members reach (none: no such one)."""
     s = nan_lowest(scores)
     threshold = deployable.pooled_threshold(s[~is_member], level)
@@ -241,7 +241,7 @@ def estimate(
             except AttackRequirementError:
                 scores = np.full(audit.is_member.size, np.nan)
             for lv in levels:
-                flags[attack.name][lv].append(_flagged(scores, audit.is_member, lv))
+                flags[attack.name][lv].append(flagged(scores, audit.is_member, lv))
     pooled = {n: {lv: np.concatenate(f) for lv, f in per.items()} for n, per in flags.items()}
     n_members = int(sum(a.is_member.sum() for a in audits))
     estimates = [
