@@ -207,24 +207,19 @@ def setting(cfg: RunConfig) -> tuple[Any, Any, dp_stacked.StackSpec]:
     return ds, split, stacked_spec(cfg, dp, len(split.members))
 
 
-def shift_of(cfg: RunConfig) -> float:
-    """``ideal_shift`` of the config's DP-SGD (no training)."""
-    _, split, spec = setting(cfg)
-    return ideal_shift(spec, len(split.members))
-
-
 def claim_of(cfg: RunConfig, privacy: dict[str, Any]) -> tuple[str, float] | None:
     """The claim the audit tests: the smallest of the declared and the accounted epsilons."""
     return audit.tightest(privacy, audit.declared_epsilon(cfg.dp_audit, cfg))
 
 
-def claimed(cfg: RunConfig) -> float | None:
-    """``claim_of``'s epsilon for the config's DP-SGD (no training)."""
+def foreseen(cfg: RunConfig) -> tuple[float, float | None]:
+    """``ideal_shift`` of the config's DP-SGD and the epsilon it claims (``claim_of``), with no training."""
     dp = cfg.train.dp
     assert dp is not None  # setting refuses a config without it
     _, split, spec = setting(cfg)
-    found = claim_of(cfg, privacy_record(spec, len(split.members), dp))
-    return None if found is None else found[1]
+    n = len(split.members)
+    found = claim_of(cfg, privacy_record(spec, n, dp))
+    return ideal_shift(spec, n), None if found is None else found[1]
 
 
 def run(cfg: RunConfig, runs: int) -> dict[str, Any]:

@@ -84,8 +84,8 @@ def multi_run_power(cfg: RunConfig, runs: int) -> str:
     confidence, delta = one_run_level(cfg)
     count = multi_run.per_run(cfg)
     slots = 2 * runs * count
-    mu = multi_run.shift_of(cfg)
-    k, expected = multi_run.planned_guesses(cfg, mu, slots, delta, confidence, multi_run.claimed(cfg))
+    mu, claim = multi_run.foreseen(cfg)
+    k, expected = multi_run.planned_guesses(cfg, mu, slots, delta, confidence, claim)
     power = bounds.one_run_epsilon_lb(slots, 2 * k, 2 * k, confidence, delta)
     said = (
         f"power: {2 * runs} runs x {count} canar{'y' if count == 1 else 'ies'} per run ({slots} slots) can show at "
