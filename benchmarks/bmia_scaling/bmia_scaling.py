@@ -7,7 +7,7 @@ regression, laplace-torch fits its KFAC last-layer Laplace posterior, then
 the scoring step only (drawing weights, logits, hinge scores, moments), which
 is what grows with N; the Laplace fit is reported separately.
 
-Run: python benchmarks/bmia_scaling.py   (writes benchmarks/results/bmia_scaling.json)
+Run: python benchmarks/bmia_scaling/bmia_scaling.py   (writes benchmarks/bmia_scaling/bmia_scaling.json)
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from miaudit.posteriors.laplace import LaplacePosterior
 
 DIM, SAMPLES, N_TRAIN = 128, 1000, 5000
 CASES = [(10_000, 10), (100_000, 10), (100_000, 100)]  # (queries, classes)
-OUT = Path(__file__).parent / "results" / "bmia_scaling.json"
+OUT = Path(__file__).parent / "bmia_scaling.json"
 
 
 def synthetic_reference(n_classes: int, seed: int) -> tuple[nn.Linear, torch.Tensor, np.ndarray]:

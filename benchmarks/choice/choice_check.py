@@ -1,7 +1,7 @@
 """Does the pseudo-target estimate rank the candidates as the target's true TPR@1% does? (issue 38, K >= 2)
 
-    python benchmarks/choice_check.py NAME CONFIG.yaml [OUT.json [VARIANT,...]]  # merges into OUT
-    python benchmarks/choice_check.py --table OUT.json               # its runs as a markdown table
+    python benchmarks/choice/choice_check.py NAME CONFIG.yaml [OUT.json [VARIANT,...]]  # merges into OUT
+    python benchmarks/choice/choice_check.py --table OUT.json               # its runs as a markdown table
 
 For a run config with K references: the target and references trained or loaded from the cache; every
 candidate of ``attacks: auto`` at K measured on the references as pseudo-targets (``experiment/choice.py``,
@@ -21,7 +21,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
-from claims import RESULTS
 from scipy.stats import rankdata, spearmanr
 
 from miaudit import pipeline
@@ -32,7 +31,7 @@ from miaudit.experiment.run import evaluate, fpr_levels
 from miaudit.stats import signals
 from miaudit.stats.signals import Signal
 
-OUT = RESULTS / "lodo_choice.json"
+OUT = Path(__file__).parent / "lodo_choice.json"
 VARIANTS = ("plain", "noise", "regress", "band", "subsets", "band+subsets")
 BAND = (0.005, 0.007, 0.01, 0.014, 0.02)  # the band variant's FPR levels (protocol: notes in lodo_choice.md)
 SIGNAL = Signal.rescaled_logit  # the scale on which a pseudo-target is made as unlike its references as the target

@@ -5,7 +5,7 @@ the real audit's. Here every candidate runs on the real target twice: with the w
 random half of it (4 draws, mean); both scored on the target's true membership (TPR@1%). An attack that loses
 much more than the others with half the population is under-rated by the pseudo-targets.
 
-    python benchmarks/choice_half_population.py CONFIG.yaml [CONFIG.yaml ...]
+    python benchmarks/choice/choice_half_population.py CONFIG.yaml [CONFIG.yaml ...]
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The pseudo-target estimate (``experiment/choice.py``) audits references as targets; references share about half
 their training records with each other and none with the target, so they are not exchangeable with it
-(benchmarks/results/lodo_choice.md). A twin is: one more model trained like the target (same recipe, same
+(benchmarks/choice/lodo_choice.md). A twin is: one more model trained like the target (same recipe, same
 training-set size) on records no reference saw, audited against the same K references and population exactly as
 the target is. Its data here: the split's validation part (records no model trains on), of which a seeded half
 trains the twin (its members) and the other half are its non-members; the split gives validation twice the
@@ -12,8 +12,8 @@ Per run: every ``attacks: auto`` candidate at K on the target (its true TPR@1%) 
 TPR@1%, at the threshold its non-members give, as the pseudo-target estimate measures it); Spearman's rank
 correlation between the two across the candidates, beside the plain pseudo-target estimate's on the same models.
 
-    python benchmarks/choice_twin.py DATASET SEED [SEED ...]    # appends to results/lodo_choice_twin.json
-    python benchmarks/choice_twin.py --table
+    python benchmarks/choice/choice_twin.py DATASET SEED [SEED ...]    # appends to lodo_choice_twin.json beside it
+    python benchmarks/choice/choice_twin.py --table
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
-from claims import RESULTS
 from scipy.stats import spearmanr
 
 from miaudit import pipeline
@@ -33,7 +33,7 @@ from miaudit.config import run as config
 from miaudit.experiment import cached, choice, recipes
 from miaudit.experiment.run import evaluate, fpr_levels
 
-OUT = RESULTS / "lodo_choice_twin.json"
+OUT = Path(__file__).parent / "lodo_choice_twin.json"
 SPLIT = {"target_train": 0.2, "target_test": 0.1, "population": 0.3, "validation": 0.4}
 K = 4
 TWIN_SEED = 0x7417

@@ -1,7 +1,7 @@
 """The BMIA paper's headline claims, checked against our committed suite results.
 
-    python benchmarks/claims.py            # reads benchmarks/results/{paper,ablations,seeds}.json
-                                           # writes benchmarks/results/claims.md and table1.md
+    python benchmarks/claims/claims.py            # reads benchmarks/results/{paper,ablations,seeds}.json
+                                           # writes benchmarks/claims/claims.md and table1.md
 
 A claim is a comparison of two rows' means on one data set. Per data set the
 verdict is "yes" (holds by more than one standard deviation of the difference:
@@ -18,7 +18,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).parents[1] / "results"  # the `miaudit bench` suites' results
+HERE = Path(__file__).parent  # claims.md and table1.md
 
 
 @dataclass(frozen=True)
@@ -343,7 +344,7 @@ if __name__ == "__main__":
             "The LiRA paper (Carlini et al. 2022, section 5) finds augmented queries raise LiRA's TPR; training "
             "with augmentation generalises better and leaks less.\n\n" + augmentation_table()
         )
-    (RESULTS / "claims.md").write_text("# The papers' claims on our data\n\n" + table)
-    (RESULTS / "table1.md").write_text("# Table 1 on our data (mean over 3 seeds)\n\n" + table1())
+    (HERE / "claims.md").write_text("# The papers' claims on our data\n\n" + table)
+    (HERE / "table1.md").write_text("# Table 1 on our data (mean over 3 seeds)\n\n" + table1())
     print(table)
     print(table1())

@@ -7,10 +7,11 @@ Part ``run``: for each seed, each setting's audit on digits with correct DP-SGD,
   canaries + 500 white-box gradient canaries, LiRA and RMIA with 2 references;
 - ``many-run eps E``: ``miaudit dp-audit --runs 50`` with 16 canaries per run (the read-out of
   ``dp.worst_case``), the check's DP-SGD (30 epochs, batch 64, lr 0.05).
-Part ``table``: benchmarks/results/dp_false_alarms.md from the JSON lines.
+Part ``table``: benchmarks/dp_false_alarms/dp_false_alarms.md from the JSON lines.
 
-    nice -n 19 python benchmarks/dp_false_alarms.py run --seeds 0-19 --out benchmarks/results/dp_false_alarms.jsonl
-    python benchmarks/dp_false_alarms.py table
+    nice -n 19 python benchmarks/dp_false_alarms/dp_false_alarms.py run --seeds 0-19 \
+        --out benchmarks/dp_false_alarms/dp_false_alarms.jsonl
+    python benchmarks/dp_false_alarms/dp_false_alarms.py table
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 
 import torch
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).parent  # this study's folder: its results
 SPLIT = {"target_train": 0.5, "target_test": 0.2, "population": 0.3, "validation": 0.0}
 
 
@@ -74,9 +75,10 @@ def audit(kind: str, eps: float, seed: int, out: Path) -> dict[str, Any]:
 
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "# No false alarms: correct DP-SGD audited across seeds (`benchmarks/dp_false_alarms.py`)",
+        "# No false alarms: correct DP-SGD audited across seeds (`benchmarks/dp_false_alarms/dp_false_alarms.py`)",
         "",
-        "Command: `nice -n 19 python benchmarks/dp_false_alarms.py run --seeds 0-19` then `... table`. digits, "
+        "Command: `nice -n 19 python benchmarks/dp_false_alarms/dp_false_alarms.py run --seeds 0-19` then "
+        "`... table`. digits, "
         "correct DP-SGD (no planted fault), confidence 0.95, delta 1e-5; hardware: 2 AMD EPYC cores shared with "
         "other jobs, torch 1 thread. Settings in the script's docstring.",
         "",

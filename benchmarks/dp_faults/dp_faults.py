@@ -9,11 +9,11 @@ delta 1e-5, Holm over the three observers), one JSON line per audit, appended as
   ``public_pass: true``, ``noise_scale: 0.5`` (``train.dp.planted_fault``; training/dp_faults.py).
 With ``--many-run``: ``miaudit dp-audit --runs 100`` instead (black-box, the crafted read-out of
 ``dp.worst_case``, 16 canaries per run, the same DP-SGD, the fault planted by ``training.dp_stacked``).
-Part ``table``: benchmarks/results/dp_faults.md from the JSON lines.
+Part ``table``: benchmarks/dp_faults/dp_faults.md from the JSON lines.
 
-    python benchmarks/dp_faults.py run --eps 1 --out benchmarks/results/dp_faults.jsonl   # one process per eps
-    python benchmarks/dp_faults.py run --many-run --eps 1 4 8
-    python benchmarks/dp_faults.py table
+    python benchmarks/dp_faults/dp_faults.py run --eps 1 --out benchmarks/dp_faults/dp_faults.jsonl  # a process per eps
+    python benchmarks/dp_faults/dp_faults.py run --many-run --eps 1 4 8
+    python benchmarks/dp_faults/dp_faults.py table
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).parent  # this study's folder: its results
 SPLIT = {"target_train": 0.5, "target_test": 0.2, "population": 0.3, "validation": 0.0}
 FAULTS: dict[str, dict[str, Any] | None] = {
     "none": None,
@@ -127,10 +127,11 @@ def table(rows: list[dict[str, Any]]) -> str:
         return "white-box" if t["threat_model"] == "white-box" else ("lira" if "lira" in t["observer"] else "rmia")
 
     lines = [
-        "# Planted faults: which the DP verdict catches (`benchmarks/dp_faults.py`)",
+        "# Planted faults: which the DP verdict catches (`benchmarks/dp_faults/dp_faults.py`)",
         "",
-        "Commands: `python benchmarks/dp_faults.py run --eps E` (E = 1 and 4, one process each, in parallel), "
-        "`python benchmarks/dp_faults.py run --many-run --eps 1 4 8`, then `python benchmarks/dp_faults.py table`. "
+        "Commands: `python benchmarks/dp_faults/dp_faults.py run --eps E` (E = 1 and 4, one process each, in "
+        "parallel), `python benchmarks/dp_faults/dp_faults.py run --many-run --eps 1 4 8`, then "
+        "`python benchmarks/dp_faults/dp_faults.py table`. "
         "digits, seed 0, the dpblack check's DP-SGD (the `mlp`, 30 epochs, batch 64, lr 0.05, clip 1, delta 1e-5); "
         "confidence 0.95. Claim: the tightest accounted epsilon of the DP-SGD as the accountant was told (the "
         "sampling fault's accountant is told the smaller rate). Hardware: 2 CPU cores (Intel Xeon, AVX-512), no "

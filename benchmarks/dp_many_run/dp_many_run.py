@@ -14,10 +14,10 @@ Part ``train``: ``multi_run.run`` on the check's config (digits, DP-SGD, lr 0.05
 runs and C canaries per run (the crafted read-out model: ``dp.worst_case``); the bounds, the accounted
 epsilons, the separation of the scores, the CPU and wall seconds.
 
-    python benchmarks/dp_many_run.py simulate --out benchmarks/results/dp_many_run_sim.json
-    python benchmarks/dp_many_run.py train --eps 8 --runs 100 --count 1 16 \
-        --out benchmarks/results/dp_many_run_train.json
-    python benchmarks/dp_many_run.py table   # writes benchmarks/results/dp_many_run.md
+    python benchmarks/dp_many_run/dp_many_run.py simulate --out benchmarks/dp_many_run/dp_many_run_sim.json
+    python benchmarks/dp_many_run/dp_many_run.py train --eps 8 --runs 100 --count 1 16 \
+        --out benchmarks/dp_many_run/dp_many_run_train.json
+    python benchmarks/dp_many_run/dp_many_run.py table   # writes benchmarks/dp_many_run/dp_many_run.md
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from miaudit.training import dp_sgd as dp_training
 from miaudit.training.options import DPConfig
 
 DELTA, CONFIDENCE, SEEDS = 1e-5, 0.95, 40
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).parent  # this study's folder: its results
 N_MEMBERS, BATCH, EPOCHS, LR, MOMENTUM = 898, 64, 30, 0.05, 0.9  # the dpblack check's digits run
 
 
@@ -163,7 +163,7 @@ def spread(seeds: list[dict[str, Any]]) -> list[str]:
     lines = [
         "",
         "## Seed spread: declared eps 8, R = 100, the check's config (`train --eps 8 --runs 100 --count 1 16 --seed S`"
-        " for S = 0..19, `benchmarks/results/dp_many_run_seeds.json`)",
+        " for S = 0..19, `benchmarks/dp_many_run/dp_many_run_seeds.json`)",
         "",
         "| canaries per run | seeds | binomial bound median [min, max] | seeds >= 1.5 | above the PRV epsilon |",
         "|---|---|---|---|---|",
@@ -180,13 +180,15 @@ def spread(seeds: list[dict[str, Any]]) -> list[str]:
 
 
 def table(sim: list[dict[str, Any]], trained: list[dict[str, Any]], seeds: list[dict[str, Any]]) -> str:
-    """benchmarks/results/dp_many_run.md from the parts' JSON."""
+    """benchmarks/dp_many_run/dp_many_run.md from the parts' JSON."""
     lines = [
         "# Many-run black-box DP audit (`miaudit dp-audit --runs R`)",
         "",
-        "Commands: `python benchmarks/dp_many_run.py simulate --out benchmarks/results/dp_many_run_sim.json`, "
-        "`python benchmarks/dp_many_run.py train ... --out benchmarks/results/dp_many_run_train.json`, "
-        "`python benchmarks/dp_many_run.py table`. Hardware: 2 CPU cores, torch 1 thread, no GPU; the trained "
+        "Commands: `python benchmarks/dp_many_run/dp_many_run.py simulate "
+        "--out benchmarks/dp_many_run/dp_many_run_sim.json`, "
+        "`python benchmarks/dp_many_run/dp_many_run.py train ... --out benchmarks/dp_many_run/dp_many_run_train.json`, "
+        "`python benchmarks/dp_many_run/dp_many_run.py table`. Hardware: 2 CPU cores, torch 1 thread, no GPU; "
+        "the trained "
         "rows: an idle Intel Xeon (session 9, after the guesses were planned with the claim too, "
         "`multi_run.powered`, and from the accounted noise only); the simulations and the seed spread: 2 AMD "
         "EPYC cores shared with other jobs (load average 13-20, nice 19: wall seconds the load's). "

@@ -2,11 +2,11 @@
 # The frontier2 reporting run on one machine with a GPU and many cores (protocol amendment 2):
 # pass 1 trains every model of every (data set, seed) on the GPU into the cache, one process each;
 # pass 2 runs the suite's attacks on the CPU from the cache (the cache key holds no device), one
-# single-threaded process per data set and seed; benchmarks/merge_runs.py pools the seeds.
-#   MIAUDIT_DATA_DIR=../shared/data benchmarks/frontier2_device.sh [OUT] [SEEDS] [DATASETS]
+# single-threaded process per data set and seed; benchmarks/frontier/merge_runs.py pools the seeds.
+#   MIAUDIT_DATA_DIR=../shared/data benchmarks/frontier/frontier2_device.sh [OUT] [SEEDS] [DATASETS]
 # (FRONTIER2_PARTS: the folder for the per-run parts, kept; default a temporary one)
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."  # the repository root
 out=${1:-benchmarks/results}; seeds=${2:-3 4 5}; datasets=${3:-location digits cifar10 ag_news}
 parts=${FRONTIER2_PARTS:-$(mktemp -d)}; mkdir -p "$parts"; export OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1
 export MIAUDIT_CACHE_DIR=${MIAUDIT_CACHE_DIR:-$parts/cache}
@@ -37,5 +37,5 @@ for d in $datasets; do for s in $seeds; do attacks "$d" "$s" >"$parts/$d-$s.log"
 echo "pass 2 (attacks): $(($(date +%s) - start)) s"
 for d in $datasets; do for s in $seeds; do [ -f "$parts/$d-$s/frontier2.json" ] || { echo "$d seed $s failed:"; tail -3 "$parts/$d-$s.log"; }; done; done
 mkdir -p "$out"
-python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from pathlib import Path; import merge_runs
+python3 -c "import sys; sys.path.insert(0, 'benchmarks/frontier'); from pathlib import Path; import merge_runs
 merge_runs.merge(sys.argv[1:], Path('$out'))" "$parts"/*/frontier2.json

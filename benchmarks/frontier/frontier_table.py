@@ -1,12 +1,12 @@
 """The frontier table: the strongest offline attack per reference budget K against the online ceiling.
 
-    python benchmarks/frontier_table.py            # reads results/frontier.json, writes results/frontier_table.md
-    python benchmarks/frontier_table.py --round 2  # reads results/frontier2.json too, writes frontier2_table.md
+    python benchmarks/frontier/frontier_table.py            # results/frontier.json -> frontier_table.md here
+    python benchmarks/frontier/frontier_table.py --round 2  # and results/frontier2.json -> frontier2_table.md
 
-Rules (benchmarks/frontier_protocol.md): per data set and K, the best attack is the row with the highest
+Rules (benchmarks/frontier/frontier_protocol.md): per data set and K, the best attack is the row with the highest
 mean TPR@1% over the reporting seeds; it "reaches" a ceiling row when its mean is above, or below by no
 more than one standard deviation of the difference (seed spread and binomial error combined, as in
-claims.py). A candidate (frontier.py) "wins at K" when it is the best on every data set at that K.
+claims/claims.py). A candidate (attacks/bmia_variants.py) "wins at K" when it is the best on every data set at that K.
 """
 
 from __future__ import annotations
@@ -14,8 +14,12 @@ from __future__ import annotations
 import json
 import math
 import sys
+from pathlib import Path
 
-from claims import RESULTS, _noise
+sys.path.insert(0, str(Path(__file__).parents[1] / "claims"))  # benchmarks/claims/claims.py: _noise
+from claims import RESULTS, _noise  # RESULTS: the suites' results, benchmarks/results/
+
+HERE = Path(__file__).parent  # the tables are written beside this script
 
 CANDIDATES = ("eb-bmia", "lr-bmia", "rmia-draws")
 BUDGETS = (1, 2, 4, 8, 16)
@@ -162,7 +166,7 @@ TARGETS = {"location": 22.0, "cifar10": 16.0}  # issue 27: TPR@1% with one refer
 
 def write(name: str, title: str, intro: str, lines: list[str]) -> None:
     text = "\n".join([f"# {title}", "", intro, "", *lines]) + "\n"
-    (RESULTS / name).write_text(text)
+    (HERE / name).write_text(text)
     print(text)
 
 
@@ -172,8 +176,8 @@ if __name__ == "__main__" and "--round" in sys.argv:
         "frontier2_table.md",
         "The frontier, round two: per-record IN estimates from few references",
         f"From `{results['command']}` (seeds {results['datasets']['location']['seeds']}; protocol amendment 2 in "
-        "`benchmarks/frontier_protocol.md`; models trained on an NVIDIA H200, attacks on its CPU), mean ± sd over "
-        "seeds, TPR in percent, [brackets] the mean per-seed 95% interval; 'cal. FPR@5%': non-members with "
+        "`benchmarks/frontier/frontier_protocol.md`; models trained on an NVIDIA H200, attacks on its CPU), mean ± sd "
+        "over seeds, TPR in percent, [brackets] the mean per-seed 95% interval; 'cal. FPR@5%': non-members with "
         "calibrated p < 5%. 'Round one's best (its run)' and the online ceilings (seed 3) are "
         "`benchmarks/results/frontier.json`: the same configurations and seeds, models trained on CPU. "
         "'Tied': within one sd of the difference from the best (seed spread and binomial error).",
@@ -184,8 +188,8 @@ elif __name__ == "__main__":
     write(
         "frontier_table.md",
         "The frontier: the strongest offline attack per reference budget",
-        f"From `{results['command']}` (reporting seeds; `benchmarks/frontier_protocol.md`), mean ± sd over seeds "
-        "of TPR@1% in percent; 'cal. FPR@5%': the share of non-members with calibrated p < 5%. "
+        f"From `{results['command']}` (reporting seeds; `benchmarks/frontier/frontier_protocol.md`), mean ± sd over "
+        "seeds of TPR@1% in percent; 'cal. FPR@5%': the share of non-members with calibrated p < 5%. "
         "'(reached)': the best attack at K = 1 (K = 8) is within one sd of online LiRA with 16 (64) references, "
         "or above it; the online ceiling ran on seed 3 only (protocol amendment 1).",
         table(results),

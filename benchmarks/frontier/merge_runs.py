@@ -4,10 +4,10 @@ On 2 cores a long suite runs fastest as two single-threaded processes, each on s
 
     OMP_NUM_THREADS=1 miaudit bench frontier -d location -d digits --out /tmp/part1 &
     OMP_NUM_THREADS=1 miaudit bench frontier -d cifar10 --out /tmp/part2 &
-    wait; python benchmarks/merge_runs.py /tmp/part1/frontier.json /tmp/part2/frontier.json
+    wait; python benchmarks/frontier/merge_runs.py /tmp/part1/frontier.json /tmp/part2/frontier.json
 
 Parts may also split a data set by seed (one process per data set and seed, as
-benchmarks/frontier2_device.sh runs them): the seeds of a data set are then pooled as
+benchmarks/frontier/frontier2_device.sh runs them): the seeds of a data set are then pooled as
 ``bench.aggregate`` pools them, from each part's per-seed numbers (each such part holds one seed).
 The data sets keep the suite's order; wall time is the longest part's (they ran at once).
 """
@@ -67,7 +67,9 @@ def merge(paths: list[str], out: Path = Path("benchmarks/results")) -> dict:
             found.setdefault(label, []).append(entry)
     merged["datasets"] = {d: pool_seeds(found[d]) for d in bench.SUITES[suite].datasets if d in found}
     merged["wall_seconds"] = max(p["wall_seconds"] for p in parts)
-    merged["note"] = f"{len(parts)} processes run at once (data sets or seeds), merged by benchmarks/merge_runs.py"
+    merged["note"] = (
+        f"{len(parts)} processes run at once (data sets or seeds), merged by benchmarks/frontier/merge_runs.py"
+    )
     (out / f"{suite}.json").write_text(json.dumps(merged, indent=1))
     (out / f"{suite}.md").write_text(bench.markdown(merged))
     print(f"wrote {out}/{suite}.json and .md: {', '.join(merged['datasets'])}")

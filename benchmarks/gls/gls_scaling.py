@@ -4,9 +4,9 @@ d = 512 features, C = 10 classes, n records that are both the Hessian data and
 the queries (the ``gls`` attack's default, hessian_data=queries). Features are a
 Gaussian mixture with one mean per class, probabilities the softmax of a random
 linear head, all float64. Prints one line per run and writes
-benchmarks/results/gls_scaling.json.
+benchmarks/gls/gls_scaling.json.
 
-    python benchmarks/gls_scaling.py [--records 10000 50000] [--threads 2]
+    python benchmarks/gls/gls_scaling.py [--records 10000 50000] [--threads 2]
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from threadpoolctl import threadpool_limits
 from miaudit.stats import leverage
 
 DIMS, CLASSES = 512, 10
-OUT = Path(__file__).parent / "results" / "gls_scaling.json"
+OUT = Path(__file__).parent / "gls_scaling.json"
 
 
 def synthetic(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

@@ -28,7 +28,7 @@ reference trained on pool-disjoint records). Spearman correlations with the
 ground truth over model 0's training records and over the whole pool, and
 precision at the top 5% most vulnerable records. Writes JSON and markdown.
 
-    python benchmarks/gls_validation.py [--models 32] [--pool 2000] [--seed 0]
+    python benchmarks/gls/gls_validation.py [--models 32] [--pool 2000] [--seed 0]
 """
 
 from __future__ import annotations
@@ -371,7 +371,7 @@ def main() -> None:
     parser.add_argument("--pool", type=int, default=2000, help="location records the shadow models share")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1, help="torch and BLAS threads (the machine is shared)")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/gls_validation.json"))
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "gls_validation.json")
     args = parser.parse_args()
     if args.models < 4 or args.models % 2:
         parser.error("--models: an even number >= 4 (each record IN for exactly half)")

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # GPU check (not run in CI): the target and 8 reference ResNets on the full CIFAR-10 copy on one GPU, then
-# the Table 1 attacks; writes the timings and the Table 1 rows to benchmarks/results/gpu_check/.
-#   MIAUDIT_DATA_DIR=../shared/data benchmarks/gpu_check.sh [cuda:0]
+# the Table 1 attacks; writes the timings and the Table 1 rows to benchmarks/gpu_check/out/.
+#   MIAUDIT_DATA_DIR=../shared/data benchmarks/gpu_check/gpu_check.sh [cuda:0]
 # Needs a CUDA build of torch. The run is cached (MIAUDIT_CACHE_DIR): a second call only re-scores.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."  # the repository root
 device=${1:-cuda}
-out=benchmarks/results/gpu_check
+out=benchmarks/gpu_check/out
 python -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'no CUDA device: nothing to check')"
 mkdir -p "$out"
 cat >"$out/config.yaml" <<YAML

@@ -3,7 +3,7 @@
 Writes ``cifar10-gray-6000.npz`` (x float32 (6000, 1, 32, 32), y int64) into the directory given: a seeded
 6,000-record subset of miaudit's CIFAR-10 (the JPEG copy in the shared data; the same seeded subset rule as
 ``dataset.subset``, seed 0), each image the mean of its three standardised channels, restandardised.
-Usage: ``python benchmarks/cifar_gray.py OUT_DIR``; then ``dataset: {path: OUT_DIR/cifar10-gray-6000.npz}``.
+Usage: ``python benchmarks/lodo/cifar_gray.py OUT_DIR``; then ``dataset: {path: OUT_DIR/cifar10-gray-6000.npz}``.
 """
 
 from __future__ import annotations

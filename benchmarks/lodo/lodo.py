@@ -1,12 +1,12 @@
 """Leave one data set out: does an attack recommendation made on some data sets hold on one it never saw?
 
-    python benchmarks/lodo.py   # reads results/frontier2.json and results/lodo_runs.json; writes results/lodo.{json,md}
+    python benchmarks/lodo/lodo.py   # reads results/frontier2.json and lodo_runs.json; writes lodo.{json,md} here
 
 Protocol (issue 38), fixed before the new data set's runs were looked at:
 
 - Data: per data set and K, the mean and sd over seeds of each attack's TPR@1% from committed results:
   ``frontier2.json`` (location, digits, the CIFAR-10 subset, AG News; seeds 3-5; K = 1, 2, 4, 8) and
-  ``lodo_runs.json`` (data sets added by issue 38, written by ``benchmarks/lodo_runs.py``).
+  ``lodo_runs.json`` (data sets added by issue 38, written by ``benchmarks/lodo/lodo_runs.py``).
 - Pool: the attacks ``attacks: auto`` can choose from (``recommended.CANDIDATES``: those that need only
   logits, so they run in every kind of audit and can be measured on pseudo-targets). Attacks that need the
   models (rmia-draws, lr-bmia) are listed beside them in the table as "best overall", never chosen.
@@ -25,19 +25,24 @@ from __future__ import annotations
 
 import json
 import math
-
-from claims import RESULTS, _noise
-from frontier_table import reaches
+import sys
+from pathlib import Path
 
 from miaudit.attacks.recommended import CANDIDATES, RULE
 
+sys.path.insert(0, str(Path(__file__).parents[1] / "claims"))  # benchmarks/claims/claims.py
+sys.path.insert(0, str(Path(__file__).parents[1] / "frontier"))  # benchmarks/frontier/frontier_table.py
+from claims import RESULTS, _noise  # RESULTS: the suites' results, benchmarks/results/
+from frontier_table import reaches
+
 BUDGETS = (1, 2, 4, 8)
+HERE = Path(__file__).parent  # lodo_runs.json in, lodo.{json,md} out
 
 
 def load() -> dict[str, dict]:
     """Data set -> {"n_members", "seeds", "rows"} from every committed source."""
     data = dict(json.loads((RESULTS / "frontier2.json").read_text())["datasets"])
-    extra = RESULTS / "lodo_runs.json"
+    extra = HERE / "lodo_runs.json"
     if extra.exists():
         data.update(json.loads(extra.read_text())["datasets"])
     return data
@@ -150,7 +155,7 @@ def markdown(out: dict) -> list[str]:
     lines = [
         "# Leave one data set out: which attack to recommend at K references",
         "",
-        f"`python benchmarks/lodo.py` (protocol in its docstring) on {sets}: frontier2.json and lodo_runs.json. "
+        f"`python benchmarks/lodo/lodo.py` (protocol in its docstring) on {sets}: frontier2.json and lodo_runs.json. "
         "TPR@1% in percent, mean over seeds. Per held-out data set: the attack the rule (highest worst-case ratio "
         "to the best of the pool) picks on the other data sets, its TPR there, the best of the pool there, and "
         "whether the pick is within one sd of the difference (seed spread and binomial error).",
@@ -218,8 +223,8 @@ def main() -> None:
     for k, b in out["budgets"].items():
         if RULE.get(int(k)) != tuple(b["ranking"]):
             print(f"note: recommended.RULE[{k}] = {RULE.get(int(k))}, the data say {tuple(b['ranking'])}")
-    (RESULTS / "lodo.json").write_text(json.dumps(out, indent=1) + "\n")
-    (RESULTS / "lodo.md").write_text("\n".join(markdown(out)) + "\n")
+    (HERE / "lodo.json").write_text(json.dumps(out, indent=1) + "\n")
+    (HERE / "lodo.md").write_text("\n".join(markdown(out)) + "\n")
     print("\n".join(markdown(out)))
 
 

@@ -1,9 +1,9 @@
 """The data sets issue 38 adds to the leave-one-data-set-out table, from ``miaudit run`` results.
 
-    python benchmarks/lodo_runs.py NAME DESCRIPTION RUN_DIR...   # merges into results/lodo_runs.json
+    python benchmarks/lodo/lodo_runs.py NAME DESCRIPTION RUN_DIR...   # merges into lodo_runs.json beside it
 
 Each RUN_DIR is a ``miaudit run --out`` directory of one seed (its results.json); rows are pooled over them
-as ``benchmarks/merge_runs.py`` pools the frontier's: per attack and K the mean and sd over seeds of the
+as ``benchmarks/frontier/merge_runs.py`` pools the frontier's: per attack and K the mean and sd over seeds of the
 TPR at each FPR level and the mean per-seed 95% interval, in frontier2.json's row format.
 """
 
@@ -14,9 +14,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from claims import RESULTS
-
-OUT = RESULTS / "lodo_runs.json"
+OUT = Path(__file__).parent / "lodo_runs.json"
 
 
 def _stat(values: list[float]) -> dict[str, float]:

@@ -7,9 +7,10 @@ calibrated p-values flagged before (the conformal floor). Then the no-leak case:
 logits in which the target does not depend on membership (the generator of ../shared/checks/atrisk), counting
 the audits that flag any record.
 
-Run: MIAUDIT_DATA_DIR=... MIAUDIT_CACHE_DIR=... python benchmarks/records_at_risk.py location:1,3 digits:3,4,5 \
-       --null 20      (writes benchmarks/results/records_at_risk.json and .md; models come from the cache), then
-     python benchmarks/records_at_risk.py location:4 --append
+Run: MIAUDIT_DATA_DIR=... MIAUDIT_CACHE_DIR=... python benchmarks/records_at_risk/records_at_risk.py \
+       location:1,3 digits:3,4,5 --null 20
+     (writes records_at_risk.json and .md beside this script; models come from the cache), then
+     python benchmarks/records_at_risk/records_at_risk.py location:4 --append
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).parent  # this study's folder: its results
 K = 4
 
 
@@ -95,7 +96,7 @@ def null_audit(seed: int, where: Path) -> int:
 
 def markdown(runs: list[dict], nulls: list[int], env: dict) -> str:
     lines = [
-        "# Records at risk at FDR 5% (benchmarks/records_at_risk.py)",
+        "# Records at risk at FDR 5% (benchmarks/records_at_risk/records_at_risk.py)",
         "",
         f"K = {K} references, offline, default attacks; {env['machine']}. Realized FDP: non-members among the "
         "flagged records (95% Clopper-Pearson interval); pseudo-target FDP: the same procedure on the references "

@@ -1,6 +1,6 @@
 """Peak memory of reading K references' signals from memory-mapped logits: LogitStack vs the stacked block.
 
-    python benchmarks/memory.py                 # K = 64 models, N = 20,000 records, C = 100 classes
+    python benchmarks/scale/memory.py                 # K = 64 models, N = 20,000 records, C = 100 classes
 
 Writes K float32 logit files as the store keeps them (``logits.npy``, opened with mmap_mode="r"), then,
 each in a fresh process, computes the (K, N) rescaled-logit signal LiRA reads (a) through ``LogitStack``
@@ -8,7 +8,7 @@ each in a fresh process, computes the (K, N) rescaled-logit signal LiRA reads (a
 ``experiment._record_set`` did before). Reports each process's peak resident memory (ru_maxrss) and
 time: the peak of memory numpy allocated (tracemalloc: what the computation itself needs) and the peak
 resident set (ru_maxrss: it also counts the pages of the memory-mapped files read, which the operating
-system may drop at any time). Writes ``benchmarks/results/memory.{json,md}``.
+system may drop at any time). Writes ``benchmarks/scale/memory.{json,md}``.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=20_000)
     ap.add_argument("--c", type=int, default=100)
     ap.add_argument("--child", nargs=2, metavar=("FOLDER", "HOW"))
-    ap.add_argument("--out", type=Path, default=Path("benchmarks/results"))
+    ap.add_argument("--out", type=Path, default=Path(__file__).parent)
     args = ap.parse_args()
     if args.child:
         print(json.dumps(measure(Path(args.child[0]), args.k, args.n, args.child[1])))
@@ -85,7 +85,7 @@ def main() -> None:
     lines = [
         f"# Memory: K = {args.k} references' signals on N = {args.n:,} records, C = {args.c} classes",
         "",
-        f"`python benchmarks/memory.py` (2 CPU cores). The stacked float64 block would be {block_gb:.2f} GB; "
+        f"`python benchmarks/scale/memory.py` (2 CPU cores). The stacked float64 block would be {block_gb:.2f} GB; "
         "both ways give the identical (K, N) signal.",
         "",
         "| how | peak allocated by numpy (MB) | peak resident set (MB) | seconds |",

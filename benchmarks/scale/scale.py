@@ -1,7 +1,7 @@
 """Wall time of training and scoring K reference models, local executor vs Ray, and a cluster projection.
 
-    python benchmarks/scale.py                      # K = 1 4 16 64 on Location (long on 2 cores)
-    python benchmarks/scale.py --k 1 4 --epochs 5   # the small version behind the committed table
+    python benchmarks/scale/scale.py                      # K = 1 4 16 64 on Location (long on 2 cores)
+    python benchmarks/scale/scale.py --k 1 4 --epochs 5   # the small version behind the committed table
 
 Per K and executor: a fresh cache, the target and K references trained (``prepare``), then LiRA and
 RMIA with all K scored, and MR-BMIA with min(K, 16) references (diagonal Laplace, 100 draws: under Ray
@@ -14,7 +14,7 @@ of one reference model, o Ray's per-task overhead, T0 the target's training and 
 
     T(K, W) = T0 + ceil(K / W) * (t + o) + S(K)
 
-Writes ``benchmarks/results/scale.{json,md}``.
+Writes ``benchmarks/scale/scale.{json,md}``.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def main() -> None:
     ap.add_argument("--k", type=int, nargs="+", default=[1, 4, 16, 64])
     ap.add_argument("--epochs", type=int, default=30)
     ap.add_argument("--dataset", default="location")
-    ap.add_argument("--out", type=Path, default=Path("benchmarks/results"))
+    ap.add_argument("--out", type=Path, default=Path(__file__).parent)
     args = ap.parse_args()
     import ray
 

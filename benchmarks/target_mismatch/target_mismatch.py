@@ -1,12 +1,12 @@
 """Issue 38 part 1: do the pair attacks collapse when the target is not trained like its references, and does
 mapping the target's scores onto the references' OUT law undo it?
 
-    python benchmarks/target_mismatch.py CONFIG.yaml [OUT.json]
+    python benchmarks/target_mismatch/target_mismatch.py CONFIG.yaml [OUT.json]
 
 The config names a target recipe unlike the references' (``model`` vs ``reference_model``, e.g.
-``target_mismatch_models:dropout_mlp`` with ``benchmarks/`` on PYTHONPATH), as an auditor of someone else's
-model meets. Results: ``results/target_mismatch.json``. Per attack and K: TPR@1% on the target as it is, and
-with the target's rescaled logit quantile-mapped from its own law on the population records (all non-members
+``target_mismatch_models:dropout_mlp`` with ``benchmarks/target_mismatch/`` on PYTHONPATH), as an auditor of someone
+else's model meets. Results: ``target_mismatch.json`` beside this script. Per attack and K: TPR@1% on the target as
+it is, and with the target's rescaled logit quantile-mapped from its own law on the population records (all non-members
 of the target: no membership read) onto the references' law on the population records they did not train on
 (their OUT law); the shift ``pair.exchangeability_shift`` measures is printed beside. Diagnostic only: no
 attack applies the map (the committed frontier numbers were measured without it).

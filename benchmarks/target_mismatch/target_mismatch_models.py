@@ -1,6 +1,6 @@
-"""Targets trained unlike their references (issue 38 part 1), for ``benchmarks/target_mismatch.py``: configs name
-them as ``model: target_mismatch_models:small_mlp`` (or ``dropout_mlp``) with ``reference_model: mlp``, run with
-``benchmarks/`` on PYTHONPATH."""
+"""Targets trained unlike their references (issue 38 part 1), for ``benchmarks/target_mismatch/target_mismatch.py``:
+configs name them as ``model: target_mismatch_models:small_mlp`` (or ``dropout_mlp``) with ``reference_model: mlp``,
+run with ``benchmarks/target_mismatch/`` on PYTHONPATH."""
 
 from torch import nn
 

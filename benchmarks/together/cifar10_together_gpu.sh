@@ -3,8 +3,8 @@
 # was lent a device): full CIFAR-10 (the shared data's JPEG copy, not bit-exact with the original PNGs), the
 # target plus 64 references trained together (train.models_at_once: auto), online LiRA and RMIA with 64
 # references; then offline LiRA and RMIA with 1 and 4 references (4 more models on the population alone).
-# Writes benchmarks/results/cifar10_together_gpu/{online,offline}/results.json and timings.txt.
-#   MIAUDIT_DATA_DIR=../shared/data benchmarks/cifar10_together_gpu.sh [cuda:0]
+# Writes benchmarks/together/cifar10_together_gpu/{online,offline}/results.json and timings.txt.
+#   MIAUDIT_DATA_DIR=../shared/data benchmarks/together/cifar10_together_gpu.sh [cuda:0]
 # The recipe: the fast CIFAR-10 recipe (README, "A fast CIFAR-10 recipe"; examples/configs/cifar10-airbench.yaml):
 # airbench94's network (model: airbench), 10 epochs of batches of 512, airbench's learning rate per 1,024 images
 # (0.75 at 512), momentum 0.85, its weight decay, label smoothing 0.2, the triangle schedule, flips and crops,
@@ -14,9 +14,9 @@
 # The published numbers to set beside it (WRN28-2, 254 references, flip-crop): LiRA online AUC 72.0,
 # RMIA online AUC 72.25 and TPR@0.01% 4.31% (RMIA paper, Table 2).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."  # the repository root
 device=${1:-cuda}
-out=benchmarks/results/cifar10_together_gpu
+out=benchmarks/together/cifar10_together_gpu
 python -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'no CUDA device: nothing to run')"
 mkdir -p "$out"
 common="dataset: cifar10

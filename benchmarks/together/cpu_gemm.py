@@ -2,7 +2,7 @@
 thread, in two threads of one process, and in two one-thread processes at once; the ceiling on what training
 models together can gain over one at a time on a CPU.
 
-    python benchmarks/cpu_gemm.py            # writes benchmarks/results/cpu_gemm.{json,md}
+    python benchmarks/together/cpu_gemm.py            # writes benchmarks/together/cpu_gemm.{json,md}
 
 Protocol (fixed before measuring; run on an idle machine): two shapes, a large square product (2048^3) and the
 Location MLP's largest layer for one batch (64 x 446 x 1024, forward); each way warmed up, then timed over a
@@ -23,7 +23,7 @@ from pathlib import Path
 
 SHAPES = {"square 2048": (2048, 2048, 2048, 10), "Location layer 64x446x1024": (64, 446, 1024, 3000)}
 WAYS = ("1 thread", "2 threads", "2 processes x 1 thread")
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).parent  # this study's folder: its results
 
 
 def gflops(shape: tuple[int, int, int, int], threads: int) -> float:
@@ -56,7 +56,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     results: dict = {
-        "command": "python benchmarks/cpu_gemm.py",
+        "command": "python benchmarks/together/cpu_gemm.py",
         "cores": os.cpu_count(),
         "machine": platform.processor() or platform.machine(),
         "load_before": os.getloadavg()[0],

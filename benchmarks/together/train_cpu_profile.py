@@ -1,7 +1,7 @@
 """Where a Location MLP's training CPU time goes, one model at a time against stacked: torch.profiler's self CPU
 time per operator, one torch thread, one process.
 
-    MIAUDIT_DATA_DIR=../shared/data python benchmarks/train_cpu_profile.py
+    MIAUDIT_DATA_DIR=../shared/data python benchmarks/together/train_cpu_profile.py
 
 The default Location reference (``model: mlp``, batch 64, lr 0.1, 1,000 records per model, seeded), 2 epochs:
 4 models trained alone and a stack of 16 (``training/stacked.py``), after a warm-up of both; prints, per model,

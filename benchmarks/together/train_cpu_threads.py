@@ -1,8 +1,8 @@
 """CPU cost of training K Location MLPs, one at a time against stacked (``train.models_at_once``), with one and two
 torch threads, and as two worker processes of one thread each.
 
-    MIAUDIT_DATA_DIR=../shared/data python benchmarks/train_cpu_threads.py        # the fixed protocol below
-    python benchmarks/train_cpu_threads.py --records 200 --epochs 1 --models 4 --rounds 1 --synthetic  # smoke
+    MIAUDIT_DATA_DIR=../shared/data python benchmarks/together/train_cpu_threads.py        # the fixed protocol below
+    python benchmarks/together/train_cpu_threads.py --records 200 --epochs 1 --models 4 --rounds 1 --synthetic  # smoke
 
 Protocol (fixed before any measurement; rerun it on an idle machine, nothing else running):
 - the default Location reference: ``model: mlp`` (446-1024-512-256-128-30, tanh), ``train: {epochs, batch_size:
@@ -22,7 +22,7 @@ Protocol (fixed before any measurement; rerun it on an idle machine, nothing els
   process time, plus the workers' for ``2proc-1t``), and the 1-minute load average before and after;
 - reported: the median over rounds, and each way's wall speed-up over ``alone-1t`` and ``alone-2t``.
 With two threads, CPU time also counts OpenMP threads spinning while they wait; wall time on an idle machine is
-the measure there. Writes ``benchmarks/results/train_cpu_threads.{json,md}`` (``--out`` elsewhere).
+the measure there. Writes ``benchmarks/together/train_cpu_threads.{json,md}`` (``--out`` elsewhere).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ import numpy as np
 from miaudit.config.run import TrainConfig
 
 WAYS = ("alone-1t", "alone-2t", "stack-1t", "stack-2t", "2proc-1t")
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).parent  # this study's folder: its results
 
 
 def arrays(synthetic: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -164,7 +164,8 @@ def main() -> None:
     lines = [
         f"# Training {args.models} Location MLPs on the CPU: one at a time, stacked, threads",
         "",
-        f"`python benchmarks/train_cpu_threads.py` ({args.records} records per model, {args.epochs} epochs, median of "
+        f"`python benchmarks/together/train_cpu_threads.py` ({args.records} records per model, {args.epochs} epochs, "
+        "median of "
         f"{args.rounds} rounds; {out['machine']['cores']} cores, torch {torch_version}; load average "
         f"{min(x['load_before'] for w in WAYS for x in rows[w]):.1f}-"
         f"{max(x['load_after'] for w in WAYS for x in rows[w]):.1f})",

@@ -158,12 +158,12 @@ def blind_row(entries: Sequence[BlindBaseline]) -> dict[str, Any]:
 
 
 def _dp(out_dir: Path, cache_dir: Path | None, datasets: list[str] | None, seeds: list[int] | None, log: Log) -> dict:
-    """DP-SGD targets and epsilon lower bounds (``bench/dp.py``)."""
+    """DP-SGD targets and epsilon lower bounds (``miaudit_bench/dp.py``)."""
     return dp_bench.run_suite(out_dir, hardware(), cache_dir, datasets, seeds, log)
 
 
 def _speed(quick: bool) -> Callable[..., dict]:
-    """Scoring cost on synthetic logits, beside the numpy floor and the peers (``bench/speed.py``)."""
+    """Scoring cost on synthetic logits, beside the numpy floor and the peers (``miaudit_bench/speed.py``)."""
 
     def run(
         out_dir: Path, cache_dir: Path | None, datasets: list[str] | None, seeds: list[int] | None, log: Log
@@ -176,7 +176,7 @@ def _speed(quick: bool) -> Callable[..., dict]:
 
 
 def _training(quick: bool) -> Callable[..., dict]:
-    """Reference training one at a time against together, with the attacks' TPRs (``bench/training.py``)."""
+    """Reference training one at a time against together, with the attacks' TPRs (``miaudit_bench/training.py``)."""
 
     def run(
         out_dir: Path, cache_dir: Path | None, datasets: list[str] | None, seeds: list[int] | None, log: Log

@@ -1,6 +1,7 @@
 """The benchmark suites: which data sets, attack rows and seeds each runs (``miaudit bench NAME``).
 
-``bench.py`` runs a suite and aggregates it; this module only describes them.
+``run.py`` runs a suite and aggregates it; this module only describes them. Each suite writes
+``benchmarks/results/<suite>.{json,md}`` (``miaudit bench --out`` elsewhere).
 """
 
 from __future__ import annotations
@@ -61,8 +62,8 @@ def ablation_rows(k_max: int) -> list[dict[str, Any]]:
 
 
 FRONTIER_BUDGETS = (1, 2, 4, 8, 16)
-FRONTIER_CANDIDATES = ("eb-bmia", "lr-bmia", "rmia-draws")  # attacks/frontier.py
-FRONTIER_SEEDS = (3, 4, 5)  # reporting seeds, fixed in benchmarks/frontier_protocol.md; development used 0-2
+FRONTIER_CANDIDATES = ("eb-bmia", "lr-bmia", "rmia-draws")  # attacks/bmia_variants.py
+FRONTIER_SEEDS = (3, 4, 5)  # reporting seeds, fixed in benchmarks/frontier/frontier_protocol.md; development used 0-2
 
 
 def frontier_rows(k_max: int) -> list[dict[str, Any]]:
@@ -203,7 +204,7 @@ SUITES["frontier"] = Suite(
     "frontier",
     "the strongest offline attack per reference budget K = 1-16 (the frontier candidates and the best existing "
     "attacks) against the ceiling, online LiRA and BaVarIA-n with K = 16 and 64; reporting seeds 3-5 "
-    "(benchmarks/frontier_protocol.md)",
+    "(benchmarks/frontier/frontier_protocol.md)",
     {
         "location": {**LOCATION, "references": 16},
         "digits": {**DIGITS, "references": 16},
@@ -222,7 +223,8 @@ SUITES["frontier"] = Suite(
 
 FRONTIER2_CANDIDATES = ("pair-lr", "pair-logit")  # attacks/pair.py (issue 27)
 FRONTIER2_BUDGETS = (1, 2, 4, 8)
-# the first round's candidates and the existing attacks that were best somewhere in it (frontier_table.md)
+# the first round's candidates and the existing attacks that were best somewhere in it
+# (benchmarks/frontier/frontier_table.md)
 FRONTIER2_PEERS = ("lira", "rmia", "bavaria-n", "rmia-draws", "lr-bmia")
 
 
@@ -232,12 +234,12 @@ def frontier2_rows(k_max: int) -> list[dict[str, Any]]:
     return [{"name": n, "references": k} for n in (*FRONTIER2_CANDIDATES, *FRONTIER2_PEERS) for k in ks]
 
 
-# Protocol amendment 2 (benchmarks/frontier_protocol.md): the first round's configurations, 8 references.
+# Protocol amendment 2 (benchmarks/frontier/frontier_protocol.md): the first round's configurations, 8 references.
 SUITES["frontier2"] = Suite(
     "frontier2",
     "round two of the frontier: offline attacks that predict each record's IN behaviour (pair-lr, pair-logit) "
     "beside the first round's best, K = 1, 2, 4, 8 on location, digits, the CIFAR-10 subset and AG News; "
-    "reporting seeds 3-5 (benchmarks/frontier_protocol.md, amendment 2)",
+    "reporting seeds 3-5 (benchmarks/frontier/frontier_protocol.md, amendment 2)",
     {
         label: {**base, "references": 8}
         for label, base in (("location", LOCATION), ("digits", DIGITS), ("cifar10", CIFAR10), ("ag_news", AG_NEWS))

@@ -11,11 +11,11 @@ from miaudit import plan
 from miaudit.attacks import recommended, registry
 from miaudit.config import run as config
 
-LODO = Path(__file__).parents[2] / "benchmarks" / "results" / "lodo.json"
+LODO = Path(__file__).parents[2] / "benchmarks" / "lodo" / "lodo.json"
 
 
 def test_rule_is_the_leave_one_data_set_out_pick_per_budget() -> None:
-    """RULE[K] is benchmarks/lodo.py's ranking on every data set, and its pick is nowhere below half the best."""
+    """RULE[K] is benchmarks/lodo/lodo.py's ranking on every data set, and its pick is nowhere below half the best."""
     budgets = json.loads(LODO.read_text())["budgets"]
     assert set(recommended.RULE) == {int(k) for k in budgets}
     for k, b in budgets.items():

@@ -35,7 +35,7 @@ def test_table1_rows_respect_budget():
 
 
 def test_frontier_suite_definition():
-    """Reporting seeds 3-5 (benchmarks/frontier_protocol.md); candidates at every budget; the online ceiling."""
+    """Reporting seeds 3-5 (benchmarks/frontier/frontier_protocol.md); candidates at every budget; the ceiling."""
     suite = bench.SUITES["frontier"]
     assert suite.seeds == (3, 4, 5)
     # amendment 1 (compute): the online ceiling on seed 3 only; every offline data set on all three
@@ -67,7 +67,7 @@ def test_merge_pools_single_seed_parts_by_hand():
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks" / "frontier"))
     from merge_runs import pool_seeds
 
     def part(seed: int, tpr: float, levels: list[str]) -> dict:

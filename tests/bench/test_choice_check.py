@@ -1,5 +1,6 @@
-"""benchmarks/choice_check.py's mirror: a pseudo-target moved to stand to its references as the target stands to
-its own (the variant the session-8 protocol compared with the plain pseudo-audit)."""
+"""benchmarks/choice/choice_check.py's mirror: a pseudo-target moved to stand to its references as the target stands
+to its own (the variant the session-8 protocol compared with the plain pseudo-audit); and
+benchmarks/target_mismatch/target_mismatch.py's quantile map."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ import numpy as np
 from miaudit.attacks import RecordSet
 from tests.attacks.test_pair import logits_of, synthetic
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import choice_check  # benchmarks/ is not a package: on sys.path above
-import target_mismatch
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"  # its study folders are not packages: on sys.path
+sys.path[:0] = [str(BENCH / "choice"), str(BENCH / "target_mismatch")]
+import choice_check  # noqa: E402
+import target_mismatch  # noqa: E402
 
 
 def test_mirror_gives_a_pseudo_target_the_targets_distance_from_its_references() -> None:

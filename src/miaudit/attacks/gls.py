@@ -6,7 +6,7 @@ trace(S_i GLS_i), S_i = diag(p_i) - p_i p_i^T, the self-influence of a record on
 its own predicted probabilities. This is the paper's measure for ranking
 records by exposure, and ours: on location it has Spearman +0.42 with per-record
 online-LiRA vulnerability over the target's training records, ahead of the loss
-(+0.36) and the gradient norm (+0.34) (benchmarks/results/gls_validation.md).
+(+0.36) and the gradient norm (+0.34) (benchmarks/gls/gls_validation.md).
 It reads only the target model: penultimate features (one backbone pass, eval
 mode, no grad) and the head; no reference model is used.
 

@@ -8,8 +8,8 @@ by from logits alone) is planned at K, measured on the references as pseudo-targ
 and only the strongest, or the few tied with it, run (``experiment/choice.py``).
 
 Elsewhere (one reference, online, no pseudo-targets) auto runs one attack, the first of ``RULE[K]`` the
-audit can run: per K the candidates ranked by the leave-one-data-set-out protocol (``benchmarks/lodo.py``,
-``benchmarks/results/lodo.md``), by their lowest ratio to the best candidate's TPR@1% over five data sets
+audit can run: per K the candidates ranked by the leave-one-data-set-out protocol (``benchmarks/lodo/lodo.py``,
+``benchmarks/lodo/lodo.md``), by their lowest ratio to the best candidate's TPR@1% over five data sets
 (location, digits, the CIFAR-10 subset, AG News, the grayscale CIFAR-10 MLP). The rule picked on any four
 stayed at least half the best on the fifth at K = 1, 2, 4 (and within one sd of it on 4, 5, 3 of 5);
 ``lodo.md`` shows where it did not. A budget between the benchmarked ones takes the rule of the largest
@@ -38,7 +38,7 @@ RULE: dict[int, tuple[str, ...]] = {  # per K the candidates, the leave-one-data
     4: ("lira", "pair-lr", "rmia", "pair-logit", "bavaria-n"),
     8: ("pair-logit", "lira", "rmia", "pair-lr", "bavaria-n"),
 }
-SOURCE = "benchmarks/results/lodo.md"
+SOURCE = "benchmarks/lodo/lodo.md"
 DEFAULT_REFERENCES = 4  # the default audit's; the Python API's when it has population records
 
 

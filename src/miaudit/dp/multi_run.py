@@ -27,7 +27,7 @@ A planted fault (``train.dp.planted_fault``: every kind) is planted into the sta
 What more canaries buy: the final model shows each canary only through the sum of its clipped steps and the noise
 (a Gaussian shift of about mu = q sum(c_t) / (sigma sqrt(sum(c_t^2))), c_t a step's weight in the final model: ~1
 at declared eps 8 on digits), so one canary per run caps the bound near 1 at R = 100
-(benchmarks/results/dp_many_run.md); more slots let the binomial analysis resolve the tail of that shift.
+(benchmarks/dp_many_run/dp_many_run.md); more slots let the binomial analysis resolve the tail of that shift.
 """
 
 from __future__ import annotations

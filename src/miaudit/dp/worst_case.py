@@ -19,7 +19,7 @@ clipped gradient pushes its label's logit by the most clipping allows).
   log-probability over classes (that is the logit minus the mean logit), at the canary minus at a blank input
   (features 0). It equals FEATURE (W[y, j] - mean_k W[k, j]): the canary's own coordinates, free of b.
 So the final model shows the canary only through the sum of its clipped steps and the noise on its column: the
-black-box ceiling of this DP-SGD (``benchmarks/dp_many_run.py``), reached by construction.
+black-box ceiling of this DP-SGD (``benchmarks/dp_many_run/dp_many_run.py``), reached by construction.
 
 Validity never rests on the construction: DP-SGD is (epsilon, delta)-DP for every model, start and loss, so the
 multi-run bound holds whatever the model; the construction only buys power.

@@ -27,18 +27,18 @@ Nothing reads the target's membership; the target's own outputs are not used at 
 membership and checks that the choice does not move).
 
 The estimates run above the target's own TPR (K = 4: location 28% against 10-18%;
-``benchmarks/results/lodo_choice.json``), and the cause is measured: references train on random halves of one
+``benchmarks/choice/lodo_choice.json``), and the cause is measured: references train on random halves of one
 pool, so any two share about half their training records, while the target shares none with them. On records
 none of them trained on (location, seed 0) two references' rescaled logits correlate 0.54-0.63, the target's
 with a reference 0.37-0.44; the residual of a pseudo-target on its references is narrower than the target's,
 so its non-members sit closer to what the references predict and its members stand out more. Moving each
 pseudo-target to the target's measured relation (mean, slope and residual variance on the population, all
-non-members of the target: ``benchmarks/choice_check.py``'s mirror) removed the bias but ranked the candidates
+non-members of the target: ``benchmarks/choice/choice_check.py``'s mirror) removed the bias but ranked the candidates
 worse on the development runs (the noise it adds is not how the target differs), so auto keeps the plain
 pseudo-audit: read the estimates as a ranking of the candidates, not a forecast of the audit's TPR. The plain
 estimate never reads the target, so it cannot see a target trained unlike its references (with a dropout
 target, location seed 0, it inverted the candidates' order where the mirror got it exactly; with a smaller MLP
-the reverse; ``benchmarks/results/lodo_choice.md``).
+the reverse; ``benchmarks/choice/lodo_choice.md``).
 """
 
 from __future__ import annotations
@@ -151,7 +151,7 @@ def pseudo_audits(
 ) -> list[PseudoAudit]:
     """The references as pseudo-targets (module docstring); none when the audit cannot supply them. Each
     pseudo-target takes the first ``per_run`` other references as its references, or, ``every_subset``, one
-    pseudo-audit per subset of that size (``benchmarks/choice_check.py`` measures both)."""
+    pseudo-audit per subset of that size (``benchmarks/choice/choice_check.py`` measures both)."""
     pop = inputs.population
     if inputs.mode != "offline" or references < 2 or pop is None or pop.ref_in is None:
         return []

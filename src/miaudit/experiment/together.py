@@ -4,7 +4,7 @@ stacks (``training/stacked.py``, ``train.models_at_once``: N, or auto on an acce
 CPU, worker processes forked from this one, one model each at a time with one torch thread
 (``worker_processes``): on a CPU the idle hardware is the other cores, which one small model's matrix
 products (two threads: 1.2x one) use poorly, and a stack saves only per-step overhead there
-(``benchmarks/results/train_cpu_threads.md``).
+(``benchmarks/together/train_cpu_threads.md``).
 
 Resumption: models already in the store are loaded first, so a run interrupted after some stacks (or
 some models) trains only the rest. Each stack's members are saved the moment the stack finishes.

@@ -15,7 +15,7 @@ from .table import ScoresTable
 
 GLS_VALIDATION = (
     "Validated against per-record vulnerability: Spearman +0.39 [+0.34, +0.45] with the online-LiRA score of "
-    "each training record on location (32 shadow models; `benchmarks/results/gls_validation.md`), about the "
+    "each training record on location (32 shadow models; `benchmarks/gls/gls_validation.md`), about the "
     "loss's +0.36; its top 5% hold 14% of LiRA's top 5% (chance: 5%)."
 )
 GLS_PURPOSE = (
