@@ -1,6 +1,7 @@
 # miaudit: every target builds what it needs first, so from a fresh clone
 #   make run    creates .venv from requirements.lock (if missing or stale), then runs the default audit
 #   make test   the same set-up, then the test suite
+#   make test-fast  the same set-up, then the tests not marked slow (none trains a model): the edit-test loop
 # Other targets: docs (mkdocs build --strict into site/), docs-serve, lint, bench-quick,
 # lock (regenerate requirements.lock from pyproject.toml), clean.
 #
@@ -16,11 +17,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.miaudit-installed
 
 .DEFAULT_GOAL := help
-.PHONY: help venv run test docs docs-pages docs-serve lint format bench-quick lock clean
+.PHONY: help venv run test test-fast docs docs-pages docs-serve lint format bench-quick lock clean
 
 help:
 	@echo "make run          set up .venv (from requirements.lock) if needed, then run the default audit"
 	@echo "make test         set up .venv if needed, then run the tests (pytest -q)"
+	@echo "make test-fast    set up .venv if needed, then the tests that train no model (pytest -q -m \"not slow\")"
 	@echo "make docs         regenerate the attack pages and build the documentation (mkdocs --strict) into site/"
 	@echo "make docs-serve   the documentation on http://127.0.0.1:8000 while you edit it"
 	@echo "make lint         ruff check, ruff format --check, mypy and lint-imports (the layers)"
@@ -46,9 +48,14 @@ run: $(STAMP)
 	$(BIN)/miaudit run $(CONFIG) $(if $(OUT),--out $(OUT)) --force  # a rerun replaces its own outputs
 
 # pytest exits 5 when it collected no test: that is a failure here, not a pass.
+PYTEST_GUARD = if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing on purpose"; exit 1; fi; exit $$rc
 test: $(STAMP)
-	@rc=0; $(BIN)/python -m pytest -q || rc=$$?; \
-	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing on purpose"; exit 1; fi; exit $$rc
+	@rc=0; $(BIN)/python -m pytest -q || rc=$$?; $(PYTEST_GUARD)
+
+# The tests not marked slow: no model trained (tests/conftest.py fails a test that steps an optimizer without the
+# mark), no docs build, no Ray; about a minute on two cores.
+test-fast: $(STAMP)
+	@rc=0; $(BIN)/python -m pytest -q -m "not slow" || rc=$$?; $(PYTEST_GUARD)
 
 docs-pages: $(STAMP)
 	$(BIN)/python docs/gen_attack_pages.py

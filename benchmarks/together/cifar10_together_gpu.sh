@@ -5,7 +5,7 @@
 # references; then offline LiRA and RMIA with 1 and 4 references (4 more models on the population alone).
 # Writes benchmarks/together/cifar10_together_gpu/{online,offline}/results.json and timings.txt.
 #   MIAUDIT_DATA_DIR=../shared/data benchmarks/together/cifar10_together_gpu.sh [cuda:0]
-# The recipe: the fast CIFAR-10 recipe (README, "A fast CIFAR-10 recipe"; examples/configs/cifar10-airbench.yaml):
+# The recipe: the fast CIFAR-10 recipe (docs/scale-and-models.md, "A fast CIFAR-10 recipe"; examples/configs/cifar10-airbench.yaml):
 # airbench94's network (model: airbench), 10 epochs of batches of 512, airbench's learning rate per 1,024 images
 # (0.75 at 512), momentum 0.85, its weight decay, label smoothing 0.2, the triangle schedule, flips and crops,
 # bf16. Each model trains on 15,000 images (the target on a quarter of the 60,000, each reference on half of the

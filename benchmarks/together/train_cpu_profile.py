@@ -5,8 +5,9 @@ time per operator, one torch thread, one process.
 
 The default Location reference (``model: mlp``, batch 64, lr 0.1, 1,000 records per model, seeded), 2 epochs:
 4 models trained alone and a stack of 16 (``training/stacked.py``), after a warm-up of both; prints, per model,
-the profiled self CPU seconds in total and for the 14 costliest operators (README, "Reference models trained
-together", quotes one run of it). Profiling adds its own overhead: compare the two ways, not with wall times.
+the profiled self CPU seconds in total and for the 14 costliest operators (docs/scale-and-models.md,
+"Reference models trained together", quotes one run of it). Profiling adds its own overhead: compare the two
+ways, not with wall times.
 """
 
 from __future__ import annotations

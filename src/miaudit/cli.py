@@ -12,7 +12,7 @@
     miaudit bench SUITE                 a benchmark suite
     miaudit --version
 
-One vocabulary of flags on the commands that read a config or write results (README's table): -s/--set, -q/--quiet,
+One vocabulary of flags on the commands that read a config or write results (docs/running.md): -s/--set, -q/--quiet,
 -v/--verbose, -o/--out, -f/--force; Ctrl-C ends each with one line, exit 130, nothing half-written. Bad input
 exits with code 2 and a one-line message naming the field; nothing is written. Heavy modules (torch, the
 attacks) are imported inside the commands that need them, so ``--help`` answers at once.

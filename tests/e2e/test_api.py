@@ -1,10 +1,10 @@
 """The Python API end to end: ``miaudit.audit`` on a user's model and arrays, ``miaudit.run`` on a config,
-the README example, and the example script."""
+and the example script. (The documented example, once the README's, is docs/own-model.md's: tests/test_docs.py
+runs it as written.)"""
 
 from __future__ import annotations
 
 import json
-import re
 import runpy
 import sys
 from pathlib import Path
@@ -131,20 +131,6 @@ def test_default_references_are_the_fewest_the_attacks_need(user) -> None:
 def test_run_accepts_a_config_dict(tiny_raw: dict) -> None:
     result = miaudit.run({**tiny_raw, "references": 0, "attacks": ["attack-p"]})
     assert result.to_json()["dataset"] == "digits" and set(result.metrics) == {"attack-p"}
-
-
-def python_api_snippet() -> str:
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("\n## Python API\n", 1)[1].split("\n## ", 1)[0]
-    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
-
-
-def test_readme_python_api_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    namespace: dict = {}
-    exec(compile(python_api_snippet(), "README.md: Python API", "exec"), namespace)
-    assert isinstance(namespace["result"], miaudit.AuditResult)
-    assert (tmp_path / "my-audit" / "results.json").is_file()
 
 
 def test_example_audits_a_saved_model_with_api_and_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,4 @@
-"""The command-line contract (README's "What a run writes", docs/conventions.md): outputs of a run, and exit
+"""The command-line contract (docs/running.md's "What a run writes", docs/conventions.md): outputs of a run, and exit
 code 2 with nothing written on bad input."""
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """Operations a user relies on: every bad input is one line, exit 2, nothing written; the commands that
-describe the config and the attacks; log lines when the output is not a terminal; README against the schema."""
+describe the config and the attacks; log lines when the output is not a terminal; the documented keys against the
+schema."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from miaudit.config import run as config
 from miaudit.errors import DataError
 from miaudit.progress import ModelProgress
 
-README = Path(__file__).parents[2] / "README.md"
+KEYS_PAGE = Path(__file__).parents[2] / "docs" / "configuration.md"  # its table of every key
 
 
 @pytest.fixture(autouse=True)
@@ -168,7 +169,7 @@ def test_log_lines_per_model_and_attack_when_not_a_terminal(tiny_raw: dict[str, 
     assert again.exit_code == 0 and again.output == ""
     verbose = invoke("run", "run.yaml", "--out", "c", "--verbose")
     assert "reference 2/2: loaded from cache" in verbose.output and "data digits: 300 records" in verbose.output
-    assert "cache: " in verbose.output  # the cache folder, as README's --verbose promises
+    assert "cache: " in verbose.output  # the cache folder, as docs/running.md's --verbose promises
 
 
 def test_time_left_from_measured_model_times() -> None:
@@ -179,14 +180,14 @@ def test_time_left_from_measured_model_times() -> None:
     assert progress.seconds_left() == pytest.approx(4.0)  # 2 models left at 2 s each
 
 
-def readme_keys() -> dict[str, str]:
-    """The README's table of every key: key -> default as written."""
-    rows = re.findall(r"^\| `([a-z_.]+)` \|([^|]*)\|", README.read_text(), flags=re.M)
+def documented_keys() -> dict[str, str]:
+    """docs/configuration.md's table of every key: key -> default as written."""
+    rows = re.findall(r"^\| `([a-z_.]+)` \|([^|]*)\|", KEYS_PAGE.read_text(), flags=re.M)
     return {key: default.strip() for key, default in rows}
 
 
-def test_readme_documents_every_key_and_its_default() -> None:
-    documented = readme_keys()
+def test_docs_document_every_key_and_its_default() -> None:
+    documented = documented_keys()
     keys = list(configdoc.keys())
     assert sorted(documented) == sorted(k.path for k in keys)
     for key in keys:

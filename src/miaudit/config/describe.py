@@ -2,7 +2,7 @@
 
 One walk over ``RunConfig``'s JSON schema serves ``miaudit init`` (a commented YAML file of every key and
 its default), ``miaudit config --schema`` (the schema, with every attack's parameters under ``$defs``),
-``miaudit attacks NAME`` (an attack's parameters) and the README's key table, which a test compares with it.
+``miaudit attacks NAME`` (an attack's parameters) and docs/configuration.md's key table, which a test compares with it.
 """
 
 from __future__ import annotations

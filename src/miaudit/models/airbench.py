@@ -17,7 +17,7 @@ features scaled by 1/9, then the head. Where it differs from the package, and wh
 
 The training recipe around it (label smoothing 0.2, the triangular learning-rate schedule, flips and crops,
 batches of 1,024) is configuration: ``train: {label_smoothing, schedule: triangle, augment: flip-crop}``
-(README, "A fast CIFAR-10 recipe"). What it leaves out: test-time augmentation (``queries.augment`` is the
+(docs/scale-and-models.md: airbench). What it leaves out: test-time augmentation (``queries.augment`` is the
 audit's own choice), the lookahead averaging of the weights, Nesterov momentum, the 64x learning rate of the
 batch-norm biases, fp16 channels-last kernels (``train.precision: bf16`` on a GPU is the nearest).
 """
