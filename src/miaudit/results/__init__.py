@@ -4,10 +4,43 @@ builds its DP section, every reader (the CLI, the reports, compare, the API, the
 
 from .attacks import AttackRow, BlindBaseline, Kind, Metrics, PPVCell, Seconds
 from .audit_report import SCHEMA_VERSION, AuditReport, migrate
-from .base import Section
-from .dp import Bound, DPAudit, ObserverTest
-from .findings import AttackChoice, Claim, RealizedFDP, RecordsAtRisk, Verdict, WorstCase, WorstCell
-from .run import Calibration, CanaryExposure, Endpoint, Environment, ReferenceModel, Target
+from .base import JsonObject, Section
+from .dp import (
+    Bound,
+    ComparedWith,
+    CraftedCanaries,
+    DPAudit,
+    Family,
+    GDPTest,
+    Headline,
+    Observer,
+    ObserverTest,
+    SelectionRecords,
+)
+from .findings import (
+    AttackChoice,
+    CalibrationCheck,
+    Candidate,
+    Claim,
+    PseudoTargetFDP,
+    PseudoTargets,
+    RealizedFDP,
+    RecordsAtRisk,
+    Rejected,
+    Verdict,
+    WorstCase,
+    WorstCell,
+)
+from .run import (
+    Calibration,
+    CanaryExposure,
+    DPSGDRecord,
+    Endpoint,
+    Environment,
+    ExposedCanary,
+    ReferenceModel,
+    Target,
+)
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -17,20 +50,35 @@ __all__ = [
     "BlindBaseline",
     "Bound",
     "Calibration",
+    "CalibrationCheck",
     "CanaryExposure",
+    "Candidate",
     "Claim",
+    "ComparedWith",
+    "CraftedCanaries",
     "DPAudit",
+    "DPSGDRecord",
     "Endpoint",
     "Environment",
+    "ExposedCanary",
+    "Family",
+    "GDPTest",
+    "Headline",
+    "JsonObject",
     "Kind",
     "Metrics",
+    "Observer",
     "ObserverTest",
     "PPVCell",
+    "PseudoTargetFDP",
+    "PseudoTargets",
     "RealizedFDP",
     "RecordsAtRisk",
     "ReferenceModel",
-    "Section",
+    "Rejected",
     "Seconds",
+    "Section",
+    "SelectionRecords",
     "Target",
     "Verdict",
     "WorstCase",

@@ -3,11 +3,16 @@ an LM audit's canary exposure, and the environment that produced the numbers."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypeAlias
 
-from pydantic import Field
+from pydantic import Field, JsonValue
 
 from .base import Number, Section
+
+
+# The DP-SGD settings and the accountants' epsilons as the trainer records them (``training.dp_sgd``,
+# ``dp.multi_run.privacy_record``): its keys are the trainer's, so it stays an open JSON object.
+DPSGDRecord: TypeAlias = dict[str, JsonValue]
 
 
 class Target(Section):
@@ -30,7 +35,7 @@ class Target(Section):
     """wall-clock seconds its training took"""
     source: str
     """where the target came from: "trained" by miaudit, else what the user gave"""
-    dp: dict[str, Any] | None = None
+    dp: DPSGDRecord | None = None
     """the DP-SGD settings and the accountants' epsilons (``training.dp_sgd``)"""
 
     def fit(self) -> dict[str, Number]:
