@@ -89,7 +89,11 @@ def claims(confidence: float, delta: float, declared: float | None, privacy: dic
 
 
 def one_run_summary(
-    cfg: RunConfig, entries: list[Bound], privacy: dict | None, accuracies: dict[str, float], p_values: str | None = None
+    cfg: RunConfig,
+    entries: list[Bound],
+    privacy: dict | None,
+    accuracies: dict[str, float],
+    p_values: str | None = None,
 ) -> DPAudit:
     """results.json's ``dp_audit`` of a one-run audit: every bound, and the verdict over every observer
     (``verdict.decide``); ``accuracies`` the target's on its real records (and the canaries'), ``p_values`` how
@@ -118,7 +122,9 @@ def one_run_summary(
         accounted=c.accounted,
         planted_fault=c.planted_fault,
         compared_with=None if claim is None else ComparedWith(claim=claim[0], epsilon=claim[1]),
-        how="; ".join(f"{t.observer}: {t.correct} of {t.guesses} guesses right on {t.canaries} canaries" for t in d.tests),
+        how="; ".join(
+            f"{t.observer}: {t.correct} of {t.guesses} guesses right on {t.canaries} canaries" for t in d.tests
+        ),
         **accuracies,
         **({"p_values": p_values} if p_values is not None else {}),
     )

@@ -16,6 +16,7 @@ broken by a seeded order, NaN scores abstain); the count of correct guesses give
 from __future__ import annotations
 
 from dataclasses import replace
+
 import numpy as np
 
 from ..config.run import RunConfig

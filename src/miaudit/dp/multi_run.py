@@ -39,6 +39,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
+from pydantic import JsonValue
 from scipy import optimize, stats
 
 from .. import data
@@ -294,8 +295,13 @@ def run(cfg: RunConfig, runs: int) -> MultiRunAudit:
     head = Bound.model_validate({**pooled.model_dump(exclude_unset=True), **about, "expected_ideal": expected})
     first = multi_run_bound(scores[:, 0], included[:, 0], delta, confidence, cfg.seed)
     two_run = Bound.model_validate(
-        {**first.model_dump(exclude_unset=True), **about, "canaries": 2 * runs, "included": int(included[:, 0].sum()),
-         "observer": f"the first canary of each run: {observer}"}  # fmt: skip
+        {
+            **first.model_dump(exclude_unset=True),
+            **about,
+            "canaries": 2 * runs,
+            "included": int(included[:, 0].sum()),
+            "observer": f"the first canary of each run: {observer}",
+        }  # fmt: skip
     )
     declared = audit.declared_epsilon(cfg.dp_audit, cfg)
     c = audit.claims(confidence, delta, declared, privacy)
@@ -308,8 +314,9 @@ def run(cfg: RunConfig, runs: int) -> MultiRunAudit:
         dp_audit=DPAudit(
             kind="multi-run",
             bounds=[head, two_run],
-            headline=Headline(observer=observer, analysis=head.analysis, threat_model="black-box",
-                              canary_kind="worst-case"),  # fmt: skip
+            headline=Headline(
+                observer=observer, analysis=head.analysis, threat_model="black-box", canary_kind="worst-case"
+            ),  # fmt: skip
             epsilon_lb=head.epsilon_lower_bound,
             max_attainable=head.max_attainable,
             confidence=c.confidence,
@@ -366,7 +373,7 @@ def privacy_record(spec: dp_stacked.StackSpec, n: int, dp: DPConfig) -> DPSGDRec
     """What every run of the stack claims, as ``train_dp`` records it (all steps counted as noisy: a skipped
     empty batch only lowers the true epsilon; a planted sampling fault: the accountant told the smaller rate)."""
     q, steps = spec.accounted_rate(n), spec.epochs * spec.steps_per_epoch(n)
-    epsilons = dp_sgd.accounted(spec.noise_multiplier, q, steps, dp.delta)
+    epsilons: dict[str, JsonValue] = dict(dp_sgd.accounted(spec.noise_multiplier, q, steps, dp.delta))
     return {
         "declared_epsilon": dp.epsilon,
         "accounted_epsilon": epsilons["rdp"],

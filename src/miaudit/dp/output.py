@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
+
 import numpy as np
 
 from .. import data, report

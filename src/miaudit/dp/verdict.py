@@ -17,6 +17,7 @@ over the observers), and never counts as an (eps, delta) violation.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 import numpy as np
 
 from ..results import Bound, Family, GDPTest, Headline, ObserverTest
@@ -186,7 +187,9 @@ def decide(entries: list[Bound], claim: tuple[str, float] | None, confidence: fl
         epsilon_lb=lb,
         max_attainable=power,
         headline=Headline(
-            observer=best.observer, threat_model=best.threat_model, analysis="binomial",
+            observer=best.observer,
+            threat_model=best.threat_model,
+            analysis="binomial",
             correction=f"Bonferroni over {k} observers",
         ),  # fmt: skip
         gdp_test=gdp_test(entries, eps, confidence),

@@ -145,7 +145,9 @@ def canary_exposure(exp: Experiment) -> CanaryExposure | None:
     with working("canary exposure"):
         found = canaries.measure(exp.target.module, spec, exp.dataset.x.shape[2], exp.device)
     means = ", ".join(f"{r}x {e:.2f}" for r, e in found.mean_exposure_by_repetitions.items())
-    log.info("canary exposure (%s, bits of at most %.2f) by repetitions: %s", found.estimator, found.max_exposure, means)
+    log.info(
+        "canary exposure (%s, bits of at most %.2f) by repetitions: %s", found.estimator, found.max_exposure, means
+    )
     return found
 
 

@@ -19,8 +19,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold, cross_val_predict
 from sklearn.pipeline import Pipeline, make_pipeline
 
-from ..stats import metrics
 from ..results import BlindBaseline
+from ..stats import metrics
 
 FOLDS = 5
 NEAR = 0.05  # AUC within this of the best attack's counts as "near"
@@ -51,8 +51,10 @@ def blind_baseline(
     scores = out_of_fold_scores(texts, is_member, seed)
     found = metrics.evaluate(scores, np.asarray(is_member, dtype=bool), {}, levels).section()
     return BlindBaseline.model_validate(
-        {"method": f"TF-IDF + logistic regression, {FOLDS}-fold cross-validated, text only",
-         **found.model_dump(exclude_unset=True)}  # fmt: skip
+        {
+            "method": f"TF-IDF + logistic regression, {FOLDS}-fold cross-validated, text only",
+            **found.model_dump(exclude_unset=True),
+        }  # fmt: skip
     )
 
 
@@ -83,6 +85,4 @@ def for_audit(
     its ``warning`` when it is near or above the attacks."""
     found = blind_baseline([texts[i] for i in query_idx], is_member, levels, seed)
     note = warning(found, attack_aucs)
-    if note:
-        found.warning = note  # the last key, as set
-    return found
+    return BlindBaseline.model_validate({**found.model_dump(exclude_unset=True), **({"warning": note} if note else {})})

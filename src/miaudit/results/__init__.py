@@ -2,9 +2,10 @@
 this package imports nothing of miaudit above ``errors``). ``miaudit.report`` builds it once, ``miaudit.dp``
 builds its DP section, every reader (the CLI, the reports, compare, the API, the benchmarks) reads the model."""
 
-from .attacks import AttackRow, BlindBaseline, Kind, Metrics, PPVCell, Seconds
+from .attacks import AttackRow, BlindBaseline, DeployableAt, Kind, Metrics, PPVByPrior, PPVCell, Ranking, Seconds
 from .audit_report import SCHEMA_VERSION, AuditReport, migrate
 from .base import JsonObject, Section
+from .compare import AttackChange, Change, ComparedData, Comparison
 from .dp import (
     Bound,
     ComparedWith,
@@ -44,6 +45,7 @@ from .run import (
 
 __all__ = [
     "SCHEMA_VERSION",
+    "AttackChange",
     "AttackChoice",
     "AttackRow",
     "AuditReport",
@@ -53,11 +55,15 @@ __all__ = [
     "CalibrationCheck",
     "CanaryExposure",
     "Candidate",
+    "Change",
     "Claim",
+    "ComparedData",
     "ComparedWith",
+    "Comparison",
     "CraftedCanaries",
     "DPAudit",
     "DPSGDRecord",
+    "DeployableAt",
     "Endpoint",
     "Environment",
     "ExposedCanary",
@@ -69,9 +75,11 @@ __all__ = [
     "Metrics",
     "Observer",
     "ObserverTest",
+    "PPVByPrior",
     "PPVCell",
     "PseudoTargetFDP",
     "PseudoTargets",
+    "Ranking",
     "RealizedFDP",
     "RecordsAtRisk",
     "ReferenceModel",

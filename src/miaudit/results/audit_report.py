@@ -181,9 +181,10 @@ class AuditReport(Section):
                 said += f" (the file is schema_version {version}, newer than this miaudit's {SCHEMA_VERSION})"
             raise DataError(said) from None
         if dropped:
+            shown = ", ".join(dropped[:8]) + (", ..." if len(dropped) > 8 else "")
             log.warning(
                 "%s: schema_version %s (this miaudit reads %s): %d key(s) it does not know left out: %s",
-                where, version, SCHEMA_VERSION, len(dropped), ", ".join(dropped[:8]) + (", ..." if len(dropped) > 8 else ""),
+                where, version, SCHEMA_VERSION, len(dropped), shown,
             )  # fmt: skip
         return report
 
@@ -199,8 +200,9 @@ def migrate(data: Mapping[str, JsonValue], where: str, kind_of: Callable[[str], 
     else from the row: p-values or a precision (``ppv``, which the previous format wrote for every membership test
     of known membership) make it a test, ROC metrics without a precision a ranking; a row that says neither (no
     p-values, membership unknown) is refused in one line."""
-    rows = []
-    for i, row in enumerate(data.get("attacks") or []):
+    rows: list[JsonValue] = []
+    given = data.get("attacks")
+    for i, row in enumerate(given if isinstance(given, list) else []):
         if isinstance(row, dict) and "kind" not in row:
             if kind_of is not None:
                 kind = kind_of(str(row.get("name")))

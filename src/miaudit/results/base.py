@@ -7,7 +7,7 @@ version does not know are dropped, and named in a warning, instead of refused.""
 
 from __future__ import annotations
 
-from typing import TypeAlias
+from typing import TypeAlias, TypedDict
 
 from pydantic import (
     BaseModel,
@@ -33,10 +33,16 @@ JsonObject: TypeAlias = dict[str, JsonValue]
 LENIENT = "drop_unknown_keys"
 
 
-def lenient(dropped: list[str]) -> dict[str, object]:
+class Lenient(TypedDict):
+    """The validation context that reads a newer file: unknown keys are dropped, named in ``drop_unknown_keys``."""
+
+    drop_unknown_keys: list[str]
+
+
+def lenient(dropped: list[str]) -> Lenient:
     """The validation context that reads a newer file: unknown keys are dropped, their paths appended to
     ``dropped``."""
-    return {LENIENT: dropped}
+    return Lenient(drop_unknown_keys=dropped)
 
 
 class Section(BaseModel):
@@ -51,19 +57,26 @@ class Section(BaseModel):
 
     @model_validator(mode="wrap")
     @classmethod
-    def _remember_order(cls, data: object, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> object:
+    def _remember_order(cls, data: object, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Section:
         if isinstance(data, dict) and isinstance(info.context, dict) and LENIENT in info.context:
-            known = {name for name, f in cls.model_fields.items()} | {
-                f.alias for f in cls.model_fields.values() if f.alias
-            }
+            known: set[str] = set()
+            for name, f in cls.model_fields.items():
+                known |= {name, f.alias} if f.alias else {name}
             dropped = [k for k in data if k not in known]
             info.context[LENIENT].extend(f"{cls.__name__}.{k}" for k in dropped)
             data = {k: v for k, v in data.items() if k in known}
         model = handler(data)
         if isinstance(data, dict) and isinstance(model, Section):
             fields = type(model).model_fields
-            model._order = tuple((f.alias or k) if (f := fields.get(k)) is not None else k for k in data)
+            model._order = tuple((fi.alias or k) if (fi := fields.get(k)) is not None else k for k in data)
         return model
+
+    def __eq__(self, other: object) -> bool:
+        """Equal values are equal sections, whatever order their keys were given in (the order is the file's
+        layout, not its content)."""
+        return type(self) is type(other) and isinstance(other, Section) and self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as pydantic's models
 
     @model_serializer(mode="wrap")
     def _in_given_order(self, handler: SerializerFunctionWrapHandler) -> object:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import TypeAlias
+
 import numpy as np
 from scipy.special import betaincinv
 
