@@ -20,6 +20,7 @@ from .experiment.recipes import ModelJob, ModelRecipe, open_store, reference_rec
 from .experiment.run import AttackRun, RunResult
 from .plan import Plan, build, config_roles
 from .progress import ModelProgress, log
+from .results import DPAudit
 from .training import executor
 
 
@@ -106,7 +107,7 @@ def run_experiment(exp: Experiment) -> RunResult:
     return res
 
 
-def dp_audit(exp: Experiment, runs: list[AttackRun]) -> dict | None:
+def dp_audit(exp: Experiment, runs: list[AttackRun]) -> DPAudit | None:
     """results.json's ``dp_audit``: the chosen attack's epsilon lower bound (``miaudit.dp.audit``)."""
     if not isinstance(exp.cfg, RunConfig) or exp.cfg.dp_audit is None or exp.is_member is None:
         return None  # a scores-only audit trains nothing, so it has no DP-SGD to audit

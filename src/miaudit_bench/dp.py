@@ -83,7 +83,8 @@ def run_point(base: dict[str, Any], seed: int, eps: float | None, kind: str, fau
     """One training run: the target's accuracy and accountants, every bound of its canaries, the verdict."""
     start = time.perf_counter()
     res = one_run.run(_config(base, seed, eps, kind, fault))
-    a = res.dp_audit or {}
+    a = res.dp_audit
+    assert a is not None
     privacy = res.experiment.target.privacy or {}
     return {
         "epsilon": eps,
@@ -91,10 +92,10 @@ def run_point(base: dict[str, Any], seed: int, eps: float | None, kind: str, fau
         "noise_scale": fault,
         "accounted": privacy.get("accounted"),
         "noise_multiplier": privacy.get("noise_multiplier"),
-        "train_accuracy": a.get("target_train_accuracy"),
-        "test_accuracy": a.get("target_test_accuracy"),
-        "bounds": a.get("bounds", []),
-        "verdict": a.get("verdict"),
+        "train_accuracy": a.target_train_accuracy,
+        "test_accuracy": a.target_test_accuracy,
+        "bounds": [b.model_dump(exclude_unset=True) for b in a.bounds or []],
+        "verdict": a.verdict,
         "seconds": time.perf_counter() - start,
     }
 

@@ -123,7 +123,7 @@ def aggregate(per_seed: list[AuditReport]) -> dict[str, Any]:
         )
     if first.blind_baseline is not None:  # an LM audit: the text-only classifier as one more row
         rows.append(blind_row([r.blind_baseline for r in per_seed if r.blind_baseline is not None]))
-    fits = [r.target.fit() for r in per_seed]
+    fits = [dict(r.target.fit()) for r in per_seed]
     return {
         "n_records": first.n_records,
         "n_members": first.n_members,

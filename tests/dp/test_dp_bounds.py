@@ -12,6 +12,8 @@ from scipy import stats
 from miaudit.config import run as config
 from miaudit.dp import audit, bounds
 from miaudit.dp.canaries import canary_bounds, guesses
+from miaudit.dp.verdict import FDP_ASSUMES
+from miaudit.results import SelectionRecords
 from miaudit.stats.metrics import clopper_pearson
 
 CONFIDENCE = 0.95
@@ -51,9 +53,9 @@ def test_two_run_with_threshold_selection_on_randomized_response_records() -> No
         report = np.where(rng.random(2 * n) < p, member, ~member).astype(float)
         scores = report + 0.01 * rng.standard_normal(2 * n)  # continuous scores: many candidate thresholds
         out = audit.two_run(scores, member, cfg.dp_audit, cfg, "rr")
-        assert out["selection_records"] == {"members": n // 2, "nonmembers": n // 2}
-        assert out["n_members"] == n // 2 and 0 <= out["realized_fpr"] <= 1
-        found.append(out["epsilon_lb"])
+        assert out.selection_records == SelectionRecords(members=n // 2, nonmembers=n // 2)
+        assert out.n_members == n // 2 and 0 <= out.realized_fpr <= 1
+        found.append(out.epsilon_lb)
     assert (np.array(found) > 1.0).mean() <= 1 - CONFIDENCE
     assert 0.75 < np.median(found) <= 1.0
 
@@ -145,10 +147,10 @@ def test_canary_guesses_and_bound_on_record_level_randomized_response() -> None:
     assert (g == 1).sum() == 100 and (g == -1).sum() == 100
     assert scores[g == 1].min() > scores[g == 0].max() > scores[g == 0].min() > scores[g == -1].max()
     binomial, fdp = canary_bounds(scores, included, 1000, CONFIDENCE, 1e-5, seed=0)
-    assert binomial["guesses"] == fdp["guesses"] == 2000 and binomial["correct"] == fdp["correct"]
-    assert binomial["epsilon_lower_bound"] <= 1.0
+    assert binomial.guesses == fdp.guesses == 2000 and binomial.correct == fdp.correct
+    assert binomial.epsilon_lower_bound <= 1.0
     # randomized response is 1-DP but far from Gaussian in the middle of its tradeoff curve: the f-DP bound, which
     # tests "mu(eps, delta)-GDP", rightly rejects the Gaussian claim and so reads above 1 (its stated assumption)
-    assert fdp["epsilon_lower_bound"] > 1.0
+    assert fdp.epsilon_lower_bound > 1.0 and fdp.assumes == FDP_ASSUMES and binomial.assumes is None
     nan = guesses(np.r_[np.nan, np.arange(5.0)], 3, seed=0)
     assert nan[0] == 0 and (nan != 0).sum() == 4  # NaN abstains; k shrinks to what remains

@@ -66,8 +66,8 @@ def test_one_run_bounds_on_gaussian_mechanisms_never_exceed_epsilon_more_than_al
     for _ in range(60):
         scores, included = simulated_canaries(mu, 1000, rng)
         for b in canary_bounds(scores, included, 50, CONFIDENCE, DELTA, seed=0):
-            found[b["analysis"]].append(b["epsilon_lower_bound"])
-            assert b["epsilon_lower_bound"] <= b["max_attainable"]
+            found[b.analysis].append(b.epsilon_lower_bound)
+            assert b.epsilon_lower_bound <= b.max_attainable
     for analysis, lbs in found.items():
         assert np.mean(np.array(lbs) > truth) <= 1 - CONFIDENCE, analysis
     # f-DP uses the whole tradeoff curve: tighter than the binomial bound on the same guesses
@@ -82,17 +82,18 @@ def test_fdp_bound_recovers_most_of_a_gaussian_mechanisms_epsilon_with_many_cana
     lbs = []
     for _ in range(5):
         scores, included = simulated_canaries(1.0, 10_000, rng)
-        lbs.append(canary_bounds(scores, included, 100, CONFIDENCE, DELTA, seed=1)[1]["epsilon_lower_bound"])
+        lbs.append(canary_bounds(scores, included, 100, CONFIDENCE, DELTA, seed=1)[1].epsilon_lower_bound)
     assert max(lbs) <= truth and np.mean(lbs) > 0.6 * truth
 
 
 def test_power_is_the_bound_with_every_guess_right() -> None:
     found = bounds.one_run_bounds(200, 40, 40, CONFIDENCE, DELTA)
-    assert all(v["epsilon_lower_bound"] == v["max_attainable"] for v in found.values())
+    assert [b.analysis for b in found] == ["binomial", "fdp"]
+    assert all(b.epsilon_lower_bound == b.max_attainable for b in found)
     pure = bounds.one_run_bounds(200, 40, 40, CONFIDENCE, 0.0)
-    assert list(pure) == ["binomial"]  # the f-DP conversion needs delta > 0
+    assert [b.analysis for b in pure] == ["binomial"]  # the f-DP conversion needs delta > 0
     q = (1 - CONFIDENCE) ** (1 / 40)
-    assert pure["binomial"]["max_attainable"] == pytest.approx(math.log(q / (1 - q)), abs=1e-8)
+    assert pure[0].max_attainable == pytest.approx(math.log(q / (1 - q)), abs=1e-8)
 
 
 @pytest.mark.parametrize("eps", [1.0, 3.0])
@@ -106,8 +107,8 @@ def test_multi_run_counts_on_randomized_response_cover_epsilon(eps: float) -> No
         included = np.arange(400) % 2 == 0
         said_in = np.where(rng.random(400) < p, included, ~included)
         out = multi_run_bound(said_in + 0.01 * rng.standard_normal(400), included, 0.0, CONFIDENCE, seed=3)
-        assert out["guesses"] == 200 and out["runs"] == 400 and 0 <= out["correct"] <= 200
-        found.append(out["epsilon_lower_bound"])
+        assert out.guesses == 200 and out.runs == 400 and 0 <= out.correct <= 200
+        found.append(out.epsilon_lower_bound)
     assert np.mean(np.array(found) > eps) <= 1 - CONFIDENCE
     assert np.median(found) > 0.4 * eps  # 100 + 100 runs for the bound, Clopper-Pearson at 97.5% each
 
@@ -116,6 +117,6 @@ def test_multi_run_counts_by_hand() -> None:
     scores = np.array([5.0, 0.0, 5.0, 0.0, 5.0, 0.0, 5.0, 0.0])
     included = np.array([True, False] * 4)
     out = multi_run_bound(scores, included, 0.0, CONFIDENCE, seed=0)
-    assert out["guesses"] == 4 and out["correct"] == 4  # 2 in-runs flagged, 2 out-runs not
-    assert out["epsilon_lower_bound"] == pytest.approx(out["max_attainable"])
-    assert out["max_attainable"] == pytest.approx(bounds.rate_bound(2, 2, 0, 2, 0.0, CONFIDENCE).epsilon_lb)
+    assert out.guesses == 4 and out.correct == 4  # 2 in-runs flagged, 2 out-runs not
+    assert out.epsilon_lower_bound == pytest.approx(out.max_attainable)
+    assert out.max_attainable == pytest.approx(bounds.rate_bound(2, 2, 0, 2, 0.0, CONFIDENCE).epsilon_lb)

@@ -286,12 +286,12 @@ def test_plan_fixes_the_guesses_from_the_hyperparameters() -> None:
 
 def pooled(scores: np.ndarray, included: np.ndarray, delta: float, seed: int) -> float:
     """The headline bound over every (run, canary) slot, k fixed at slots / 20."""
-    return pooled_canaries(scores, included, scores.size // 20, delta, CONFIDENCE, seed)["epsilon_lower_bound"]
+    return pooled_canaries(scores, included, scores.size // 20, delta, CONFIDENCE, seed).epsilon_lower_bound
 
 
 def first_canary(scores: np.ndarray, included: np.ndarray, delta: float, seed: int) -> float:
     """The two-run bound on each run's first canary."""
-    return multi_run_bound(scores[:, 0], included[:, 0], delta, CONFIDENCE, seed)["epsilon_lower_bound"]
+    return multi_run_bound(scores[:, 0], included[:, 0], delta, CONFIDENCE, seed).epsilon_lower_bound
 
 
 @pytest.mark.parametrize("analysis", [pooled, first_canary])
@@ -337,8 +337,8 @@ def test_pooled_canaries_by_hand() -> None:
     scores[1] = -5.0  # out, right
     scores[4] = -4.0  # in, guessed out: wrong
     out = pooled_canaries(scores.reshape(10, 2), included.reshape(10, 2), 2, 0.0, CONFIDENCE, seed=0)
-    assert out["guesses"] == 4 and out["correct"] == 3 and out["canaries"] == 20
-    assert out["epsilon_lower_bound"] == pytest.approx(bounds.one_run_epsilon_lb(20, 4, 3, CONFIDENCE))
-    assert out["max_attainable"] == pytest.approx(bounds.one_run_epsilon_lb(20, 4, 4, CONFIDENCE))
+    assert out.guesses == 4 and out.correct == 3 and out.canaries == 20
+    assert out.epsilon_lower_bound == pytest.approx(bounds.one_run_epsilon_lb(20, 4, 3, CONFIDENCE))
+    assert out.max_attainable == pytest.approx(bounds.one_run_epsilon_lb(20, 4, 4, CONFIDENCE))
     flips = coins(0, 2000)
     assert 900 < flips.sum() < 1100 and not np.array_equal(flips, coins(1, 2000))

@@ -4,19 +4,19 @@ one observer of several sees the fault, and the f-DP bound kept out of the (eps,
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pytest
 from scipy import stats
 
 from miaudit.dp import bounds, verdict
 from miaudit.dp.canaries import guesses
+from miaudit.results import Bound
 
 
-def entry(observer: str, m: int, r: int, v: int, analysis: str = "binomial", delta: float = 1e-5) -> dict[str, Any]:
-    return {"observer": observer, "threat_model": "black-box", "analysis": analysis, "canaries": m, "guesses": r,
-            "correct": v, "delta": delta}  # fmt: skip
+def entry(observer: str, m: int, r: int, v: int, analysis: str = "binomial", delta: float = 1e-5) -> Bound:
+    """An observer's counts as ``dp_audit.bounds`` holds them (its own bounds play no part in the verdict)."""
+    return Bound(observer=observer, threat_model="black-box", analysis=analysis, canaries=m, guesses=r, correct=v,
+                 delta=delta, epsilon_lower_bound=0.0, max_attainable=0.0, confidence=0.95)  # fmt: skip
 
 
 def test_holm_adjusted_p_values_by_hand() -> None:
@@ -31,14 +31,14 @@ def test_each_observer_is_tested_by_its_exact_binomial_p_value_and_bonferroni_bo
     tests = verdict.observer_tests(entries, 1.0, 0.95)
     q = np.exp(1.0) / (1 + np.exp(1.0))
     for e, t in zip(entries, tests):
-        p = bounds.one_run_pvalue(e["canaries"], e["guesses"], e["correct"], 1.0, 1e-5)
-        assert t["p_value"] == pytest.approx(p)
-        assert p >= stats.binom.sf(e["correct"] - 1, e["guesses"], q)  # the delta term only adds
-        corrected = bounds.one_run_epsilon_lb(e["canaries"], e["guesses"], e["correct"], 1 - 0.05 / 3, 1e-5)
-        assert t["bonferroni_bound"] == pytest.approx(corrected)
-        assert t["bonferroni_bound"] <= bounds.one_run_epsilon_lb(e["canaries"], e["guesses"], e["correct"], 0.95, 1e-5)
-    adjusted = verdict.holm(np.array([t["p_value"] for t in tests]))
-    assert [t["holm_adjusted_p_value"] for t in tests] == pytest.approx(adjusted)
+        p = bounds.one_run_pvalue(e.canaries, e.guesses, e.correct, 1.0, 1e-5)
+        assert t.p_value == pytest.approx(p)
+        assert p >= stats.binom.sf(e.correct - 1, e.guesses, q)  # the delta term only adds
+        corrected = bounds.one_run_epsilon_lb(e.canaries, e.guesses, e.correct, 1 - 0.05 / 3, 1e-5)
+        assert t.bonferroni_bound == pytest.approx(corrected)
+        assert t.bonferroni_bound <= bounds.one_run_epsilon_lb(e.canaries, e.guesses, e.correct, 0.95, 1e-5)
+    adjusted = verdict.holm(np.array([t.p_value for t in tests]))
+    assert [t.holm_adjusted_p_value for t in tests] == pytest.approx(adjusted)
 
 
 def test_holm_rejects_exactly_when_the_largest_bonferroni_bound_exceeds_the_claim() -> None:
@@ -47,8 +47,8 @@ def test_holm_rejects_exactly_when_the_largest_bonferroni_bound_exceeds_the_clai
         entries = [entry(f"o{i}", 300, 100, int(rng.integers(40, 101)), delta=0.0) for i in range(3)]
         claim = float(rng.uniform(0.2, 3.0))
         d = verdict.decide(entries, ("declared", claim), 0.95, None)
-        assert d["violated"] == (d["epsilon_lb"] > claim)
-        assert d["verdict"].startswith("violation" if d["violated"] else "no violation detected")
+        assert d.violated == (d.epsilon_lb > claim)
+        assert d.verdict.startswith("violation" if d.violated else "no violation detected")
 
 
 def randomized_response(eps: float, included: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -57,7 +57,7 @@ def randomized_response(eps: float, included: np.ndarray, rng: np.random.Generat
     return np.where(truthful, included, ~included).astype(float)
 
 
-def observe(name: str, scores: np.ndarray, included: np.ndarray, k: int, seed: int) -> dict[str, Any]:
+def observe(name: str, scores: np.ndarray, included: np.ndarray, k: int, seed: int) -> Bound:
     g = guesses(scores, k, seed)
     truth = np.where(included, 1, -1)
     return entry(name, len(g), int((g != 0).sum()), int(((g != 0) & (g == truth)).sum()), delta=0.0)
@@ -72,7 +72,7 @@ def test_correct_mechanism_is_flagged_at_most_alpha_of_the_time() -> None:
         rng = np.random.default_rng(seed)
         included = rng.random(200) < 0.5
         entries = [observe(f"o{i}", randomized_response(eps, included, rng), included, 50, seed) for i in range(3)]
-        false_alarms += verdict.decide(entries, ("declared", eps), 0.95, None)["violated"]
+        false_alarms += verdict.decide(entries, ("declared", eps), 0.95, None).violated
     assert stats.binom.sf(31, 300, 0.05) < 1e-4
     assert false_alarms <= 31
 
@@ -87,7 +87,7 @@ def test_one_observer_that_sees_the_fault_is_enough() -> None:
         entries = [observe("sees", randomized_response(4.0, included, rng), included, 50, seed)]
         entries += [observe(f"blind{i}", rng.random(200), included, 50, seed) for i in range(2)]
         d = verdict.decide(entries, ("declared", 1.0), 0.95, None)
-        flagged += d["violated"] and d["verdict"].startswith("violation: sees")
+        flagged += d.violated and d.verdict.startswith("violation: sees")
     assert flagged >= 36
 
 
@@ -98,13 +98,17 @@ def test_the_f_dp_bound_tests_mu_gdp_only_and_never_makes_a_violation() -> None:
     assert bounds.fdp_epsilon_lb(m, r, v, 0.95, 1e-5) > 0.4 > bounds.one_run_epsilon_lb(m, r, v, 0.95, 1e-5)
     entries = [entry("w", m, r, v), entry("w", m, r, v, analysis="fdp")]
     d = verdict.decide(entries, ("declared", 0.4), 0.95, None)
-    assert not d["violated"] and d["verdict"].startswith("no violation detected")
-    assert d["gdp_test"]["rejected"] and "assumes a Gaussian tradeoff curve (mu-GDP)" in d["gdp_test"]["statement"]
-    assert d["epsilon_lb"] == pytest.approx(bounds.one_run_epsilon_lb(m, r, v, 0.95, 1e-5))  # one observer
+    assert not d.violated and d.verdict.startswith("no violation detected")
+    assert (
+        d.gdp_test is not None
+        and d.gdp_test.rejected
+        and "assumes a Gaussian tradeoff curve (mu-GDP)" in d.gdp_test.statement
+    )
+    assert d.epsilon_lb == pytest.approx(bounds.one_run_epsilon_lb(m, r, v, 0.95, 1e-5))  # one observer
 
 
 def test_a_planted_fault_is_said_beside_the_verdict() -> None:
     privacy = {"planted_fault": {"clip": "none", "description": "per-sample clipping skipped"}}
     d = verdict.decide([entry("a", 200, 100, 95)], ("declared", 1.0), 0.95, privacy)
-    assert d["violated"] and d["verdict"].startswith("violation (fault planted on purpose")
-    assert "per-sample clipping skipped" in d["verdict"][:120]
+    assert d.violated and d.verdict.startswith("violation (fault planted on purpose")
+    assert "per-sample clipping skipped" in d.verdict[:120]

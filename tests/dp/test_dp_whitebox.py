@@ -62,5 +62,5 @@ def test_scores_separate_included_canaries_and_a_tenth_of_the_noise_is_caught() 
         assert canaries.steps == 100
         bounds_at[true_noise] = canary_bounds(canaries.scores, included, 40, 0.95, 1e-5, seed=0)[0]
     honest, faulty = bounds_at[3.0], bounds_at[0.3]
-    assert faulty["correct"] == faulty["guesses"] == 80 and faulty["epsilon_lower_bound"] > 2.5
-    assert honest["correct"] < honest["guesses"] and honest["epsilon_lower_bound"] < 1.0
+    assert faulty.correct == faulty.guesses == 80 and faulty.epsilon_lower_bound > 2.5
+    assert honest.correct < honest.guesses and honest.epsilon_lower_bound < 1.0

@@ -89,7 +89,8 @@ def test_a_previous_format_row_that_cannot_say_its_kind_is_refused_in_one_line(t
 @pytest.mark.parametrize(
     ("change", "said"),
     [
-        (lambda d: d.update(schema_version=99), "schema_version 99"),
+        (lambda d: d.update(schema_version="2"), "schema_version .2. is not a layout version"),
+        (lambda d: d.update(schema_version=-1), "schema_version -1 is not a layout version"),
         (lambda d: d.pop("attacks"), "attacks: Field required"),
         (lambda d: d["attacks"][0].update(kind="oracle"), "attacks.0.kind"),
         (lambda d: d.update(surprise=1), "surprise: Extra inputs are not permitted"),
@@ -150,3 +151,70 @@ def test_a_white_box_dp_audit_writes_through_the_same_writer(tmp_path: Path) -> 
     assert audit is not None and audit.kind == "one-run" and written.attacks == []
     assert audit.tests and audit.bounds and audit.verdict == on_disk["dp_audit"]["verdict"]
     assert written.dp_audited and (tmp_path / "dp" / "scores.csv").read_text().startswith("canary,member,score,guess")
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+PREVIOUS = FIXTURES / "results_v1_digits_tiny.json"  # `miaudit run` (digits, 2 references, attack-p and lira) at v1
+
+
+def test_a_results_json_of_the_previous_layout_still_loads() -> None:
+    """The committed results.json of schema_version 1 (sections open to undeclared keys) reads as the current
+    version: every key it holds is declared, so nothing is dropped and the same values come back."""
+    old = json.loads(PREVIOUS.read_text())
+    assert old["schema_version"] == 1 < SCHEMA_VERSION
+    loaded = AuditReport.load(PREVIOUS)
+    assert loaded.schema_version == SCHEMA_VERSION
+    assert loaded.dump() == {**old, "schema_version": SCHEMA_VERSION}
+    assert loaded.records_at_risk is not None and loaded.records_at_risk.pseudo_targets is not None
+    fdp = loaded.records_at_risk.pseudo_targets.realized_fdp
+    assert fdp is not None and fdp.procedure == old["records_at_risk"]["pseudo_targets"]["realized_fdp"]["procedure"]
+    assert schema_errors(loaded.dump()) == []
+
+
+def current(path: Path) -> dict[str, Any]:
+    return {**json.loads(path.read_text()), "schema_version": SCHEMA_VERSION}
+
+
+@pytest.mark.parametrize("section", ["target", "calibration", "verdict", "records_at_risk", "environment"])
+def test_an_unknown_key_inside_a_section_is_refused_naming_it(tmp_path: Path, section: str) -> None:
+    data = current(PREVIOUS)
+    data[section]["zz_renamed"] = 1
+    (tmp_path / "results.json").write_text(json.dumps(data))
+    with pytest.raises(DataError) as e:
+        AuditReport.load(tmp_path / "results.json")
+    first = str(e.value).splitlines()[0]
+    assert f"{section}.zz_renamed: Extra inputs are not permitted" in first
+
+
+def test_an_unknown_key_deep_in_a_section_is_refused_naming_its_path(tmp_path: Path) -> None:
+    data = current(PREVIOUS)
+    data["records_at_risk"]["by_attack"]["lira (n=2)"]["zz_renamed"] = 1
+    (tmp_path / "results.json").write_text(json.dumps(data))
+    with pytest.raises(DataError, match=r"records_at_risk\.by_attack\.lira \(n=2\)\.zz_renamed"):
+        AuditReport.load(tmp_path / "results.json")
+
+
+def test_a_newer_file_loads_with_its_unknown_keys_left_out_and_named(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A file of a later layout (a higher schema_version) reads: the keys this version does not know are
+    dropped, each named in one warning; the keys it knows keep their values."""
+    data = current(PREVIOUS)
+    data["schema_version"] = SCHEMA_VERSION + 1
+    data["target"]["zz_new"] = 1
+    data["zz_new_section"] = {"a": 1}
+    (tmp_path / "results.json").write_text(json.dumps(data))
+    loaded = AuditReport.load(tmp_path / "results.json")
+    assert loaded.target.train_accuracy == data["target"]["train_accuracy"]
+    assert "zz_new" not in loaded.target.model_dump() and loaded.schema_version == SCHEMA_VERSION
+    assert [r.levelname for r in caplog.records] == ["WARNING"]
+    assert "Target.zz_new" in caplog.text and "AuditReport.zz_new_section" in caplog.text
+
+
+def test_a_newer_file_that_breaks_a_declared_key_is_refused_saying_it_is_newer(tmp_path: Path) -> None:
+    data = current(PREVIOUS)
+    data["schema_version"] = SCHEMA_VERSION + 1
+    data["target"]["source"] = 7
+    (tmp_path / "results.json").write_text(json.dumps(data))
+    with pytest.raises(DataError, match=rf"target.source.*newer than this miaudit's {SCHEMA_VERSION}"):
+        AuditReport.load(tmp_path / "results.json")

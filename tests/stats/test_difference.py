@@ -16,9 +16,9 @@ def test_unit_weights_give_the_metrics_of_the_run() -> None:
     scores = np.round(rng.normal(size=400) + member, 1)  # ties
     got = difference.weighted_metrics(difference.Scored(scores, member), np.ones((1, 400)), LEVELS)
     want = metrics.evaluate(scores, member, levels=LEVELS)
-    assert abs(got["auc"][0] - want.auc) < 1e-12
+    assert abs(got.auc[0] - want.auc) < 1e-12
     for level in LEVELS:
-        assert abs(got[str(level)][0] - want.tpr_at_fpr[str(level)]) < 1e-12
+        assert abs(got.tpr_at_fpr[str(level)][0] - want.tpr_at_fpr[str(level)]) < 1e-12
 
 
 def _truth(mu_a: float, mu_b: float) -> dict[str, float]:
@@ -38,8 +38,9 @@ def _coverage(paired: bool, reps: int = 40, n: int = 600) -> dict[str, float]:
         other = 0.6 * base + 0.8 * rng.normal(size=n) if paired else rng.normal(size=n)  # same records, or new ones
         a, b = difference.Scored(base + 2.0 * member, member), difference.Scored(other + 1.0 * member, member)
         got = difference.compare(a, b, LEVELS, paired, resamples=200, seed=seed)
+        found = {"auc": got.auc, **got.tpr_at_fpr}
         for key in hits:
-            hits[key] += got[key].ci[0] <= truth[key] <= got[key].ci[1]
+            hits[key] += found[key].ci[0] <= truth[key] <= found[key].ci[1]
     return {k: v / reps for k, v in hits.items()}
 
 
@@ -57,6 +58,6 @@ def test_pairing_narrows_the_interval_of_correlated_runs() -> None:
     base = rng.normal(size=800)
     a = difference.Scored(base + 1.0 * member, member)
     b = difference.Scored(base + 0.1 * rng.normal(size=800) + 0.8 * member, member)
-    paired = difference.compare(a, b, LEVELS, paired=True, resamples=300)["auc"].ci
-    apart = difference.compare(a, b, LEVELS, paired=False, resamples=300)["auc"].ci
+    paired = difference.compare(a, b, LEVELS, paired=True, resamples=300).auc.ci
+    apart = difference.compare(a, b, LEVELS, paired=False, resamples=300).auc.ci
     assert paired[1] - paired[0] < (apart[1] - apart[0]) / 3

@@ -11,11 +11,13 @@ records. NaN scores are never flagged.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
+from pydantic import JsonValue
 
 from ..config.run import DPAuditConfig, RunConfig
+from ..results import Bound, ComparedWith, DPAudit, SelectionRecords
 from ..stats import metrics
 from . import bounds, verdict
 
@@ -65,41 +67,67 @@ def tightest(privacy: dict | None, declared: float | None) -> tuple[str, float] 
     return min(claims.items(), key=lambda kv: kv[1]) if claims else None
 
 
-def claims(confidence: float, delta: float, declared: float | None, privacy: dict | None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Claims:
     """What an audit's bound is held to, as results.json's ``dp_audit`` records it: the level, delta, the declared
     epsilon and the accountants' figures, and a planted fault where one was."""
-    return {
-        "confidence": confidence,
-        "delta": delta,
-        "declared_epsilon": declared,
-        "accounted_epsilon": (privacy or {}).get("accounted_epsilon"),
-        "accounted": (privacy or {}).get("accounted"),
-        "planted_fault": (privacy or {}).get("planted_fault"),
-    }
+
+    confidence: float
+    delta: float
+    declared_epsilon: float | None
+    accounted_epsilon: float | None
+    accounted: dict[str, float] | None
+    planted_fault: dict[str, JsonValue] | None
+
+
+def claims(confidence: float, delta: float, declared: float | None, privacy: dict | None) -> Claims:
+    """``Claims`` of an audit whose target's DP-SGD recorded ``privacy`` (``training.dp_sgd``)."""
+    held = privacy or {}
+    return Claims(
+        confidence, delta, declared, held.get("accounted_epsilon"), held.get("accounted"), held.get("planted_fault")
+    )
 
 
 def one_run_summary(
-    cfg: RunConfig, entries: list[dict[str, Any]], privacy: dict | None, accuracies: dict
-) -> dict[str, Any]:
+    cfg: RunConfig,
+    entries: list[Bound],
+    privacy: dict | None,
+    accuracies: dict[str, float],
+    p_values: str | None = None,
+) -> DPAudit:
     """results.json's ``dp_audit`` of a one-run audit: every bound, and the verdict over every observer
-    (``verdict.decide``). f-DP entries carry what they assume."""
-    entries = [{**e, "assumes": verdict.FDP_ASSUMES} if e["analysis"] == "fdp" else e for e in entries]
+    (``verdict.decide``); ``accuracies`` the target's on its real records (and the canaries'), ``p_values`` how
+    the attacks' p-values on the canaries are."""
     declared = declared_epsilon(cfg.dp_audit, cfg)
     claim = tightest(privacy, declared)
     confidence, delta = one_run_level(cfg)
-    decided = verdict.decide(entries, claim, confidence, privacy)
-    return {
-        "kind": "one-run",
-        "bounds": entries,
-        **decided,
-        **claims(confidence, delta, declared, privacy),
-        "compared_with": None if claim is None else {"claim": claim[0], "epsilon": claim[1]},
-        "how": "; ".join(
-            f"{t['observer']}: {t['correct']} of {t['guesses']} guesses right on {t['canaries']} canaries"
-            for t in decided["tests"]
+    d = verdict.decide(entries, claim, confidence, privacy)
+    c = claims(confidence, delta, declared, privacy)
+    return DPAudit(
+        kind="one-run",
+        bounds=entries,
+        violated=d.violated,
+        verdict=d.verdict,
+        tests=d.tests,
+        family=d.family,
+        epsilon_lb=d.epsilon_lb,
+        max_attainable=d.max_attainable,
+        headline=d.headline,
+        gdp_test=d.gdp_test,
+        observers=d.observers,
+        confidence=c.confidence,
+        delta=c.delta,
+        declared_epsilon=c.declared_epsilon,
+        accounted_epsilon=c.accounted_epsilon,
+        accounted=c.accounted,
+        planted_fault=c.planted_fault,
+        compared_with=None if claim is None else ComparedWith(claim=claim[0], epsilon=claim[1]),
+        how="; ".join(
+            f"{t.observer}: {t.correct} of {t.guesses} guesses right on {t.canaries} canaries" for t in d.tests
         ),
         **accuracies,
-    }
+        **({"p_values": p_values} if p_values is not None else {}),
+    )
 
 
 def halves(is_member: np.ndarray, seed: int) -> np.ndarray:
@@ -132,18 +160,20 @@ def two_run(
     cfg: RunConfig,
     label: str,
     accounted: float | None = None,
-) -> dict[str, Any]:
+) -> DPAudit:
     """results.json's ``dp_audit``: the bound from one attack's scores and the true membership."""
     scores, is_member = np.asarray(scores, dtype=np.float64), np.asarray(is_member, dtype=bool)
     delta = audit_delta(spec, cfg)
     if spec.selection == "fixed":
         threshold, evaluate = float(spec.threshold), np.ones(len(scores), dtype=bool)  # type: ignore[arg-type]
-        selected = {"members": 0, "nonmembers": 0}
+        selected = SelectionRecords(members=0, nonmembers=0)
     else:
         select = halves(is_member, cfg.seed)
         threshold = select_threshold(scores[select], is_member[select], delta, spec.confidence)
         evaluate = ~select
-        selected = {"members": int((select & is_member).sum()), "nonmembers": int((select & ~is_member).sum())}
+        selected = SelectionRecords(
+            members=int((select & is_member).sum()), nonmembers=int((select & ~is_member).sum())
+        )
     flagged = np.where(np.isnan(scores), False, scores >= threshold)[evaluate]
     member = is_member[evaluate]
     bound = bounds.rate_bound(
@@ -154,26 +184,32 @@ def two_run(
         delta,
         spec.confidence,
     )
-    b = bound.to_json()
     declared = declared_epsilon(spec, cfg)
-    return {
-        "attack": label,
-        "kind": "two-run",
-        "epsilon_lb": b.pop("epsilon_lb"),
-        "confidence": spec.confidence,
-        "delta": delta,
-        "selection": spec.selection,
-        "selection_records": selected,
-        "threshold": threshold,
-        "realized_fpr": b.pop("fpr"),
-        **b,
-        "declared_epsilon": declared,
-        "accounted_epsilon": accounted,
-        "verdict": two_run_verdict(bound.epsilon_lb, declared, spec.confidence),
-        "formula": bounds.FORMULA_TWO_RUN,
-        "source": bounds.SOURCE_TWO_RUN,
-        "assumes": TWO_RUN_ASSUMES,
-    }
+    return DPAudit(
+        attack=label,
+        kind="two-run",
+        epsilon_lb=bound.epsilon_lb,
+        confidence=spec.confidence,
+        delta=delta,
+        selection=spec.selection,
+        selection_records=selected,
+        threshold=threshold,
+        realized_fpr=bound.fpr,
+        tpr=bound.tpr,
+        tpr_lower=bound.tpr_lower,
+        fpr_upper=bound.fpr_upper,
+        true_positives=bound.true_positives,
+        n_members=bound.n_members,
+        false_positives=bound.false_positives,
+        n_nonmembers=bound.n_nonmembers,
+        inequality=bound.inequality,
+        declared_epsilon=declared,
+        accounted_epsilon=accounted,
+        verdict=two_run_verdict(bound.epsilon_lb, declared, spec.confidence),
+        formula=bounds.FORMULA_TWO_RUN,
+        source=bounds.SOURCE_TWO_RUN,
+        assumes=TWO_RUN_ASSUMES,
+    )
 
 
 def chosen_attack(labels: list[str], names: list[str], want: str) -> int:

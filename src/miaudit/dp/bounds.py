@@ -44,7 +44,8 @@ mechanism; DP-SGD is close to one by the CLT of Dong et al.). It uses the whole 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from scipy import optimize, special, stats
@@ -97,9 +98,6 @@ class RateBound:
     false_positives: int
     n_nonmembers: int
     inequality: str  # which DP inequality gave the bound
-
-    def to_json(self) -> dict:
-        return asdict(self)
 
 
 def rate_bounds(tp: np.ndarray, n1: int, fp: np.ndarray, n0: int, delta: float, confidence: float) -> np.ndarray:
@@ -190,11 +188,19 @@ def fdp_epsilon_lb(m: int, r: int, v: int, confidence: float, delta: float) -> f
 ANALYSES = {"binomial": one_run_epsilon_lb, "fdp": fdp_epsilon_lb}
 
 
-def one_run_bounds(m: int, r: int, v: int, confidence: float, delta: float) -> dict[str, dict[str, float]]:
+class AnalysisBound(NamedTuple):
+    """One analysis of a set of guesses: its bound and its power (the bound had every guess been right)."""
+
+    analysis: str
+    epsilon_lower_bound: float
+    max_attainable: float
+
+
+def one_run_bounds(m: int, r: int, v: int, confidence: float, delta: float) -> list[AnalysisBound]:
     """Both analyses of one set of guesses, each with its power: the bound had every guess been right. The f-DP
     conversion needs delta > 0: at delta = 0 (pure DP) the binomial bound alone."""
-    return {
-        name: {"epsilon_lower_bound": fn(m, r, v, confidence, delta), "max_attainable": fn(m, r, r, confidence, delta)}
+    return [
+        AnalysisBound(name, fn(m, r, v, confidence, delta), fn(m, r, r, confidence, delta))
         for name, fn in ANALYSES.items()
         if delta > 0 or name == "binomial"
-    }
+    ]

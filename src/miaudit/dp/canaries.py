@@ -16,14 +16,15 @@ broken by a seeded order, NaN scores abstain); the count of correct guesses give
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
 
 from ..config.run import RunConfig
 from ..data import Dataset
 from ..errors import ConfigError
+from ..results import Bound
 from . import bounds
+from .verdict import FDP_ASSUMES
 
 CANARY_SEED = 0xCA7
 
@@ -43,28 +44,39 @@ def guesses(scores: np.ndarray, k: int, seed: int) -> np.ndarray:
 
 
 def canary_bounds(
-    scores: np.ndarray, included: np.ndarray, k: int, confidence: float, delta: float, seed: int, **about: Any
-) -> list[dict[str, Any]]:
-    """One results.json bound entry per analysis (``bounds.one_run_bounds``) for one observer's scores.
-    ``about`` (threat_model, canary_kind, observer) is copied into each entry."""
+    scores: np.ndarray,
+    included: np.ndarray,
+    k: int,
+    confidence: float,
+    delta: float,
+    seed: int,
+    threat_model: str | None = None,
+    canary_kind: str | None = None,
+    observer: str | None = None,
+) -> list[Bound]:
+    """One results.json bound entry per analysis (``bounds.one_run_bounds``) for one observer's scores, with what
+    the observer is (threat model, canary kind, what it scores); an f-DP entry says what it assumes."""
     g = guesses(scores, k, seed)
     truth = np.where(np.asarray(included, dtype=bool), 1, -1)
     m, r, v = len(g), int((g != 0).sum()), int(((g != 0) & (g == truth)).sum())
-    found = bounds.one_run_bounds(m, r, v, confidence, delta)
     return [
-        {
-            "analysis": analysis,
-            **about,
-            **values,
-            "confidence": confidence,
-            "delta": delta,
-            "canaries": m,
-            "included": int(np.sum(included)),
-            "guesses": r,
-            "correct": v,
-            "source": bounds.SOURCE_FDP if analysis == "fdp" else bounds.SOURCE_ONE_RUN,
-        }
-        for analysis, values in found.items()
+        Bound(
+            analysis=found.analysis,
+            threat_model=threat_model,
+            canary_kind=canary_kind,
+            observer=observer,
+            epsilon_lower_bound=found.epsilon_lower_bound,
+            max_attainable=found.max_attainable,
+            confidence=confidence,
+            delta=delta,
+            canaries=m,
+            included=int(np.sum(included)),
+            guesses=r,
+            correct=v,
+            source=bounds.SOURCE_FDP if found.analysis == "fdp" else bounds.SOURCE_ONE_RUN,
+            **({"assumes": FDP_ASSUMES} if found.analysis == "fdp" else {}),
+        )
+        for found in bounds.one_run_bounds(m, r, v, confidence, delta)
     ]
 
 

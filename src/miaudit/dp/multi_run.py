@@ -35,11 +35,11 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
+from pydantic import JsonValue
 from scipy import optimize, stats
 
 from .. import data
@@ -48,6 +48,7 @@ from ..errors import ConfigError
 from ..experiment import datasets
 from ..experiment.recipes import model_seed
 from ..progress import ModelProgress
+from ..results import Bound, ComparedWith, DPAudit, DPSGDRecord, Headline
 from ..training import dp_sgd, dp_stacked
 from ..training.options import DPConfig
 from . import audit, bounds, canaries, verdict, worst_case
@@ -59,9 +60,7 @@ POWER_HEADROOM = 1.1  # ``powered``: how far above the claim the bound must reac
 CHUNK = 50  # models trained at once
 
 
-def multi_run_bound(
-    scores: np.ndarray, included: np.ndarray, delta: float, confidence: float, seed: int
-) -> dict[str, Any]:
+def multi_run_bound(scores: np.ndarray, included: np.ndarray, delta: float, confidence: float, seed: int) -> Bound:
     """The bound from one score per run and whether that run had the canary; threshold on a seeded half."""
     scores, included = np.asarray(scores, dtype=np.float64), np.asarray(included, dtype=bool)
     select = audit.halves(included, seed)
@@ -74,20 +73,20 @@ def multi_run_bound(
         int((~member).sum()),
     )
     found = bounds.rate_bound(tp, n1, fp, n0, delta, confidence)
-    return {
-        "analysis": "multi-run",
-        "epsilon_lower_bound": found.epsilon_lb,
-        "max_attainable": bounds.rate_bound(n1, n1, 0, n0, delta, confidence).epsilon_lb,
-        "confidence": confidence,
-        "delta": delta,
-        "runs": len(scores),
-        "guesses": n1 + n0,
-        "correct": tp + n0 - fp,
-        "threshold": threshold,
-        "tpr": found.tpr,
-        "fpr": found.fpr,
-        "source": bounds.SOURCE_TWO_RUN,
-    }
+    return Bound(
+        analysis="multi-run",
+        epsilon_lower_bound=found.epsilon_lb,
+        max_attainable=bounds.rate_bound(n1, n1, 0, n0, delta, confidence).epsilon_lb,
+        confidence=confidence,
+        delta=delta,
+        runs=len(scores),
+        guesses=n1 + n0,
+        correct=tp + n0 - fp,
+        threshold=threshold,
+        tpr=found.tpr,
+        fpr=found.fpr,
+        source=bounds.SOURCE_TWO_RUN,
+    )
 
 
 def coins(seed: int, count: int) -> np.ndarray:
@@ -97,7 +96,7 @@ def coins(seed: int, count: int) -> np.ndarray:
 
 def pooled_canaries(
     scores: np.ndarray, included: np.ndarray, k: int, delta: float, confidence: float, seed: int
-) -> dict[str, Any]:
+) -> Bound:
     """The headline bound: every (run, canary) slot as one canary of Steinke et al.'s analysis, k "in" guesses on
     the highest scores and k "out" guesses on the lowest (k fixed before any score is seen: ``plan``)."""
     scores, included = np.asarray(scores).reshape(-1), np.asarray(included, dtype=bool).reshape(-1)
@@ -105,18 +104,18 @@ def pooled_canaries(
     g = canaries.guesses(scores, k, seed)
     truth = np.where(included, 1, -1)
     r, v = int((g != 0).sum()), int(((g != 0) & (g == truth)).sum())
-    return {
-        "analysis": "binomial",
-        "epsilon_lower_bound": bounds.one_run_epsilon_lb(m, r, v, confidence, delta),
-        "max_attainable": bounds.one_run_epsilon_lb(m, r, r, confidence, delta),
-        "confidence": confidence,
-        "delta": delta,
-        "canaries": m,
-        "included": int(included.sum()),
-        "guesses": r,
-        "correct": v,
-        "source": bounds.SOURCE_ONE_RUN + "; each (run, canary) slot's inclusion an independent fair coin",
-    }
+    return Bound(
+        analysis="binomial",
+        epsilon_lower_bound=bounds.one_run_epsilon_lb(m, r, v, confidence, delta),
+        max_attainable=bounds.one_run_epsilon_lb(m, r, r, confidence, delta),
+        confidence=confidence,
+        delta=delta,
+        canaries=m,
+        included=int(included.sum()),
+        guesses=r,
+        correct=v,
+        source=bounds.SOURCE_ONE_RUN + "; each (run, canary) slot's inclusion an independent fair coin",
+    )
 
 
 def step_weights(spec: dp_stacked.StackSpec, n: int) -> np.ndarray:
@@ -197,7 +196,7 @@ def per_run(cfg: RunConfig) -> int:
     return cfg.canaries.count if cfg.canaries is not None else PER_RUN
 
 
-def setting(cfg: RunConfig) -> tuple[Any, Any, dp_stacked.StackSpec]:
+def setting(cfg: RunConfig) -> tuple[data.Dataset, data.Split, dp_stacked.StackSpec]:
     """The data set, its split and the DP-SGD every run takes (``stacked_spec``); train.dp refused if absent."""
     dp = cfg.train.dp
     if dp is None:
@@ -207,7 +206,7 @@ def setting(cfg: RunConfig) -> tuple[Any, Any, dp_stacked.StackSpec]:
     return ds, split, stacked_spec(cfg, dp, len(split.members))
 
 
-def claim_of(cfg: RunConfig, privacy: dict[str, Any]) -> tuple[str, float] | None:
+def claim_of(cfg: RunConfig, privacy: DPSGDRecord) -> tuple[str, float] | None:
     """The claim the audit tests: the smallest of the declared and the accounted epsilons."""
     return audit.tightest(privacy, audit.declared_epsilon(cfg.dp_audit, cfg))
 
@@ -222,7 +221,18 @@ def foreseen(cfg: RunConfig) -> tuple[float, float | None]:
     return ideal_shift(spec, n), None if found is None else found[1]
 
 
-def run(cfg: RunConfig, runs: int) -> dict[str, Any]:
+@dataclass(frozen=True)
+class MultiRunAudit:
+    """A multi-run audit's findings (``run``): what ``output.multirun`` writes."""
+
+    dataset: data.Dataset  # the data with the crafted canaries appended
+    privacy: DPSGDRecord  # what every run claims (``privacy_record``)
+    scores: np.ndarray  # (2R, count): each canary's score in each run
+    included: np.ndarray  # (2R, count): whether that run had it
+    dp_audit: DPAudit
+
+
+def run(cfg: RunConfig, runs: int) -> MultiRunAudit:
     """Train 2 x ``runs`` models, each with each of its canaries by a fair coin, together (``dp_stacked``), from
     the worst-case start (``worst_case``); bound epsilon from the canaries' black-box scores."""
     spec = cfg.canaries
@@ -278,38 +288,55 @@ def run(cfg: RunConfig, runs: int) -> dict[str, Any]:
         "observer": observer,
         "audits": worst_case.THREAT_MODEL,
         "start": "crafted (worst case)",
-        "worst_case": case.to_json(),
+        "worst_case": case.described(),
         "runs": 2 * runs,
     }
-    head = {**pooled_canaries(scores, included, k, delta, confidence, cfg.seed), **about}
-    head["expected_ideal"] = expected
-    two_run = {**multi_run_bound(scores[:, 0], included[:, 0], delta, confidence, cfg.seed), **about}
-    two_run |= {"canaries": 2 * runs, "included": int(included[:, 0].sum()), "observer": f"the first canary of "
-                f"each run: {observer}"}  # fmt: skip
+    pooled = pooled_canaries(scores, included, k, delta, confidence, cfg.seed)
+    head = Bound.model_validate({**pooled.model_dump(exclude_unset=True), **about, "expected_ideal": expected})
+    first = multi_run_bound(scores[:, 0], included[:, 0], delta, confidence, cfg.seed)
+    two_run = Bound.model_validate(
+        {
+            **first.model_dump(exclude_unset=True),
+            **about,
+            "canaries": 2 * runs,
+            "included": int(included[:, 0].sum()),
+            "observer": f"the first canary of each run: {observer}",
+        }  # fmt: skip
+    )
     declared = audit.declared_epsilon(cfg.dp_audit, cfg)
-    return {
-        "dataset": replace(ds, name=f"{ds.name}+worst-case-canaries", x=x, y=y),
-        "privacy": privacy,
-        "scores": scores,
-        "included": included,
-        "dp_audit": {
-            "kind": "multi-run",
-            "bounds": [head, two_run],
-            "headline": {k: head[k] for k in ("observer", "analysis", "threat_model", "canary_kind")},
-            "epsilon_lb": head["epsilon_lower_bound"],
-            "max_attainable": head["max_attainable"],
-            **audit.claims(confidence, delta, declared, privacy),
-            **verdict.multi_run(head, claim, privacy),
-            "compared_with": None if claim is None else {"claim": claim[0], "epsilon": claim[1]},
-            "threat_model": worst_case.THREAT_MODEL,
-            "how": f"{2 * runs} models trained together by stacked DP-SGD from a crafted start, {count} "
-            f"canar{'y' if count == 1 else 'ies'} each ({head['included']} of the {slots} slots with their canary, "
-            f"by fair coins); {head['guesses']} guesses on the highest and lowest scores, {head['correct']} correct; "
+    c = audit.claims(confidence, delta, declared, privacy)
+    violated, said = verdict.multi_run(head, claim, privacy)
+    return MultiRunAudit(
+        dataset=replace(ds, name=f"{ds.name}+worst-case-canaries", x=x, y=y),
+        privacy=privacy,
+        scores=scores,
+        included=included,
+        dp_audit=DPAudit(
+            kind="multi-run",
+            bounds=[head, two_run],
+            headline=Headline(
+                observer=observer, analysis=head.analysis, threat_model="black-box", canary_kind="worst-case"
+            ),  # fmt: skip
+            epsilon_lb=head.epsilon_lower_bound,
+            max_attainable=head.max_attainable,
+            confidence=c.confidence,
+            delta=c.delta,
+            declared_epsilon=c.declared_epsilon,
+            accounted_epsilon=c.accounted_epsilon,
+            accounted=c.accounted,
+            planted_fault=c.planted_fault,
+            violated=violated,
+            verdict=said,
+            compared_with=None if claim is None else ComparedWith(claim=claim[0], epsilon=claim[1]),
+            threat_model=worst_case.THREAT_MODEL,
+            how=f"{2 * runs} models trained together by stacked DP-SGD from a crafted start, {count} "
+            f"canar{'y' if count == 1 else 'ies'} each ({head.included} of the {slots} slots with their canary, "
+            f"by fair coins); {head.guesses} guesses on the highest and lowest scores, {head.correct} correct; "
             f"the ideal black-box observer of this DP-SGD (shift mu {mu:.2f}) expects about {expected:.2f} from "
             f"{slots} slots "
             f"({time.perf_counter() - started:.0f} s). This {worst_case.THREAT_MODEL}",
-        },
-    }
+        ),
+    )
 
 
 def stacked_spec(cfg: RunConfig, dp: DPConfig, n: int) -> dp_stacked.StackSpec:
@@ -342,11 +369,11 @@ def stacked_spec(cfg: RunConfig, dp: DPConfig, n: int) -> dp_stacked.StackSpec:
     )
 
 
-def privacy_record(spec: dp_stacked.StackSpec, n: int, dp: DPConfig) -> dict[str, Any]:
+def privacy_record(spec: dp_stacked.StackSpec, n: int, dp: DPConfig) -> DPSGDRecord:
     """What every run of the stack claims, as ``train_dp`` records it (all steps counted as noisy: a skipped
     empty batch only lowers the true epsilon; a planted sampling fault: the accountant told the smaller rate)."""
     q, steps = spec.accounted_rate(n), spec.epochs * spec.steps_per_epoch(n)
-    epsilons = dp_sgd.accounted(spec.noise_multiplier, q, steps, dp.delta)
+    epsilons: dict[str, JsonValue] = dict(dp_sgd.accounted(spec.noise_multiplier, q, steps, dp.delta))
     return {
         "declared_epsilon": dp.epsilon,
         "accounted_epsilon": epsilons["rdp"],

@@ -17,8 +17,7 @@ crafted canaries are not exchangeable with them (a calibrated FPR of 0.96 at p <
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -26,7 +25,7 @@ from .. import data
 from ..config.run import RunConfig
 from ..errors import ConfigError
 from ..experiment import datasets
-from ..experiment.base import AuditRecords
+from ..experiment.base import AuditRecords, TrainedModel
 from ..experiment.build import reference_jobs, with_calibration_records, with_references
 from ..experiment.recipes import (
     ModelJob,
@@ -42,6 +41,7 @@ from ..experiment.recipes import (
 from ..experiment.run import RunResult, run_attack
 from ..plan import build
 from ..progress import ModelProgress
+from ..results import Bound, DPAudit
 from ..training import dp_sgd
 from ..training.loop import accuracy
 from . import audit, canaries
@@ -88,7 +88,9 @@ def whitebox_recipe(cfg: RunConfig, ds: data.Dataset, observed: GradientCanaries
     return replace(base, fit=fit, cache_spec=None)
 
 
-def train_target(cfg: RunConfig, ds: data.Dataset, train_idx: np.ndarray, observed: GradientCanaries | None) -> Any:
+def train_target(
+    cfg: RunConfig, ds: data.Dataset, train_idx: np.ndarray, observed: GradientCanaries | None
+) -> TrainedModel:
     """The target, with the white-box canaries in its steps when there are any (then trained now)."""
     if observed is None:
         return trained_target(cfg, ds, train_idx, open_store(cfg), role="target (with canaries)")
@@ -98,14 +100,27 @@ def train_target(cfg: RunConfig, ds: data.Dataset, train_idx: np.ndarray, observ
                       tracker, cfg.device)  # fmt: skip
 
 
-def whitebox_bounds(cfg: RunConfig, observed: GradientCanaries, k: int | None) -> list[dict[str, Any]]:
+def whitebox_bounds(cfg: RunConfig, observed: GradientCanaries, k: int | None) -> list[Bound]:
     confidence, delta = audit.one_run_level(cfg)
-    about = {"threat_model": "white-box", "canary_kind": observed.kind, "observer": WHITE_BOX_OBSERVER}
     guesses = k or max(1, observed.count // 10)
-    return canaries.canary_bounds(observed.scores, observed.included, guesses, confidence, delta, cfg.seed, **about)
+    return canaries.canary_bounds(
+        observed.scores, observed.included, guesses, confidence, delta, cfg.seed,
+        threat_model="white-box", canary_kind=observed.kind, observer=WHITE_BOX_OBSERVER,
+    )  # fmt: skip
 
 
-def run_whitebox(cfg: RunConfig) -> dict[str, Any]:
+@dataclass(frozen=True)
+class WhiteBoxAudit:
+    """A white-box-only audit's findings (``run_whitebox``): what ``output.whitebox`` writes."""
+
+    dataset: data.Dataset
+    target: TrainedModel
+    privacy: dict | None  # the DP-SGD record, with every accountant's epsilon (``training.dp_sgd``)
+    observed: GradientCanaries
+    dp_audit: DPAudit
+
+
+def run_whitebox(cfg: RunConfig) -> WhiteBoxAudit:
     """A white-box-only audit: gradient canaries in one DP-SGD run, no input-space canaries, no attacks."""
     check(cfg)
     spec = cfg.canaries
@@ -120,13 +135,7 @@ def run_whitebox(cfg: RunConfig) -> dict[str, Any]:
     }
     entries = whitebox_bounds(cfg, observed, spec.guesses)
     privacy = dp_sgd.with_accountants(target.privacy)
-    return {
-        "dataset": ds,
-        "target": target,
-        "privacy": privacy,
-        "observed": observed,
-        "dp_audit": audit.one_run_summary(cfg, entries, privacy, accuracies),
-    }
+    return WhiteBoxAudit(ds, target, privacy, observed, audit.one_run_summary(cfg, entries, privacy, accuracies))
 
 
 def _canary_records(cfg: RunConfig) -> tuple[data.Dataset, data.Split, dict[str, np.ndarray], AuditRecords]:
@@ -204,5 +213,4 @@ def run(cfg: RunConfig) -> RunResult:
     if observed is not None:
         entries += whitebox_bounds(cfg, observed, spec.gradient_guesses)
     target.privacy = dp_sgd.with_accountants(target.privacy)
-    summary = audit.one_run_summary(cfg, entries, target.privacy, accuracies)
-    return RunResult(exp, runs, {**summary, "p_values": RAW_PVALUES})
+    return RunResult(exp, runs, audit.one_run_summary(cfg, entries, target.privacy, accuracies, RAW_PVALUES))

@@ -11,69 +11,66 @@ import json
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from .. import report
+from .. import data, report
 from .._version import __version__
 from ..config.run import RunConfig
 from ..report.records import environment
-from ..results import SCHEMA_VERSION, AuditReport
+from ..results import SCHEMA_VERSION, AuditReport, Calibration, DPAudit, Target
 from . import bounds, multi_run, one_run
 from .audit import declared_epsilon, one_run_level
 from .canaries import guesses
 
 
-def results(cfg: RunConfig, ds: Any, target: dict[str, Any], dp_audit: dict[str, Any]) -> AuditReport:
+def results(cfg: RunConfig, ds: data.Dataset, target: Target, dp_audit: DPAudit) -> AuditReport:
     """results.json of a DP audit without attacks: the keys a run has where they apply, and ``dp_audit``."""
-    return AuditReport.model_validate(
-        {
-            "schema_version": SCHEMA_VERSION,
-            "miaudit_version": __version__,
-            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "dataset": cfg.dataset.label,
-            "data_fingerprint": ds.content_sha256,
-            "n_records": len(ds),
-            "model": cfg.model,
-            "seed": cfg.seed,
-            "target": target,
-            "calibration": {"calibrated": False, "records": 0},
-            "attacks": [],
-            "dp_audit": dp_audit,
-            "config": json.loads(cfg.model_dump_json()),
-            "environment": environment(cfg.device),
-        }
+    return AuditReport(
+        schema_version=SCHEMA_VERSION,
+        miaudit_version=__version__,
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        dataset=cfg.dataset.label,
+        data_fingerprint=ds.content_sha256,
+        n_records=len(ds),
+        model=cfg.model,
+        seed=cfg.seed,
+        target=target,
+        calibration=Calibration(calibrated=False, records=0),
+        attacks=[],
+        dp_audit=dp_audit,
+        config=json.loads(cfg.model_dump_json()),
+        environment=environment(cfg.device),
     )
 
 
-def whitebox(found: dict[str, Any], cfg: RunConfig, out: Path) -> AuditReport:
+def whitebox(found: one_run.WhiteBoxAudit, cfg: RunConfig, out: Path) -> AuditReport:
     """A white-box-only audit (``one_run.run_whitebox``): one scores.csv row per gradient canary."""
-    a, observed = found["dp_audit"], found["observed"]
-    target = {
-        "train_accuracy": a["target_train_accuracy"],
-        "test_accuracy": a["target_test_accuracy"],
-        "training_seconds": found["target"].seconds,
-        "source": "trained",
-        "dp": found["privacy"],
-    }
-    k = next(b for b in a["bounds"] if b["analysis"] == "binomial")["guesses"] // 2
+    a, observed = found.dp_audit, found.observed
+    target = Target(
+        train_accuracy=a.target_train_accuracy,
+        test_accuracy=a.target_test_accuracy,
+        training_seconds=found.target.seconds,
+        source="trained",
+        dp=found.privacy,
+    )
+    k = next(b for b in a.bounds or [] if b.analysis == "binomial").guesses // 2
     columns = {
         "canary": np.arange(observed.count),
         "member": observed.included.astype(int),
         "score": np.asarray(observed.scores, dtype=np.float64),
         "guess": guesses(observed.scores, k, cfg.seed),
     }
-    return report.write_dp(results(cfg, found["dataset"], target, a), columns, "white-box DP audit", out)
+    return report.write_dp(results(cfg, found.dataset, target, a), columns, "white-box DP audit", out)
 
 
-def multirun(found: dict[str, Any], cfg: RunConfig, out: Path) -> AuditReport:
+def multirun(found: multi_run.MultiRunAudit, cfg: RunConfig, out: Path) -> AuditReport:
     """A multi-run audit (``multi_run.run``): one scores.csv row per (run, canary) slot."""
-    scores, included = np.asarray(found["scores"], dtype=np.float64), np.asarray(found["included"], dtype=bool)
+    scores, included = np.asarray(found.scores, dtype=np.float64), np.asarray(found.included, dtype=bool)
     runs, count = scores.shape
     columns = {"run": np.repeat(np.arange(runs), count), "canary": np.tile(np.arange(count), runs),
                "member": included.reshape(-1).astype(int), "score": scores.reshape(-1)}  # fmt: skip
-    res = results(cfg, found["dataset"], {"source": "trained", "dp": found["privacy"]}, found["dp_audit"])
+    res = results(cfg, found.dataset, Target(source="trained", dp=found.privacy), found.dp_audit)
     return report.write_dp(res, columns, "multi-run DP audit", out)
 
 

@@ -28,12 +28,18 @@ multi-run bound holds whatever the model; the construction only buys power.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.func import functional_call
+
+from ..results import CraftedCanaries
+
+# a model's parameters by name, as torch.func's functional_call takes them (a state dict, not a result)
+Parameters: TypeAlias = dict[str, torch.Tensor]
 
 THREAT_MODEL = (
     "audits the training algorithm (DP-SGD with these hyperparameters: noise, sample rate, steps, clipping, "
@@ -62,7 +68,7 @@ class WorstCase:
         """The read-out f = W phi + b on the features (``features``), as one Linear layer (stackable)."""
         return nn.Sequential(nn.Linear(self.count, self.n_classes))
 
-    def start(self) -> dict[str, torch.Tensor]:
+    def start(self) -> Parameters:
         """The crafted start: W = 0, b = 0."""
         return {k: torch.zeros_like(v) for k, v in self.model().named_parameters()}
 
@@ -74,15 +80,16 @@ class WorstCase:
             out[np.all(flat == c, axis=1), j] = FEATURE
         return out
 
-    def to_json(self) -> dict:
-        return {
-            "model": f"linear read-out of {self.count} canary features (not the config's architecture)",
-            "feature": FEATURE,
-            "canaries_per_run": self.count,
-            "canary_values": [float(c.reshape(-1)[0]) for c in self.inputs],
-            "labels": self.labels.tolist(),
-            "start": "W = 0, b = 0",
-        }
+    def described(self) -> CraftedCanaries:
+        """results.json's ``dp_audit.bounds[].worst_case``: the canaries and the read-out that learns them."""
+        return CraftedCanaries(
+            model=f"linear read-out of {self.count} canary features (not the config's architecture)",
+            feature=FEATURE,
+            canaries_per_run=self.count,
+            canary_values=[float(c.reshape(-1)[0]) for c in self.inputs],
+            labels=[int(y) for y in self.labels],
+            start="W = 0, b = 0",
+        )
 
 
 def craft(public: np.ndarray, n_classes: int, count: int) -> WorstCase:

@@ -15,6 +15,7 @@ from ..attacks import AttackInputs, AttackResult, calibration, recommended
 from ..config.settings import AuditSettings
 from ..plan import PlannedAttack
 from ..progress import log, working
+from ..results import BlindBaseline, CanaryExposure, DPAudit
 from ..stats import metrics
 from ..stats.pooled_null import PseudoTargetScores
 from . import cached, choice, deployable, pseudo_targets
@@ -36,9 +37,9 @@ class AttackRun:
 class RunResult:
     experiment: Experiment
     attacks: list[AttackRun]
-    dp_audit: dict | None = None  # the epsilon lower bound (miaudit.dp.audit; pipeline.dp_audit), when asked
-    blind_baseline: dict | None = None  # LM audits: the text-only classifier beside the attacks (miaudit.lm.blind)
-    canary_exposure: dict | None = None  # LM audits with canaries: their exposure (miaudit.lm.canaries)
+    dp_audit: DPAudit | None = None  # the epsilon lower bound (miaudit.dp.audit; pipeline.dp_audit), when asked
+    blind_baseline: BlindBaseline | None = None  # LM audits: the text-only classifier beside the attacks (lm.blind)
+    canary_exposure: CanaryExposure | None = None  # LM audits with canaries: their exposure (miaudit.lm.canaries)
     attack_choice: choice.AttackChoice | None = None  # attacks: auto's pseudo-target estimates (experiment.choice)
 
 
@@ -130,7 +131,7 @@ def chosen_attacks(exp: Experiment, inputs: AttackInputs) -> tuple[list[PlannedA
     return [a for a in plan.attacks if a.name not in plan.candidates or a.name in keep], found
 
 
-def canary_exposure(exp: Experiment) -> dict | None:
+def canary_exposure(exp: Experiment) -> CanaryExposure | None:
     """results.json's ``canary_exposure``: the target's exposure of the canaries it trained on."""
     spec = getattr(exp.cfg, "canary_exposure", None)
     if spec is None:
@@ -143,17 +144,14 @@ def canary_exposure(exp: Experiment) -> dict | None:
 
     with working("canary exposure"):
         found = canaries.measure(exp.target.module, spec, exp.dataset.x.shape[2], exp.device)
-    means = ", ".join(f"{r}x {e:.2f}" for r, e in found["mean_exposure_by_repetitions"].items())
+    means = ", ".join(f"{r}x {e:.2f}" for r, e in found.mean_exposure_by_repetitions.items())
     log.info(
-        "canary exposure (%s, bits of at most %.2f) by repetitions: %s",
-        found["estimator"],
-        found["max_exposure"],
-        means,
+        "canary exposure (%s, bits of at most %.2f) by repetitions: %s", found.estimator, found.max_exposure, means
     )
     return found
 
 
-def blind_baseline(exp: Experiment, runs: list[AttackRun]) -> dict | None:
+def blind_baseline(exp: Experiment, runs: list[AttackRun]) -> BlindBaseline | None:
     """results.json's ``blind_baseline`` for an audit of texts with known membership (``miaudit.lm.blind``)."""
     texts = getattr(exp.dataset, "texts", None)
     if not texts or exp.is_member is None:

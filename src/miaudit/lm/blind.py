@@ -19,6 +19,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold, cross_val_predict
 from sklearn.pipeline import Pipeline, make_pipeline
 
+from ..results import BlindBaseline
 from ..stats import metrics
 
 FOLDS = 5
@@ -44,23 +45,29 @@ def make_classifier() -> Pipeline:
 
 def blind_baseline(
     texts: Sequence[str], is_member: np.ndarray, levels: tuple[float, ...], seed: int = 0
-) -> dict[str, object]:
+) -> BlindBaseline:
     """results.json's ``blind_baseline``: the text classifier's metrics (the attacks' fields: auc, auc_ci,
     tpr_at_fpr, ...) and what it is."""
     scores = out_of_fold_scores(texts, is_member, seed)
-    found = metrics.evaluate(scores, np.asarray(is_member, dtype=bool), {}, levels).to_json()
-    return {"method": f"TF-IDF + logistic regression, {FOLDS}-fold cross-validated, text only", **found}
+    found = metrics.evaluate(scores, np.asarray(is_member, dtype=bool), {}, levels).section()
+    return BlindBaseline.model_validate(
+        {
+            "method": f"TF-IDF + logistic regression, {FOLDS}-fold cross-validated, text only",
+            **found.model_dump(exclude_unset=True),
+        }  # fmt: skip
+    )
 
 
-def warning(baseline: dict, attack_aucs: Sequence[float]) -> str | None:
+def warning(baseline: BlindBaseline, attack_aucs: Sequence[float]) -> str | None:
     """A warning when the blind baseline is above chance (its AUC interval excludes 0.5) and within NEAR of
     the best attack's AUC or above it: the split, not the model, may be what the attacks detect."""
-    low = (baseline.get("auc_ci") or [0.5])[0]
+    low = (baseline.auc_ci or [0.5])[0]
     best = max(attack_aucs, default=0.5)
-    if low > 0.5 and baseline["auc"] >= best - NEAR:
+    auc = baseline.auc if baseline.auc is not None else 0.5
+    if low > 0.5 and auc >= best - NEAR:
         return (
             f"blind baseline: a text-only classifier tells members from non-members with AUC "
-            f"{baseline['auc']:.3f} (best attack {best:.3f}): members and non-members differ in distribution, "
+            f"{auc:.3f} (best attack {best:.3f}): members and non-members differ in distribution, "
             "so the attacks may detect the split rather than the model"
         )
     return None
@@ -73,9 +80,9 @@ def for_audit(
     attack_aucs: Sequence[float],
     levels: tuple[float, ...],
     seed: int = 0,
-) -> dict[str, object]:
+) -> BlindBaseline:
     """The blind baseline of an audit's queries (``texts`` every record's, ``query_idx`` the queries'), with
     its ``warning`` when it is near or above the attacks."""
     found = blind_baseline([texts[i] for i in query_idx], is_member, levels, seed)
     note = warning(found, attack_aucs)
-    return {**found, **({"warning": note} if note else {})}
+    return BlindBaseline.model_validate({**found.model_dump(exclude_unset=True), **({"warning": note} if note else {})})

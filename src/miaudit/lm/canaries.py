@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import ConfigError
+from ..results import CanaryExposure, ExposedCanary
 
 if TYPE_CHECKING:
     from .model import CausalLM
@@ -161,12 +162,12 @@ def candidate_secrets(spec: Any, estimator: str, inserted: set[tuple[str, ...]])
     return [s for s in secrets if s not in inserted]
 
 
-def measure(model: CausalLM, spec: Any, length: int, device: str = "cpu") -> dict:
+def measure(model: CausalLM, spec: Any, length: int, device: str = "cpu") -> CanaryExposure:
     """results.json's ``canary_exposure`` of the trained ``model`` (records of ``length`` tokens)."""
     return exposures(spec, lambda texts: log_perplexity(model, encoded(model.tokenizer, texts, length), device))
 
 
-def exposures(spec: Any, score: Callable[[list[str]], np.ndarray]) -> dict:
+def exposures(spec: Any, score: Callable[[list[str]], np.ndarray]) -> CanaryExposure:
     """Each canary's repetitions, log-perplexity, rank and exposure, ``score`` giving texts' log-perplexities."""
     canaries, estimator, space = draw(spec), estimator_for(spec), 10**spec.length
     secrets = candidate_secrets(spec, estimator, {c.secret for c in canaries})
@@ -175,43 +176,43 @@ def exposures(spec: Any, score: Callable[[list[str]], np.ndarray]) -> dict:
     for c, px in zip(canaries, score([c.text for c in canaries]), strict=True):
         rank = exact_rank(px, others) if estimator == "exact" else skew_normal_rank(px, others, space)
         rows.append(
-            {
-                "secret": "".join(c.secret),
-                "repetitions": c.repetitions,
-                "log_perplexity": float(px),
-                "rank": rank,
-                "exposure": exposure(rank, space),
-            }
+            ExposedCanary(
+                secret="".join(c.secret),
+                repetitions=c.repetitions,
+                log_perplexity=float(px),
+                rank=rank,
+                exposure=exposure(rank, space),
+            )
         )
-    by_reps = {str(r): float(np.mean([x["exposure"] for x in rows if x["repetitions"] == r])) for r in spec.repetitions}
-    return {
-        "method": "Carlini et al. 2019 (The Secret Sharer): exposure = log2|R| - log2 rank",
-        "estimator": estimator,
-        "candidates": space,
-        "candidates_scored": len(secrets),
-        "max_exposure": math.log2(space),
-        "prefix": spec.prefix,
-        "mean_exposure_by_repetitions": by_reps,
-        "canaries": rows,
-    }
+    by_reps = {str(r): float(np.mean([x.exposure for x in rows if x.repetitions == r])) for r in spec.repetitions}
+    return CanaryExposure(
+        method="Carlini et al. 2019 (The Secret Sharer): exposure = log2|R| - log2 rank",
+        estimator=estimator,
+        candidates=space,
+        candidates_scored=len(secrets),
+        max_exposure=math.log2(space),
+        prefix=spec.prefix,
+        mean_exposure_by_repetitions=by_reps,
+        canaries=rows,
+    )
 
 
-def exposure_md(found: dict) -> list[str]:
+def exposure_md(found: CanaryExposure) -> list[str]:
     """report.md's section: exposure per repetition count and per canary."""
     lines = [
         "",
         "## Canary exposure",
         "",
-        f'Random canaries "{found["prefix"]} d1 ... dL" inserted into the target\'s training texts (never into '
-        f"the audited records). Exposure = log2|R| - log2 rank among the |R| = {found['candidates']:,} candidates, "
-        f"at most {found['max_exposure']:.2f} bits; estimator: {found['estimator']} "
-        f"({found['candidates_scored']:,} candidates scored). {found['method'].split(':')[0]}.",
+        f'Random canaries "{found.prefix} d1 ... dL" inserted into the target\'s training texts (never into '
+        f"the audited records). Exposure = log2|R| - log2 rank among the |R| = {found.candidates:,} candidates, "
+        f"at most {found.max_exposure:.2f} bits; estimator: {found.estimator} "
+        f"({found.candidates_scored:,} candidates scored). {found.method.split(':')[0]}.",
         "",
         "| repetitions | mean exposure (bits) | canaries: exposure (rank) |",
         "|---|---|---|",
     ]
-    for reps, mean in found["mean_exposure_by_repetitions"].items():
-        each = [c for c in found["canaries"] if str(c["repetitions"]) == reps]
-        shown = ", ".join(f"{c['exposure']:.2f} ({c['rank']:.4g})" for c in each)
+    for reps, mean in found.mean_exposure_by_repetitions.items():
+        each = [c for c in found.canaries if str(c.repetitions) == reps]
+        shown = ", ".join(f"{c.exposure:.2f} ({c.rank:.4g})" for c in each)
         lines.append(f"| {reps} | {mean:.2f} | {shown} |")
     return lines

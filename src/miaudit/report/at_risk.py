@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..experiment.run import AttackRun, RunResult
+from ..results import CalibrationCheck
 from ..stats import fdr, pooled_null
 from .leak_verdict import verdict
 from .ranking import headline_log_pvalues, risk_basis
@@ -39,7 +40,9 @@ class Claim:
     null_size: int  # pooled null scores (0: not pooled)
     pi0: float | None  # Storey's null-share estimate on the target's p-values
     level: float  # the run's FDR
-    target_check: dict | None = None  # the target's calibration records against the scaled pool, before the tail
+    target_check: CalibrationCheck | None = (
+        None  # the target's calibration records against the scaled pool, before the tail
+    )
     # calibration corrects it (pooled_null.calibration_check)
 
     @property
@@ -93,7 +96,7 @@ def chosen(res: RunResult, found: list[Claim]) -> Claim | None:
     v = verdict(res)
     basis = risk_basis(res)
     validated = [c for c in found if c.pooled and c.validated]
-    named = [c for c in validated if v is not None and c.run.attack.label == v["attack"]]
+    named = [c for c in validated if v is not None and c.run.attack.label == v.attack]
     if named or validated:
         return (named or [c for c in validated if c.run is basis] or validated)[0]
     unpooled = [c for c in found if not c.pooled] or found

@@ -22,7 +22,7 @@ from pydantic import Field
 from ..config.files import validated, with_overrides
 from ..config.options import Strict
 from ..errors import DataError
-from ..results import AttackRow, AuditReport
+from ..results import AttackChange, AttackRow, AuditReport, Change, ComparedData, Comparison
 from ..stats import difference
 from .leak_verdict import attack_kind
 from .ranking import slug_of
@@ -79,9 +79,9 @@ class Pairing:
     by_b: str = "record"
 
 
-def _audited(frame: pd.DataFrame, by: str) -> dict:
-    """record id -> (member, label): the audited records as a run saw them."""
-    return dict(zip(frame[by], zip(frame["member"], frame["label"] if "label" in frame else frame["member"])))
+def _audited(frame: pd.DataFrame, by: str) -> set[tuple[object, object, object]]:
+    """(record id, member, label): the audited records as a run saw them (ids are unique in a run's table)."""
+    return set(zip(frame[by], frame["member"], frame["label"] if "label" in frame else frame["member"]))
 
 
 def _pairing(ra: AuditReport, rb: AuditReport, fa: pd.DataFrame, fb: pd.DataFrame) -> Pairing:
@@ -147,7 +147,11 @@ def _warnings(ra: AuditReport, rb: AuditReport, pairing: Pairing, only_a: list[s
     return out
 
 
-def compare(a: Any, b: Any, resamples: int = difference.RESAMPLES) -> dict:
+def _change(d: difference.Difference) -> Change:
+    return Change(a=d.a, b=d.b, difference=d.difference, ci=list(d.ci))
+
+
+def compare(a: Any, b: Any, resamples: int = difference.RESAMPLES) -> Comparison:
     """B against A for every membership test both runs hold.
 
     Args:
@@ -156,8 +160,8 @@ def compare(a: Any, b: Any, resamples: int = difference.RESAMPLES) -> dict:
         resamples: bootstrap resamples.
 
     Returns:
-        compare.json's content: how the runs were paired, and per attack the differences with intervals and
-        a one-line verdict.
+        compare.json (``results.Comparison``): how the runs were paired, and per attack the differences with
+        intervals and a one-line verdict.
 
     Raises:
         DataError: a directory that is no run, a run of unknown membership, or no attack in common.
@@ -179,29 +183,27 @@ def compare(a: Any, b: Any, resamples: int = difference.RESAMPLES) -> dict:
             pairing.paired,
             resamples,
         )
-        as_json = {k: {"a": d.a, "b": d.b, "difference": d.difference, "ci": list(d.ci)} for k, d in diff.items()}
-        rows.append({
-            "attack": x.label,
-            "verdict": _sentence(x.label, diff[HEADLINE], diff["auc"]) if HEADLINE in diff else None,
-            "auc": as_json.pop("auc"),
-            "tpr_at_fpr": as_json,
-        })  # fmt: skip
+        head = diff.tpr_at_fpr.get(HEADLINE)
+        rows.append(
+            AttackChange(
+                attack=x.label,
+                verdict=None if head is None else _sentence(x.label, head, diff.auc),
+                auc=_change(diff.auc),
+                tpr_at_fpr={k: _change(d) for k, d in diff.tpr_at_fpr.items()},
+            )
+        )
     only_a = [x.label for x in ra.attacks if x.label not in by_label]
     only_b = sorted(set(by_label) - {x.label for x in ra.attacks})
-    return {
-        "a": name_a,
-        "b": name_b,
-        "warnings": _warnings(ra, rb, pairing, only_a, only_b),
-        "paired": pairing.paired,
-        "pairing": pairing.how,
-        "data": {
-            "a": ra.dataset,
-            "b": rb.dataset,
-            "same": ra.data_fingerprint == rb.data_fingerprint,
-        },
-        "confidence": 0.95,
-        "resamples": resamples,
-        "attacks": rows,
-        "only_in_a": only_a,
-        "only_in_b": only_b,
-    }
+    return Comparison(
+        a=name_a,
+        b=name_b,
+        warnings=_warnings(ra, rb, pairing, only_a, only_b),
+        paired=pairing.paired,
+        pairing=pairing.how,
+        data=ComparedData(a=ra.dataset, b=rb.dataset, same=ra.data_fingerprint == rb.data_fingerprint),
+        confidence=0.95,
+        resamples=resamples,
+        attacks=rows,
+        only_in_a=only_a,
+        only_in_b=only_b,
+    )

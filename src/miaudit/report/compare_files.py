@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-import json
 import os
 import shutil
 import tempfile
@@ -11,61 +10,62 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import OutputDirError
+from ..results import Change, Comparison
 from ..stats import metrics
 from .compare import attack_scores, load_run
 from .plots import png_uri, thinned_roc
 
 
-def _cell(d: dict, scale: float = 100, digits: int = 1) -> str:
-    lo, hi = d["ci"]
+def _cell(d: Change, scale: float = 100, digits: int = 1) -> str:
+    lo, hi = d.ci
     return (
-        f"A {scale * d['a']:.{digits}f} -> B {scale * d['b']:.{digits}f}, "
-        f"B - A {scale * d['difference']:+.{digits}f} [{scale * lo:+.{digits}f}, {scale * hi:+.{digits}f}]"
+        f"A {scale * d.a:.{digits}f} -> B {scale * d.b:.{digits}f}, "
+        f"B - A {scale * d.difference:+.{digits}f} [{scale * lo:+.{digits}f}, {scale * hi:+.{digits}f}]"
     )
 
 
-def lines(c: dict) -> list[str]:
+def lines(c: Comparison) -> list[str]:
     """The console's lines: the warnings first, then per attack its verdict, TPR at each level and AUC with
     intervals."""
-    out = [*c["warnings"], f"A: {c['a']}", f"B: {c['b']}"]
-    out += [f"{c['pairing']}; 95% bootstrap intervals ({c['resamples']} resamples)", ""]
-    for row in c["attacks"]:
-        out.append(row["verdict"] or row["attack"])
-        for level, d in row["tpr_at_fpr"].items():
-            out.append(f"  {row['attack']} TPR@{100 * float(level):g}%: {_cell(d)}")
-        out.append(f"  {row['attack']} AUC: {_cell(row['auc'], 1, 3)}")
+    out = [*c.warnings, f"A: {c.a}", f"B: {c.b}"]
+    out += [f"{c.pairing}; 95% bootstrap intervals ({c.resamples} resamples)", ""]
+    for row in c.attacks:
+        out.append(row.verdict or row.attack)
+        for level, d in row.tpr_at_fpr.items():
+            out.append(f"  {row.attack} TPR@{100 * float(level):g}%: {_cell(d)}")
+        out.append(f"  {row.attack} AUC: {_cell(row.auc, 1, 3)}")
     return out
 
 
-def markdown(c: dict) -> str:
-    levels = list(c["attacks"][0]["tpr_at_fpr"])
+def markdown(c: Comparison) -> str:
+    levels = list(c.attacks[0].tpr_at_fpr)
     head = ["attack", *(f"TPR@{100 * float(k):g}% [95%]" for k in levels), "AUC [95%]"]
-    rows = [[r["attack"], *(_cell(r["tpr_at_fpr"][k]) for k in levels), _cell(r["auc"], 1, 3)] for r in c["attacks"]]
-    text = [f"# miaudit compare: A = {c['a']}, B = {c['b']}", "", *(f"**{w}**" for w in c["warnings"])]
-    text += ["", f"{c['pairing']}.", ""]
-    text += [f"- {r['verdict']}" for r in c["attacks"] if r["verdict"]]
+    rows = [[r.attack, *(_cell(r.tpr_at_fpr[k]) for k in levels), _cell(r.auc, 1, 3)] for r in c.attacks]
+    text = [f"# miaudit compare: A = {c.a}, B = {c.b}", "", *(f"**{w}**" for w in c.warnings)]
+    text += ["", f"{c.pairing}.", ""]
+    text += [f"- {r.verdict}" for r in c.attacks if r.verdict]
     text += ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     text += ["| " + " | ".join(r) + " |" for r in rows]
     text += ["", "TPR in percent. Differences are B - A with percentile intervals of a stratified bootstrap."]
     return "\n".join(text) + "\n"
 
 
-def _roc_figure(a: Any, b: Any, c: dict) -> str:
+def _roc_figure(a: Any, b: Any, c: Comparison) -> str:
     """Both runs' log-log ROC per attack, one panel each, as a data: URI."""
     (ra, fa, _), (rb, fb, _) = load_run(a), load_run(b)
     by_a, by_b = {x.label: x for x in ra.attacks}, {x.label: x for x in rb.attacks}
-    n = len(c["attacks"])
+    n = len(c.attacks)
     from matplotlib.figure import Figure  # here: only compare draws this figure
 
     fig = Figure(figsize=(3.6 * n, 3.6))
     axes = fig.subplots(1, n, squeeze=False)
-    for ax, row in zip(axes[0], c["attacks"]):
-        for run, frame, attack in (("A", fa, by_a[row["attack"]]), ("B", fb, by_b[row["attack"]])):
+    for ax, row in zip(axes[0], c.attacks):
+        for run, frame, attack in (("A", fa, by_a[row.attack]), ("B", fb, by_b[row.attack])):
             s = attack_scores(frame, attack, None)
             fpr, tpr = thinned_roc(*metrics.roc(s.scores, s.is_member))
             ax.plot(fpr, tpr, drawstyle="steps-post", lw=1.3, label=run)
         ax.plot([1e-4, 1], [1e-4, 1], "k:", lw=0.8)
-        ax.set(xscale="log", yscale="log", xlim=(1e-3, 1), ylim=(1e-3, 1), title=row["attack"], xlabel="FPR")
+        ax.set(xscale="log", yscale="log", xlim=(1e-3, 1), ylim=(1e-3, 1), title=row.attack, xlabel="FPR")
         ax.legend(fontsize=7, loc="lower right")
     axes[0][0].set_ylabel("TPR")
     fig.tight_layout()
@@ -82,7 +82,7 @@ def check_destination(out_dir: Path) -> None:
         raise OutputDirError(f"--out: {parent} is a file, so {out_dir} cannot be created")
 
 
-def write(a: Any, b: Any, c: dict, out_dir: Path) -> Path:
+def write(a: Any, b: Any, c: Comparison, out_dir: Path) -> Path:
     """Write compare.json, compare.md and compare.html into ``out_dir``; return it."""
     out_dir = Path(out_dir)
     check_destination(out_dir)
@@ -100,17 +100,17 @@ def write(a: Any, b: Any, c: dict, out_dir: Path) -> Path:
     return out_dir
 
 
-def _write_files(a: Any, b: Any, c: dict, out_dir: Path) -> None:
-    (out_dir / "compare.json").write_text(json.dumps(c, indent=1))
+def _write_files(a: Any, b: Any, c: Comparison, out_dir: Path) -> None:
+    (out_dir / "compare.json").write_text(c.to_json())
     md = markdown(c)
     (out_dir / "compare.md").write_text(md)
-    body = "".join(f"<li>{html.escape(r['verdict'])}</li>" for r in c["attacks"] if r["verdict"])
+    body = "".join(f"<li>{html.escape(r.verdict)}</li>" for r in c.attacks if r.verdict)
     table = "<pre>" + html.escape("\n".join(lines(c))) + "</pre>"
-    warned = "".join(f"<p><strong>{html.escape(w)}</strong></p>" for w in c["warnings"])
+    warned = "".join(f"<p><strong>{html.escape(w)}</strong></p>" for w in c.warnings)
     page = (
         f"<!doctype html><html><head><meta charset='utf-8'><title>miaudit compare</title></head><body>"
-        f"<h1>miaudit compare</h1>{warned}<p>A = {html.escape(c['a'])}<br>B = {html.escape(c['b'])}</p>"
-        f"<p>{html.escape(c['pairing'])}.</p><ul>{body}</ul><img alt='ROC of both runs' "
+        f"<h1>miaudit compare</h1>{warned}<p>A = {html.escape(c.a)}<br>B = {html.escape(c.b)}</p>"
+        f"<p>{html.escape(c.pairing)}.</p><ul>{body}</ul><img alt='ROC of both runs' "
         f"src='{_roc_figure(a, b, c)}'>{table}</body></html>"
     )
     (out_dir / "compare.html").write_text(page, encoding="utf-8")

@@ -4,6 +4,8 @@ what each observer sees. The report renders the section; it never imports ``miau
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from ..results import AuditReport, DPAudit
 
 BOUND_HEADER = [
@@ -130,16 +132,26 @@ def console_line(audit: DPAudit) -> str:
     )
 
 
-def html_context(audit: DPAudit | None, head: list[str]) -> dict:
+@dataclass(frozen=True)
+class HTMLContext:
+    """The DP audit's variables of report.html's templates (``vars()`` of it is passed to ``render``)."""
+
+    dp_head: list[str]  # the verdict lines on top
+    dp_claims: str = ""  # the claims line
+    dp_rows: list[list[str]] = field(default_factory=list)  # a one-run audit's bounds table
+    dp_header: list[str] = field(default_factory=list)
+
+
+def html_context(audit: DPAudit | None, head: list[str]) -> HTMLContext:
     """The DP audit's part of report.html: its verdict on top (``head``), its section (``dp_audit.html.j2``)."""
     if audit is None:
-        return {"dp_head": []}
-    return {
-        "dp_head": head,
-        "dp_claims": claims_line(audit) if "accounted" in audit.model_fields_set else "",
-        "dp_rows": bound_rows(audit) if audit.kind == "one-run" else [],
-        "dp_header": BOUND_HEADER,
-    }
+        return HTMLContext([])
+    return HTMLContext(
+        dp_head=head,
+        dp_claims=claims_line(audit) if "accounted" in audit.model_fields_set else "",
+        dp_rows=bound_rows(audit) if audit.kind == "one-run" else [],
+        dp_header=list(BOUND_HEADER),
+    )
 
 
 def report_md(results: AuditReport, title: str) -> list[str]:

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..experiment.deployable import pooled_threshold
 from ..experiment.run import AttackRun, RunResult
+from ..results import PPVByPrior, PPVCell, RealizedFDP
 from ..stats import fdr, precision, signals
 from ..stats.metrics import clopper_pearson
 from . import at_risk
@@ -115,24 +116,24 @@ def note(c: at_risk.Claim, found: dict[str, Any], m: int) -> str:
     else:
         said += " on raw p-values, NOT calibrated: the FDR holds only as far as the attack's own null model does)"
     if "realized_fdp" in found:
-        r = found["realized_fdp"]
-        above = " ABOVE the FDR level" if r["above_level"] else ""
-        said += (f"; realized FDP on the target {pct(r['value'])} [{pct(r['ci'][0])}, {pct(r['ci'][1])}] "
-                 f"({r['non_members']} non-members){above}")  # fmt: skip
+        r: RealizedFDP = found["realized_fdp"]
+        above = " ABOVE the FDR level" if r.above_level else ""
+        said += (f"; realized FDP on the target {pct(r.value)} [{pct(r.ci[0])}, {pct(r.ci[1])}] "
+                 f"({r.non_members} non-members){above}")  # fmt: skip
     return said
 
 
-def ppv(run: AttackRun, n_members: int, n_nonmembers: int) -> dict[str, Any]:
+def ppv(run: AttackRun, n_members: int, n_nonmembers: int) -> PPVByPrior:
     """Per member prior and FPR level: the PPV at the operating point, with its 95% interval."""
     m = run.metrics
     assert m is not None
-    out: dict[str, Any] = {}
+    out: PPVByPrior = {}
     for prior in precision.PRIORS:
-        at: dict[str, Any] = {}
+        at: dict[str, PPVCell] = {}
         for level, tpr in m.tpr_at_fpr.items():
             tp, fp = round(tpr * n_members), round(m.realized_fpr[level] * n_nonmembers)
             value, ci = precision.ppv_interval(tp, n_members, fp, n_nonmembers, prior)
-            at[level] = {"ppv": value, "ci": list(ci)}  # ppv None: no non-member flagged, no point estimate
+            at[level] = PPVCell(ppv=value, ci=list(ci))  # ppv None: no non-member flagged, no point estimate
         out[f"prior_{prior:g}"] = at
     return out
 

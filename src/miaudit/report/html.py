@@ -82,7 +82,9 @@ def flagged_records(res: RunResult, head: at_risk.Claim | None) -> tuple[list[st
     columns = [c for c in table.columns if c not in ("procedure",)]
     rows = []
     for row in table.rows(columns):
-        shown = at_risk.preview(res.experiment.dataset, int(row["record"]))
+        record = row["record"]
+        assert isinstance(record, int), "scores.csv's record column holds ints"
+        shown = at_risk.preview(res.experiment.dataset, record)
         rows.append({"cells": [_cell(row[c]) for c in columns], "preview": shown})
     return columns, rows
 
@@ -145,17 +147,19 @@ def render(
         worst_case_header=sections.worst_case_header,
         worst_case_cell=sections.worst_case_cell,
         audited=sections.audited_records(results) if known else "",
-        **dp_context(results),
+        **vars(dp_context(results)),
     )
 
 
 def render_dp(results: AuditReport, title: str) -> str:
     """report.html of a DP audit without attacks (white-box only, or multi-run): its verdict and DP section."""
     config = yaml.safe_dump(results.config, sort_keys=False, default_flow_style=None)
-    return _env.get_template("dp_report.html.j2").render(r=results, title=title, config=config, **dp_context(results))
+    return _env.get_template("dp_report.html.j2").render(
+        r=results, title=title, config=config, **vars(dp_context(results))
+    )
 
 
-def dp_context(results: AuditReport) -> dict:
+def dp_context(results: AuditReport) -> dp_section.HTMLContext:
     """The DP audit's part of report.html: its verdict on top, its section (``dp_audit.html.j2``)."""
     head = [line.replace("**", "") for line in sections.verdict_lines(results) if line] if results.dp_audited else []
     return dp_section.html_context(results.dp_audit, head)

@@ -4,11 +4,9 @@ findings and the records at risk (which headline the verdict's attack) read it."
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..attacks import registry
 from ..experiment.run import AttackRun, RunResult
-from ..results import Kind
+from ..results import Kind, Rejected, Verdict
 from ..stats.verdict import decide
 
 HEADLINE_LEVEL = 0.01
@@ -31,7 +29,7 @@ def membership_tests(res: RunResult) -> list[AttackRun]:
     return [r for r in res.attacks if not r.attack.info.is_ranking and r.metrics is not None]
 
 
-def verdict(res: RunResult) -> dict[str, Any] | None:
+def verdict(res: RunResult) -> Verdict | None:
     """results.json's ``verdict``: one decision over every attack and FPR level (``stats.verdict``)."""
     runs, exp = membership_tests(res), res.experiment
     if not runs or exp.is_member is None:
@@ -60,26 +58,26 @@ def verdict(res: RunResult) -> dict[str, Any] | None:
                 else f"With these numbers of records no TPR@{pct(HEADLINE_LEVEL)} could be told from chance."
             )
         )
-    return {
-        "statement": statement,
-        "leaks": v.leaks,
-        "attack": t.attack,
-        "fpr_level": t.level,
-        "tpr": tpr,
-        "tpr_ci": list(ci),
-        "p_value": t.p_value,
-        "adjusted_p_value": t.adjusted,
-        "rule": (
+    return Verdict(
+        statement=statement,
+        leaks=v.leaks,
+        attack=t.attack,
+        fpr_level=t.level,
+        tpr=tpr,
+        tpr_ci=list(ci),
+        p_value=t.p_value,
+        adjusted_p_value=t.adjusted,
+        rule=(
             "leaks when Holm's procedure over every (attack, FPR level) test rejects one at family-wise error "
             f"{v.alpha:g}; each test's exact p-value is the negative hypergeometric tail of the members above the "
             "threshold that flags at most floor(level x non-members) non-members, under exchangeable members and "
             "non-members (docs/concepts.md, the verdict)"
         ),
-        "family_alpha": v.alpha,
-        "n_tests": len(v.tests),
-        "smallest_detectable_tpr": power,
-        "rejected": [
-            {"attack": r.attack, "fpr_level": r.level, "tpr": r.tp / r.n_members, "adjusted_p_value": r.adjusted}
+        family_alpha=v.alpha,
+        n_tests=len(v.tests),
+        smallest_detectable_tpr=power,
+        rejected=[
+            Rejected(attack=r.attack, fpr_level=r.level, tpr=r.tp / r.n_members, adjusted_p_value=r.adjusted)
             for r in v.rejected
         ],
-    }
+    )

@@ -156,7 +156,7 @@ def report_md(res: RunResult, results: AuditReport, frame: ScoresTable) -> str:
     lines += sections.ppv_md(results) + sections.deployable_md(results)
     lines += _operating_points_md(results) + exposed_records_md(res, frame) + sections.gls_md(frame)
     if results.canary_exposure is not None:
-        lines += exposure_md(results.canary_exposure.model_dump(exclude_unset=True))
+        lines += exposure_md(results.canary_exposure)
     return "\n".join(lines) + "\n"
 
 

@@ -17,7 +17,18 @@ from ..config.run import RunConfig
 from ..experiment import announce
 from ..experiment.base import Experiment
 from ..experiment.run import AttackRun, RunResult
-from ..results import SCHEMA_VERSION, AuditReport
+from ..results import (
+    SCHEMA_VERSION,
+    AttackChoice,
+    AttackRow,
+    AuditReport,
+    Calibration,
+    Environment,
+    JsonObject,
+    Ranking,
+    ReferenceModel,
+    Target,
+)
 from ..stats import metrics
 from . import findings, leak_verdict
 from .ranking import headline_log_pvalues, risk_values
@@ -36,30 +47,36 @@ UNCALIBRATED_NOTE = (
 ENVIRONMENT_PACKAGES = ("numpy", "scipy", "torch", "laplace-torch", "scikit-learn", "pydantic")
 
 
-def environment(device: str) -> dict:
+def environment(device: str) -> Environment:
     """What produced the numbers: versions, platform, torch threads (None: torch never ran, as in a scores-only
     audit) and device."""
     torch = sys.modules.get("torch")
-    versions: dict[str, str | None] = {}
-    for package in ENVIRONMENT_PACKAGES:
+
+    def version(package: str) -> str | None:
         try:
-            versions[package] = metadata.version(package)
+            return metadata.version(package)
         except metadata.PackageNotFoundError:
-            versions[package] = None
-    return {
-        "miaudit": __version__,
-        "python": platform.python_version(),
-        **versions,
-        "platform": platform.platform(),
-        "torch_threads": None if torch is None else torch.get_num_threads(),
-        "device": device,
-    }
+            return None
+
+    return Environment(
+        miaudit=__version__,
+        python=platform.python_version(),
+        numpy=version("numpy"),
+        scipy=version("scipy"),
+        torch=version("torch"),
+        laplace_torch=version("laplace-torch"),
+        scikit_learn=version("scikit-learn"),
+        pydantic=version("pydantic"),
+        platform=platform.platform(),
+        torch_threads=None if torch is None else torch.get_num_threads(),
+        device=device,
+    )
 
 
-def truthful_config(res: RunResult) -> dict:
+def truthful_config(res: RunResult) -> JsonObject:
     """The run's config; for a model the user brought, its model keys say what was audited, not defaults."""
     exp = res.experiment
-    config = json.loads(exp.cfg.model_dump_json())
+    config: JsonObject = json.loads(exp.cfg.model_dump_json())
     if exp.target.source != "trained":
         config["model"] = exp.target.architecture
         config["reference_model"] = exp.references[0].architecture if exp.references else None
@@ -70,20 +87,21 @@ def truthful_config(res: RunResult) -> dict:
     return config
 
 
-def _attack_json(r: AttackRun, exp: Experiment) -> dict:
+def _attack_row(r: AttackRun, exp: Experiment) -> AttackRow:
     calibrated = r.result.log_pvalues_calibrated is not None
-    return {
-        "name": r.attack.name,
-        "label": r.attack.label,
-        "kind": leak_verdict.attack_kind(r.attack.name),
-        "references": r.attack.references,
-        "params": r.attack.params.model_dump(mode="json", exclude={"label"}),
-        "p_values": "calibrated" if calibrated else ("raw" if r.result.log_pvalues is not None else None),
-        **(r.metrics.to_json() if r.metrics is not None else ranking_json(r, exp.query_idx)),
+    found = r.metrics.section() if r.metrics is not None else ranking(r, exp.query_idx)
+    return AttackRow(
+        name=r.attack.name,
+        label=r.attack.label,
+        kind=leak_verdict.attack_kind(r.attack.name),
+        references=r.attack.references,
+        params=r.attack.params.model_dump(mode="json", exclude={"label"}),
+        p_values="calibrated" if calibrated else ("raw" if r.result.log_pvalues is not None else None),
+        **found.model_dump(exclude_unset=True),
         **({"ppv": findings.ppv(r, *counts)} if (counts := _membership_counts(r, exp)) else {}),
         **({"deployable": r.deployable} if r.deployable else {}),
-        "seconds": r.seconds,
-    }
+        seconds=r.seconds,
+    )
 
 
 def _membership_counts(r: AttackRun, exp: Experiment) -> tuple[int, int] | None:
@@ -94,96 +112,92 @@ def _membership_counts(r: AttackRun, exp: Experiment) -> tuple[int, int] | None:
 
 
 def audit_report(res: RunResult) -> AuditReport:
-    """The run's results.json, typed: every section built here once (``findings``, ``leak_verdict``)."""
-    return AuditReport.model_validate(_results(res))
-
-
-def results_json(res: RunResult) -> dict:
-    """results.json as a dict (``audit_report(res).dump()``)."""
-    return audit_report(res).dump()
-
-
-def _results(res: RunResult) -> dict:
+    """The run's results.json, typed: every section built here once, by the code that computes it (``findings``,
+    ``leak_verdict``, ``stats.metrics``, ``miaudit.dp``, ``miaudit.lm``)."""
     exp, cfg = res.experiment, res.experiment.cfg
     member = exp.is_member
-    out = {
-        "schema_version": SCHEMA_VERSION,
-        "miaudit_version": __version__,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "dataset": cfg.data_label,
-        "data_fingerprint": exp.dataset.content_sha256,
-        "n_records": len(exp.dataset),
-        "membership": "known" if member is not None else "unknown",
-        "n_queries": len(exp.query_idx),
-        "n_members": int(member.sum()) if member is not None else None,
-        "n_nonmembers": int((~member).sum()) if member is not None else None,
-        "n_population": len(exp.split.population),
-        "n_validation": len(exp.split.validation),
-        "model": exp.target.architecture,
-        "reference_model": exp.references[0].architecture if exp.references else None,
-        "mode": cfg.mode,
-        "seed": cfg.seed,
-        "references": len(exp.references),
-        "reference_training": _reference_training(exp),
-        "target": {
-            # an LM's two-class "sequence logits" have no accuracy worth the name: its loss and perplexity instead
-            **(lm.perplexities(exp) or exp.target_accuracy()),
-            **_real_record_accuracies(res.dp_audit),
-            "training_seconds": exp.target.seconds,
-            "source": exp.target.source,
+    reference_training = _reference_training(exp)
+    worst = findings.worst_case(res)
+    # an LM's two-class "sequence logits" have no accuracy worth the name: its loss and perplexity instead
+    fit: dict[str, float | None] = dict(lm.perplexities(exp) or exp.target_accuracy())
+    dp = res.dp_audit
+    if dp is not None and dp.kind == "one-run" and dp.target_test_accuracy is not None:
+        # a one-run DP audit's target is evaluated on its real records, not on the canaries (random labels)
+        fit |= {"train_accuracy": dp.target_train_accuracy, "test_accuracy": dp.target_test_accuracy}
+    notes = ([] if member is not None else [UNKNOWN_MEMBERSHIP_NOTE]) + ([] if exp.calibrates else [UNCALIBRATED_NOTE])
+    notes += [res.blind_baseline.warning] if res.blind_baseline and res.blind_baseline.warning else []
+    if exp.target.source != "trained" and exp.references and exp.references[0].source == "trained":
+        notes.append(
+            f"the reference models were trained by {reference_training}, not by the recipe that trained "
+            "your target; if that differs, name yours (target.train_fn, or train_fn in the Python API)"
+        )
+    return AuditReport(
+        schema_version=SCHEMA_VERSION,
+        miaudit_version=__version__,
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        dataset=cfg.data_label,
+        data_fingerprint=exp.dataset.content_sha256,
+        n_records=len(exp.dataset),
+        membership="known" if member is not None else "unknown",
+        n_queries=len(exp.query_idx),
+        n_members=int(member.sum()) if member is not None else None,
+        n_nonmembers=int((~member).sum()) if member is not None else None,
+        n_population=len(exp.split.population),
+        n_validation=len(exp.split.validation),
+        model=exp.target.architecture,
+        reference_model=exp.references[0].architecture if exp.references else None,
+        mode=cfg.mode,
+        seed=cfg.seed,
+        references=len(exp.references),
+        reference_training=reference_training,
+        target=Target(
+            **fit,
+            training_seconds=exp.target.seconds,
+            source=exp.target.source,
             **({"dp": exp.target.privacy} if exp.target.privacy else {}),
-        },
+        ),
         **({"endpoint": exp.oracle.usage()} if exp.oracle is not None else {}),
-        "reference_models": [
-            {"train_accuracy": r.train_accuracy, "seconds": r.seconds, "cached": r.cached} for r in exp.references
+        reference_models=[
+            ReferenceModel(train_accuracy=r.train_accuracy, seconds=r.seconds, cached=r.cached) for r in exp.references
         ],
-        "calibration": {
-            "calibrated": exp.calibrates,
-            "records": len(getattr(exp.split, exp.calibration_part)) if exp.calibrates else 0,
-        },
+        calibration=Calibration(
+            calibrated=exp.calibrates,
+            records=len(getattr(exp.split, exp.calibration_part)) if exp.calibrates else 0,
+        ),
         **({"attack_choice": attack_choice(res)} if getattr(exp.plan, "auto", None) else {}),
-        "verdict": leak_verdict.verdict(res),
-        "records_at_risk": findings.records_at_risk(res),
-        **({"worst_case": worst} if (worst := findings.worst_case(res)) else {}),
-        "attacks": [_attack_json(r, exp) for r in res.attacks],
+        verdict=leak_verdict.verdict(res),
+        records_at_risk=findings.records_at_risk(res),
+        **({"worst_case": worst} if worst else {}),
+        attacks=[_attack_row(r, exp) for r in res.attacks],
         **({"dp_audit": res.dp_audit} if res.dp_audit else {}),
         **({"blind_baseline": res.blind_baseline} if res.blind_baseline else {}),
         **({"canary_exposure": res.canary_exposure} if res.canary_exposure else {}),
-        "config": truthful_config(res),
-        "environment": environment(exp.device),
-    }
-    notes = ([] if member is not None else [UNKNOWN_MEMBERSHIP_NOTE]) + ([] if exp.calibrates else [UNCALIBRATED_NOTE])
-    notes += [res.blind_baseline["warning"]] if res.blind_baseline and "warning" in res.blind_baseline else []
-    if exp.target.source != "trained" and exp.references and exp.references[0].source == "trained":
-        notes.append(
-            f"the reference models were trained by {out['reference_training']}, not by the recipe that trained "
-            "your target; if that differs, name yours (target.train_fn, or train_fn in the Python API)"
-        )
-    return {**out, "notes": notes} if notes else out
+        config=truthful_config(res),
+        environment=environment(exp.device),
+        **({"notes": notes} if notes else {}),
+    )
 
 
-def attack_choice(res: RunResult) -> dict:
+def results_json(res: RunResult) -> JsonObject:
+    """results.json as written (``audit_report(res).dump()``)."""
+    return audit_report(res).dump()
+
+
+def attack_choice(res: RunResult) -> AttackChoice:
     """results.json's ``attack_choice``: why ``attacks: auto`` ran these attacks; with K >= 2 references each
     candidate's pseudo-target estimate, its interval, and why it ran or was left out (``experiment.choice``)."""
     plan = res.experiment.plan
-    found: dict = {"attacks": "auto", "why": plan.auto}
     if res.attack_choice is not None:
-        return {**found, **res.attack_choice.to_json()}
+        return AttackChoice.model_validate({"attacks": "auto", "why": plan.auto, **res.attack_choice.to_json()})
     if plan.candidates:  # candidates planned, but no pseudo-targets: the leave-one-data-set-out rule ran
         ran = [r.attack.name for r in res.attacks if r.attack.name in plan.candidates]
-        found["rule"] = "leave-one-data-set-out"
-        found["why"] = (
-            f"{plan.auto}; the audit has no pseudo-targets (no population records with known reference "
-            f"membership), so the leave-one-data-set-out rule ran {', '.join(ran)}"
+        return AttackChoice(
+            attacks="auto",
+            why=f"{plan.auto}; the audit has no pseudo-targets (no population records with known reference "
+            f"membership), so the leave-one-data-set-out rule ran {', '.join(ran)}",
+            rule="leave-one-data-set-out",
         )
-    return found
-
-
-def _real_record_accuracies(dp_audit: dict | None) -> dict[str, float]:
-    """A one-run DP audit's target is evaluated on its real records, not on the canaries (random labels)."""
-    if not dp_audit or dp_audit.get("kind") != "one-run" or "target_test_accuracy" not in dp_audit:
-        return {}
-    return {"train_accuracy": dp_audit["target_train_accuracy"], "test_accuracy": dp_audit["target_test_accuracy"]}
+    return AttackChoice(attacks="auto", why=plan.auto)
 
 
 def _reference_training(exp: Experiment) -> str | None:
@@ -196,13 +210,13 @@ def _reference_training(exp: Experiment) -> str | None:
     return source
 
 
-def ranking_json(run: AttackRun, query_idx: np.ndarray, top: int = 10) -> dict:
+def ranking(run: AttackRun, query_idx: np.ndarray, top: int = 10) -> Ranking:
     """Without membership there is no ROC: the most exposed records and how many each test flags."""
-    out = {
-        "most_exposed": [int(i) for i in query_idx[np.argsort(-risk_values(run), kind="stable")[:top]]],
-        "n_nan_scores": int(np.isnan(run.result.scores).sum()),
-    }
     log_p = headline_log_pvalues(run)
-    if log_p is not None:
-        out["n_p_below"] = {str(a): int((log_p < np.log(a)).sum()) for a in metrics.ALPHAS}
-    return out
+    return Ranking(
+        most_exposed=[int(i) for i in query_idx[np.argsort(-risk_values(run), kind="stable")[:top]]],
+        n_nan_scores=int(np.isnan(run.result.scores).sum()),
+        **(
+            {"n_p_below": {str(a): int((log_p < np.log(a)).sum()) for a in metrics.ALPHAS}} if log_p is not None else {}
+        ),
+    )

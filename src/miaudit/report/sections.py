@@ -130,14 +130,17 @@ def _or_dash(x: object) -> str:
 
 def target_fit(target: Target) -> str:
     """'train accuracy 0.641, test accuracy 0.563', or an LM's 'train loss 7.735 (perplexity 2287.8), ...'."""
-    fit = target.fit()
-    if "train_perplexity" in fit:
-        return ", ".join(
-            f"{part} loss {fit[f'{part}_loss']:.3f} (perplexity {fit[f'{part}_perplexity']:.1f})"
-            for part in ("train", "test")
-            if f"{part}_loss" in fit
+    if target.train_perplexity is not None:
+        parts = (
+            ("train", target.train_loss, target.train_perplexity),
+            ("test", target.test_loss, target.test_perplexity),
         )
-    return ", ".join(f"{k.replace('_', ' ')} {v:.3f}" for k, v in fit.items() if k.endswith("accuracy"))
+        return ", ".join(
+            f"{part} loss {loss:.3f} (perplexity {perplexity:.1f})"
+            for part, loss, perplexity in parts
+            if loss is not None and perplexity is not None
+        )
+    return ", ".join(f"{k.replace('_', ' ')} {v:.3f}" for k, v in target.fit() if k.endswith("accuracy"))
 
 
 PPV_UNDEFINED = "undefined: no non-member flagged at that level, so no point estimate (the interval still holds)"
@@ -238,8 +241,9 @@ def deployable_md(results: AuditReport) -> list[str]:
     for a in rows:
         cells = []
         for k in levels:
-            d = (a.deployable or {})[k]  # the deployable cells stay a mapping (experiment.deployable)
-            cells += [_ci(d["realized_fpr"], d["realized_fpr_ci"]), _ci(d["tpr"], d["tpr_ci"])]
+            d = (a.deployable or {})[k]  # a level's cell (the count of pseudo-targets sits beside them)
+            assert not isinstance(d, int), f"deployable.{k}: an FPR level's cell"
+            cells += [_ci(d.realized_fpr, d.realized_fpr_ci), _ci(d.tpr, d.tpr_ci)]
         lines.append(f"| {a.label} | " + " | ".join(cells) + " |")
     return lines
 

@@ -14,13 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 
 if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
+
+# a value of a row as Python gives it back (``tolist``): an int, a float, a string or a bool
+Cell: TypeAlias = int | float | str | bool | None
 
 
 class ScoresTable:
@@ -61,7 +64,7 @@ class ScoresTable:
         values = self._cols[name].astype(np.float64)
         return self.take(np.argsort(-values if descending else values, kind="stable"))
 
-    def rows(self, names: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    def rows(self, names: Sequence[str] | None = None) -> list[dict[str, Cell]]:
         """Each row as a dict of Python values (ints, floats, strings)."""
         names = self.columns if names is None else list(names)
         lists = [self._cols[c].tolist() for c in names]

@@ -2,35 +2,91 @@
 this package imports nothing of miaudit above ``errors``). ``miaudit.report`` builds it once, ``miaudit.dp``
 builds its DP section, every reader (the CLI, the reports, compare, the API, the benchmarks) reads the model."""
 
-from .attacks import AttackRow, BlindBaseline, Kind, Metrics, PPVCell, Seconds
+from .attacks import AttackRow, BlindBaseline, DeployableAt, Kind, Metrics, PPVByPrior, PPVCell, Ranking, Seconds
 from .audit_report import SCHEMA_VERSION, AuditReport, migrate
-from .base import Section
-from .dp import Bound, DPAudit, ObserverTest
-from .findings import AttackChoice, Claim, RealizedFDP, RecordsAtRisk, Verdict, WorstCase, WorstCell
-from .run import Calibration, CanaryExposure, Endpoint, Environment, ReferenceModel, Target
+from .base import JsonObject, Section
+from .compare import AttackChange, Change, ComparedData, Comparison
+from .dp import (
+    Bound,
+    ComparedWith,
+    CraftedCanaries,
+    DPAudit,
+    Family,
+    GDPTest,
+    Headline,
+    Observer,
+    ObserverTest,
+    SelectionRecords,
+)
+from .findings import (
+    AttackChoice,
+    CalibrationCheck,
+    Candidate,
+    Claim,
+    PseudoTargetFDP,
+    PseudoTargets,
+    RealizedFDP,
+    RecordsAtRisk,
+    Rejected,
+    Verdict,
+    WorstCase,
+    WorstCell,
+)
+from .run import (
+    Calibration,
+    CanaryExposure,
+    DPSGDRecord,
+    Endpoint,
+    Environment,
+    ExposedCanary,
+    ReferenceModel,
+    Target,
+)
 
 __all__ = [
     "SCHEMA_VERSION",
+    "AttackChange",
     "AttackChoice",
     "AttackRow",
     "AuditReport",
     "BlindBaseline",
     "Bound",
     "Calibration",
+    "CalibrationCheck",
     "CanaryExposure",
+    "Candidate",
+    "Change",
     "Claim",
+    "ComparedData",
+    "ComparedWith",
+    "Comparison",
+    "CraftedCanaries",
     "DPAudit",
+    "DPSGDRecord",
+    "DeployableAt",
     "Endpoint",
     "Environment",
+    "ExposedCanary",
+    "Family",
+    "GDPTest",
+    "Headline",
+    "JsonObject",
     "Kind",
     "Metrics",
+    "Observer",
     "ObserverTest",
+    "PPVByPrior",
     "PPVCell",
+    "PseudoTargetFDP",
+    "PseudoTargets",
+    "Ranking",
     "RealizedFDP",
     "RecordsAtRisk",
     "ReferenceModel",
-    "Section",
+    "Rejected",
     "Seconds",
+    "Section",
+    "SelectionRecords",
     "Target",
     "Verdict",
     "WorstCase",

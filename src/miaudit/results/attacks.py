@@ -3,7 +3,9 @@ the attack's registry entry), with its ROC metrics where membership is known, el
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeAlias
+from typing import Literal, TypeAlias
+
+from pydantic import JsonValue
 
 from .base import ByLevel, Interval, IntervalByLevel, Number, Section
 
@@ -25,6 +27,25 @@ class PPVCell(Section):
     """the positive predictive value at this prior, in [0, 1] (``stats.precision``)"""
     ci: Interval | None
     """its 95% interval [low, high]"""
+
+
+# member prior ("prior_0.1") -> FPR level -> the precision there
+PPVByPrior: TypeAlias = dict[str, dict[str, PPVCell]]
+
+
+class DeployableAt(Section):
+    """A threshold set on the references as pseudo-targets at one FPR level, and what it realizes on the target."""
+
+    threshold: Number | None
+    """the pooled pseudo-targets' threshold; None: it flags nothing"""
+    realized_fpr: Number
+    """the FPR it realizes on the target"""
+    realized_fpr_ci: Interval
+    """its exact (Clopper-Pearson) interval"""
+    tpr: Number
+    """the TPR it realizes on the target"""
+    tpr_ci: Interval
+    """its exact (Clopper-Pearson) interval"""
 
 
 class Metrics(Section):
@@ -53,6 +74,17 @@ class Metrics(Section):
     """"raw" / "calibrated" -> alpha -> the share of non-members with p < alpha"""
 
 
+class Ranking(Section):
+    """A row's ranking where membership is unknown (no ROC): the records most exposed and the p-values' counts."""
+
+    most_exposed: list[int] | None = None
+    """the indices of the records the attack ranks most exposed (at most 10)"""
+    n_nan_scores: int | None = None
+    """how many queries the attack gave no score (NaN)"""
+    n_p_below: dict[str, int] | None = None
+    """alpha -> how many queries have a p-value below it"""
+
+
 class AttackRow(Metrics):
     name: str
     """the attack's registry name"""
@@ -62,7 +94,7 @@ class AttackRow(Metrics):
     """a membership test or a per-record risk ranking (the attack's registry entry)"""
     references: int
     """how many reference models the attack used"""
-    params: dict[str, Any]
+    params: dict[str, JsonValue]
     """the attack's parameters, defaults resolved (``plan.build``)"""
     p_values: Literal["calibrated", "raw"] | None
     """whether the row's p-values are calibrated on held-out non-members; None: the attack gives none"""
@@ -70,9 +102,9 @@ class AttackRow(Metrics):
     """membership unknown: the indices of the records the attack ranks most exposed (at most 10)"""
     n_p_below: dict[str, int] | None = None
     """membership unknown: alpha -> how many queries have a p-value below it"""
-    ppv: dict[str, dict[str, PPVCell]] | None = None
+    ppv: PPVByPrior | None = None
     """member prior ("prior_0.1") -> FPR level -> the precision there (``report.findings``)"""
-    deployable: dict[str, Any] | None = None
+    deployable: dict[str, DeployableAt | int] | None = None
     """FPR level -> a threshold set on references as pseudo-targets (no target membership) and the FPR and TPR it
     realizes on the target, with exact intervals; pseudo_targets: how many (``experiment.deployable``)"""
     seconds: Seconds

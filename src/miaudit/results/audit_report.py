@@ -4,25 +4,30 @@ previous format migrated, anything else refused in one line) and the one writer.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import ConfigDict, ValidationError
+from pydantic import ConfigDict, JsonValue, ValidationError
 
 from ..errors import DataError
 from .attacks import AttackRow, BlindBaseline, Kind
-from .base import Section
+from .base import JsonObject, Section, lenient
 from .dp import DPAudit
 from .findings import AttackChoice, RecordsAtRisk, Verdict, WorstCase
 from .run import Calibration, CanaryExposure, Endpoint, Environment, ReferenceModel, Target
 
-# The version of results.json's layout, an integer raised when a key changes meaning or goes away (added keys
-# do not raise it: every section keeps keys it does not declare). Files written before it existed (no
-# ``schema_version``) are version 0; ``load`` migrates them.
-SCHEMA_VERSION = 1
+# The version of results.json's layout, an integer raised when a key is added, changes meaning or goes away (every
+# section refuses keys it does not declare). Files written before it existed (no ``schema_version``) are version
+# 0, ``load`` migrates them; version 1 (sections that kept undeclared keys) reads with unknown keys dropped and
+# named in a warning, as does a file of a newer version than this one.
+SCHEMA_VERSION = 2
+# the versions ``load`` reads with unknown keys dropped: 1 (sections were open) and any newer than this
+OPEN_SECTIONS = 1
+log = logging.getLogger("miaudit")
 SCHEMA_URI = "https://json-schema.org/draft/2020-12/schema"
 
 
@@ -92,7 +97,7 @@ class AuditReport(Section):
     """an LM audit's text-only baseline"""
     canary_exposure: CanaryExposure | None = None
     """an LM audit's secret-sharer canaries"""
-    config: dict[str, Any]
+    config: JsonObject
     """the run's config, as validated (a user's model: what was audited)"""
     environment: Environment
     """what produced the numbers"""
@@ -113,7 +118,7 @@ class AuditReport(Section):
         """A one-run or multi-run DP audit's results (``miaudit dp-audit``): its queries are canaries."""
         return self.dp_audit is not None and self.dp_audit.audits_canaries
 
-    def dump(self) -> dict[str, Any]:
+    def dump(self) -> JsonObject:
         """results.json as a dict: ``schema_version`` first, then every key the report was built with, in order
         (an absent optional key stays absent; a None stays None)."""
         out = self.model_dump(exclude_unset=True, exclude={"schema_version"})
@@ -149,39 +154,55 @@ class AuditReport(Section):
 
     @classmethod
     def from_dict(
-        cls, data: Any, where: str = "results.json", kind_of: Callable[[str], Kind] | None = None
+        cls, data: object, where: str = "results.json", kind_of: Callable[[str], Kind] | None = None
     ) -> AuditReport:
         if not isinstance(data, dict):
             raise DataError(f"{where}: results.json holds a {type(data).__name__}, not an object")
         version = data.get("schema_version", 0)
+        if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+            raise DataError(
+                f"{where}: schema_version {version!r} is not a layout version (a non-negative integer; this miaudit "
+                f"writes {SCHEMA_VERSION})"
+            )
         if version == 0:
             data = migrate(data, where, kind_of)
-        elif version != SCHEMA_VERSION:
-            raise DataError(
-                f"{where}: schema_version {version!r} is not one this miaudit reads ({SCHEMA_VERSION}, or a file "
-                "without schema_version); read it with the miaudit that wrote it"
-            )
+        dropped: list[str] = []
+        newer = version > SCHEMA_VERSION
         try:
-            return cls.model_validate(data)
+            if newer or version <= OPEN_SECTIONS:
+                report = cls.model_validate({**data, "schema_version": SCHEMA_VERSION}, context=lenient(dropped))
+            else:
+                report = cls.model_validate(data)
         except ValidationError as e:
             first = e.errors()[0]
             at = ".".join(map(str, first["loc"])) or "(top)"
-            raise DataError(f"{where}: not a miaudit results.json: {at}: {first['msg']}") from None
+            said = f"{where}: not a miaudit results.json: {at}: {first['msg']}"
+            if newer:
+                said += f" (the file is schema_version {version}, newer than this miaudit's {SCHEMA_VERSION})"
+            raise DataError(said) from None
+        if dropped:
+            shown = ", ".join(dropped[:8]) + (", ..." if len(dropped) > 8 else "")
+            log.warning(
+                "%s: schema_version %s (this miaudit reads %s): %d key(s) it does not know left out: %s",
+                where, version, SCHEMA_VERSION, len(dropped), shown,
+            )  # fmt: skip
+        return report
 
     @classmethod
-    def json_schema(cls) -> dict[str, Any]:
+    def json_schema(cls) -> JsonObject:
         """The JSON Schema (draft 2020-12) every results.json validates against (``miaudit schema``)."""
         return {"$schema": SCHEMA_URI, **cls.model_json_schema(mode="validation")}
 
 
-def migrate(data: Mapping[str, Any], where: str, kind_of: Callable[[str], Kind] | None) -> dict[str, Any]:
+def migrate(data: Mapping[str, JsonValue], where: str, kind_of: Callable[[str], Kind] | None) -> JsonObject:
     """A results.json of the previous format (before ``schema_version``) in the current one: the version added,
     and each attack row's ``kind``: from ``kind_of`` (the attack registry, ``report.attack_kind``) when given,
     else from the row: p-values or a precision (``ppv``, which the previous format wrote for every membership test
     of known membership) make it a test, ROC metrics without a precision a ranking; a row that says neither (no
     p-values, membership unknown) is refused in one line."""
-    rows = []
-    for i, row in enumerate(data.get("attacks") or []):
+    rows: list[JsonValue] = []
+    given = data.get("attacks")
+    for i, row in enumerate(given if isinstance(given, list) else []):
         if isinstance(row, dict) and "kind" not in row:
             if kind_of is not None:
                 kind = kind_of(str(row.get("name")))

@@ -5,9 +5,28 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
+
+from pydantic import JsonValue
 
 from .base import Number, Section
+
+
+class CraftedCanaries(Section):
+    """The multi-run audit's worst-case canaries and the read-out that learns them (``dp.worst_case``)."""
+
+    model: str
+    """what is trained: a linear read-out of the canary features, not the config's architecture"""
+    feature: Number
+    """the feature value where a record equals a canary's input"""
+    canaries_per_run: int
+    """canaries in each run"""
+    canary_values: list[Number]
+    """each canary's constant input value"""
+    labels: list[int]
+    """each canary's label"""
+    start: str
+    """the parameters every run starts from"""
 
 
 class Bound(Section):
@@ -44,6 +63,21 @@ class Bound(Section):
     """the paper and theorem the bound comes from"""
     assumes: str | None = None
     """what the bound assumes beyond DP"""
+    # multi-run
+    audits: str | None = None
+    """multi-run: the threat model the runs audit (the worst case: crafted start and canaries)"""
+    start: str | None = None
+    """multi-run: where every run's parameters start"""
+    worst_case: CraftedCanaries | None = None
+    """multi-run: the crafted canaries and read-out"""
+    expected_ideal: Number | None = None
+    """multi-run: the bound the ideal black-box observer of this DP-SGD expects"""
+    threshold: Number | None = None
+    """multi-run two-run bound: member when the score is at least this (chosen on a seeded half)"""
+    tpr: Number | None = None
+    """multi-run two-run bound: the TPR at that threshold on the other half"""
+    fpr: Number | None = None
+    """multi-run two-run bound: the FPR there"""
 
 
 class ObserverTest(Section):
@@ -92,12 +126,29 @@ class GDPTest(Section):
 
     statement: str
     """the test's outcome in one sentence"""
-    claim: Any = None
+    claim: str | None = None
     """the mu-GDP claim tested (the Gaussian mechanism at the claimed epsilon)"""
     rejected: bool | None = None
     """whether any f-DP observer rejects it"""
+    bonferroni_bounds: dict[str, Number] | None = None
+    """observer -> its f-DP epsilon lower bound, Bonferroni-corrected over the f-DP observers"""
     assumes: str | None = None
     """what the f-DP analysis assumes"""
+
+
+class Headline(Section):
+    """Whose bound the verdict reads."""
+
+    observer: str
+    """what the observer scores"""
+    threat_model: str
+    """white-box or black-box"""
+    analysis: str
+    """binomial, fdp or multi-run"""
+    correction: str | None = None
+    """one-run: how the bound is corrected over the observers"""
+    canary_kind: str | None = None
+    """multi-run: the kind of canary"""
 
 
 class ComparedWith(Section):
@@ -135,7 +186,7 @@ class DPAudit(Section):
     """how the error over the observers is controlled"""
     max_attainable: Number | None = None
     """the most the headline bound could show (its power)"""
-    headline: dict[str, Any] | None = None
+    headline: Headline | None = None
     """whose bound the verdict reads (its observer, threat model and analysis)"""
     gdp_test: GDPTest | None = None
     """one-run: the f-DP test of the claim as mu-GDP"""
@@ -147,8 +198,9 @@ class DPAudit(Section):
     """the RDP accountant's epsilon of the target's DP-SGD"""
     accounted: dict[str, Number] | None = None
     """accountant -> its epsilon (``training.dp_sgd``)"""
-    planted_fault: dict[str, Any] | None = None
-    """a fault planted in DP-SGD on purpose, to show the audit catches it"""
+    planted_fault: dict[str, JsonValue] | None = None
+    """a fault planted in DP-SGD on purpose, to show the audit catches it (``train.dp.planted_fault``: its kinds
+    and description, as the DP-SGD options declare them)"""
     compared_with: ComparedWith | None = None
     """the claim the bounds are tested against"""
     threat_model: str | None = None
@@ -159,6 +211,12 @@ class DPAudit(Section):
     """one-run: the target's accuracy on its real training records (not the canaries)"""
     target_test_accuracy: Number | None = None
     """one-run: its accuracy on held-out real records"""
+    canary_accuracy_in: Number | None = None
+    """one-run with input-space canaries: the target's accuracy on the canaries it trained with"""
+    canary_accuracy_out: Number | None = None
+    """one-run with input-space canaries: its accuracy on the canaries left out"""
+    p_values: str | None = None
+    """one-run with attacks: how the attacks' p-values on the canaries are (raw, and why)"""
     # two-run (a run's dp_audit: one attack's scores, threshold chosen on a seeded half)
     attack: str | None = None
     """the label of the attack whose scores give the bound"""
@@ -177,6 +235,16 @@ class DPAudit(Section):
     """the TPR's lower Clopper-Pearson end, at level (1 - confidence) / 2 (``dp.bounds``)"""
     fpr_upper: Number | None = None
     """the FPR's upper Clopper-Pearson end, at level (1 - confidence) / 2"""
+    true_positives: int | None = None
+    """members flagged among the records that evaluate the threshold"""
+    n_members: int | None = None
+    """members among them"""
+    false_positives: int | None = None
+    """non-members flagged among them"""
+    n_nonmembers: int | None = None
+    """non-members among them"""
+    inequality: str | None = None
+    """the DP inequality that gives the bound"""
     formula: str | None = None
     """how epsilon_lb follows from tpr_lower and fpr_upper"""
     source: str | None = None

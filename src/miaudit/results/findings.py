@@ -66,12 +66,37 @@ class RealizedFDP(Section):
     """whether value exceeds the FDR level"""
 
 
+class PseudoTargetFDP(RealizedFDP):
+    """The FDR procedure run on each pseudo-target against the pool of the others (``stats.pooled_null``)."""
+
+    procedure: str | None = None
+    """the FDR procedure run on the pseudo-targets (``stats.fdr.PROCEDURES``)"""
+    worst_pseudo_target: Number | None = None
+    """the highest single pseudo-target's realized FDP"""
+    members_flagged: int | None = None
+    """members flagged over all pseudo-targets: the procedure's power there"""
+
+
+class CalibrationCheck(Section):
+    """The target's own known non-members (its calibration records) against the pooled null
+    (``stats.pooled_null.calibration_check``)."""
+
+    records: int
+    """calibration records compared"""
+    share_at_p_0_01: Number | None = Field(alias="share_at_p_0.01")
+    """the share of them at pooled p <= 0.01; None without records"""
+    ci: Interval
+    """its exact (Clopper-Pearson) interval"""
+    anti_conservative: bool
+    """whether the interval's lower end is above 0.01: the pool is anti-conservative for this target in the tail"""
+
+
 class PseudoTargets(Section):
     count: int
     """references that played the target"""
     null_scores: int
     """scores in the pooled null"""
-    realized_fdp: RealizedFDP | None = None
+    realized_fdp: PseudoTargetFDP | None = None
     """the same procedure's realized FDP on the pseudo-targets; absent where none could be measured"""
 
 
@@ -87,6 +112,10 @@ class Claim(Section):
     false: the attack's own p-values, calibrated or raw"""
     pseudo_target_fdp: Number | None = None
     """the realized FDP on the pseudo-targets (pooled only)"""
+    calibration_records_at_pooled_p_0_01: CalibrationCheck | None = Field(
+        None, alias="calibration_records_at_pooled_p_0.01"
+    )
+    """pooled only: the target's calibration records at pooled p <= 0.01 (is the pool conservative for it?)"""
     count_calibrated: int | None = None
     """records Benjamini-Hochberg flags on the attack's own (calibrated or raw) p-values"""
     at_floor: int | None = None

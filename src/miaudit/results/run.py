@@ -3,11 +3,15 @@ an LM audit's canary exposure, and the environment that produced the numbers."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypeAlias
 
-from pydantic import Field
+from pydantic import Field, JsonValue
 
 from .base import Number, Section
+
+# The DP-SGD settings and the accountants' epsilons as the trainer records them (``training.dp_sgd``,
+# ``dp.multi_run.privacy_record``): its keys are the trainer's, so it stays an open JSON object.
+DPSGDRecord: TypeAlias = dict[str, JsonValue]
 
 
 class Target(Section):
@@ -30,13 +34,14 @@ class Target(Section):
     """wall-clock seconds its training took"""
     source: str
     """where the target came from: "trained" by miaudit, else what the user gave"""
-    dp: dict[str, Any] | None = None
+    dp: DPSGDRecord | None = None
     """the DP-SGD settings and the accountants' epsilons (``training.dp_sgd``)"""
 
-    def fit(self) -> dict[str, Number]:
-        """The fit figures present, as written (``accuracy`` or ``loss``/``perplexity`` keys)."""
+    def fit(self) -> list[tuple[str, Number]]:
+        """The fit figures present, in the order written: (key, value), an ``accuracy`` or ``loss``/``perplexity``
+        key."""
         dumped = self.model_dump(exclude_unset=True)
-        return {k: v for k, v in dumped.items() if k.endswith(("accuracy", "loss", "perplexity"))}
+        return [(k, v) for k, v in dumped.items() if k.endswith(("accuracy", "loss", "perplexity")) and v is not None]
 
 
 class Endpoint(Section):

@@ -35,7 +35,19 @@ def stratified_weights(rng: np.random.Generator, is_member: np.ndarray, resample
     return out
 
 
-def weighted_metrics(s: Scored, weights: np.ndarray, levels: tuple[float, ...]) -> dict[str, np.ndarray]:
+@dataclass(frozen=True)
+class Weighted:
+    """Per row of the weights: the AUC and, per FPR level (its str), the TPR."""
+
+    auc: np.ndarray
+    tpr_at_fpr: dict[str, np.ndarray]
+
+    def measures(self) -> list[tuple[str, np.ndarray]]:
+        """("auc", AUCs), then (level, TPRs) per FPR level."""
+        return [("auc", self.auc), *self.tpr_at_fpr.items()]
+
+
+def weighted_metrics(s: Scored, weights: np.ndarray, levels: tuple[float, ...]) -> Weighted:
     """Per row of ``weights`` (record multiplicities): TPR at each FPR level and AUC (ties one step, counted 1/2)."""
     scores, member = nan_lowest(s.scores), np.asarray(s.is_member, dtype=bool)
     order = np.argsort(-scores, kind="stable")
@@ -47,11 +59,12 @@ def weighted_metrics(s: Scored, weights: np.ndarray, levels: tuple[float, ...]) 
     fp_before = np.concatenate([np.zeros((w.shape[0], 1)), fp[:, :-1]], axis=1)
     mem_g = np.diff(np.concatenate([np.zeros((w.shape[0], 1)), tp], axis=1), axis=1)
     non_g = fp - fp_before
-    out = {"auc": 1 - ((mem_g * (fp_before + non_g / 2)).sum(axis=1) / (n1 * n0)[:, 0])}
+    auc = 1 - ((mem_g * (fp_before + non_g / 2)).sum(axis=1) / (n1 * n0)[:, 0])
+    tpr = {}
     for level in levels:
         ok = fp <= level * n0 + 1e-9
-        out[str(level)] = np.where(ok, tp, 0.0).max(axis=1) / n1[:, 0]
-    return out
+        tpr[str(level)] = np.where(ok, tp, 0.0).max(axis=1) / n1[:, 0]
+    return Weighted(auc, tpr)
 
 
 @dataclass(frozen=True)
@@ -62,6 +75,14 @@ class Difference:
     ci: tuple[float, float]
 
 
+@dataclass(frozen=True)
+class Differences:
+    """B - A in AUC and in TPR at each FPR level (its str)."""
+
+    auc: Difference
+    tpr_at_fpr: dict[str, Difference]
+
+
 def compare(
     a: Scored,
     b: Scored,
@@ -70,7 +91,7 @@ def compare(
     resamples: int = RESAMPLES,
     seed: int = BOOTSTRAP_SEED,
     confidence: float = CONFIDENCE,
-) -> dict[str, Difference]:
+) -> Differences:
     """B - A in AUC and TPR at each level, each with its bootstrap interval. ``paired``: the two hold the same
     records in the same order (the caller aligns them), resampled together."""
     rng = np.random.default_rng(seed)
@@ -83,8 +104,11 @@ def compare(
     boot_a, boot_b = weighted_metrics(a, wa, levels), weighted_metrics(b, wb, levels)
     tail = 100 * (1 - confidence) / 2
     out = {}
-    for key in point_a:
-        lo, hi = np.percentile(boot_b[key] - boot_a[key], [tail, 100 - tail])
-        pa, pb = float(point_a[key][0]), float(point_b[key][0])
+    for (key, pa_), (_, pb_), (_, ba), (_, bb) in zip(
+        point_a.measures(), point_b.measures(), boot_a.measures(), boot_b.measures(), strict=True
+    ):
+        lo, hi = np.percentile(bb - ba, [tail, 100 - tail])
+        pa, pb = float(pa_[0]), float(pb_[0])
         out[key] = Difference(pa, pb, pb - pa, (float(lo), float(hi)))
-    return out
+    auc = out.pop("auc")
+    return Differences(auc, out)

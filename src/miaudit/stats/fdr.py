@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import results
+
 FDR_DEFAULT = 0.05
 
 
@@ -135,9 +137,12 @@ class RealizedFDP:
     def value(self) -> float:
         return self.false / self.flagged if self.flagged else 0.0
 
-    def to_json(self, level: float) -> dict:
-        return {"value": self.value, "ci": list(self.ci), "flagged": self.flagged, "non_members": self.false,
-                "above_level": self.value > level}  # fmt: skip
+    def to_json(self, level: float) -> results.RealizedFDP:
+        """results.json's realized FDP at FDR ``level``."""
+        return results.RealizedFDP(
+            value=self.value, ci=list(self.ci), flagged=self.flagged, non_members=self.false,
+            above_level=self.value > level,
+        )  # fmt: skip
 
 
 def realized_fdp(flagged: np.ndarray, is_member: np.ndarray) -> RealizedFDP:

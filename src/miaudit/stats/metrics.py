@@ -16,12 +16,16 @@ Scores are ranked with NaN lowest (least significant) and +-inf usable.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeAlias
 
 import numpy as np
 from scipy.special import betaincinv
 
+from ..results import JsonObject, Metrics
 from . import memo
+
+# an FPR level or alpha (its str, "0.01") -> a rate: results.json's by-level figures
+PerLevel: TypeAlias = dict[str, float]
 
 FPR_LEVELS = (0.001, 0.01, 0.05)
 ALPHAS = (0.01, 0.05)
@@ -171,7 +175,7 @@ def unreliable_levels(n_nonmembers: int, levels=FPR_LEVELS) -> list[float]:
     return [a for a in levels if a < 10.0 / max(n_nonmembers, 1)]
 
 
-def fpr_at_alpha(log_pvalues: np.ndarray, is_member: np.ndarray, alphas=ALPHAS) -> dict[str, float]:
+def fpr_at_alpha(log_pvalues: np.ndarray, is_member: np.ndarray, alphas=ALPHAS) -> PerLevel:
     """Empirical FPR of the test 'reject H0 when p < alpha', measured on the non-members (NaN p: not rejected)."""
     non = log_pvalues[~is_member.astype(bool)]
     return {str(a): float((non < np.log(a)).mean()) if non.size else float("nan") for a in alphas}
@@ -190,32 +194,46 @@ class AttackMetrics:
     threshold: dict[str, float | None] = field(default_factory=dict)  # member when score >= threshold
     n_nan_scores: int = 0
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "auc": self.auc,
-            "auc_ci": None if self.auc_ci is None else list(self.auc_ci),
-            "tpr_at_fpr": self.tpr_at_fpr,
-            "tpr_at_fpr_ci": {k: list(v) for k, v in self.tpr_at_fpr_ci.items()},
-            "realized_fpr": self.realized_fpr,
-            "realized_fpr_ci": {k: list(v) for k, v in self.realized_fpr_ci.items()},
-            "threshold": self.threshold,
-            "unreliable_fpr_levels": self.unreliable,
-            "n_nan_scores": self.n_nan_scores,
-        }
-        if self.fpr_at_alpha:
-            out["fpr_at_alpha"] = self.fpr_at_alpha
-        return out
+    def section(self) -> Metrics:
+        """The ROC metrics of results.json's attack row (``results.Metrics``)."""
+        return Metrics(
+            auc=self.auc,
+            auc_ci=None if self.auc_ci is None else list(self.auc_ci),
+            tpr_at_fpr=self.tpr_at_fpr,
+            tpr_at_fpr_ci={k: list(v) for k, v in self.tpr_at_fpr_ci.items()},
+            realized_fpr=self.realized_fpr,
+            realized_fpr_ci={k: list(v) for k, v in self.realized_fpr_ci.items()},
+            threshold=self.threshold,
+            unreliable_fpr_levels=self.unreliable,
+            n_nan_scores=self.n_nan_scores,
+            **({"fpr_at_alpha": self.fpr_at_alpha} if self.fpr_at_alpha else {}),
+        )
+
+    def to_json(self) -> JsonObject:
+        """``section()`` as written to results.json."""
+        return self.section().model_dump(exclude_unset=True)
 
 
-def _at_levels(points: OperatingPoints, levels: tuple[float, ...]) -> dict[str, dict]:
+@dataclass(frozen=True)
+class AtLevels:
+    """Per FPR level (its str): TPR, realized FPR (each with its exact interval) and the threshold."""
+
+    tpr: dict[str, float]
+    tpr_ci: dict[str, tuple[float, float]]
+    fpr: dict[str, float]
+    fpr_ci: dict[str, tuple[float, float]]
+    threshold: dict[str, float | None]  # None: flags no record
+
+
+def _at_levels(points: OperatingPoints, levels: tuple[float, ...]) -> AtLevels:
     """Per FPR level: TPR, realized FPR (each with its exact interval) and the threshold that gives them."""
-    out: dict[str, dict] = {k: {} for k in ("tpr", "tpr_ci", "fpr", "fpr_ci", "threshold")}
+    out = AtLevels({}, {}, {}, {}, {})
     for a in levels:
         i, key = _operating_index(points, a), str(a)
         tp, fp = int(points.tp[i]), int(points.fp[i])
-        out["tpr"][key], out["tpr_ci"][key] = tp / points.n_members, clopper_pearson(tp, points.n_members)
-        out["fpr"][key], out["fpr_ci"][key] = fp / points.n_nonmembers, clopper_pearson(fp, points.n_nonmembers)
-        out["threshold"][key] = None if i == 0 else float(points.thresholds[i])  # None: flags no record
+        out.tpr[key], out.tpr_ci[key] = tp / points.n_members, clopper_pearson(tp, points.n_members)
+        out.fpr[key], out.fpr_ci[key] = fp / points.n_nonmembers, clopper_pearson(fp, points.n_nonmembers)
+        out.threshold[key] = None if i == 0 else float(points.thresholds[i])
     return out
 
 
@@ -237,11 +255,11 @@ def evaluate(
     return AttackMetrics(
         auc=auc,
         auc_ci=auc_ci,
-        tpr_at_fpr=at["tpr"],
-        tpr_at_fpr_ci=at["tpr_ci"],
-        realized_fpr=at["fpr"],
-        realized_fpr_ci=at["fpr_ci"],
-        threshold=at["threshold"],
+        tpr_at_fpr=at.tpr,
+        tpr_at_fpr_ci=at.tpr_ci,
+        realized_fpr=at.fpr,
+        realized_fpr_ci=at.fpr_ci,
+        threshold=at.threshold,
         unreliable=[str(a) for a in unreliable_levels(int((~is_member).sum()), levels)],
         fpr_at_alpha={name: fpr_at_alpha(lp, is_member) for name, lp in (pvalue_sets or {}).items()},
         n_nan_scores=int(np.isnan(scores).sum()),

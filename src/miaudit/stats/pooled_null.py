@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import results
 from . import fdr
 from .pvalues import empirical_log_pvalues
 
@@ -108,13 +109,16 @@ class Validation:
     worst: float  # the highest single pseudo-target's FDP
     true_discoveries: int  # members flagged over all pseudo-targets: the procedure's power there
 
-    def to_json(self, level: float) -> dict:
-        return {
-            "procedure": self.procedure,
-            **self.fdp.to_json(level),
-            "worst_pseudo_target": self.worst,
-            "members_flagged": self.true_discoveries,
-        }
+    def to_json(self, level: float) -> results.PseudoTargetFDP:
+        """results.json's realized FDP on the pseudo-targets at FDR ``level``."""
+        return results.PseudoTargetFDP.model_validate(
+            {
+                "procedure": self.procedure,
+                **self.fdp.to_json(level).model_dump(),
+                "worst_pseudo_target": self.worst,
+                "members_flagged": self.true_discoveries,
+            }
+        )
 
 
 def validate(
@@ -145,7 +149,7 @@ def validate(
     return Validation(procedure, fdr.realized_fdp(f, m), worst, int((f & m).sum()))
 
 
-def calibration_check(calibration_scores: np.ndarray, null: np.ndarray) -> dict:
+def calibration_check(calibration_scores: np.ndarray, null: np.ndarray) -> results.CalibrationCheck:
     """The target's own known non-members (its calibration records, standardized by themselves) against the pool:
     the share at pooled p <= 0.01, with its exact interval; above 1% means the pool is anti-conservative for this
     target in the tail."""
@@ -155,5 +159,7 @@ def calibration_check(calibration_scores: np.ndarray, null: np.ndarray) -> dict:
     p = np.exp(log_pvalues(standardized(s, s), null))
     k = int((p <= 0.01).sum())
     ci = clopper_pearson(k, s.size)
-    return {"records": int(s.size), "share_at_p_0.01": k / s.size if s.size else None, "ci": list(ci),
-            "anti_conservative": bool(ci[0] > 0.01)}  # fmt: skip
+    return results.CalibrationCheck(
+        records=int(s.size), share_at_p_0_01=k / s.size if s.size else None, ci=list(ci),
+        anti_conservative=bool(ci[0] > 0.01),
+    )  # fmt: skip

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 from enum import Enum
+from typing import TypeAlias
 
 import numpy as np
 
@@ -63,7 +64,11 @@ CORRECT = "correct"
 FINITE = "finite"
 
 
-def bundle(logits: np.ndarray, labels: np.ndarray, chunk: int = CHUNK_ROWS) -> dict[str, np.ndarray]:
+# signal name (hinge, rescaled_logit, loss, confidence; CORRECT, FINITE) -> its values: arrays, not a result
+Signals: TypeAlias = dict[str, np.ndarray]
+
+
+def bundle(logits: np.ndarray, labels: np.ndarray, chunk: int = CHUNK_ROWS) -> Signals:
     """Every signal of ``logits`` (..., N, C) with ``labels`` (N,), and ``correct``, each (..., N).
 
     Raises:
