@@ -3,7 +3,9 @@
 The front doors: ``miaudit.audit(model, members=..., nonmembers=..., population=...)``
 audits a model you trained on records you hold; ``miaudit.run(config)`` runs an
 audit from a config (dict, YAML path or RunConfig). Both return an
-``AuditResult``. ``miaudit.compare(a, b)`` sets two audits side by side (run directories or
+``AuditResult``. ``miaudit.plan(config)`` forecasts an audit's power and cost before it runs (a ``Forecast``);
+``miaudit.export(config, out)`` writes a run's model outputs for ``miaudit score``.
+``miaudit.compare(a, b)`` sets two audits side by side (run directories or
 ``AuditResult``s): per attack the TPR and AUC differences with bootstrap intervals.
 ``miaudit.attacks.registry`` lists and runs attacks on plain arrays.
 
@@ -13,19 +15,19 @@ or ``miaudit --help`` does not pay for torch.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ._version import __version__
 
 if TYPE_CHECKING:
-    from .api import AuditResult, Endpoint, audit, run, score
+    from .api import AuditResult, Endpoint, Forecast, audit, export, plan, run, score
     from .report.compare import compare
 
-__all__ = ["audit", "run", "score", "compare", "AuditResult", "Endpoint", "__version__"]
+__all__ = ["audit", "run", "score", "plan", "export", "compare", "AuditResult", "Forecast", "Endpoint", "__version__"]
 
 
-def __getattr__(name: str) -> Any:
-    if name in ("audit", "run", "score", "AuditResult", "Endpoint"):
+def __getattr__(name: str) -> object:
+    if name in ("audit", "run", "score", "plan", "export", "AuditResult", "Forecast", "Endpoint"):
         from . import api
 
         return getattr(api, name)
