@@ -47,3 +47,20 @@ def test_export_refuses_an_unknown_layout_and_an_existing_file_before_any_work(t
     (tmp_path / "x.npz").write_bytes(b"")
     with pytest.raises(miaudit.errors.OutputDirError):
         miaudit.export({"dataset": "no-such-data"}, tmp_path / "x.npz")
+
+
+@pytest.mark.parametrize(
+    "first", ["import miaudit", "from miaudit.plan import Plan", "from miaudit import api", "from miaudit import plan"]
+)
+def test_miaudit_plan_is_the_plan_module_and_the_api_function_whatever_came_first(first: str) -> None:
+    """``miaudit.plan`` is both the submodule of the Plan (``plan.build``) and, called, ``api.plan``, in a fresh
+    interpreter whatever was imported first."""
+    import subprocess
+    import sys
+
+    code = (
+        f"{first}\nimport miaudit\nfrom miaudit import plan\nfrom miaudit.api import plan as api_plan\n"
+        "assert plan is miaudit.plan and callable(plan) and callable(plan.build) and plan.Plan.__name__ == 'Plan'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr

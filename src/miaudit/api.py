@@ -26,14 +26,14 @@ import numpy as np
 from pydantic import ValidationError
 
 from . import pipeline, report
-from . import plan as planning
 from .config.run import DEFAULT_RUN, RunConfig, TargetConfig, TrainConfig, from_dict, load
 from .data.base import validate_arrays
 from .errors import ConfigError, DataError, ModelError
 from .experiment.given import audit_records, checked_sets, given_sets, read_records
 from .experiment.recipes import ModelRecipe
 from .experiment.run import RunResult
-from .plan import Plan
+from .plan import Plan, audit_roles, fewest_references
+from .plan import build as build_plan
 from .report import outdir
 from .results import AuditReport
 
@@ -180,7 +180,7 @@ def plan(config: RunConfig | dict | str | Path | None = None, halfwidth: float =
     from . import forecast
 
     cfg = _run_config(config)
-    the_plan = planning.build(cfg)
+    the_plan = build_plan(cfg)
     return Forecast(cfg, the_plan, forecast.forecast(cfg, the_plan, halfwidth=halfwidth))
 
 
@@ -263,7 +263,7 @@ def _config(
         )
     if isinstance(train_settings, TrainConfig):
         train_settings = train_settings.model_dump()
-    refs = planning.fewest_references(attacks, has_population) if references is None else references
+    refs = fewest_references(attacks, has_population) if references is None else references
     return from_dict({**keys, "attacks": attacks, "references": refs, "train": train_settings or {}})
 
 
@@ -374,7 +374,7 @@ def audit(
         {"population": population, "validation": validation},
         lm.read if lm else read_records,
     )
-    planned = planning.build(cfg, planning.audit_roles(given, cfg))
+    planned = build_plan(cfg, audit_roles(given, cfg))
     by = f"your train_fn {getattr(train_fn, '__qualname__', repr(train_fn))}" if train_fn else ""
     model = lm.model if lm else cast("nn.Module", target)
     recipe = lm.recipe(cfg, model_factory, train_fn) if lm else _recipe(cfg, model, model_factory, train_fn)
@@ -393,7 +393,7 @@ def _audit_endpoint(cfg: RunConfig, spec: Endpoint, given: dict[str, tuple[np.nd
     for name, ds in sets.items():
         if ds.input_shape != sets[first].input_shape:
             raise DataError(f"{name}: records have shape {ds.input_shape}, {first} records {sets[first].input_shape}")
-    planned = planning.build(cfg, planning.audit_roles(given, cfg))
+    planned = build_plan(cfg, audit_roles(given, cfg))
     records, _, _ = audit_records(cfg, sets)
     recipe = reference_recipe(cfg, records.dataset, planned.head_dropout)
     exp = audit_endpoint(cfg, planned, records, spec, recipe, cfg.target_architecture)

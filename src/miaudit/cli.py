@@ -281,9 +281,9 @@ def show_config(
         return
     try:
         cfg = _config(config, overrides)
-        from . import plan
+        from .plan import build
 
-        plan.build(cfg)  # attack parameters and requirements, checked as `run` would
+        build(cfg)  # attack parameters and requirements, checked as `run` would
     except MiauditError as e:
         _fail(e)
     import yaml
