@@ -3,7 +3,9 @@
 The front doors: ``miaudit.audit(model, members=..., nonmembers=..., population=...)``
 audits a model you trained on records you hold; ``miaudit.run(config)`` runs an
 audit from a config (dict, YAML path or RunConfig). Both return an
-``AuditResult``. ``miaudit.compare(a, b)`` sets two audits side by side (run directories or
+``AuditResult``. ``miaudit.plan(config)`` forecasts an audit's power and cost before it runs (a ``Forecast``);
+``miaudit.export(config, out)`` writes a run's model outputs for ``miaudit score``.
+``miaudit.compare(a, b)`` sets two audits side by side (run directories or
 ``AuditResult``s): per attack the TPR and AUC differences with bootstrap intervals.
 ``miaudit.attacks.registry`` lists and runs attacks on plain arrays.
 
@@ -13,24 +15,58 @@ or ``miaudit --help`` does not pay for torch.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import sys
+import types
+from typing import TYPE_CHECKING
 
 from ._version import __version__
 
 if TYPE_CHECKING:
-    from .api import AuditResult, Endpoint, audit, run, score
+    from pathlib import Path
+
+    from .api import AuditResult, Endpoint, Forecast, audit, export, run, score
+    from .config.run import RunConfig
     from .report.compare import compare
 
-__all__ = ["audit", "run", "score", "compare", "AuditResult", "Endpoint", "__version__"]
+__all__ = ["audit", "run", "score", "plan", "export", "compare", "AuditResult", "Forecast", "Endpoint", "__version__"]
 
 
-def __getattr__(name: str) -> Any:
-    if name in ("audit", "run", "score", "AuditResult", "Endpoint"):
+def __getattr__(name: str) -> object:
+    if name in ("audit", "run", "score", "export", "AuditResult", "Forecast", "Endpoint"):
         from . import api
 
         return getattr(api, name)
+    if name == "plan":  # the submodule, made callable as it is imported (``_Package``)
+        import importlib
+
+        return importlib.import_module(".plan", __name__)
     if name == "compare":
         from .report.compare import compare
 
         return compare
     raise AttributeError(f"module 'miaudit' has no attribute {name!r}")
+
+
+class _CallablePlan(types.ModuleType):
+    """The submodule ``miaudit.plan`` (the ``Plan``: attacks, references, models), which, called, is the API's
+    ``plan`` (``api.plan``, what ``miaudit plan`` runs): ``miaudit.plan(config)`` and ``from miaudit import plan;
+    plan.build(cfg)`` both hold, whichever was imported first. (A type checker sees the module: typed code calls
+    ``miaudit.api.plan``.)"""
+
+    def __call__(self, config: RunConfig | dict | str | Path | None = None, halfwidth: float = 0.01) -> Forecast:
+        from .api import plan
+
+        return plan(config, halfwidth)
+
+
+class _Package(types.ModuleType):
+    """The package's module type: the import system sets each submodule as an attribute of its package; the
+    submodule ``plan`` is made callable then (``_CallablePlan``)."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name == "plan" and isinstance(value, types.ModuleType):
+            value.__class__ = _CallablePlan
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -25,14 +25,15 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 from pydantic import ValidationError
 
-from . import pipeline, plan, report
+from . import pipeline, report
 from .config.run import DEFAULT_RUN, RunConfig, TargetConfig, TrainConfig, from_dict, load
 from .data.base import validate_arrays
 from .errors import ConfigError, DataError, ModelError
 from .experiment.given import audit_records, checked_sets, given_sets, read_records
 from .experiment.recipes import ModelRecipe
 from .experiment.run import RunResult
-from .plan import Plan
+from .plan import Plan, audit_roles, fewest_references
+from .plan import build as build_plan
 from .report import outdir
 from .results import AuditReport
 
@@ -138,13 +139,75 @@ def run(config: RunConfig | dict | str | Path | None = None) -> AuditResult:
         ConfigError: a bad key or value, in one line naming it.
         DataError, ModelError, AttackRequirementError: the data, a model or an attack's requirements.
     """
+    return AuditResult(pipeline.run_config(_run_config(config)))
+
+
+def _run_config(config: RunConfig | dict | str | Path | None) -> RunConfig:
+    """A ``RunConfig`` from what ``run``, ``plan`` and ``export`` take (None: the built-in default audit)."""
     if config is None:
-        cfg = from_dict(DEFAULT_RUN)
-    elif isinstance(config, RunConfig):
-        cfg = config
-    else:
-        cfg = from_dict(config) if isinstance(config, dict) else load(config)
-    return AuditResult(pipeline.run_config(cfg))
+        return from_dict(DEFAULT_RUN)
+    if isinstance(config, RunConfig):
+        return config
+    return from_dict(config) if isinstance(config, dict) else load(config)
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """``miaudit plan``'s answer, before the run: the ``Plan`` (attacks, references, models) and the forecast's
+    figures (``forecast.forecast``: split sizes, interval widths and detectable TPR per FPR level, members
+    needed, and the training time of every model to train); ``lines()`` is what the command prints."""
+
+    config: RunConfig
+    plan: Plan
+    figures: dict[str, object]
+
+    def lines(self) -> list[str]:
+        from . import forecast
+
+        return forecast.lines(self.figures)
+
+
+def plan(config: RunConfig | dict | str | Path | None = None, halfwidth: float = 0.01) -> Forecast:
+    """The audit's power and cost before it runs (``miaudit plan``): nothing is trained, cached or written.
+
+    Args:
+        config: as ``run`` takes it.
+        halfwidth: the wanted half-width of the TPR interval, for the members it needs.
+
+    Raises:
+        ConfigError, DataError: as ``run``.
+    """
+    from . import forecast
+
+    cfg = _run_config(config)
+    the_plan = build_plan(cfg)
+    return Forecast(cfg, the_plan, forecast.forecast(cfg, the_plan, halfwidth=halfwidth))
+
+
+def export(
+    config: RunConfig | dict | str | Path | None, out: str | Path, layout: str = "npz", force: bool = False
+) -> Path:
+    """Write a run's model outputs (the target's and the references', from the cache or trained) for
+    ``miaudit score`` (``miaudit export``); return where.
+
+    Args:
+        config: as ``run`` takes it.
+        out: a .npz file (``layout="npz"``, the suffix added if missing) or a folder (``"lira"``: the LiRA code's).
+        layout: ``"npz"`` (miaudit's) or ``"lira"``.
+        force: replace an existing ``out``.
+
+    Raises:
+        ConfigError: a bad key or layout; OutputDirError: ``out`` exists and ``force`` is False.
+    """
+    import typing
+
+    from .config.scores import Layout
+    from .experiment import export as exporting
+
+    if layout not in typing.get_args(Layout):
+        raise ConfigError(f"layout: {layout!r} is not {' or '.join(typing.get_args(Layout))}")
+    exporting.destination(Path(out), layout, force)  # before any work
+    return exporting.export(pipeline.prepare(_run_config(config)), Path(out), layout, force=force)
 
 
 def reinitialised_copy(model: nn.Module) -> nn.Module:
@@ -200,7 +263,7 @@ def _config(
         )
     if isinstance(train_settings, TrainConfig):
         train_settings = train_settings.model_dump()
-    refs = plan.fewest_references(attacks, has_population) if references is None else references
+    refs = fewest_references(attacks, has_population) if references is None else references
     return from_dict({**keys, "attacks": attacks, "references": refs, "train": train_settings or {}})
 
 
@@ -311,7 +374,7 @@ def audit(
         {"population": population, "validation": validation},
         lm.read if lm else read_records,
     )
-    planned = plan.build(cfg, plan.audit_roles(given, cfg))
+    planned = build_plan(cfg, audit_roles(given, cfg))
     by = f"your train_fn {getattr(train_fn, '__qualname__', repr(train_fn))}" if train_fn else ""
     model = lm.model if lm else cast("nn.Module", target)
     recipe = lm.recipe(cfg, model_factory, train_fn) if lm else _recipe(cfg, model, model_factory, train_fn)
@@ -330,7 +393,7 @@ def _audit_endpoint(cfg: RunConfig, spec: Endpoint, given: dict[str, tuple[np.nd
     for name, ds in sets.items():
         if ds.input_shape != sets[first].input_shape:
             raise DataError(f"{name}: records have shape {ds.input_shape}, {first} records {sets[first].input_shape}")
-    planned = plan.build(cfg, plan.audit_roles(given, cfg))
+    planned = build_plan(cfg, audit_roles(given, cfg))
     records, _, _ = audit_records(cfg, sets)
     recipe = reference_recipe(cfg, records.dataset, planned.head_dropout)
     exp = audit_endpoint(cfg, planned, records, spec, recipe, cfg.target_architecture)

@@ -177,7 +177,7 @@ def export_outputs(
     verbose: bool = VERBOSE_OPTION,
 ) -> None:
     """Write a run's model outputs (target and references, from the cache or trained) for `miaudit score`."""
-    from . import pipeline, progress
+    from . import api, progress
     from .config.scores import Layout
     from .experiment import export
 
@@ -186,9 +186,9 @@ def export_outputs(
     _logging(quiet, verbose)
     cfg, progress.SESSION["trained"] = None, 0
     try:
-        export.destination(out, layout, force)  # before any work
+        export.destination(out, layout, force)  # before any work (and before the config: its errors come second)
         cfg = _config(config, overrides)
-        where = export.export(pipeline.prepare(cfg), out, layout, force=force)
+        where = api.export(cfg, out, layout, force=force)
     except MiauditError as e:
         _fail(e)
     except KeyboardInterrupt:
@@ -236,18 +236,18 @@ def plan_audit(
     verbose: bool = VERBOSE_OPTION,
 ) -> None:
     """Power before the run: interval widths, the smallest detectable TPR, records needed, estimated time."""
-    from . import forecast, plan
+    from . import api
 
     _logging(quiet, verbose)
     cfg: RunConfig | None = None
     try:
         cfg = _config(config, overrides)
-        result = forecast.forecast(cfg, plan.build(cfg), halfwidth=halfwidth)
+        result = api.plan(cfg, halfwidth=halfwidth)
     except MiauditError as e:
         _fail(e)
     except KeyboardInterrupt:
         _interrupted(cfg, None, trains=False)
-    Console().print("\n".join(forecast.lines(result)), highlight=False, markup=False, soft_wrap=True)
+    Console().print("\n".join(result.lines()), highlight=False, markup=False, soft_wrap=True)
 
 
 @app.command()
@@ -281,9 +281,9 @@ def show_config(
         return
     try:
         cfg = _config(config, overrides)
-        from . import plan
+        from .plan import build
 
-        plan.build(cfg)  # attack parameters and requirements, checked as `run` would
+        build(cfg)  # attack parameters and requirements, checked as `run` would
     except MiauditError as e:
         _fail(e)
     import yaml

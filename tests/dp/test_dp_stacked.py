@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import math
+import typing
 from typing import Any
 
 import numpy as np
@@ -13,10 +14,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from miaudit.config import run as config
 from miaudit.dp import bounds, worst_case
 from miaudit.dp.multi_run import coins, ideal_shift, multi_run_bound, plan, pooled_canaries
 from miaudit.models import build_model
 from miaudit.training import dp_stacked as stacked
+from miaudit.training.dp_faults import Faults
+from miaudit.training.options import TrainConfig
 
 CONFIDENCE, DELTA = 0.95, 1e-5
 
@@ -26,9 +30,14 @@ def small() -> torch.nn.Module:
 
 
 def spec(**kw: Any) -> stacked.StackSpec:
-    base = dict(epochs=1, batch_size=4, lr=0.1, momentum=0.9, weight_decay=5e-4, cosine=True,
-                noise_multiplier=1.0, max_grad_norm=0.5)  # fmt: skip
-    return stacked.StackSpec(**{**base, **kw})  # type: ignore[arg-type]
+    """The stack's DP-SGD: training keys (``cosine``: the schedule, else constant), the noise and clip, and planted
+    fault keys (``dp_faults.Faults``'). Built unvalidated: ``epochs=0`` is the public pass alone."""
+    train = dict(epochs=1, batch_size=4, lr=0.1, momentum=0.9, weight_decay=5e-4)
+    train |= {k: kw.pop(k) for k in list(kw) if k in train}
+    train["schedule"] = "cosine" if kw.pop("cosine", True) else "constant"
+    faults = {k: kw.pop(k) for k in list(kw) if k in Faults.__dataclass_fields__}
+    base = dict(noise_multiplier=1.0, max_grad_norm=0.5)
+    return stacked.StackSpec(train=TrainConfig.model_construct(**train), faults=Faults(**faults), **{**base, **kw})
 
 
 def two_models() -> tuple[torch.nn.Module, dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
@@ -205,7 +214,7 @@ def test_the_many_run_audit_plants_the_sampling_fault_in_its_accountant() -> Non
     told = privacy_record(f, 500, rate.train.dp)
     assert told["sample_rate"] == pytest.approx(0.025) and "accountant told" in told["planted_fault"]["description"]
     public = cfg({"public_pass": True})
-    assert public.train.dp is not None and stacked_spec(public, public.train.dp, 500).public_pass
+    assert public.train.dp is not None and stacked_spec(public, public.train.dp, 500).faults.public_pass
 
 
 def test_a_models_weights_do_not_depend_on_the_chunking() -> None:
@@ -342,3 +351,45 @@ def test_pooled_canaries_by_hand() -> None:
     assert out.max_attainable == pytest.approx(bounds.one_run_epsilon_lb(20, 4, 4, CONFIDENCE))
     flips = coins(0, 2000)
     assert 900 < flips.sum() < 1100 and not np.array_equal(flips, coins(1, 2000))
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adamw"])
+@pytest.mark.parametrize("schedule", typing.get_args(TrainConfig.model_fields["schedule"].annotation))
+def test_every_schedule_and_optimizer_runs_as_train_dp_runs_it(
+    schedule: str, optimizer: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The many-run audit's stacked DP-SGD and the one-run audit's (Opacus' ``train_dp``) take the same steps for
+    every schedule and optimizer (one step an epoch of every record, sample rate 1; noise 1e-9 x C, far below the
+    tolerance): ``triangle`` is no constant rate in either, AdamW is refused by neither."""
+    pytest.importorskip("opacus", reason="the reference is Opacus' train_dp: pip install -e '.[dp]'")
+    from miaudit.dp.multi_run import stacked_spec
+    from miaudit.training import dp_sgd
+    from miaudit.training.options import DPConfig
+
+    x, y = np.random.default_rng(0).random((12, 1, 8, 8), dtype=np.float32), np.arange(12) % 10
+    train = TrainConfig(epochs=5, batch_size=12, lr=0.05, optimizer=optimizer, schedule=schedule)  # type: ignore[arg-type]
+    dp = DPConfig(noise_multiplier=1e-9, max_grad_norm=0.5)
+    monkeypatch.setattr(dp_sgd, "accounted", lambda *a: {"rdp": math.inf})  # PRV's grid fails at sigma 1e-9
+    torch.manual_seed(4)
+    model = small()
+    start = {k: v.detach().clone() for k, v in model.named_parameters()}
+    dp_sgd.train_dp(model, x, y, train, dp, seed=3)
+    cfg = config.from_dict({"train": {**train.model_dump(exclude_none=True), "dp": dp.model_dump(exclude_none=True)}})
+    assert cfg.train.dp is not None
+    s = stacked_spec(cfg, cfg.train.dp, 12)  # the many-run audit's spec: its schedule and optimizer are the config's
+    assert s.lr_rates() == pytest.approx([0.05 * f for f in schedule_factors(schedule, 5)])
+    (final,) = stacked.StackedDPSGD(small, s).train(x, y, [np.arange(12)], [3], 12, start=start)
+    moved = max(float((final[k] - start[k]).abs().max()) for k in start)
+    assert moved > 1e-3
+    for k, v in model.named_parameters():
+        torch.testing.assert_close(final[k], v.detach(), rtol=1e-4, atol=1e-6)
+
+
+def schedule_factors(schedule: str, epochs: int) -> list[float]:
+    """Each epoch's learning-rate factor, by hand: cosine annealing to 0, constant 1, airbench's triangle."""
+    if schedule == "cosine":
+        return [(1 + math.cos(math.pi * e / epochs)) / 2 for e in range(epochs)]
+    if schedule == "triangle":  # 0.2 up to 1 at 23% of the epochs, then down to 0.07 at the end
+        return [0.2 + 0.8 * (e / epochs) / 0.23 if e / epochs <= 0.23 else 1 - 0.93 * (e / epochs - 0.23) / 0.77
+                for e in range(epochs)]  # fmt: skip
+    return [1.0] * epochs

@@ -5,10 +5,9 @@ the models are imported only to check a device other than cpu or an architecture
 from __future__ import annotations
 
 import re
-from typing import Any
 
 
-def off_when_none(v: Any) -> Any:
+def off_when_none(v: object) -> object:
     return None if v is None or (isinstance(v, str) and v.lower() == "none") else v
 
 
@@ -48,7 +47,7 @@ def lm_base(v: str | None) -> str | None:
     return None if v is None else base_spec(v)
 
 
-def target_shorthand(v: Any) -> Any:
+def target_shorthand(v: object) -> object:
     """``target: hf:PATH`` is shorthand for ``target: {architecture: hf:PATH}`` (a causal LM directory)."""
     return {"architecture": v} if isinstance(v, str) else v
 
@@ -60,13 +59,16 @@ def holds_weights(architecture: str) -> bool:
     return architecture.startswith("hf:") and is_causal_lm(architecture)
 
 
-def model_from_base(raw: Any) -> Any:
+def model_from_base(raw: object) -> object:
     """A run config with ``train.base`` and no ``model``: the target is the base fine-tuned (a base that is no
     causal LM directory is left to ``train.base``'s own check)."""
     from ..lm.names import is_causal_lm
 
-    base = raw.get("train", {}).get("base") if isinstance(raw, dict) and isinstance(raw.get("train"), dict) else None
-    if not isinstance(base, str) or "model" in raw:
+    if not isinstance(raw, dict) or "model" in raw:
+        return raw
+    train = raw.get("train")
+    base = train.get("base") if isinstance(train, dict) else None
+    if not isinstance(base, str):
         return raw
     spec = base.strip() if base.strip().startswith("hf:") else f"hf:{base.strip()}"
     return {**raw, "model": spec} if is_causal_lm(spec) else raw
@@ -91,7 +93,7 @@ def base_fits(base: str | None, model: str, own_target: str | None, reference_mo
         raise ValueError("reference_model: the references are fine-tuned from train.base; give one of the two")
 
 
-def attack_entries(raw: Any) -> Any:
+def attack_entries(raw: object) -> object:
     """Attack rows as mappings with a name (a bare name is shorthand for ``{name: ...}``). Their
     parameters are validated by the Plan (``miaudit.plan``), which knows every attack."""
     if isinstance(raw, str) and raw.strip().lower() == "auto":

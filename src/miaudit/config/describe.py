@@ -46,7 +46,7 @@ def keys(schema: dict | None = None) -> Iterator[Key]:
     schema = schema or RunConfig.model_json_schema()
     defs = schema.get("$defs", {})
 
-    def walk(obj: dict, defaults: Any, prefix: str, depth: int) -> Iterator[Key]:
+    def walk(obj: dict, defaults: object, prefix: str, depth: int) -> Iterator[Key]:
         for name, prop in obj["properties"].items():
             if isinstance(defaults, dict) and name in defaults:
                 default = defaults[name]
@@ -88,7 +88,7 @@ def description(prop: dict, defs: dict) -> str:
     return " ".join(text.split()).split(". ")[0].rstrip(".")
 
 
-def yaml_value(value: Any) -> str:
+def yaml_value(value: object) -> str:
     return (
         ""
         if value is REQUIRED

@@ -81,7 +81,7 @@ def with_overrides(raw: dict[str, Any], overrides: list[str] | tuple[str, ...]) 
     return raw
 
 
-def _slot(node: Any, part: str, key: str) -> tuple[Any, Any]:
+def _slot(node: object, part: str, key: str) -> tuple[Any, Any]:
     """Where ``part`` of a ``--set`` key lives in ``node``: (the container, the index or key)."""
     if isinstance(node, list):
         if part.isdigit() and int(part) < len(node):
@@ -107,7 +107,7 @@ def one_line(e: ValidationError, model: type[BaseModel] = BaseModel, also: tuple
     return f"{loc}: {msg}{more}" if loc else f"{msg}{more}"
 
 
-def _fields_at(model: Any, loc: tuple) -> list[str]:
+def _fields_at(model: type[BaseModel] | None, loc: tuple) -> list[str]:
     """The keys the (nested) model at ``loc`` accepts."""
     for part in loc:
         field = model.model_fields.get(part) if isinstance(model, type) and issubclass(model, BaseModel) else None
@@ -121,7 +121,7 @@ def _fields_at(model: Any, loc: tuple) -> list[str]:
 M = TypeVar("M", bound=BaseModel)
 
 
-def validated(model: type[M], raw: Any, source: str) -> M:
+def validated(model: type[M], raw: object, source: str) -> M:
     """``raw`` (a file's keys) validated as ``model``: one-line ``ConfigError`` for a non-mapping or a bad key."""
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: expected a mapping of keys, got {type(raw).__name__}")

@@ -42,7 +42,7 @@ def anchored(raw: dict[str, Any], folder: Path, model: type[BaseModel]) -> dict[
     return out
 
 
-def _types(annotation: Any) -> tuple[Any, ...]:
+def _types(annotation: object) -> tuple[Any, ...]:
     """The types an annotation admits: ``X | None`` gives (X, NoneType)."""
     if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
         return typing.get_args(annotation)

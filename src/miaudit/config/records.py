@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from pydantic import Field, model_validator
 
@@ -73,7 +72,7 @@ class QueriesConfig(Strict):
     augment: QueryAugment = "none"
 
 
-def queries_shorthand(v: Any) -> Any:
+def queries_shorthand(v: object) -> object:
     """``queries: FILE`` is shorthand for ``{indices: FILE}``; none, every default."""
     return {} if v is None else {"indices": v} if isinstance(v, (str, Path)) else v
 

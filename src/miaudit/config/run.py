@@ -115,12 +115,12 @@ class RunConfig(Strict):
 
     @field_validator("executor", mode="before")
     @classmethod
-    def _executor_shorthand(cls, v: Any) -> Any:
+    def _executor_shorthand(cls, v: object) -> object:
         return {"kind": v} if isinstance(v, str) else v
 
     @field_validator("dataset", "reference_data", "nonmember_data", mode="before")
     @classmethod
-    def _dataset_shorthand(cls, v: Any) -> Any:
+    def _dataset_shorthand(cls, v: object) -> object:
         """A bare string is a built-in name, or a file path when it names a .npz/.csv file."""
         if isinstance(v, str):
             return {"path": v} if v.lower().endswith((".npz", ".csv")) else {"name": v}
@@ -220,7 +220,7 @@ class RunConfig(Strict):
         return self.reference_model or self.target_architecture
 
 
-def from_dict(raw: Any, source: str = "config") -> RunConfig:
+def from_dict(raw: object, source: str = "config") -> RunConfig:
     """A ``RunConfig`` from a mapping (a YAML file's keys, or a dict in Python).
 
     Args:

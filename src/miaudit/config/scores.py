@@ -13,7 +13,7 @@ the Plan, the Experiment and the report read of a config, so the same code serve
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -95,7 +95,7 @@ class ScoreConfig(Strict):
 
     @field_validator("outputs", mode="before")
     @classmethod
-    def _path_shorthand(cls, v: Any) -> Any:
+    def _path_shorthand(cls, v: object) -> object:
         return {"path": v} if isinstance(v, (str, Path)) else v
 
     @model_validator(mode="after")
@@ -112,7 +112,7 @@ class ScoreConfig(Strict):
         return self.name or Path(self.outputs.path).stem
 
 
-def from_dict(raw: Any, source: str = "config") -> ScoreConfig:
+def from_dict(raw: object, source: str = "config") -> ScoreConfig:
     """A ``ScoreConfig`` from a mapping (a YAML file's keys).
 
     Args:

@@ -41,7 +41,7 @@ AttacksOrAuto = Annotated[list[dict[str, Any]] | Literal["auto"], BeforeValidato
 """``auto``, or attack rows: a name, or ``{name: ..., parameters}``; each row validated by ``plan.build``."""
 
 
-def _named_rows(raw: Any) -> Any:
+def _named_rows(raw: object) -> object:
     if isinstance(raw, str) and raw.strip().lower() == "auto":
         raise ValueError(
             "auto is for audits miaudit trains; name the attacks for precomputed outputs (attacks: lira, rmia ...)"
@@ -61,7 +61,7 @@ AttackRows = Annotated[list[dict[str, Any]], BeforeValidator(_named_rows)]
 RENAMED = {"mirror": "flip", "mirror-shift": "flip-crop"}
 
 
-def _renamed_augment(v: Any) -> Any:
+def _renamed_augment(v: object) -> object:
     if isinstance(v, str) and v in RENAMED:
         logging.getLogger("miaudit").warning(
             "queries.augment: %r is deprecated, read as %r (one vocabulary: none, flip, flip-crop)", v, RENAMED[v]

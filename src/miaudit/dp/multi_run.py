@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -120,8 +119,8 @@ def pooled_canaries(
 
 def step_weights(spec: dp_stacked.StackSpec, n: int) -> np.ndarray:
     """c_t: how much step t's update moves the final parameters (SGD with momentum: sum over s >= t of
-    lr_s momentum^(s - t); weight decay neglected)."""
-    lrs = np.repeat([spec.lr_at(e) for e in range(spec.epochs)], spec.steps_per_epoch(n))
+    lr_s momentum^(s - t); weight decay neglected; AdamW's normalised steps are not modelled: planned as SGD's)."""
+    lrs = np.repeat(spec.lr_rates(), spec.steps_per_epoch(n))
     out, carry = np.empty(len(lrs)), 0.0
     for t in range(len(lrs) - 1, -1, -1):  # c_t = lr_t + momentum c_{t+1}
         carry = lrs[t] + spec.momentum * carry
@@ -340,33 +339,9 @@ def run(cfg: RunConfig, runs: int) -> MultiRunAudit:
 
 
 def stacked_spec(cfg: RunConfig, dp: DPConfig, n: int) -> dp_stacked.StackSpec:
-    """The DP-SGD algorithm of ``train_dp`` for a data set of n records: the hyperparameters and the noise
-    multiplier Opacus' accountant calibrates to the declared epsilon."""
-    train = cfg.train
-    if train.optimizer != "sgd":
-        raise ConfigError("train.optimizer: the multi-run audit's stacked DP-SGD trains with sgd")
-    fault = dp.planted_fault
-    factor = fault.sampling.accounted_rate_factor if fault is not None and fault.sampling is not None else 1.0
-    q = 1.0 / math.ceil(n / train.batch_size)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        steps = train.epochs * math.ceil(n / train.batch_size) if factor != 1 else None  # the steps taken
-        sigma = dp_sgd.noise_multiplier(dp, q / factor, train.epochs, steps)  # at the rate the accountant is told
-    return dp_stacked.StackSpec(
-        epochs=train.epochs,
-        batch_size=train.batch_size,
-        lr=train.lr,
-        momentum=train.momentum,
-        weight_decay=train.weight_decay,
-        cosine=train.schedule == "cosine",
-        noise_multiplier=sigma,
-        max_grad_norm=dp.max_grad_norm,
-        noise_scale=(fault.noise_scale or 1.0) if fault is not None else 1.0,
-        clip=fault.clip if fault is not None else None,
-        noise_per_epoch=fault is not None and fault.noise == "per_epoch",
-        accounted_rate_factor=factor,
-        public_pass=fault is not None and bool(fault.public_pass),
-    )
+    """The DP-SGD algorithm of ``train_dp`` for a data set of n records: the hyperparameters, the planted faults
+    and the noise multiplier Opacus' accountant calibrates to the declared epsilon."""
+    return dp_stacked.StackSpec.of(cfg.train, dp, n)
 
 
 def privacy_record(spec: dp_stacked.StackSpec, n: int, dp: DPConfig) -> DPSGDRecord:

@@ -35,11 +35,11 @@ class MalformedAnswer(ValueError):
 
 
 class WireFormat(Protocol):
-    def body(self, x: np.ndarray) -> Any:
+    def body(self, x: np.ndarray) -> dict[str, object]:
         """The JSON request for the records ``x`` (n, ...)."""
         ...
 
-    def parse(self, payload: Any, n: int) -> list[np.ndarray]:
+    def parse(self, payload: object, n: int) -> list[np.ndarray]:
         """The answer's arrays, each with n rows first (raise ``MalformedAnswer`` otherwise)."""
         ...
 
@@ -47,13 +47,13 @@ class WireFormat(Protocol):
 class V2:
     """Open Inference Protocol v2 (REST): https://kserve.github.io/website/latest/modelserving/data_plane/v2_protocol/"""
 
-    def body(self, x: np.ndarray) -> Any:
+    def body(self, x: np.ndarray) -> dict[str, object]:
         flat = np.ascontiguousarray(x, dtype=np.float32)
         return {
             "inputs": [{"name": "input", "shape": list(flat.shape), "datatype": "FP32", "data": flat.ravel().tolist()}]
         }
 
-    def parse(self, payload: Any, n: int) -> list[np.ndarray]:
+    def parse(self, payload: object, n: int) -> list[np.ndarray]:
         if not isinstance(payload, dict) or not isinstance(payload.get("outputs"), list) or not payload["outputs"]:
             raise MalformedAnswer("a v2 answer is an object with a non-empty list 'outputs'")
         arrays = []
@@ -71,10 +71,10 @@ class V2:
 class MLflow:
     """``mlflow models serve``: POST /invocations with ``{"inputs": [[...], ...]}``."""
 
-    def body(self, x: np.ndarray) -> Any:
+    def body(self, x: np.ndarray) -> dict[str, object]:
         return {"inputs": np.asarray(x, dtype=np.float32).reshape(len(x), -1).tolist()}
 
-    def parse(self, payload: Any, n: int) -> list[np.ndarray]:
+    def parse(self, payload: object, n: int) -> list[np.ndarray]:
         predictions = payload.get("predictions") if isinstance(payload, dict) else payload
         if predictions is None:
             raise MalformedAnswer("an mlflow answer is an object with 'predictions'")

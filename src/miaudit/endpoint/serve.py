@@ -13,15 +13,18 @@ import json
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import torch.nn as nn
 
 Model = Callable[[np.ndarray], np.ndarray]  # (n, ...) float32 records -> (n, C) logits
 Reply = tuple[int, bytes, dict[str, str]] | None  # status, body, extra headers; None: close unanswered
 
 
-def module_fn(module: Any) -> Model:
+def module_fn(module: nn.Module) -> Model:
     """A torch module as a ``Model`` (eval mode, no gradients)."""
     import torch
 

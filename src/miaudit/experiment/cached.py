@@ -19,14 +19,17 @@ import io
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
 from .. import storage
 from ..attacks import AttackInputs, AttackResult, RecordSet, registry
+from ..attacks.base import AttackParams
 from ..stats import memo
 from ..stats.logitstack import LogitStack
+
+J = TypeVar("J")  # a JSON-able value
 
 UNCACHED_NEEDS = {"models", "x", "labels"}  # what an attack may read that the key does not cover
 
@@ -44,7 +47,7 @@ def _record_parts(records: RecordSet | None) -> list[memo.Part]:
     return [*arrays, *_stack_parts(records.ref_logits)]
 
 
-def key_parts(info: registry.AttackInfo, params: Any, inputs: AttackInputs) -> list[memo.Part] | None:
+def key_parts(info: registry.AttackInfo, params: AttackParams, inputs: AttackInputs) -> list[memo.Part] | None:
     """What determines the attack's result on ``inputs`` (restricted to its references already); None when
     the attack reads something the key cannot cover."""
     if info.needs & UNCACHED_NEEDS:
@@ -64,7 +67,7 @@ def _source_digest(fn: Callable) -> str | None:
     return storage.hash_file(path)
 
 
-def execute(info: registry.AttackInfo, params: Any, references: int, inputs: AttackInputs) -> AttackResult:
+def execute(info: registry.AttackInfo, params: AttackParams, references: int, inputs: AttackInputs) -> AttackResult:
     """``registry.execute``, its result read from the store when the same attack ran on the same content."""
     parts = key_parts(info, params, inputs.first(references))
     if parts is None:
@@ -73,8 +76,9 @@ def execute(info: registry.AttackInfo, params: Any, references: int, inputs: Att
     return _from_bytes(blob)
 
 
-def memoized_json(kind: str, parts: list[memo.Part] | None, compute: Callable[[], Any]) -> Any:
-    """``compute()`` (JSON-able), kept by ``parts`` when given (None: always computed)."""
+def memoized_json(kind: str, parts: list[memo.Part] | None, compute: Callable[[], J]) -> J:
+    """``compute()`` (JSON-able), kept by ``parts`` when given (None: always computed; read back from JSON, the
+    value ``compute`` gave)."""
     if parts is None:
         return compute()
     return json.loads(memo.memoized(kind, parts, lambda: json.dumps(compute()).encode()))

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..attacks import AttackInputs, RecordSet, registry
+from ..attacks.base import AttackParams
 from ..errors import AttackRequirementError
 from ..stats.logitstack import LogitStack
 from ..stats.metrics import clopper_pearson, nan_lowest
@@ -39,7 +40,7 @@ def pseudo_targets(references: int, n_queries: int) -> int:
     return min(references, MAX_PSEUDO_TARGETS, wanted)
 
 
-def _without(block: Any, k: int) -> Any:
+def _without(block: LogitStack | np.ndarray, k: int) -> LogitStack | np.ndarray:
     """The (K, n, C) references' logits without model k."""
     if isinstance(block, LogitStack):
         kept = [m for j, m in enumerate(block.per_model) if j != k]
@@ -108,7 +109,7 @@ def pooled_threshold(null_scores: np.ndarray, level: float) -> float | None:
 
 
 def thresholds(
-    info: registry.AttackInfo, params: Any, references: int, inputs: AttackInputs, is_member: np.ndarray,
+    info: registry.AttackInfo, params: AttackParams, references: int, inputs: AttackInputs, is_member: np.ndarray,
     target_scores: np.ndarray, levels: tuple[float, ...],
 ) -> dict[str, Any] | None:  # fmt: skip
     """Per FPR level: the threshold set on the references as pseudo-targets and what it realizes on the target."""

@@ -30,7 +30,7 @@ from ..errors import ConfigError, DataError, ModelError
 from ..models import build_model, io
 from ..plan import Plan
 from ..progress import log
-from ..training.loop import TrainReport, accuracy, predict_logits
+from ..training.loop import ProgressFn, TrainReport, accuracy, predict_logits
 from . import announce, datasets, validate
 from .base import AuditRecords, Experiment, TrainedModel
 from .build import shuffled_queries, with_calibration_records, with_references
@@ -120,7 +120,7 @@ def with_train_fn(recipe: ModelRecipe, train_fn: str | None) -> tuple[ModelRecip
 def user_fit(train_fn: Callable[..., Any]) -> Callable[..., TrainReport]:
     """A user's ``train_fn(model, x, y)`` as a recipe's fit: timed, its training accuracy measured."""
 
-    def fit(model: nn.Module, x: np.ndarray, y: np.ndarray, seed: int, progress: Any) -> TrainReport:
+    def fit(model: nn.Module, x: np.ndarray, y: np.ndarray, seed: int, progress: ProgressFn) -> TrainReport:
         start = time.perf_counter()
         train_fn(model, x, y)  # torch's RNG was seeded with ``seed`` just before the model was built
         seconds = time.perf_counter() - start

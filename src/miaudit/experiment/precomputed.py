@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -176,7 +175,7 @@ def prepare(cfg: ScoreConfig) -> ScoredExperiment:
     )
 
 
-def as_config(config: Any) -> ScoreConfig:
+def as_config(config: ScoreConfig | dict | str | Path) -> ScoreConfig:
     if isinstance(config, ScoreConfig):
         return config
     if isinstance(config, (str, Path)):

@@ -23,11 +23,11 @@ of them (each record's OUT references would give its own null: not built).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
 
 from ..attacks import AttackInputs, RecordSet, registry
+from ..attacks.base import AttackParams
 from ..attacks.calibration import joined_records
 from ..stats.pooled_null import PseudoTargetScores
 from . import cached
@@ -51,7 +51,7 @@ def _members_of(records: RecordSet | None, k: int) -> RecordSet | None:
 
 
 def scores(
-    info: registry.AttackInfo, params: Any, references: int, inputs: AttackInputs
+    info: registry.AttackInfo, params: AttackParams, references: int, inputs: AttackInputs
 ) -> list[PseudoTargetScores] | None:
     """Per pseudo-target: the scores of the audited records (nulls) and of the population records it trained on
     (members). None where the construction does not apply: see ``applies`` and references that trained on audited

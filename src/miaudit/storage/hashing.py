@@ -23,13 +23,13 @@ KEY_LENGTH = 32  # hex digits of an entry's key: 128 bits
 CHUNK = 1 << 20
 
 
-def canonical(value: Any) -> bytes:
+def canonical(value: object) -> bytes:
     """``value`` as canonical JSON: keys sorted, no whitespace, tuples as lists, numpy scalars as numbers,
     paths as strings; anything else JSON cannot say is a ``TypeError`` (a key must never depend on a repr)."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_plain).encode()
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> object:
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, np.ndarray):
@@ -64,10 +64,10 @@ class Hasher:
         self._frame(b"t", f"{array.dtype.str}{array.shape}".encode())
         return self._frame(b"a", array.data.cast("B") if array.size else b"")
 
-    def add_value(self, value: Any) -> Hasher:
+    def add_value(self, value: object) -> Hasher:
         return self._frame(b"j", canonical(value))
 
-    def add(self, part: Any) -> Hasher:
+    def add(self, part: object) -> Hasher:
         """An array, bytes, or a JSON-like value."""
         if isinstance(part, np.ndarray):
             return self.add_array(part)

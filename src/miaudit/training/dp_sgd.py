@@ -28,7 +28,7 @@ import torch
 import torch.nn as nn
 
 from ..errors import ConfigError
-from .dp_faults import Planted
+from .dp_faults import Faults, Planted
 from .loop import ProgressFn, TrainReport, accuracy, optimizer_with_schedule, predict_logits
 from .options import DPConfig, TrainConfig
 
@@ -102,6 +102,17 @@ def noise_multiplier(dp: DPConfig, sample_rate: float, epochs: int, steps: int |
             epsilon_tolerance=0.005,
         )
     )
+
+
+def calibrated(dp: DPConfig, used_rate: float, epochs: int) -> tuple[float, float]:
+    """The noise multiplier of a DP-SGD run sampling at ``used_rate`` for ``epochs`` epochs, and the sampling rate
+    the accountants are told of: the used one, unless a planted sampling fault tells them a smaller one (the noise
+    then calibrated at that rate over the steps taken). Both DP-SGD trainers take their noise from here."""
+    told = Faults.of(dp).accounted_rate(used_rate)
+    steps = round(epochs / used_rate) if told != used_rate else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return noise_multiplier(dp, told, epochs, steps), told
 
 
 def accounted(sigma: float, sample_rate: float, steps: int, delta: float) -> dict[str, float]:
@@ -178,11 +189,7 @@ def train_dp(
     )
     used_rate = 1 / len(loader)  # Opacus' Poisson sampling rate for this loader
     planted = Planted(dp)
-    sample_rate = planted.accounted_rate(used_rate)  # the rate the accountants are told of: the used one, unless
-    steps_planned = int(cfg.epochs / used_rate) if sample_rate != used_rate else None  # a fault says otherwise
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        sigma = noise_multiplier(dp, sample_rate, cfg.epochs, steps_planned)
+    sigma, sample_rate = calibrated(dp, used_rate, cfg.epochs)  # the rate the accountants are told of
     model.to(device).train()
     planted.public_pass(model, loader, cfg)
     opt, sched = optimizer_with_schedule(model, cfg)

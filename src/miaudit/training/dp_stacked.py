@@ -4,16 +4,13 @@ with a leading model axis, each model with its own training records, Poisson sam
 Each model takes the steps of ``training.train_dp`` (Opacus): every step it samples each of its records with
 probability q = 1 / ceil(n / batch_size), clips each sampled record's gradient to ``max_grad_norm`` (flat
 clipping: the norm over all parameters), sums them, adds Gaussian noise of standard deviation
-noise_multiplier x max_grad_norm to every coordinate, divides by the expected batch size int(n q) and takes an
-SGD step (momentum, weight decay, the per-epoch cosine or constant schedule); a step whose Poisson batch is
-empty is skipped. The noise multiplier is Opacus' RDP calibration to the declared (epsilon, delta)
-(``training.noise_multiplier``). Planted faults (``train.dp.planted_fault``, as ``training.dp_faults`` plants
-them into Opacus): ``noise_scale`` draws that multiple of the noise; ``clip: none`` skips the per-sample clipping;
-``clip: after_mean`` clips the batch's mean gradient instead (the sum becomes the expected batch size x the
-clipped mean); ``noise: per_epoch`` adds noise at each epoch's first step only; ``public_pass`` trains one epoch
-of plain SGD first (shuffled batches of ``batch_size``, the mean gradient, no clipping, no noise, its own
-momentum, at the first epoch's rate); the sampling fault's accountant (``accounted_rate_factor``) is the
-caller's (``dp.multi_run``).
+noise_multiplier x max_grad_norm to every coordinate, divides by the expected batch size int(n q) and takes a step
+of ``train``'s optimizer and per-epoch schedule (``loop.optimizer_with_schedule``'s, over the (M, P) stack of
+parameters: SGD and AdamW act on each coordinate alone, so each model steps as it would alone); a step whose
+Poisson batch is empty is skipped (that model's parameters and optimizer state kept). The noise multiplier is
+``dp_sgd.calibrated``'s, train_dp's. Planted faults (``train.dp.planted_fault``) are ``dp_faults.Faults``, as
+train_dp plants them: the per-sample clip, the clipped mean, the noise drawn per step, the accountant's rate and
+the public pass are its.
 
 Per-sample gradients, two ways with the same result:
 - ``per_sample_grads``: torch.func, ``vmap`` over models and over records of ``grad`` of a ``functional_call``:
@@ -41,42 +38,62 @@ import torch.nn.functional as F
 from torch.func import functional_call, grad, vmap
 
 from ..errors import ConfigError
+from .dp_faults import NORM_EPS, Faults
+from .dp_sgd import calibrated
+from .loop import optimizer_with_schedule, schedule_rates
+from .options import DPConfig, TrainConfig
 
 ELEMENTWISE = (nn.Tanh, nn.ReLU, nn.Sigmoid, nn.GELU, nn.LeakyReLU, nn.ELU, nn.Identity, nn.Dropout)
-NORM_EPS = 1e-6  # Opacus' clip factor: max_grad_norm / (norm + 1e-6), at most 1
 
 
 @dataclass(frozen=True)
 class StackSpec:
-    """The DP-SGD algorithm every model of the stack runs (the hyperparameters of ``train_dp``)."""
+    """The DP-SGD algorithm every model of the stack runs: ``train_dp``'s for the same ``train`` and ``dp``."""
 
-    epochs: int
-    batch_size: int
-    lr: float
-    momentum: float
-    weight_decay: float
-    cosine: bool
+    train: TrainConfig  # epochs, batch size, optimizer, learning rate, momentum, weight decay, schedule
     noise_multiplier: float  # accounted
     max_grad_norm: float
-    noise_scale: float = 1.0  # a planted fault: noise drawn / noise accounted
-    clip: str | None = None  # a planted fault: "none" (clipping skipped) or "after_mean" (the mean clipped)
-    noise_per_epoch: bool = False  # a planted fault: noise at each epoch's first step only
-    accounted_rate_factor: float = 1.0  # a planted fault: the accountant is told a rate this many times smaller
-    public_pass: bool = False  # a planted fault: one epoch of plain SGD on the private records first
+    faults: Faults = Faults()
+
+    @classmethod
+    def of(cls, train: TrainConfig, dp: DPConfig, n: int) -> StackSpec:
+        """The DP-SGD of ``train_dp`` on a data set of n records (the noise multiplier calibrated as there)."""
+        sigma, _ = calibrated(dp, 1.0 / math.ceil(n / train.batch_size), train.epochs)
+        return cls(train=train, noise_multiplier=sigma, max_grad_norm=dp.max_grad_norm, faults=Faults.of(dp))
+
+    @property
+    def epochs(self) -> int:
+        return self.train.epochs
+
+    @property
+    def batch_size(self) -> int:
+        return self.train.batch_size
+
+    @property
+    def lr(self) -> float:
+        return self.train.lr
+
+    @property
+    def momentum(self) -> float:
+        return self.train.momentum
+
+    @property
+    def weight_decay(self) -> float:
+        return self.train.weight_decay
 
     def sample_rate(self, n: int) -> float:
         return 1.0 / math.ceil(n / self.batch_size)
 
     def accounted_rate(self, n: int) -> float:
         """The sampling rate the accountant is told (the sample rate unless a sampling fault is planted)."""
-        return self.sample_rate(n) / self.accounted_rate_factor
+        return self.faults.accounted_rate(self.sample_rate(n))
 
     def steps_per_epoch(self, n: int) -> int:
         return math.ceil(n / self.batch_size)
 
-    def lr_at(self, epoch: int) -> float:
-        """torch's CosineAnnealingLR(T_max=epochs) in closed form, or the constant rate."""
-        return self.lr * (1 + math.cos(math.pi * epoch / self.epochs)) / 2 if self.cosine else self.lr
+    def lr_rates(self) -> list[float]:
+        """Each epoch's learning rate (``loop.schedule_rates``: the optimizer's schedule)."""
+        return schedule_rates(self.train)
 
 
 def linear_layers(model: nn.Module) -> list[nn.Module] | None:
@@ -185,10 +202,10 @@ class StackedDPSGD:
     def clipped_sum(
         self, params: dict, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor, clip: float | None = None
     ) -> dict:
-        """The per-sample sum clipped to ``clip`` (default: max_grad_norm, or none under a planted clipping fault:
-        ``after_mean`` clips later)."""
+        """The per-sample sum clipped to ``clip`` (default: the planted faults' per-sample clip, max_grad_norm for
+        correct DP-SGD)."""
         if clip is None:
-            clip = math.inf if self.spec.clip is not None else self.spec.max_grad_norm
+            clip = self.spec.faults.per_sample_clip(self.spec.max_grad_norm)
         if self.chain is not None:
             return clipped_sum_linear(self.chain, self.names, params, x, y, w, clip)
         return clipped_sum_vmap(self.template, params, x, y, w, clip)
@@ -236,13 +253,11 @@ class StackedDPSGD:
         n: int,
         start: dict[str, torch.Tensor] | None,
     ) -> dict[str, torch.Tensor]:
-        spec, m = self.spec, len(seeds)
+        spec, faults, m = self.spec, self.spec.faults, len(seeds)
         initial = self._initial(seeds, start)
         shapes = {k: v.shape[1:] for k, v in initial.items()}
         flat = torch.cat([v.flatten(1) for v in initial.values()], 1)  # (m, P): one update pass for all tensors
         params = unflatten(flat, shapes)  # views into flat
-        momentum = torch.zeros_like(flat)
-        started = torch.zeros(m, 1, dtype=torch.bool)  # torch's SGD: the first step's buffer is the gradient itself
         q, per_epoch = spec.sample_rate(n), spec.steps_per_epoch(n)
         expected = int(n * q)
         sizes = [len(i) for i in train_idx]
@@ -251,15 +266,15 @@ class StackedDPSGD:
         valid = torch.zeros(m, longest, dtype=torch.bool)
         for i, idx in enumerate(train_idx):
             records[i, : len(idx)], valid[i, : len(idx)] = torch.as_tensor(idx, dtype=torch.long), True
-        if spec.public_pass:
+        if faults.public_pass:
             self._public_pass(flat, params, shapes, x, y, records, sizes, seeds)
         samplers = [torch.Generator().manual_seed(int(s) + 2) for s in seeds]
         noises = [torch.Generator().manual_seed(int(s) + 1) for s in seeds]
-        std = spec.noise_multiplier * spec.noise_scale * spec.max_grad_norm
         noise = torch.empty_like(flat)
-        for epoch in range(spec.epochs):
-            lr = spec.lr_at(epoch)
-            for step in range(per_epoch):
+        opt, sched = optimizer_with_schedule([flat], spec.train, own_gradients=True)
+        for _ in range(spec.epochs):
+            noised = torch.zeros(m, 1, dtype=torch.bool)  # which models drew this epoch's first noise
+            for _ in range(per_epoch):
                 masks = valid.clone()  # each model draws for its own records only: independent of the chunking
                 for i, g in enumerate(samplers):
                     masks[i, : sizes[i]] = torch.rand(sizes[i], generator=g) < q
@@ -276,16 +291,15 @@ class StackedDPSGD:
                 for i, g in enumerate(noises):
                     torch.randn(flat.shape[1], generator=g, out=noise[i])
                 grads = torch.cat([summed[k].flatten(1) for k in shapes], 1)
-                if spec.clip == "after_mean":  # the batch's mean clipped, times the expected batch size
-                    mean = grads / counts.clamp(min=1).unsqueeze(1)
-                    factor = (spec.max_grad_norm / (mean.norm(dim=1, keepdim=True) + NORM_EPS)).clamp(max=1.0)
-                    grads = mean * factor * expected
-                drawn = 0.0 if spec.noise_per_epoch and step > 0 else std
-                grads.add_(noise, alpha=drawn).div_(expected).add_(flat, alpha=spec.weight_decay)
-                grads = torch.where(started, momentum.mul(spec.momentum).add_(grads), grads)
-                momentum = torch.where(active, grads, momentum)
-                flat.sub_(torch.where(active, grads, 0.0), alpha=lr)
-                started |= active
+                grads = faults.clip_mean(grads, counts.unsqueeze(1), expected, spec.max_grad_norm)
+                if faults.noise_per_epoch:
+                    drawn = torch.tensor([[faults.drawn(not bool(b))] for b in noised[:, 0]])
+                    grads.add_(noise * (spec.noise_multiplier * drawn * spec.max_grad_norm))
+                else:
+                    grads.add_(noise, alpha=spec.noise_multiplier * faults.drawn(True) * spec.max_grad_norm)
+                step(opt, flat, grads.div_(expected), active)
+                noised |= active
+            sched.step()
         return {k: v.clone() for k, v in params.items()}
 
     def _public_pass(
@@ -299,12 +313,12 @@ class StackedDPSGD:
         sizes: list[int],
         seeds: list[int],
     ) -> None:
-        """The ``public_pass`` fault, in place (as ``training.dp_faults``: one epoch of plain SGD with its own
-        optimizer before DP-SGD): each model's records shuffled by its own seed, in batches of ``batch_size``,
-        the mean raw gradient, momentum and weight decay, the first epoch's rate."""
-        spec, size = self.spec, self.spec.batch_size
+        """The ``public_pass`` fault, in place (as ``dp_faults.Planted.public_pass``: one epoch of plain SGD with
+        its own optimizer before DP-SGD): each model's records shuffled by its own seed, in batches of
+        ``batch_size``, the mean raw gradient, the optimizer at the first epoch's rate."""
+        size = self.spec.batch_size
         orders = [torch.randperm(n, generator=torch.Generator().manual_seed(int(s) + 3)) for n, s in zip(sizes, seeds)]
-        momentum = torch.zeros_like(flat)
+        opt, _ = optimizer_with_schedule([flat], self.spec.train, own_gradients=True)
         for b in range(math.ceil(max(sizes) / size)):
             picked = torch.zeros(len(seeds), size, dtype=torch.long)
             w = torch.zeros(len(seeds), size)
@@ -314,11 +328,28 @@ class StackedDPSGD:
             counts = w.sum(1, keepdim=True)
             summed = self.clipped_sum(params, x[picked], y[picked], w, clip=math.inf)
             grads = torch.cat([summed[k].flatten(1) for k in shapes], 1) / counts.clamp(min=1)
-            grads.add_(flat, alpha=spec.weight_decay)
-            grads = grads if b == 0 else momentum.mul(spec.momentum).add_(grads)
-            active = counts > 0  # a model whose records ran out takes no step
-            momentum = torch.where(active, grads, momentum)
-            flat.sub_(torch.where(active, grads, 0.0), alpha=spec.lr_at(0))
+            step(opt, flat, grads, counts > 0)  # a model whose records ran out takes no step
+
+
+def step(opt: torch.optim.Optimizer, flat: torch.Tensor, grads: torch.Tensor, active: torch.Tensor) -> None:
+    """One step of ``opt`` (over the (M, P) stack ``flat``) with these gradients, for the models ``active`` (M, 1)
+    alone: the others keep their parameters and their rows of the optimizer's state (the momentum buffer a model
+    has not started is zero: its first step's buffer is its gradient, as torch's). AdamW's step count is shared
+    by the stack: a model that skipped a step (an empty Poisson batch, chance (1 - q)^n) corrects its moments' bias
+    as if it had taken it."""
+    flat.grad = grads
+    if bool(active.all()):
+        opt.step()
+        return
+    idle = ~active[:, 0]
+    kept = flat[idle].clone()
+    state = opt.state[flat]
+    rows = {k: v[idle].clone() for k, v in state.items() if torch.is_tensor(v) and v.shape == flat.shape}
+    opt.step()
+    flat[idle] = kept
+    for k, v in state.items():
+        if torch.is_tensor(v) and v.shape == flat.shape:
+            v[idle] = rows.get(k, 0.0)
 
 
 def unflatten(flat: torch.Tensor, shapes: dict[str, torch.Size]) -> dict[str, torch.Tensor]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -148,6 +149,18 @@ def optimizer_with_schedule(
     else:
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda _: 1.0)
     return opt, sched
+
+
+def schedule_rates(cfg: TrainConfig) -> list[float]:
+    """The learning rate of each epoch under ``cfg``'s schedule, as ``optimizer_with_schedule`` sets it."""
+    opt, sched = optimizer_with_schedule([torch.zeros(1)], cfg)
+    rates = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's note on a scheduler stepped before its optimizer
+        for _ in range(cfg.epochs):
+            rates.append(float(opt.param_groups[0]["lr"]))
+            sched.step()
+    return rates
 
 
 class DecayInPlaceSGD(torch.optim.SGD):

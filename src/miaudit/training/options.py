@@ -37,7 +37,7 @@ class Strict(BaseModel):
 
     @field_validator("*", mode="before")
     @classmethod
-    def _no_bool_for_number(cls, value: Any, info: ValidationInfo) -> Any:
+    def _no_bool_for_number(cls, value: object, info: ValidationInfo) -> object:
         """pydantic takes true as 1 for an int field: ``--set train.epochs=true`` would train one epoch."""
         field = cls.model_fields.get(info.field_name or "")
         if isinstance(value, bool) and field is not None:
