@@ -144,7 +144,7 @@ def _results(res: RunResult) -> dict:
         **({"attack_choice": attack_choice(res)} if getattr(exp.plan, "auto", None) else {}),
         "verdict": leak_verdict.verdict(res),
         "records_at_risk": findings.records_at_risk(res),
-        **({"worst_case": worst} if (worst := findings.worst_case(res)) else {}),
+        **({"worst_case": worst.model_dump(mode="json")} if (worst := findings.worst_case(res)) else {}),
         "attacks": [_attack_json(r, exp) for r in res.attacks],
         **({"dp_audit": res.dp_audit} if res.dp_audit else {}),
         **({"blind_baseline": res.blind_baseline} if res.blind_baseline else {}),
