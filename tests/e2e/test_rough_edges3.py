@@ -5,6 +5,11 @@ flags them, one TPR at FPR, ``plan --runs``, quiet DP logs, the schema's require
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -69,3 +74,63 @@ def test_a_many_run_dp_audit_without_train_dp_is_refused_before_the_power_line()
     line = refused(invoke("dp-audit", write("nodp.yaml", {"dataset": "digits", "model": "mlp"}), "--runs", "5",
                           "--out", "o"), "train.dp")  # fmt: skip
     assert "power" not in line and not Path("o").exists()
+
+
+def session_processes(sid: int) -> list[int]:
+    """The processes of a session (a run started with ``start_new_session``: itself and its workers)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid and fields[0] != "Z":  # the session id; a zombie has ended
+            found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists() or not hasattr(signal, "SIGTERM"), reason="Linux /proc")
+@pytest.mark.parametrize("via_timeout", [False, True])
+def test_sigterm_ends_the_run_and_its_training_workers_as_ctrl_c_does(
+    tiny_raw: dict[str, Any], isolated_cache: Path, via_timeout: bool
+) -> None:  # item 1
+    # full digits, 40 epochs: each model trains for seconds, in two worker processes (two torch threads)
+    raw = {**tiny_raw, "dataset": "digits", "references": 2, "train": {**tiny_raw["train"], "epochs": 40}}
+    write("term.yaml", raw)
+    env = {k: v for k, v in os.environ.items() if k != "MKL_NUM_THREADS"}
+    env |= {"OMP_NUM_THREADS": "2", "MIAUDIT_CACHE_DIR": str(isolated_cache), "COLUMNS": "200"}
+    command = [sys.executable, "-m", "miaudit.cli", "run", "term.yaml", "--out", "term"]
+    if via_timeout:  # `timeout` sends SIGTERM to its child at the deadline
+        command = ["timeout", "10", *command]
+    log = open("term.log", "w")  # noqa: SIM115 - read while the run writes it
+    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while "worker processes," not in Path("term.log").read_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        while not via_timeout and "trained in" not in Path("term.log").read_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert proc.poll() is None, Path("term.log").read_text()
+        assert len(session_processes(proc.pid)) >= 3 - via_timeout  # the run and its two workers
+        if not via_timeout:
+            proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(timeout=60)
+        deadline = time.monotonic() + 15
+        while session_processes(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert session_processes(proc.pid) == []
+    finally:
+        for pid in session_processes(proc.pid):
+            os.kill(pid, signal.SIGKILL)
+        log.close()
+    text = Path("term.log").read_text()
+    assert rc == (124 if via_timeout else 143), text
+    assert not Path("term").exists() and "Traceback" not in text
+    last = text.strip().splitlines()[-1]
+    assert last.startswith("terminated (SIGTERM): ") and "nothing was written to term" in last, text
+    if via_timeout:
+        return
+    kept = int(last.split(": ", 1)[1].split()[0])
+    assert "kept in the cache" in last and kept >= 1 and len(list(isolated_cache.rglob("*.safetensors"))) >= kept
+    res = invoke("run", "term.yaml", "--out", "term")  # the same command then finishes, loading what was kept
+    assert res.exit_code == 0, res.output
