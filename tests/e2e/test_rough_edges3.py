@@ -134,3 +134,50 @@ def test_sigterm_ends_the_run_and_its_training_workers_as_ctrl_c_does(
     assert "kept in the cache" in last and kept >= 1 and len(list(isolated_cache.rglob("*.safetensors"))) >= kept
     res = invoke("run", "term.yaml", "--out", "term")  # the same command then finishes, loading what was kept
     assert res.exit_code == 0, res.output
+
+
+@pytest.fixture(scope="module")
+def leaky_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Location (2,500 records), 4 references, GLS among the attacks: records to rank, worst cases to count."""
+    where = tmp_path_factory.mktemp("leaky")
+    raw = {"dataset": {"name": "location", "subset": 2500}, "model": "mlp", "seed": 3, "references": 4,
+           "attacks": [{"name": "gls"}, {"name": "attack-p"}, {"name": "lira"}, {"name": "rmia"}]}  # fmt: skip
+    (where / "leaky.yaml").write_text(yaml.safe_dump(raw))
+    with pytest.MonkeyPatch.context() as mp:  # a module's fixture runs before the per-test cache is set
+        mp.setenv("MIAUDIT_CACHE_DIR", str(where / "cache"))
+        res = invoke("run", str(where / "leaky.yaml"), "--out", str(where / "out"))
+    assert res.exit_code == 0, res.output
+    return where / "out"
+
+
+def test_the_most_exposed_records_are_ranked_by_the_test_that_flags_the_records_at_risk(leaky_run: Path) -> None:
+    # item 3: GLS ran (it used to rank the records first); the ranking follows the attack records_at_risk names,
+    # on the p-values that flag them, so the records it flags are the top ranks
+    import pandas as pd
+
+    results = json.loads((leaky_run / "results.json").read_text())
+    named = results["records_at_risk"]["attack"]
+    assert named is not None and named != "gls"
+    table = pd.read_csv(leaky_run / "scores.csv")
+    assert table["risk_rank"].tolist() == list(range(1, len(table) + 1))  # most exposed first
+    slug = named.replace(" (n=", "_n").rstrip(")")
+    p = table[f"{slug}.p_value_pooled"] if f"{slug}.p_value_pooled" in table else table[f"{slug}.p_value"]
+    assert (np.diff(p.to_numpy()) >= 0).all()  # ranked by the p-values that name the records at risk
+    flagged = table["risk_rank"][table["at_risk"] == 1]
+    assert sorted(flagged) == list(range(1, len(flagged) + 1))  # the flagged records are the top ranks
+    report = (leaky_run / "report.md").read_text()
+    assert (
+        f"## Most exposed records (ranked by {named}: smallest p-value, the test that names the records at risk)"
+        in report
+    )
+    assert f"Ranked by {named}, the test that names the records at risk" in (leaky_run / "report.html").read_text()
+
+
+def test_worst_case_all_members_is_the_tables_tpr_at_one_percent_fpr(leaky_run: Path) -> None:  # item 4
+    results = json.loads((leaky_run / "results.json").read_text())
+    by_attack = results["worst_case"]["by_attack"]
+    tests = [a for a in results["attacks"] if a["label"] in by_attack]
+    assert len(tests) == 3 and any(a["tpr_at_fpr"]["0.01"] > 0 for a in tests)
+    for a in tests:
+        assert by_attack[a["label"]]["average"]["tpr"] == a["tpr_at_fpr"]["0.01"]
+        assert by_attack[a["label"]]["average"]["ci"] == a["tpr_at_fpr_ci"]["0.01"]
