@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import time
 import typing
 from pathlib import Path
@@ -59,6 +60,9 @@ def main_options(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="print the version"),
 ) -> None:
     """Membership inference auditing."""
+    from . import progress
+
+    progress.stop_on_sigterm()  # SIGTERM ends a command as Ctrl-C does (exit 143)
 
 
 OUT_OPTION = typer.Option(None, "--out", "-o", help="output directory (default ./miaudit-runs/<config name>)")
@@ -121,14 +125,14 @@ def _say(line: str) -> None:
 
 
 def _interrupted(cfg: RunConfig | None, out: Path | None, trains: bool = True) -> NoReturn:
-    """Ctrl-C: one line saying what the run kept (``trains``: the models it trained), exit 130 (the shell's
-    code for SIGINT)."""
+    """Ctrl-C or SIGTERM: one line saying what the run kept (``trains``: the models it trained), exit 130 or 143
+    (the shell's codes for SIGINT and SIGTERM)."""
     from .data import default_cache_dir
-    from .progress import interrupted
+    from .progress import Terminated, interrupted
 
     cache = (cfg.cache_dir if cfg else None) or default_cache_dir()
     err.print(interrupted(cache if trains else None, out), highlight=False, soft_wrap=True)
-    raise typer.Exit(code=130)
+    raise typer.Exit(code=143 if isinstance(sys.exc_info()[1], Terminated) else 130)
 
 
 def _summary(results: AuditReport, out: Path, start: float) -> None:

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 
@@ -56,6 +58,24 @@ def working(what: str) -> Iterator[None]:
         yield
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a supervisor, systemctl, a job scheduler, ``timeout``), raised in the main thread: a
+    KeyboardInterrupt, so every path that handles Ctrl-C handles it too (training workers stopped, the models
+    trained kept in the cache, one line, no output folder left)."""
+
+
+def stop_on_sigterm() -> None:
+    """From now on SIGTERM raises ``Terminated`` in this (the main) thread, once; a second SIGTERM kills at once.
+    Left alone where a handler is already set (an embedding program's own) or off the main thread."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _terminated)
+
+
+def _terminated(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    raise Terminated(f"signal {signum}")
+
+
 # Models this process trained (and the store kept): what an interrupted run says it kept (``interrupted``).
 SESSION = {"trained": 0}
 
@@ -73,7 +93,8 @@ def interrupted(cache: object | None, out: object | None) -> str:
         )
     if out is not None:
         said.append(f"nothing was written to {out}")
-    return "interrupted: " + "; ".join(said or ["nothing was written"])
+    why = "terminated (SIGTERM)" if isinstance(sys.exc_info()[1], Terminated) else "interrupted"
+    return f"{why}: " + "; ".join(said or ["nothing was written"])
 
 
 class ModelProgress:

@@ -78,3 +78,15 @@ def test_uncalibrated_runs_say_so_first(uncalibrated: pipeline.RunResult) -> Non
     assert "NOT calibrated" in "\n".join(text.splitlines()[:6])  # right after the verdict (which rests on the ROC)
     frame = report.scores_frame(uncalibrated).to_pandas()
     assert not any(c.endswith("p_value_raw") for c in frame.columns)
+
+
+def test_risk_order_puts_the_smallest_p_values_first_ties_by_score() -> None:
+    from types import SimpleNamespace
+
+    from miaudit.report.ranking import risk_order
+
+    scores = np.array([0.1, 5.0, 3.0, np.nan, 3.0, 9.0])
+    log_p = np.log([0.5, 0.01, 0.01, 0.2, 0.01, 0.9])  # the p-values that named the records at risk
+    run = SimpleNamespace(result=SimpleNamespace(scores=scores, log_pvalues=None))
+    np.testing.assert_array_equal(risk_order(run, log_p), [1, 2, 4, 3, 0, 5])  # type: ignore[arg-type]
+    np.testing.assert_array_equal(risk_order(run), [5, 1, 2, 4, 0, 3])  # type: ignore[arg-type]

@@ -190,3 +190,29 @@ def test_attack_result_maps_nan_to_p_one() -> None:
     np.testing.assert_array_equal(res.log_pvalues, [-1.0, 0.0, 0.0])
     np.testing.assert_array_equal(res.log_pvalues_calibrated, [0.0, 0.0, -2.0])
     np.testing.assert_array_equal(res.extra["t"], [1.0, 2.0, 3.0])
+
+
+def test_flagged_at_fpr_is_the_tables_rule_by_hand() -> None:
+    # 10 non-members at 0..9, members at 9.5 (between the top two non-members) and 8.5 and 0.5. At FPR 10% one
+    # non-member may be flagged: the table's threshold is the lowest score above the second non-member (8.5), so
+    # members 9.5 and 8.5 are flagged: the threshold set at the top non-member itself (9) would miss 8.5.
+    nonmembers = np.arange(10.0)
+    scores = np.r_[nonmembers, 9.5, 8.5, 0.5]
+    member = np.r_[np.zeros(10, bool), np.ones(3, bool)]
+    flagged = metrics.flagged_at_fpr(scores, member, 0.1)
+    np.testing.assert_array_equal(np.flatnonzero(flagged), [9, 10, 11])
+    assert flagged[member].mean() == metrics.evaluate(scores, member, levels=(0.1,)).tpr_at_fpr["0.1"] == 2 / 3
+    assert not metrics.flagged_at_fpr(scores, member, 0.05)[:10].any()  # no non-member may be flagged at 5%
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_flagged_at_fpr_counts_the_tables_tpr_and_realized_fpr(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    member = rng.random(500) < 0.4
+    scores = np.round(rng.normal(size=500) + member, 1)  # rounded: ties
+    scores[rng.random(500) < 0.05] = np.nan
+    found = metrics.evaluate(scores, member, bootstrap=10)
+    for level in ("0.001", "0.01", "0.05"):
+        flagged = metrics.flagged_at_fpr(scores, member, float(level))
+        assert flagged[member].mean() == found.tpr_at_fpr[level]
+        assert flagged[~member].mean() == found.realized_fpr[level]

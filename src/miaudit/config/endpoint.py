@@ -7,6 +7,7 @@ The keys sit beside ``architecture`` in ``TargetConfig`` (this class is one of i
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 from urllib.parse import urlsplit
 
@@ -17,6 +18,24 @@ from .options import Strict
 Protocol = Literal["v2", "mlflow"]
 OutputMode = Literal["logits", "probabilities", "top-k", "label"]
 OUTPUT_MODES: tuple[OutputMode, ...] = ("logits", "probabilities", "top-k", "label")
+_HOST = re.compile(r"[A-Za-z0-9._~-]+|[0-9A-Fa-f:.]+")  # a name or an IPv4 address, or an IPv6 one (no brackets)
+URL_EXAMPLE = "http://127.0.0.1:8080/v2/models/NAME/infer"
+
+
+def url_problem(v: str) -> str | None:
+    """Why ``v`` is not an http(s) URL a request can be sent to (scheme, host, port), or None."""
+    try:
+        parts = urlsplit(v)
+        port = parts.port  # raises on a port out of 0-65535 or not a number ("8080:9", "abc")
+    except ValueError as e:
+        return f"{e}"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "no http(s) scheme or no host"
+    if not _HOST.fullmatch(parts.hostname):
+        return f"the host {parts.hostname!r} is not a host name or address"
+    if port == 0:
+        return "port 0"
+    return None
 
 
 class EndpointFields(Strict):
@@ -61,9 +80,10 @@ class EndpointFields(Strict):
     def _url(cls, v: str | None) -> str | None:
         if v is None:
             return v
+        why = url_problem(v)
+        if why is not None:
+            raise ValueError(f"expected an http(s) URL such as {URL_EXAMPLE}, got {v!r} ({why})")
         parts = urlsplit(v)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"expected an http(s) URL such as http://127.0.0.1:8080/v2/models/NAME/infer, got {v!r}")
         if parts.username or parts.password:
             raise ValueError(
                 "credentials do not go in the URL (it is written to results.json); put the token in "

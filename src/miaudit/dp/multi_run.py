@@ -212,9 +212,9 @@ def claim_of(cfg: RunConfig, privacy: DPSGDRecord) -> tuple[str, float] | None:
 
 def foreseen(cfg: RunConfig) -> tuple[float, float | None]:
     """``ideal_shift`` of the config's DP-SGD and the epsilon it claims (``claim_of``), with no training."""
+    _, split, spec = setting(cfg)  # refuses a config without train.dp
     dp = cfg.train.dp
-    assert dp is not None  # setting refuses a config without it
-    _, split, spec = setting(cfg)
+    assert dp is not None  # setting refused it
     n = len(split.members)
     found = claim_of(cfg, privacy_record(spec, n, dp))
     return ideal_shift(spec, n), None if found is None else found[1]
@@ -231,9 +231,8 @@ class MultiRunAudit:
     dp_audit: DPAudit
 
 
-def run(cfg: RunConfig, runs: int) -> MultiRunAudit:
-    """Train 2 x ``runs`` models, each with each of its canaries by a fair coin, together (``dp_stacked``), from
-    the worst-case start (``worst_case``); bound epsilon from the canaries' black-box scores."""
+def check(cfg: RunConfig, runs: int) -> None:
+    """Every refusal of the multi-run audit, before anything is computed or trained (the power line included)."""
     spec = cfg.canaries
     if spec is not None and spec.implied_threat_model != "black-box":
         raise ConfigError(
@@ -242,6 +241,14 @@ def run(cfg: RunConfig, runs: int) -> MultiRunAudit:
         )
     if runs < 2:
         raise ConfigError(f"--runs: at least 2 runs with and 2 without the canary, got {runs}")
+    if cfg.train.dp is None:
+        raise ConfigError("train.dp: the multi-run audit trains with DP-SGD; give train.dp (epsilon or noise)")
+
+
+def run(cfg: RunConfig, runs: int) -> MultiRunAudit:
+    """Train 2 x ``runs`` models, each with each of its canaries by a fair coin, together (``dp_stacked``), from
+    the worst-case start (``worst_case``); bound epsilon from the canaries' black-box scores."""
+    check(cfg, runs)
     started = time.perf_counter()
     ds, split, spec_dp = setting(cfg)
     dp = cfg.train.dp

@@ -107,8 +107,8 @@ def audit(cfg: RunConfig, out: Path, runs: int | None = None, say: Callable[[str
     input-space canaries and attacks); its outputs written into ``out``. ``say`` gets the lines said before
     training (the multi-run audit's power)."""
     if runs is not None:
-        if runs >= 2:  # fewer: refused by multi_run.run
-            say(multi_run_power(cfg, runs))
+        multi_run.check(cfg, runs)  # every refusal before the power line
+        say(multi_run_power(cfg, runs))
         return multirun(multi_run.run(cfg, runs), cfg, out)
     one_run.check(cfg)
     if cfg.canaries is not None and cfg.canaries.implied_threat_model == "white-box":

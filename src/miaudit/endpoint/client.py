@@ -96,6 +96,8 @@ class EndpointClient:
             try:
                 self.session.get(self.url, timeout=self.spec.timeout)
                 return
+            except requests.exceptions.InvalidURL as e:
+                raise EndpointError(f"endpoint {self.name}: not a URL a request can go to ({e})") from None
             except (requests.ConnectionError, requests.Timeout):
                 if attempt == self.spec.retries:
                     raise EndpointError(
@@ -160,6 +162,8 @@ class EndpointClient:
         self.usage.requests += 1
         try:
             response = self.session.post(self.url, data=body, timeout=self.spec.timeout)
+        except requests.exceptions.InvalidURL as e:
+            raise EndpointError(f"endpoint {self.name}: not a URL a request can go to ({e})") from None
         except requests.Timeout:
             raise _Transient(f"no answer within {self.spec.timeout:g} s") from None
         except requests.ConnectionError:

@@ -8,11 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from ..experiment.deployable import pooled_threshold
 from ..experiment.run import AttackRun, RunResult
-from ..results import PPVByPrior, PPVCell, RealizedFDP
+from ..results import PPVByPrior, PPVCell, RealizedFDP, WorstCase, WorstCell
 from ..stats import fdr, precision, signals
-from ..stats.metrics import clopper_pearson
+from ..stats.metrics import clopper_pearson, flagged_at_fpr
 from . import at_risk
 from .leak_verdict import membership_tests, pct
 from .ranking import headline_log_pvalues
@@ -155,29 +154,28 @@ def vulnerability(res: RunResult) -> tuple[str, np.ndarray] | None:
     return None if ranking is None else (ranking.attack.label, ranking.result.scores)
 
 
-def worst_case(res: RunResult) -> dict[str, Any] | None:
+def worst_case(res: RunResult) -> WorstCase | None:
     """results.json's ``worst_case`` (Aerni et al. 2024): each membership test's TPR at 1% FPR on the members among
     the records a membership-free vulnerability score puts most at risk (the top 1% and 10% of the queries), with
-    the threshold set on all non-members as for the average. None without such a score or membership."""
-    exp, found = res.experiment, vulnerability(res)
-    if found is None or exp.is_member is None:
+    the attack table's threshold at that level (``stats.metrics.flagged_at_fpr``: its "average" is the table's TPR).
+    None without such a score, membership, or a membership test (a reference-free GLS-only audit)."""
+    exp, found, tests = res.experiment, vulnerability(res), membership_tests(res)
+    if found is None or exp.is_member is None or not tests:
         return None
     member = np.asarray(exp.is_member, dtype=bool)
     order = np.argsort(-np.nan_to_num(found[1], nan=-np.inf), kind="stable")
-    out: dict[str, Any] = {"vulnerability": found[0], "fpr_level": WORST_CASE_FPR, "by_attack": {}}
-    for run in membership_tests(res):
-        s = np.nan_to_num(run.result.scores, nan=-np.inf)
-        t = pooled_threshold(s[~member], WORST_CASE_FPR)
-        hit = np.zeros(len(s), bool) if t is None else s >= t
+    by_attack: dict[str, dict[str, WorstCell]] = {}
+    for run in tests:
+        hit = flagged_at_fpr(run.result.scores, member, WORST_CASE_FPR)
         rows = {"average": _tpr(hit, member)}
         for share in WORST_CASE_SHARES:
-            top = np.zeros(len(s), bool)
-            top[order[: max(1, int(np.ceil(share * len(s))))]] = True
+            top = np.zeros(len(hit), bool)
+            top[order[: max(1, int(np.ceil(share * len(hit))))]] = True
             rows[f"top_{share:g}"] = _tpr(hit, member & top)
-        out["by_attack"][run.attack.label] = rows
-    return out
+        by_attack[run.attack.label] = rows
+    return WorstCase(vulnerability=found[0], fpr_level=WORST_CASE_FPR, by_attack=by_attack)
 
 
-def _tpr(hit: np.ndarray, among: np.ndarray) -> dict[str, Any]:
+def _tpr(hit: np.ndarray, among: np.ndarray) -> WorstCell:
     n, k = int(among.sum()), int((hit & among).sum())
-    return {"members": n, "tpr": k / n if n else None, "ci": list(clopper_pearson(k, n)) if n else None}
+    return WorstCell(members=n, tpr=k / n if n else None, ci=list(clopper_pearson(k, n)) if n else None)

@@ -16,7 +16,7 @@ from ..experiment.run import RunResult
 from ..results import AttackRow, AuditReport
 from . import at_risk, dp_section, sections
 from .plots import png_uri, pvalue_histograms, score_histograms
-from .ranking import risk_basis, slug
+from .ranking import ranked_by, risk_basis, slug
 from .table import ScoresTable
 
 TOP_RECORDS = 20
@@ -64,15 +64,19 @@ def _test_cells(a: AttackRow) -> list[str]:
     return cells
 
 
-def exposed_records(res: RunResult, frame: ScoresTable) -> tuple[str, list[str], list[list[str]]]:
-    basis = risk_basis(res)
-    s = slug(basis)
-    ranked = [c for c in (f"{s}.p_value", f"{s}.q_value", f"{s}.score") if c in frame.columns]
-    columns = [c for c in frame.columns if c in ("risk_rank", "record", "set", "position", "member", "label")]
-    columns += ranked
+def exposed_records(
+    res: RunResult, frame: ScoresTable, named: str | None = None
+) -> tuple[str, list[str], list[list[str]]]:
+    """The most exposed records: ranked by the test that names the records at risk (``named``), as in report.md."""
+    basis = risk_basis(res, named)
+    col, extra, why = ranked_by(basis, frame, named)
+    shown = ("risk_rank", "record", "set", "position", "member", "label", "at_risk")
+    columns = [c for c in frame.columns if c in shown]
+    columns += [col, *extra] + ([f"{slug(basis)}.score"] if not col.endswith(".score") else [])
+    columns = [c for c in dict.fromkeys(columns) if c in frame.columns]
     top = frame.head(TOP_RECORDS)
     cells = [[_cell(row[c]) for c in columns] for row in top.rows(columns)]
-    return basis.attack.label, columns, cells
+    return basis.attack.label + why, columns, cells
 
 
 def flagged_records(res: RunResult, head: at_risk.Claim | None) -> tuple[list[str], list[dict]]:
@@ -109,7 +113,8 @@ def render(
 ) -> str:
     known = results.membership_known
     pvalue_uri, pvalue_kinds = pvalue_histograms(res)
-    basis, columns, records = exposed_records(res, frame)
+    named = results.records_at_risk.attack if results.records_at_risk else None
+    basis, columns, records = exposed_records(res, frame, named)
     flagged_columns, flagged = flagged_records(res, head)
     return _env.get_template("report.html.j2").render(
         r=results,

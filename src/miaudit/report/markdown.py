@@ -7,21 +7,21 @@ from ..lm.canaries import exposure_md
 from ..results import AttackRow, AuditReport, BlindBaseline
 from ..stats import metrics
 from . import dp_section, sections
-from .ranking import risk_basis, slug
+from .ranking import ranked_by, risk_basis
 from .table import ScoresTable
 
 
-def exposed_records_md(res: RunResult, frame: ScoresTable, top: int = 10) -> list[str]:
-    """The report section listing the most exposed records."""
-    basis = risk_basis(res)
-    col = f"{slug(basis)}.p_value" if basis.result.log_pvalues is not None else f"{slug(basis)}.score"
-    extra = [c for c in (f"{slug(basis)}.q_value",) if c in frame.columns]
+def exposed_records_md(res: RunResult, frame: ScoresTable, named: str | None = None, top: int = 10) -> list[str]:
+    """The report section listing the most exposed records: ranked by the test that names the records at risk
+    (``named``: ``records_at_risk.attack``), on the p-values that named them."""
+    basis = risk_basis(res, named)
+    col, extra, why = ranked_by(basis, frame, named)
     extra += [c for c in sections.ranking_columns(frame) if c != col]
-    known = [c for c in ("label", "member") if c in frame.columns]
+    known = [c for c in ("label", "member", "at_risk") if c in frame.columns]
     lines = [
         "",
         f"## Most exposed records (ranked by {basis.attack.label}: "
-        f"{'smallest p-value' if col.endswith('p_value') else 'highest score'})",
+        f"{'smallest p-value' if 'p_value' in col else 'highest score'}{why})",
         "",
         "| rank | record | " + " | ".join([*known, col, *extra]) + " |",
         "|---|---|" + "---|" * (len(known) + 1 + len(extra)),
@@ -32,6 +32,11 @@ def exposed_records_md(res: RunResult, frame: ScoresTable, top: int = 10) -> lis
     lines.append(f"\nThe full ranking of all {len(frame)} records is `scores.csv` (column `risk_rank`).")
     lines += sections.ties_note(frame.head(top), col)
     return lines
+
+
+def _named(results: AuditReport) -> str | None:
+    """The attack the records at risk are named by (it ranks the records)."""
+    return results.records_at_risk.attack if results.records_at_risk else None
 
 
 def _pct(x: float) -> str:
@@ -123,7 +128,7 @@ def report_md(res: RunResult, results: AuditReport, frame: ScoresTable) -> str:
     ]
     if not known:
         lines += [*_ranking_table_md(results), *_nan_note(results), *sections.records_at_risk_md(results)]
-        lines += exposed_records_md(res, frame)
+        lines += exposed_records_md(res, frame, _named(results))
         return "\n".join(lines) + "\n"
     levels = sorted(_levels(results), key=float)  # the standard ones and min_fpr
     lines += [
@@ -154,7 +159,7 @@ def report_md(res: RunResult, results: AuditReport, frame: ScoresTable) -> str:
         lines += dp_section.section_md(results.dp_audit)
     lines += sections.records_at_risk_md(results) + sections.worst_case_md(results)
     lines += sections.ppv_md(results) + sections.deployable_md(results)
-    lines += _operating_points_md(results) + exposed_records_md(res, frame) + sections.gls_md(frame)
+    lines += _operating_points_md(results) + exposed_records_md(res, frame, _named(results)) + sections.gls_md(frame)
     if results.canary_exposure is not None:
         lines += exposure_md(results.canary_exposure)
     return "\n".join(lines) + "\n"

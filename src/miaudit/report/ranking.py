@@ -8,6 +8,7 @@ import numpy as np
 
 from ..attacks import recommended
 from ..experiment.run import AttackRun, RunResult
+from .table import ScoresTable
 
 
 def slug(run: AttackRun) -> str:
@@ -21,9 +22,13 @@ def slug_of(name: str, label: str, references: int) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", label if extended else f"{name}_n{references}").strip("_")
 
 
-def risk_basis(res: RunResult) -> AttackRun:
-    """The attack row whose output orders the per-record risk table: the first of ``recommended.RISK_BASIS``
-    that ran (with the most references), else the first row."""
+def risk_basis(res: RunResult, named: str | None = None) -> AttackRun:
+    """The attack row whose output orders the per-record risk table: the attack the records at risk are named by
+    (``named``: results.json's ``records_at_risk.attack``, the audit's strongest test), else the first of
+    ``recommended.RISK_BASIS`` that ran (with the most references), else the first row."""
+    found = [r for r in res.attacks if named is not None and r.attack.label == named]
+    if found:
+        return found[0]
     for name in recommended.RISK_BASIS:
         rows = [r for r in res.attacks if r.attack.name == name]
         if rows:
@@ -37,6 +42,29 @@ def risk_values(run: AttackRun) -> np.ndarray:
     return run.result.scores if lp is None else -lp
 
 
+def risk_order(run: AttackRun, log_p: np.ndarray | None = None) -> np.ndarray:
+    """The queries, most exposed first: by ``log_p`` (the p-values that named the records at risk; the records
+    flagged are then the top ranks), else by ``risk_values``; ties by the attack's score, then by position."""
+    primary = risk_values(run) if log_p is None else -np.asarray(log_p, dtype=np.float64)
+    score = np.nan_to_num(np.asarray(run.result.scores, dtype=np.float64), nan=-np.inf)
+    primary = np.nan_to_num(np.asarray(primary, dtype=np.float64), nan=-np.inf)
+    return np.lexsort((np.arange(len(primary)), -score, -primary))
+
+
+def ranked_by(basis: AttackRun, frame: ScoresTable, named: str | None) -> tuple[str, list[str], str]:
+    """The column the records are ranked by, the columns shown beside it, and why this attack ranks them."""
+    s = slug(basis)
+    pooled = named == basis.attack.label and f"{s}.p_value_pooled" in frame.columns
+    if pooled:
+        col, extra = f"{s}.p_value_pooled", [f"{s}.q_value_pooled"]
+    elif basis.result.log_pvalues is not None:
+        col, extra = f"{s}.p_value", [c for c in (f"{s}.q_value",) if c in frame.columns]
+    else:
+        col, extra = f"{s}.score", []
+    why = ", the test that names the records at risk" if named == basis.attack.label else ""
+    return col, extra, why
+
+
 def headline_log_pvalues(run: AttackRun) -> np.ndarray | None:
     """The p-values miaudit headlines: calibrated where the run calibrated them, else the raw ones."""
     calibrated = run.result.log_pvalues_calibrated
@@ -46,8 +74,9 @@ def headline_log_pvalues(run: AttackRun) -> np.ndarray | None:
 # The columns of scores.csv and scores.parquet and what they hold: the docs' list is generated from here
 # (docs/gen_reference.py), and a test holds a real run's columns to it.
 RECORD_COLUMNS = {
-    "risk_rank": "1 = most exposed: by -log p of the preferred test (MR-BMIA, BMIA, LiRA, BaVarIA-n, GLS, "
-    "else the first attack), or its score",
+    "risk_rank": "1 = most exposed: by the p-values of the test that names the records at risk "
+    "(records_at_risk.attack in results.json: its records flagged are the top ranks), ties by its score; without "
+    "records at risk, the preferred test (MR-BMIA, BMIA, LiRA, BaVarIA-n, GLS, else the first attack)",
     "record": "the record's row in the data set",
     "set": "Python API: which argument the record came from (members, nonmembers, queries)",
     "position": "Python API: the record's row in that argument",

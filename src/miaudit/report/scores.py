@@ -8,7 +8,7 @@ import numpy as np
 from ..experiment.run import RunResult
 from ..stats.fdr import bh_qvalues
 from .at_risk import Claim, named
-from .ranking import headline_log_pvalues, risk_basis, risk_values, slug
+from .ranking import headline_log_pvalues, risk_basis, risk_order, slug
 from .table import ScoresTable
 
 
@@ -18,7 +18,9 @@ def scores_frame(res: RunResult, claims: tuple[list[Claim], Claim | None] | None
     exp = res.experiment
     found, head = claims if claims is not None else named(res)
     pooled = {c.run.attack.label: c for c in found if c.pooled}
-    order = np.argsort(-risk_values(risk_basis(res)), kind="stable")  # most exposed first
+    # most exposed first: by the test that names the records at risk, on the p-values that named them
+    basis = risk_basis(res, None if head is None else head.run.attack.label)
+    order = risk_order(basis, head.log_p if head is not None and head.run is basis else None)
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(1, len(order) + 1)
     cols = {"risk_rank": rank, "record": exp.query_idx, **exp.query_info}

@@ -154,15 +154,15 @@ def ppv_cell(cell: PPVCell) -> str:
 
 
 WORST_CASE_NOTE = (
-    "TPR in percent [95% interval] at {fpr:g}% FPR, the threshold set on all non-members as for the average, on the "
-    "members among the records {by} ranks most exposed (no membership used to rank them; Aerni et al. 2024): an "
-    "average can hide the records that leak most."
+    "TPR in percent [95% interval] at {fpr:g}% FPR, the attack table's threshold (so 'all members' is the table's "
+    "TPR at {fpr:g}% FPR), on the members among the records {by} ranks most exposed (no membership used to rank "
+    "them; Aerni et al. 2024): an average can hide the records that leak most."
 )
 
 
 def worst_case_md(results: AuditReport) -> list[str]:
     w = results.worst_case
-    if not w:
+    if not w or not w.by_attack:  # a reference-free GLS-only audit has no membership test to show
         return []
     groups = list(next(iter(w.by_attack.values())))
     lines = table_section(

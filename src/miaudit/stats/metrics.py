@@ -101,6 +101,17 @@ def _operating_index(points: OperatingPoints, level: float) -> int:
     return int(ok[np.argmax(points.tp[ok] == best)])
 
 
+def flagged_at_fpr(scores: np.ndarray, is_member: np.ndarray, level: float) -> np.ndarray:
+    """The records the attack table's rule at this FPR level flags: score >= the threshold ``evaluate`` reports
+    (the largest TPR with realized FPR <= level, ties as one step). The one definition of TPR at FPR: every section
+    that counts flagged members at a level (the table, ``worst_case``) counts these."""
+    points = operating_points(scores, is_member)
+    i = _operating_index(points, level)
+    if i == 0:
+        return np.zeros(np.asarray(scores).shape[0], dtype=bool)
+    return nan_lowest(scores) >= points.thresholds[i]
+
+
 def clopper_pearson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """Exact binomial interval for k successes in n trials: the beta quantiles of Clopper & Pearson (1934)."""
     if n <= 0:

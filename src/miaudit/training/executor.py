@@ -18,10 +18,13 @@ task's index and its small result.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import logging
 import math
 import multiprocessing
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -34,6 +37,7 @@ from .options import ExecutorConfig
 
 Log = Callable[[str], None]
 START_ATTEMPTS = 3
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 T = TypeVar("T")
 
 
@@ -142,6 +146,16 @@ _FORKED: dict[str, Any] = {}  # what a forked worker runs, set before the fork: 
 def _worker_start(threads: int) -> None:
     import torch
 
+    # SIGTERM kills a worker (the parent's handler, inherited by the fork, would raise inside a task and the
+    # worker would take the next one), and the worker gets it when its parent dies, however it dies: no orphan
+    # trains on or idles (Linux's PR_SET_PDEATHSIG; the pool forks its workers from the main thread).
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != _FORKED.get("parent"):  # the parent died before the request took
+            os._exit(1)
+
     torch.set_num_threads(threads)
     # A worker is quiet: the parent reports each task as it finishes (a live display from a child would draw
     # over the parent's). Its warnings go to a plain handler: the parent's rich one shares a console lock that
@@ -165,7 +179,7 @@ def forked(task: Callable[[int], T], n: int, workers: int, done: Callable[[int, 
     Fork rather than spawn: a spawned worker would re-import the caller's main script (a user's script
     without a ``__main__`` guard would run again) and pay torch's import; a fork after torch ran is what
     torch's own DataLoader workers do, and one thread per worker keeps torch's thread pools out of the child."""
-    _FORKED["task"] = task
+    _FORKED["task"], _FORKED["parent"] = task, os.getpid()
     pool = ProcessPoolExecutor(
         max_workers=workers, mp_context=multiprocessing.get_context("fork"), initializer=_worker_start, initargs=(1,)
     )

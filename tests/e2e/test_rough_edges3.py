@@ -1,0 +1,183 @@
+"""What a new user tripped over, round three (issue 49): a reference-free audit, malformed endpoint URLs, a
+many-run DP audit of a config without DP, SIGTERM with training workers, the records ranked by the test that
+flags them, one TPR at FPR, ``plan --runs``, quiet DP logs, the schema's required fields."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+from typer.testing import CliRunner, Result
+
+from miaudit.cli import app
+
+
+@pytest.fixture(autouse=True)
+def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(app, list(args))
+
+
+def refused(res: Result, *words: str) -> str:
+    """Exit 2 with one line naming every word; returns the line."""
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert res.exit_code == 2 and len(lines) == 1, res.output
+    assert all(w in lines[0] for w in words), lines[0]
+    return lines[0]
+
+
+def write(name: str, raw: dict[str, Any]) -> str:
+    Path(name).write_text(yaml.safe_dump(raw))
+    return name
+
+
+def test_a_reference_free_gls_only_audit_finishes_with_its_report(tiny_raw: dict[str, Any]) -> None:  # item 0
+    res = invoke("run", write("gls.yaml", {**tiny_raw, "references": 0, "attacks": [{"name": "gls"}]}), "--out", "o")
+    assert res.exit_code == 0, res.output
+    report = Path("o/report.md").read_text()
+    assert "Risk ranking: GLS" in report and "most vulnerable records beside the average" not in report
+    assert "worst_case" not in json.loads(Path("o/results.json").read_text())
+    assert Path("o/report.html").is_file()
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("http://127.0.0.1:99999/v2/models/x/infer", "Port out of range"),
+        ("http://exa mple/x", "host 'exa mple'"),
+        ("http://127.0.0.1:8080:9/x", "8080:9"),
+        ("http://127.0.0.1:abc/x", "abc"),
+    ],
+)
+def test_an_endpoint_url_with_a_bad_port_or_host_is_refused_in_one_line(url: str, why: str) -> None:  # item 0
+    np.save("m.npy", np.arange(100))
+    np.save("n.npy", np.arange(100, 200))
+    raw = {"dataset": "digits", "references": 1, "train": {"epochs": 1}, "members": "m.npy", "nonmembers": "n.npy",
+           "target": {"endpoint": url, "protocol": "v2", "output": "logits", "architecture": "mlp"}}  # fmt: skip
+    refused(invoke("run", write("bad.yaml", raw), "--out", "o"), "target.endpoint", why)
+    assert not Path("o").exists()
+
+
+def test_a_many_run_dp_audit_without_train_dp_is_refused_before_the_power_line() -> None:  # item 0
+    line = refused(invoke("dp-audit", write("nodp.yaml", {"dataset": "digits", "model": "mlp"}), "--runs", "5",
+                          "--out", "o"), "train.dp")  # fmt: skip
+    assert "power" not in line and not Path("o").exists()
+
+
+def session_processes(sid: int) -> list[int]:
+    """The processes of a session (a run started with ``start_new_session``: itself and its workers)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid and fields[0] != "Z":  # the session id; a zombie has ended
+            found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists() or not hasattr(signal, "SIGTERM"), reason="Linux /proc")
+@pytest.mark.parametrize("via_timeout", [False, True])
+def test_sigterm_ends_the_run_and_its_training_workers_as_ctrl_c_does(
+    tiny_raw: dict[str, Any], isolated_cache: Path, via_timeout: bool
+) -> None:  # item 1
+    # full digits, 40 epochs: each model trains for seconds, in two worker processes (two torch threads)
+    raw = {**tiny_raw, "dataset": "digits", "references": 2, "train": {**tiny_raw["train"], "epochs": 40}}
+    write("term.yaml", raw)
+    env = {k: v for k, v in os.environ.items() if k != "MKL_NUM_THREADS"}
+    env |= {"OMP_NUM_THREADS": "2", "MIAUDIT_CACHE_DIR": str(isolated_cache), "COLUMNS": "200"}
+    command = [sys.executable, "-m", "miaudit.cli", "run", "term.yaml", "--out", "term"]
+    if via_timeout:  # `timeout` sends SIGTERM to its child at the deadline
+        command = ["timeout", "10", *command]
+    log = open("term.log", "w")  # noqa: SIM115 - read while the run writes it
+    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while "worker processes," not in Path("term.log").read_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        while not via_timeout and "trained in" not in Path("term.log").read_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert proc.poll() is None, Path("term.log").read_text()
+        assert len(session_processes(proc.pid)) >= 3 - via_timeout  # the run and its two workers
+        if not via_timeout:
+            proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(timeout=60)
+        deadline = time.monotonic() + 15
+        while session_processes(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert session_processes(proc.pid) == []
+    finally:
+        for pid in session_processes(proc.pid):
+            os.kill(pid, signal.SIGKILL)
+        log.close()
+    text = Path("term.log").read_text()
+    assert rc == (124 if via_timeout else 143), text
+    assert not Path("term").exists() and "Traceback" not in text
+    last = text.strip().splitlines()[-1]
+    assert last.startswith("terminated (SIGTERM): ") and "nothing was written to term" in last, text
+    if via_timeout:
+        return
+    kept = int(last.split(": ", 1)[1].split()[0])
+    assert "kept in the cache" in last and kept >= 1 and len(list(isolated_cache.rglob("*.safetensors"))) >= kept
+    res = invoke("run", "term.yaml", "--out", "term")  # the same command then finishes, loading what was kept
+    assert res.exit_code == 0, res.output
+
+
+@pytest.fixture(scope="module")
+def leaky_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Location (2,500 records), 4 references, GLS among the attacks: records to rank, worst cases to count."""
+    where = tmp_path_factory.mktemp("leaky")
+    raw = {"dataset": {"name": "location", "subset": 2500}, "model": "mlp", "seed": 3, "references": 4,
+           "attacks": [{"name": "gls"}, {"name": "attack-p"}, {"name": "lira"}, {"name": "rmia"}]}  # fmt: skip
+    (where / "leaky.yaml").write_text(yaml.safe_dump(raw))
+    with pytest.MonkeyPatch.context() as mp:  # a module's fixture runs before the per-test cache is set
+        mp.setenv("MIAUDIT_CACHE_DIR", str(where / "cache"))
+        res = invoke("run", str(where / "leaky.yaml"), "--out", str(where / "out"))
+    assert res.exit_code == 0, res.output
+    return where / "out"
+
+
+def test_the_most_exposed_records_are_ranked_by_the_test_that_flags_the_records_at_risk(leaky_run: Path) -> None:
+    # item 3: GLS ran (it used to rank the records first); the ranking follows the attack records_at_risk names,
+    # on the p-values that flag them, so the records it flags are the top ranks
+    import pandas as pd
+
+    results = json.loads((leaky_run / "results.json").read_text())
+    named = results["records_at_risk"]["attack"]
+    assert named is not None and named != "gls"
+    table = pd.read_csv(leaky_run / "scores.csv")
+    assert table["risk_rank"].tolist() == list(range(1, len(table) + 1))  # most exposed first
+    slug = named.replace(" (n=", "_n").rstrip(")")
+    p = table[f"{slug}.p_value_pooled"] if f"{slug}.p_value_pooled" in table else table[f"{slug}.p_value"]
+    assert (np.diff(p.to_numpy()) >= 0).all()  # ranked by the p-values that name the records at risk
+    flagged = table["risk_rank"][table["at_risk"] == 1]
+    assert sorted(flagged) == list(range(1, len(flagged) + 1))  # the flagged records are the top ranks
+    report = (leaky_run / "report.md").read_text()
+    assert (
+        f"## Most exposed records (ranked by {named}: smallest p-value, the test that names the records at risk)"
+        in report
+    )
+    assert f"Ranked by {named}, the test that names the records at risk" in (leaky_run / "report.html").read_text()
+
+
+def test_worst_case_all_members_is_the_tables_tpr_at_one_percent_fpr(leaky_run: Path) -> None:  # item 4
+    results = json.loads((leaky_run / "results.json").read_text())
+    by_attack = results["worst_case"]["by_attack"]
+    tests = [a for a in results["attacks"] if a["label"] in by_attack]
+    assert len(tests) == 3 and any(a["tpr_at_fpr"]["0.01"] > 0 for a in tests)
+    for a in tests:
+        assert by_attack[a["label"]]["average"]["tpr"] == a["tpr_at_fpr"]["0.01"]
+        assert by_attack[a["label"]]["average"]["ci"] == a["tpr_at_fpr_ci"]["0.01"]
