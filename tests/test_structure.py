@@ -333,6 +333,7 @@ def test_modules_are_imported_by_their_own_names() -> None:
     assert aliased == set()
 
 
+@pytest.mark.slow
 def test_no_private_name_is_imported_from_another_module() -> None:
     modules = {module_name(p) for p in (SRC / "miaudit").rglob("*.py")}
     crossing = []

@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 from _byo import N_CLASSES, TinyNet, audit_config, run_cli, tiny_data, write_audit_files
 from hypothesis import HealthCheck, event, given, settings
@@ -111,6 +112,7 @@ def assert_clean(error: BaseException) -> None:
     assert str(error) and "\n" not in str(error)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(sets=record_sets(), options=api_options)
 def test_api_gives_a_result_or_a_clean_error(sets: dict, options: dict) -> None:
@@ -175,6 +177,7 @@ def write_fuzz_files(folder: Path) -> None:
     torch.save({"w": Evil()}, folder / "evil.pt")
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=25)  # each example is a whole CLI run
 @given(changes=cli_configs())
 def test_cli_gives_a_result_or_exit_2_with_nothing_written(changes: dict) -> None:

@@ -116,6 +116,7 @@ def test_compare_refuses_an_out_that_is_a_file_before_any_work() -> None:  # row
     assert Path("afile").read_text() == ""
 
 
+@pytest.mark.slow
 def test_compare_of_two_data_sets_warns_first_naming_both_and_what_it_left_out() -> None:  # row 6
     a, b = scored("digits_like", seed=0), scored("location_like", seed=1, attacks=["lira"])
     res = invoke("compare", str(a), str(b), "--out", "cmp")
@@ -128,6 +129,7 @@ def test_compare_of_two_data_sets_warns_first_naming_both_and_what_it_left_out()
     assert first[0] in Path("cmp/compare.md").read_text()
 
 
+@pytest.mark.slow
 def test_compare_lines_name_a_and_b_and_the_sentence_reads_tpr_and_auc() -> None:  # row 15
     a, b = scored("a", seed=0), scored("b", seed=1)
     res = invoke("compare", str(a), str(b), "--out", "cmp")
@@ -139,6 +141,7 @@ def test_compare_lines_name_a_and_b_and_the_sentence_reads_tpr_and_auc() -> None
         assert "A -> B" not in res.output
 
 
+@pytest.mark.slow
 def test_a_run_and_its_own_export_then_score_compare_paired(tiny_raw: dict[str, Any]) -> None:  # row 15
     tiny_run(tiny_raw, "run")
     assert invoke("export", "run.yaml", "--out", "outputs.npz").exit_code == 0
@@ -154,6 +157,7 @@ def test_a_run_and_its_own_export_then_score_compare_paired(tiny_raw: dict[str, 
     assert row["auc"]["difference"] == 0 and row["auc"]["ci"] == [0, 0]
 
 
+@pytest.mark.slow
 def test_plan_and_the_progress_count_cached_models_as_cached(tiny_raw: dict[str, Any]) -> None:  # rows 7, 15
     Path("run.yaml").write_text(yaml.safe_dump(tiny_raw))
     before = invoke("plan", "run.yaml")
@@ -168,6 +172,7 @@ def test_plan_and_the_progress_count_cached_models_as_cached(tiny_raw: dict[str,
     assert "reference 1/2: loaded from cache" in dp.output, dp.output
 
 
+@pytest.mark.slow
 def test_plan_times_a_dp_target_apart_from_its_references() -> None:  # row 7
     raw = {
         "dataset": {"name": "digits", "subset": 300},

@@ -288,6 +288,7 @@ def with_set(sets: dict, name: str, x: np.ndarray | None = None, y: np.ndarray |
     return {**sets, name: (old_x if x is None else x, old_y if y is None else y)}
 
 
+@pytest.mark.slow
 def test_api_nan_features(user) -> None:
     net, x, y = user
     xm = x[:40].copy()

@@ -35,6 +35,7 @@ def by_record(res: pipeline.RunResult, records: np.ndarray | None = None) -> dic
     return {r.attack.label: dict(zip(ids.tolist(), r.result.scores.tolist())) for r in res.attacks}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layout", ["npz", "lira"])
 def test_both_layouts_give_the_runs_scores(run: pipeline.RunResult, layout: str, tmp_path: Path) -> None:
     where = scores_export.export(run.experiment, tmp_path / "outputs", layout)
@@ -80,6 +81,7 @@ def test_bad_config_is_one_line(tmp_path: Path) -> None:
     assert "\n" not in str(e.value)
 
 
+@pytest.mark.slow
 def test_cli_score_writes_the_reports(run: pipeline.RunResult, tmp_path: Path) -> None:
     where = scores_export.export(run.experiment, tmp_path / "lira", "lira")
     conf = tmp_path / "score.yaml"

@@ -53,6 +53,7 @@ def lms(tmp_path_factory: pytest.TempPathFactory, corpus: list[str]) -> tuple[Pa
     return root / "base", root / "tuned"
 
 
+@pytest.mark.slow
 def test_own_lm_from_a_config_with_references_fine_tuned_from_the_base(tmp_path: Path, corpus, lms):
     base, tuned = lms
     pd.DataFrame({"text": corpus}).to_csv(tmp_path / "texts.csv", index=False)
@@ -87,6 +88,7 @@ def test_own_lm_from_a_config_with_references_fine_tuned_from_the_base(tmp_path:
     assert f"reference model(s) (hf:{base}," in start, start
 
 
+@pytest.mark.slow
 def test_own_lm_through_the_python_api_directory_and_loaded_model(corpus, lms):
     base, tuned = lms
     sets = {"members": corpus[:30], "nonmembers": corpus[30:60], "population": corpus[60:]}

@@ -44,6 +44,7 @@ class Resources(HTMLParser):
             self.images.append(a["src"])
 
 
+@pytest.mark.slow
 def test_report_html_is_self_contained(written: Path) -> None:
     text = (written / "report.html").read_text(encoding="utf-8")
     page = Resources()
