@@ -103,6 +103,7 @@ def test_the_diagram_reader_sees_each_layer() -> None:
     assert diagram_layers(text) == ["cli", "results", "a | b"]
 
 
+@pytest.mark.slow
 def test_the_library_imports_no_benchmark() -> None:
     """Only ``miaudit bench`` (cli.py, inside the command) loads miaudit_bench: no other module imports it, even
     deferred, the forbidden contract covers every other layer, and neither ``import miaudit`` nor the CLI's

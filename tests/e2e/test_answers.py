@@ -65,6 +65,7 @@ def test_results_answer_with_verdict_records_at_risk_and_ppv(two_runs: tuple[Pat
     assert (run / "report.md").read_text().splitlines()[2].startswith("**Verdict: ")
 
 
+@pytest.mark.slow
 def test_compare_prints_differences_with_intervals_and_writes_files(two_runs: tuple[Path, Path, str]) -> None:
     _, cmp, output = two_runs
     c = json.loads((cmp / "compare.json").read_text())

@@ -17,6 +17,8 @@ from _byo import TinyNet, api_sets, fitted_net, tiny_data
 import miaudit
 from miaudit.api import reinitialised_copy
 
+pytestmark = pytest.mark.slow  # trains models (tests/conftest.py holds that rule)
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -26,7 +28,6 @@ def user() -> tuple[TinyNet, np.ndarray, np.ndarray]:
     return fitted_net(x[:40], y[:40], steps=150), x, y
 
 
-@pytest.mark.slow
 def test_audit_with_members_gives_metrics_table_json_and_report(user, tmp_path: Path) -> None:
     net, x, y = user
     result = miaudit.audit(net, **api_sets(x, y), attacks=["attack-p", "gls"])
@@ -56,7 +57,6 @@ def test_audit_with_members_gives_metrics_table_json_and_report(user, tmp_path: 
     ]
 
 
-@pytest.mark.slow
 def test_members_are_more_exposed_than_nonmembers(user) -> None:
     """Attack-P on a memorising model: members have higher hinge scores (a sanity check on the wiring)."""
     net, x, y = user
@@ -79,7 +79,6 @@ def test_queries_of_unknown_membership_give_pvalues_and_ranking_only(user, tmp_p
     assert not (tmp_path / "q" / "roc.png").exists()
 
 
-@pytest.mark.slow
 def test_tensors_and_torch_datasets_are_accepted(user) -> None:
     net, x, y = user
     as_arrays = miaudit.audit(net, **api_sets(x, y)).scores
@@ -120,7 +119,6 @@ def test_default_reference_models_are_reinitialised_copies(user) -> None:
     assert torch.equal(reinitialised_copy(net).head.weight, fresh.head.weight)  # seeded: reproducible
 
 
-@pytest.mark.slow
 def test_default_references_are_the_fewest_the_attacks_need(user) -> None:
     net, x, y = user
     result = miaudit.audit(
@@ -132,13 +130,11 @@ def test_default_references_are_the_fewest_the_attacks_need(user) -> None:
     assert [r["references"] for r in result.to_json()["attacks"]] == [0, 2]
 
 
-@pytest.mark.slow
 def test_run_accepts_a_config_dict(tiny_raw: dict) -> None:
     result = miaudit.run({**tiny_raw, "references": 0, "attacks": ["attack-p"]})
     assert result.to_json()["dataset"] == "digits" and set(result.metrics) == {"attack-p"}
 
 
-@pytest.mark.slow
 def test_example_audits_a_saved_model_with_api_and_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """examples/audit_own_model.py as a user runs it (its CLI step is a real ``miaudit run`` process)."""
     monkeypatch.setattr(sys, "argv", ["audit_own_model.py", str(tmp_path)])

@@ -18,6 +18,8 @@ from hypothesis.extra import numpy as hnp
 import miaudit
 from miaudit.errors import MiauditError
 
+pytestmark = pytest.mark.slow  # audits end to end on generated inputs: trains models, seconds each
+
 # Derandomized: the same examples on every run, so CI cannot flake; small, so the suite stays fast.
 FUZZ = settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
@@ -112,7 +114,6 @@ def assert_clean(error: BaseException) -> None:
     assert str(error) and "\n" not in str(error)
 
 
-@pytest.mark.slow
 @FUZZ
 @given(sets=record_sets(), options=api_options)
 def test_api_gives_a_result_or_a_clean_error(sets: dict, options: dict) -> None:
@@ -177,7 +178,6 @@ def write_fuzz_files(folder: Path) -> None:
     torch.save({"w": Evil()}, folder / "evil.pt")
 
 
-@pytest.mark.slow
 @settings(FUZZ, max_examples=25)  # each example is a whole CLI run
 @given(changes=cli_configs())
 def test_cli_gives_a_result_or_exit_2_with_nothing_written(changes: dict) -> None:

@@ -109,6 +109,7 @@ def test_score_refuses_an_empty_members_txt_without_a_numpy_warning() -> None:  
     assert not [w for w in seen if issubclass(w.category, UserWarning)], [str(w.message) for w in seen]
 
 
+@pytest.mark.slow
 def test_compare_refuses_an_out_that_is_a_file_before_any_work() -> None:  # row 5
     a = scored("a")
     Path("afile").write_text("")
@@ -193,6 +194,7 @@ def test_plan_times_a_dp_target_apart_from_its_references() -> None:  # row 7
     assert "all 2 models in the cache" in invoke("plan", "dp.yaml").output
 
 
+@pytest.mark.slow
 def test_precision_gives_no_point_estimate_from_zero_flagged_nonmembers() -> None:  # row 9
     run = scored("a")
     r = json.loads((run / "results.json").read_text())
@@ -215,6 +217,7 @@ def test_report_html_shows_the_notes_report_md_shows() -> None:  # row 15
     assert all(str(escape(n)) in html for n in notes), notes
 
 
+@pytest.mark.slow
 def test_piped_console_tables_are_not_cut() -> None:  # row 10
     long = [{"name": "lira", "label": "lira with two references, offline, fixed variance"}, "rmia"]
     run = scored("a", attacks=long)  # a table wider than 80 columns

@@ -97,6 +97,7 @@ def test_label_output_runs_the_label_only_attacks(served):
     assert again.run.experiment.oracle.usage()["queries_spent"] == 0
 
 
+@pytest.mark.slow
 def test_an_attack_the_output_cannot_feed_is_refused_before_any_query(served):
     srv = served["servers"]["label"]
     before = srv.requests

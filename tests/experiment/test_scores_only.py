@@ -52,6 +52,7 @@ def test_both_layouts_give_the_runs_scores(run: pipeline.RunResult, layout: str,
     assert scored.experiment.calibrates  # the exported validation records calibrate, as in the run
 
 
+@pytest.mark.slow
 def test_no_index_files_every_record_is_a_query(run: pipeline.RunResult, tmp_path: Path) -> None:
     """The LiRA code's own setting: the target's keep mask is the membership; no population, so RMIA is refused."""
     where = scores_export.export(run.experiment, tmp_path / "lira", "lira")

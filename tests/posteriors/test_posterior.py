@@ -187,6 +187,7 @@ def test_predictive_loglik_by_hand() -> None:
     assert predictive_loglik(logits, torch.tensor([0])) == pytest.approx(expected, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_validation_prior_maximises_validation_loglik(digits: dict) -> None:
     post, features, labels = _reference_posterior(digits, "diag", prior="validation")
     chosen = post.la.prior_precision.clone()

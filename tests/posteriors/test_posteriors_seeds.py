@@ -70,6 +70,7 @@ def test_swag_sample_covariance_matches_its_stored_moments(head_data) -> None:
     np.testing.assert_allclose(empirical.diagonal(), cov.diagonal(), rtol=0.05)
 
 
+@pytest.mark.slow
 def test_mc_dropout_rate_zero_gives_zero_variance_and_is_refused(head_data) -> None:
     head, phi, y = head_data
     gen = torch.Generator().manual_seed(0)

@@ -13,6 +13,8 @@ from miaudit import pipeline, report
 from miaudit.config.run import RunConfig
 from miaudit.report.markdown import report_md
 
+pytestmark = pytest.mark.slow  # trains models (tests/conftest.py holds that rule)
+
 ATTACKS = [
     {"name": "attack-p"},
     {"name": "lira", "references": 2},
@@ -30,7 +32,6 @@ def uncalibrated(make_config: Callable[..., RunConfig]) -> pipeline.RunResult:
     return pipeline.run_config(make_config(attacks=ATTACKS, calibration="none"))
 
 
-@pytest.mark.slow
 def test_results_json_is_a_complete_record(calibrated: pipeline.RunResult) -> None:
     results = report.results_json(calibrated)
     assert datetime.fromisoformat(results["created"]).tzinfo is not None
@@ -70,7 +71,6 @@ def test_the_headline_p_value_is_the_calibrated_one(calibrated: pipeline.RunResu
     assert frame["risk_rank"].tolist() == list(range(1, len(frame) + 1))
 
 
-@pytest.mark.slow
 def test_uncalibrated_runs_say_so_first(uncalibrated: pipeline.RunResult) -> None:
     results = report.results_json(uncalibrated)
     assert results["calibration"]["calibrated"] is False

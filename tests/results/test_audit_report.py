@@ -58,6 +58,7 @@ def test_a_run_round_trips_and_carries_each_attacks_kind(run_dir: tuple[AuditRep
     assert written.verdict is not None and written.verdict.statement == on_disk["verdict"]["statement"]
 
 
+@pytest.mark.slow
 def test_the_previous_format_is_migrated(run_dir: tuple[AuditReport, Path], tmp_path: Path) -> None:
     """A file written before schema_version (the same keys, no version, no kind) reads as the current one."""
     written, out = run_dir

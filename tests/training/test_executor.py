@@ -16,6 +16,8 @@ from miaudit.config.run import ExecutorConfig, RunConfig
 from miaudit.errors import ConfigError
 from miaudit.training import executor
 
+pytestmark = pytest.mark.slow  # Ray: a local cluster started and stopped, seconds each
+
 ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install miaudit[ray]")
 
 RAY = ExecutorConfig(kind="ray", max_retries=2)
@@ -29,7 +31,6 @@ def local_cluster() -> Iterator[None]:
     ray.shutdown()
 
 
-@pytest.mark.slow
 def test_ray_run_equals_local_run(make_config: Callable[..., RunConfig], tmp_path: Path) -> None:
     attacks = [{"name": "lira"}, {"name": "rmia"}, {"name": "attack-r"}]
     local = pipeline.run_config(make_config(attacks=attacks, cache_dir=str(tmp_path / "local")))
@@ -44,7 +45,6 @@ def test_ray_run_equals_local_run(make_config: Callable[..., RunConfig], tmp_pat
         assert a.metrics.to_json() == b.metrics.to_json()
 
 
-@pytest.mark.slow
 def test_posterior_tasks_on_ray_equal_local(make_config: Callable[..., RunConfig], tmp_path: Path) -> None:
     """BMIA / MR-BMIA: each reference's posterior fit and sampling as a Ray task gives the local numbers."""
     attacks = [
@@ -98,7 +98,6 @@ def fails_once(marker: str, value: int) -> int:
     return value * 2
 
 
-@pytest.mark.slow
 def test_a_task_that_fails_once_is_retried(tmp_path: Path) -> None:
     marker = str(tmp_path / "failed")
     assert executor.run_tasks(RAY, fails_once, (marker,), [(3,)]) == [6]
@@ -114,7 +113,6 @@ def test_local_executor_needs_nothing() -> None:
     assert executor.run_tasks(ExecutorConfig(), lambda a, b: a + b, (1,), [(2,), (3,)]) == [3, 4]
 
 
-@pytest.mark.slow
 def test_ray_absent_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(ConfigError, match=r"miaudit\[ray\]"):

@@ -18,6 +18,8 @@ from miaudit.training import loop as training_loop
 from miaudit.training import stacked
 from miaudit.training.loop import predict_logits
 
+pytestmark = pytest.mark.slow  # trains models (tests/conftest.py holds that rule)
+
 TIMING_KEYS = {"seconds", "training_seconds", "cache_dir", "created"}  # wall-clock numbers and the folder differ
 
 
@@ -59,7 +61,6 @@ def without_timing(tree: Any) -> Any:
     return tree
 
 
-@pytest.mark.slow
 def test_first_run_trains_every_model(first_run: pipeline.RunResult) -> None:
     exp = first_run.experiment
     assert [m.cached for m in [exp.target, *exp.references]] == [False, False, False]
@@ -82,7 +83,6 @@ def test_second_run_trains_nothing(first_run: pipeline.RunResult, monkeypatch: p
     np.testing.assert_array_equal(again.attacks[0].result.scores, first_run.attacks[0].result.scores)
 
 
-@pytest.mark.slow
 def test_interrupted_run_retrains_only_the_unfinished_model(
     first_run: pipeline.RunResult, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -98,7 +98,6 @@ def test_interrupted_run_retrains_only_the_unfinished_model(
     assert unfinished.is_file()
 
 
-@pytest.mark.slow
 def test_more_references_reuse_the_cached_ones(
     first_run: pipeline.RunResult, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -124,7 +123,6 @@ def test_offline_threat_model(first_run: pipeline.RunResult) -> None:
     assert inputs.queries.ref_logits.shape == (2, len(exp.query_idx), 10)
 
 
-@pytest.mark.slow
 def test_online_each_query_in_for_half_the_references(make_config: Callable[..., RunConfig]) -> None:
     exp = pipeline.prepare(make_config(mode="online"))
     ref_in = exp.attack_inputs().queries.ref_in
@@ -132,7 +130,6 @@ def test_online_each_query_in_for_half_the_references(make_config: Callable[...,
     assert not np.isin(exp.split.validation, np.concatenate([r.train_idx for r in exp.references])).any()
 
 
-@pytest.mark.slow
 def test_same_seed_fresh_cache_same_results(first_run: pipeline.RunResult, tmp_path: Path) -> None:
     again = pipeline.run_config(first_run.experiment.cfg.model_copy(update={"cache_dir": tmp_path}))
     assert not again.experiment.target.cached
@@ -140,7 +137,6 @@ def test_same_seed_fresh_cache_same_results(first_run: pipeline.RunResult, tmp_p
     np.testing.assert_array_equal(again.attacks[0].result.scores, first_run.attacks[0].result.scores)
 
 
-@pytest.mark.slow
 def test_other_seed_other_split(first_run: pipeline.RunResult, make_config: Callable[..., RunConfig]) -> None:
     exp = pipeline.prepare(make_config(seed=1))
     assert not np.array_equal(exp.split.members, first_run.experiment.split.members)
