@@ -209,6 +209,7 @@ def test_precision_gives_no_point_estimate_from_zero_flagged_nonmembers() -> Non
     assert "undefined: no non-member flagged" in (run / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_report_html_shows_the_notes_report_md_shows() -> None:  # row 15
     run = scored("a", validation=False, calibration=None)
     notes = json.loads((run / "results.json").read_text())["notes"]

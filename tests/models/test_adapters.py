@@ -128,6 +128,7 @@ def tiny_bert(directory: Path, words: list[str], n_labels: int = 4) -> Path:
     return build_tiny_bert(directory, words, n_labels, max_length=16)
 
 
+@pytest.mark.slow
 @needs_transformers
 def test_hf_model_tokenises_and_splits(tmp_path: Path) -> None:
     path = tiny_bert(tmp_path / "bert", WORDS)

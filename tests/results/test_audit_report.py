@@ -89,6 +89,7 @@ def test_a_previous_format_row_that_cannot_say_its_kind_is_refused_in_one_line(t
     assert report.load_results(tmp_path / "results.json").attacks[0].kind == "ranking"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("change", "said"),
     [
