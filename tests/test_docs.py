@@ -74,6 +74,7 @@ def test_conventions_page_holds_the_contracts() -> None:
         assert heading in text
 
 
+@pytest.mark.slow
 def test_mkdocs_build_strict(tmp_path: Path) -> None:
     pytest.importorskip("mkdocs", reason="mkdocs is not installed (pip install -r requirements.lock)")
     pytest.importorskip("material", reason="mkdocs-material is not installed")
@@ -91,6 +92,7 @@ def test_mkdocs_build_strict(tmp_path: Path) -> None:
         assert (tmp_path / "site" / "attacks" / name / "index.html").exists()
 
 
+@pytest.mark.slow
 def test_own_model_page_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The Python example of docs/own-model.md runs as written."""
     import miaudit

@@ -103,6 +103,7 @@ def test_the_diagram_reader_sees_each_layer() -> None:
     assert diagram_layers(text) == ["cli", "results", "a | b"]
 
 
+@pytest.mark.slow
 def test_the_library_imports_no_benchmark() -> None:
     """Only ``miaudit bench`` (cli.py, inside the command) loads miaudit_bench: no other module imports it, even
     deferred, the forbidden contract covers every other layer, and neither ``import miaudit`` nor the CLI's
@@ -333,6 +334,7 @@ def test_modules_are_imported_by_their_own_names() -> None:
     assert aliased == set()
 
 
+@pytest.mark.slow
 def test_no_private_name_is_imported_from_another_module() -> None:
     modules = {module_name(p) for p in (SRC / "miaudit").rglob("*.py")}
     crossing = []

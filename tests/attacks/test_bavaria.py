@@ -218,6 +218,7 @@ def test_bavaria_offline_prior_supplies_the_in_class():
     assert n_result.log_pvalues[0] < n_result.log_pvalues[1]
 
 
+@pytest.mark.slow
 def test_bavaria_tends_to_lira_as_references_grow():
     world = GaussianWorld(n=300, seed=4)
     rank_corr, max_diff, median_diff, max_relative_diff = {}, {}, {}, {}

@@ -167,6 +167,7 @@ def test_rmia_draws_that_equal_the_reference_are_rmia(monkeypatch: pytest.Monkey
     np.testing.assert_allclose(drawn.scores, plain.scores, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_candidates_run_end_to_end(make_config: Callable[..., RunConfig]) -> None:
     """On tiny digits models with real Laplace posteriors: finite scores, calibrated p-values, and
     eb-bmia with no prior weight scores exactly as BMIA."""

@@ -424,7 +424,11 @@ def _members_auc(values: np.ndarray, members: np.ndarray) -> float:
     return float(roc_auc_score(members, np.nan_to_num(values, nan=-1e300, neginf=-1e300, posinf=1e300)))
 
 
-@pytest.mark.parametrize("name", ALL)
+# An attack that reads the models needs the model world, whose reference models train: slow (tests/conftest.py).
+CONTRACT = [pytest.param(name, marks=pytest.mark.slow) if uses_models(name) else name for name in ALL]
+
+
+@pytest.mark.parametrize("name", CONTRACT)
 class TestAttackContract:
     def test_declares_a_kind_and_returns_what_it_declares(self, name: str) -> None:
         a = info(name)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from miaudit_bench import run as bench
 
 
+@pytest.mark.slow
 def test_smoke_suite_runs_and_aggregates(tmp_path):
     res = bench.run_suite("smoke", out_dir=tmp_path, log=lambda _: None)
     saved = json.loads((tmp_path / "smoke.json").read_text())

@@ -9,6 +9,8 @@ import pytest
 
 from miaudit_bench import training
 
+pytestmark = pytest.mark.slow  # trains models (tests/conftest.py holds that rule)
+
 
 def test_training_bench_runs_every_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     tiny = {"dataset": {"name": "digits", "subset": 300}, "model": "mlp", "train": {"epochs": 2, "batch_size": 32}}

@@ -66,6 +66,7 @@ def test_location_real(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     np.testing.assert_array_equal(again.y, ds.y)
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_ag_news_real(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     shared_file(text.AG_NEWS_FILE)
@@ -280,6 +281,7 @@ def write_texas(root: Path, features: np.ndarray, labels: list[int]) -> None:
     (folder / "labels").write_text("".join(f"{lab}\n" for lab in labels))
 
 
+@pytest.mark.slow
 def test_texas100_format(tmp_path: Path) -> None:
     features = bits(np.random.default_rng(3), 3, 6169)
     write_texas(tmp_path, features, [100, 1, 50])
@@ -288,6 +290,7 @@ def test_texas100_format(tmp_path: Path) -> None:
     assert ds.y.tolist() == [99, 0, 49] and ds.n_classes == 100
 
 
+@pytest.mark.slow
 def test_texas100_row_count_mismatch(tmp_path: Path) -> None:
     write_texas(tmp_path, bits(np.random.default_rng(4), 2, 6169), [1, 2, 3])
     with pytest.raises(DataError, match="has 2 rows but .*labels has 3 labels"):

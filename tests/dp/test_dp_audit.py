@@ -53,6 +53,7 @@ def opacus() -> Any:
     return pytest.importorskip("opacus", reason="DP-SGD needs opacus: pip install -e '.[dp]'")
 
 
+@pytest.mark.slow
 def test_dp_sgd_accounts_its_epsilon_is_seeded_and_fixes_batchnorm(opacus: Any) -> None:
     from miaudit.models import build_model
     from miaudit.training import dp_sgd as dp_training
@@ -75,6 +76,7 @@ def test_dp_sgd_accounts_its_epsilon_is_seeded_and_fixes_batchnorm(opacus: Any) 
     assert "GroupNorm" in kinds and not any(k.startswith("BatchNorm") for k in kinds)
 
 
+@pytest.mark.slow
 def test_two_run_and_one_run_audits_end_to_end(opacus: Any, tmp_path: Any) -> None:
     from miaudit import report
     from miaudit.dp import one_run
@@ -104,6 +106,7 @@ def test_two_run_and_one_run_audits_end_to_end(opacus: Any, tmp_path: Any) -> No
         one_run.check(config.from_dict(raw(canaries={"count": 40}, mode="online")))
 
 
+@pytest.mark.slow
 def test_white_box_audit_flags_a_planted_fault_and_not_the_honest_run(opacus: Any, tmp_path: Any) -> None:
     """Gradient canaries in one DP-SGD run at epsilon 2: the honest run stays below its PRV epsilon, the run
     drawing a tenth of the noise is flagged (its included canaries stand out of the noise in every step)."""
@@ -128,6 +131,7 @@ def test_white_box_audit_flags_a_planted_fault_and_not_the_honest_run(opacus: An
         config.from_dict(raw(train={"dp": {**DP, "planted_fault": {"noise_scale": 2.0}}}))
 
 
+@pytest.mark.slow
 def test_multi_run_audit_trains_pairs_and_bounds_their_decisions(opacus: Any, tmp_path: Any) -> None:
     from miaudit.dp import output
 

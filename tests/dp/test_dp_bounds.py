@@ -43,6 +43,7 @@ def test_two_run_bound_on_randomized_response_never_exceeds_epsilon_and_approach
     assert eps - 0.05 < means[-1] <= eps  # and close to the truth at a million
 
 
+@pytest.mark.slow
 def test_two_run_with_threshold_selection_on_randomized_response_records() -> None:
     """The whole two-run audit (threshold on one half, bound on the other) on record-level RR at eps = 1."""
     cfg = config.from_dict({"attacks": ["attack-p"], "dp_audit": {"attack": "attack-p"}})
@@ -101,6 +102,7 @@ def independent_eps(m: int, r: int, v: int, delta: float, confidence: float) -> 
     return lo
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "m, r, v, delta",
     [(100, 20, 18, 0.0), (100, 20, 18, 1e-5), (1000, 200, 150, 1e-5), (1000, 100, 100, 1e-5), (5000, 500, 320, 1e-4)],
@@ -125,6 +127,7 @@ def test_one_run_closed_forms() -> None:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("eps", [1.0, 4.0])
 def test_one_run_bound_on_randomized_response(eps: float) -> None:
     """Canaries through eps-DP randomized response: the bound stays below eps and approaches it as m grows."""

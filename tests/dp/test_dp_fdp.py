@@ -34,6 +34,7 @@ def test_gaussian_mu_inverts_the_gaussian_privacy_curve(eps: float) -> None:
     assert bounds.gaussian_delta(eps, mu) == pytest.approx(DELTA, rel=1e-9)
 
 
+@pytest.mark.slow
 def test_fdp_bound_matches_jax_privacy_on_a_grid() -> None:
     auditing = pytest.importorskip(
         "jax_privacy.auditing", reason="jax_privacy is an optional test extra: pip install -e '.[audit-ref]'"

@@ -154,6 +154,7 @@ def test_each_planted_fault_changes_exactly_its_step() -> None:
         torch.testing.assert_close(v, mean[k] * c / (size + stacked.NORM_EPS), rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_public_pass_is_one_epoch_of_torch_sgd_before_dp_sgd() -> None:
     """``public_pass`` with no DP epoch after it: exactly torch's SGD (momentum, weight decay) on the mean loss of
     the model's records in its seeded shuffled order, batches of 3, no clipping, no noise."""
@@ -193,6 +194,7 @@ def test_noise_per_epoch_draws_noise_at_the_first_step_only() -> None:
     assert abs(found[False] / 2 - 1) < 0.12 and abs(found[True] - 1) < 0.12, found
 
 
+@pytest.mark.slow
 def test_the_many_run_audit_plants_the_sampling_fault_in_its_accountant() -> None:
     """``sampling: {accounted_rate_factor: 4}``: the noise calibrated, and the claim accounted, at a quarter of
     the rate used over the steps taken; ``public_pass`` reaches the stacked trainer."""
@@ -303,6 +305,7 @@ def first_canary(scores: np.ndarray, included: np.ndarray, delta: float, seed: i
     return multi_run_bound(scores[:, 0], included[:, 0], delta, CONFIDENCE, seed).epsilon_lower_bound
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("analysis", [pooled, first_canary])
 def test_many_run_bounds_never_exceed_epsilon_on_mechanisms_of_known_epsilon(analysis: Any) -> None:
     """Seeded repetitions of both multi-run bounds (200 runs x 8 canaries, each slot by a fair coin) on

@@ -63,6 +63,7 @@ def observe(name: str, scores: np.ndarray, included: np.ndarray, k: int, seed: i
     return entry(name, len(g), int((g != 0).sum()), int(((g != 0) & (g == truth)).sum()), delta=0.0)
 
 
+@pytest.mark.slow
 def test_correct_mechanism_is_flagged_at_most_alpha_of_the_time() -> None:
     """Three observers of a mechanism that is exactly 1-DP (randomized response at eps 1, the worst case for the
     binomial test): over 300 seeded runs the verdict flags at most alpha = 5% of them, within an allowance that a

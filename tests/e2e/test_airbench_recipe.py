@@ -6,9 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from miaudit import pipeline
 from miaudit.config import run as config
+
+pytestmark = pytest.mark.slow  # trains models (tests/conftest.py holds that rule)
 
 
 def test_the_airbench_recipe_audits_with_stacked_references(tmp_path: Path) -> None:

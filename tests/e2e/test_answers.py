@@ -36,6 +36,7 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]
     return runs[0], where / "cmp", compared.output
 
 
+@pytest.mark.slow
 def test_results_answer_with_verdict_records_at_risk_and_ppv(two_runs: tuple[Path, Path, str]) -> None:
     run, _, _ = two_runs
     r = json.loads((run / "results.json").read_text())
@@ -64,6 +65,7 @@ def test_results_answer_with_verdict_records_at_risk_and_ppv(two_runs: tuple[Pat
     assert (run / "report.md").read_text().splitlines()[2].startswith("**Verdict: ")
 
 
+@pytest.mark.slow
 def test_compare_prints_differences_with_intervals_and_writes_files(two_runs: tuple[Path, Path, str]) -> None:
     _, cmp, output = two_runs
     c = json.loads((cmp / "compare.json").read_text())
@@ -80,6 +82,7 @@ def test_compare_refuses_a_folder_that_is_no_run(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "not a miaudit run directory" in result.output
 
 
+@pytest.mark.slow
 def test_plan_reports_power_and_time(tmp_path: Path) -> None:
     from conftest import TINY_RUN
 
@@ -90,6 +93,7 @@ def test_plan_reports_power_and_time(tmp_path: Path) -> None:
     assert "s per epoch (timed" in result.output
 
 
+@pytest.mark.slow
 def test_plan_shares_worker_trained_time_among_the_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """With two cores auto trains every model of the run in two workers: each timed on one thread, the total
     halved; with models_at_once 1 nothing is shared."""

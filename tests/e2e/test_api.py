@@ -17,6 +17,8 @@ from _byo import TinyNet, api_sets, fitted_net, tiny_data
 import miaudit
 from miaudit.api import reinitialised_copy
 
+pytestmark = pytest.mark.slow  # trains models (tests/conftest.py holds that rule)
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

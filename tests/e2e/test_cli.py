@@ -72,6 +72,7 @@ def test_offline_base3_is_refused_at_config_time_naming_bavaria(tiny_raw: dict[s
     assert not Path("d").exists()
 
 
+@pytest.mark.slow
 def test_tiny_run_writes_the_spec_outputs(tiny_raw: dict[str, Any]) -> None:
     res = invoke("run", write_config(tiny_raw), "--out", "out")
     assert res.exit_code == 0, res.output
@@ -104,6 +105,7 @@ def test_tiny_run_writes_the_spec_outputs(tiny_raw: dict[str, Any]) -> None:
     assert len(scores) == 120 and scores["member"].sum() == 60 and scores["record"].is_unique
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", ["npz", "csv"])
 def test_user_data_file_runs(tiny_raw: dict[str, Any], suffix: str) -> None:
     x, y = tabular_data()
@@ -130,6 +132,7 @@ def test_npz_with_nan_exits_2_and_writes_nothing(tiny_raw: dict[str, Any]) -> No
     assert not Path("out").exists()
 
 
+@pytest.mark.slow
 def test_auto_chooses_on_pseudo_targets_and_says_why(tiny_raw: dict[str, Any]) -> None:
     """attacks: auto with 2 references: every candidate's pseudo-target estimate in results.json and report.md,
     and only those chosen run beside the baseline and the risk ranking."""

@@ -62,6 +62,7 @@ def first_line(text: str) -> str:
     return next(line for line in text.splitlines() if line.strip() and not line.startswith("#"))
 
 
+@pytest.mark.slow
 def test_dp_verdict_heads_every_output_and_report_html_has_the_dp_section() -> None:
     """Rows 1 and 2: a black-box dp-audit (crafted canaries, two attacks)."""
     res = dp_audit(config("c.yaml", canaries={"count": 40, "kind": "crafted", "guesses": 10}), "--out", "o")
@@ -81,6 +82,7 @@ def test_dp_verdict_heads_every_output_and_report_html_has_the_dp_section() -> N
         assert all("canar" in line for line in records), records
 
 
+@pytest.mark.slow
 def test_a_planted_fault_is_said_beside_the_verdict_in_every_output() -> None:
     """Row 3: a white-box dp-audit of a run drawing a tenth of the noise."""
     fault = {"epsilon": 2.0, "planted_fault": {"noise_scale": 0.1}}
@@ -94,6 +96,7 @@ def test_a_planted_fault_is_said_beside_the_verdict_in_every_output() -> None:
         assert re.search(r"violation \(fault planted on purpose, train\.dp\.planted_fault: noise drawn at 0\.1x", said)
 
 
+@pytest.mark.slow
 def test_multi_run_audit_says_its_power_before_training_and_speaks_of_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     """Row 12: the power line comes before the first model trains (here: training is interrupted at once); the
     report of a real 2-run audit says nothing of one run, nan figures or '1 canaries'."""

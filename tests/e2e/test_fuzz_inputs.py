@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 from _byo import N_CLASSES, TinyNet, audit_config, run_cli, tiny_data, write_audit_files
 from hypothesis import HealthCheck, event, given, settings
@@ -16,6 +17,8 @@ from hypothesis.extra import numpy as hnp
 
 import miaudit
 from miaudit.errors import MiauditError
+
+pytestmark = pytest.mark.slow  # audits end to end on generated inputs: trains models, seconds each
 
 # Derandomized: the same examples on every run, so CI cannot flake; small, so the suite stays fast.
 FUZZ = settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])

@@ -159,6 +159,7 @@ def test_set_overrides_config_keys() -> None:
         assert res.exit_code == 2 and message in res.output
 
 
+@pytest.mark.slow
 def test_log_lines_per_model_and_attack_when_not_a_terminal(tiny_raw: dict[str, Any]) -> None:
     write("run.yaml", yaml.safe_dump(tiny_raw))
     first = invoke("run", "run.yaml", "--out", "a")
@@ -196,6 +197,7 @@ def test_docs_document_every_key_and_its_default() -> None:
             assert documented[key.path] == expected, key.path
 
 
+@pytest.mark.slow
 def test_importing_laplace_warns_nothing() -> None:
     """laplace-torch's dependencies call torch.jit.script on import: torch's FutureWarning is filtered there."""
     code = "from miaudit.posteriors.laplace import import_laplace; import_laplace()"

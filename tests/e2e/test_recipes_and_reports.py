@@ -17,6 +17,8 @@ from typer.testing import CliRunner
 
 from miaudit.cli import app
 
+pytestmark = pytest.mark.slow  # trains models (tests/conftest.py holds that rule)
+
 
 @pytest.fixture(autouse=True)
 def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,6 +13,8 @@ from typer.testing import CliRunner
 
 from miaudit.cli import app
 
+pytestmark = pytest.mark.slow  # scores-only audits end to end: about a second each
+
 N, C, K = 400, 5, 4
 
 

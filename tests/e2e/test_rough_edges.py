@@ -74,6 +74,7 @@ class Tables(HTMLParser):
             self.cell.append(data)
 
 
+@pytest.mark.slow
 def test_a_run_from_elsewhere(tiny_raw: dict[str, Any], isolated_cache: Path) -> None:
     """One tiny run covers: a relative dataset.path beside the config, no log line printed twice although the
     root logger has a handler (as laplace-torch gives it), a start line and the whole run's model count, integer
@@ -141,6 +142,7 @@ def test_checks_that_ran_late_now_run_before_any_model(tiny_raw: dict[str, Any],
     assert models_in(isolated_cache) == 0 and not Path("a").exists() and not Path("b").exists()
 
 
+@pytest.mark.slow
 def test_unwritable_cache_is_one_line_and_a_read_only_one_serves_its_models(
     tiny_raw: dict[str, Any], isolated_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -197,6 +199,7 @@ def test_silent_coercions_are_refused(tiny_raw: dict[str, Any], override: str, w
     assert "model: model:" not in line and "CUDA" not in line
 
 
+@pytest.mark.slow
 def test_csv_labels_named_otherwise_or_written_as_text(tiny_raw: dict[str, Any], isolated_cache: Path) -> None:
     rng = np.random.default_rng(0)
     names = [f"f{i}" for i in range(13)]

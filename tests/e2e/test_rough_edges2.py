@@ -109,6 +109,7 @@ def test_score_refuses_an_empty_members_txt_without_a_numpy_warning() -> None:  
     assert not [w for w in seen if issubclass(w.category, UserWarning)], [str(w.message) for w in seen]
 
 
+@pytest.mark.slow
 def test_compare_refuses_an_out_that_is_a_file_before_any_work() -> None:  # row 5
     a = scored("a")
     Path("afile").write_text("")
@@ -116,6 +117,7 @@ def test_compare_refuses_an_out_that_is_a_file_before_any_work() -> None:  # row
     assert Path("afile").read_text() == ""
 
 
+@pytest.mark.slow
 def test_compare_of_two_data_sets_warns_first_naming_both_and_what_it_left_out() -> None:  # row 6
     a, b = scored("digits_like", seed=0), scored("location_like", seed=1, attacks=["lira"])
     res = invoke("compare", str(a), str(b), "--out", "cmp")
@@ -128,6 +130,7 @@ def test_compare_of_two_data_sets_warns_first_naming_both_and_what_it_left_out()
     assert first[0] in Path("cmp/compare.md").read_text()
 
 
+@pytest.mark.slow
 def test_compare_lines_name_a_and_b_and_the_sentence_reads_tpr_and_auc() -> None:  # row 15
     a, b = scored("a", seed=0), scored("b", seed=1)
     res = invoke("compare", str(a), str(b), "--out", "cmp")
@@ -139,6 +142,7 @@ def test_compare_lines_name_a_and_b_and_the_sentence_reads_tpr_and_auc() -> None
         assert "A -> B" not in res.output
 
 
+@pytest.mark.slow
 def test_a_run_and_its_own_export_then_score_compare_paired(tiny_raw: dict[str, Any]) -> None:  # row 15
     tiny_run(tiny_raw, "run")
     assert invoke("export", "run.yaml", "--out", "outputs.npz").exit_code == 0
@@ -154,6 +158,7 @@ def test_a_run_and_its_own_export_then_score_compare_paired(tiny_raw: dict[str, 
     assert row["auc"]["difference"] == 0 and row["auc"]["ci"] == [0, 0]
 
 
+@pytest.mark.slow
 def test_plan_and_the_progress_count_cached_models_as_cached(tiny_raw: dict[str, Any]) -> None:  # rows 7, 15
     Path("run.yaml").write_text(yaml.safe_dump(tiny_raw))
     before = invoke("plan", "run.yaml")
@@ -168,6 +173,7 @@ def test_plan_and_the_progress_count_cached_models_as_cached(tiny_raw: dict[str,
     assert "reference 1/2: loaded from cache" in dp.output, dp.output
 
 
+@pytest.mark.slow
 def test_plan_times_a_dp_target_apart_from_its_references() -> None:  # row 7
     raw = {
         "dataset": {"name": "digits", "subset": 300},
@@ -188,6 +194,7 @@ def test_plan_times_a_dp_target_apart_from_its_references() -> None:  # row 7
     assert "all 2 models in the cache" in invoke("plan", "dp.yaml").output
 
 
+@pytest.mark.slow
 def test_precision_gives_no_point_estimate_from_zero_flagged_nonmembers() -> None:  # row 9
     run = scored("a")
     r = json.loads((run / "results.json").read_text())
@@ -202,6 +209,7 @@ def test_precision_gives_no_point_estimate_from_zero_flagged_nonmembers() -> Non
     assert "undefined: no non-member flagged" in (run / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_report_html_shows_the_notes_report_md_shows() -> None:  # row 15
     run = scored("a", validation=False, calibration=None)
     notes = json.loads((run / "results.json").read_text())["notes"]
@@ -210,6 +218,7 @@ def test_report_html_shows_the_notes_report_md_shows() -> None:  # row 15
     assert all(str(escape(n)) in html for n in notes), notes
 
 
+@pytest.mark.slow
 def test_piped_console_tables_are_not_cut() -> None:  # row 10
     long = [{"name": "lira", "label": "lira with two references, offline, fixed variance"}, "rmia"]
     run = scored("a", attacks=long)  # a table wider than 80 columns

@@ -63,6 +63,7 @@ def write_lira(a: dict[str, np.ndarray], root: Path = Path("lira")) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_intact_outputs_score_quietly_or_verbosely() -> None:
     a = arrays()
     res = score({"layout": "npz", "path": write_npz(a)}, "--quiet")

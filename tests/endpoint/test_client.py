@@ -13,6 +13,8 @@ from miaudit.config.run import TargetConfig
 from miaudit.endpoint import outputs
 from miaudit.endpoint.client import EndpointClient, EndpointError
 
+pytestmark = pytest.mark.slow  # a server per test, half a second to stop each
+
 W = np.random.default_rng(0).normal(size=(5, 3)).astype(np.float32)
 
 

@@ -65,6 +65,7 @@ def lira_scores(result: miaudit.AuditResult) -> np.ndarray:
     return run.result.scores[order]
 
 
+@pytest.mark.slow
 def test_logits_over_an_endpoint_score_as_the_weights_do(served):
     srv = served["servers"]["logits"]
     attacks = [{"name": "lira", "references": 2}, "attack-p"]
@@ -79,6 +80,7 @@ def test_logits_over_an_endpoint_score_as_the_weights_do(served):
     assert usage["output"] == "logits" and usage["requests"] == 4
 
 
+@pytest.mark.slow
 def test_label_output_runs_the_label_only_attacks(served):
     srv = served["servers"]["label"]
     target = {"endpoint": srv.url, "output": "label", "architecture": "mlp"}
@@ -95,6 +97,7 @@ def test_label_output_runs_the_label_only_attacks(served):
     assert again.run.experiment.oracle.usage()["queries_spent"] == 0
 
 
+@pytest.mark.slow
 def test_an_attack_the_output_cannot_feed_is_refused_before_any_query(served):
     srv = served["servers"]["label"]
     before = srv.requests
@@ -106,6 +109,7 @@ def test_an_attack_the_output_cannot_feed_is_refused_before_any_query(served):
     assert srv.requests == before
 
 
+@pytest.mark.slow
 def test_the_python_api_audits_an_endpoint(served):
     x, y, srv = served["x"], served["y"], served["servers"]["logits"]
     result = miaudit.audit(
@@ -129,6 +133,7 @@ def test_endpoint_options_are_checked_in_one_line():
         miaudit.Endpoint("http://127.0.0.1:1/v2/models/m/infer")
 
 
+@pytest.mark.slow
 def test_a_server_down_at_the_start_fails_before_any_reference_trains(served, isolated_cache):
     dead = FaultyServer(lambda x: x, name="gone")
     url = dead.url

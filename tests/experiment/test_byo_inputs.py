@@ -288,6 +288,7 @@ def with_set(sets: dict, name: str, x: np.ndarray | None = None, y: np.ndarray |
     return {**sets, name: (old_x if x is None else x, old_y if y is None else y)}
 
 
+@pytest.mark.slow
 def test_api_nan_features(user) -> None:
     net, x, y = user
     xm = x[:40].copy()
@@ -300,6 +301,7 @@ def test_api_nan_features(user) -> None:
     )
 
 
+@pytest.mark.slow
 def test_api_labels_out_of_range(user) -> None:
     net, x, y = user
     yn = y[40:80].copy()
@@ -312,6 +314,7 @@ def test_api_labels_out_of_range(user) -> None:
     )
 
 
+@pytest.mark.slow
 def test_api_input_shape_mismatch(user) -> None:
     net, x, y = user
     api_error(
@@ -322,6 +325,7 @@ def test_api_input_shape_mismatch(user) -> None:
     )
 
 
+@pytest.mark.slow
 def test_api_sets_of_different_shapes(user) -> None:
     net, x, y = user
     wide = np.concatenate([x[80:], x[80:, :1]], axis=1)
@@ -333,6 +337,7 @@ def test_api_sets_of_different_shapes(user) -> None:
     )
 
 
+@pytest.mark.slow
 def test_api_nan_logits(user) -> None:
     _, x, y = user
 
@@ -344,6 +349,7 @@ def test_api_nan_logits(user) -> None:
     api_error(ModelError, "target: outputs NaN or inf logits on", Unstable(), **api_sets(x, y))
 
 
+@pytest.mark.slow
 def test_api_duplicate_rows(user) -> None:
     net, x, y = user
     xn, yn = x[40:80].copy(), y[40:80].copy()
@@ -356,6 +362,7 @@ def test_api_duplicate_rows(user) -> None:
     )
 
 
+@pytest.mark.slow
 def test_api_too_few_nonmembers_for_min_fpr(user) -> None:
     net, x, y = user
     api_error(
@@ -367,6 +374,7 @@ def test_api_too_few_nonmembers_for_min_fpr(user) -> None:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("kwargs", "error", "message"),
     [
@@ -417,6 +425,7 @@ def test_api_argument_mistakes(user, kwargs: dict, error: type[Exception], messa
     api_error(error, message, net, **{**api_sets(x, y), **kwargs})
 
 
+@pytest.mark.slow
 def test_api_model_without_last_layer_for_bmia(user) -> None:
     _, x, y = user
     plain = nn.Sequential(nn.Linear(N_FEATURES, 8), nn.ReLU(), nn.Linear(8, N_CLASSES))
@@ -429,6 +438,7 @@ def test_api_model_without_last_layer_for_bmia(user) -> None:
     )
 
 
+@pytest.mark.slow
 def test_api_single_logit_model(user) -> None:
     _, x, y = user
     api_error(
@@ -439,6 +449,7 @@ def test_api_single_logit_model(user) -> None:
     )
 
 
+@pytest.mark.slow
 def test_api_factory_with_other_class_count(user) -> None:
     net, x, y = user
     api_error(
@@ -452,6 +463,7 @@ def test_api_factory_with_other_class_count(user) -> None:
     )
 
 
+@pytest.mark.slow
 def test_api_target_that_cannot_be_reinitialised(user) -> None:
     _, x, y = user
 

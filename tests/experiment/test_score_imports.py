@@ -9,6 +9,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
+
+pytestmark = pytest.mark.slow  # a fresh interpreter per test (a subprocess): seconds each
 
 SCRIPT = """
 import sys

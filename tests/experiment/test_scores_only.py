@@ -35,6 +35,7 @@ def by_record(res: pipeline.RunResult, records: np.ndarray | None = None) -> dic
     return {r.attack.label: dict(zip(ids.tolist(), r.result.scores.tolist())) for r in res.attacks}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layout", ["npz", "lira"])
 def test_both_layouts_give_the_runs_scores(run: pipeline.RunResult, layout: str, tmp_path: Path) -> None:
     where = scores_export.export(run.experiment, tmp_path / "outputs", layout)
@@ -51,6 +52,7 @@ def test_both_layouts_give_the_runs_scores(run: pipeline.RunResult, layout: str,
     assert scored.experiment.calibrates  # the exported validation records calibrate, as in the run
 
 
+@pytest.mark.slow
 def test_no_index_files_every_record_is_a_query(run: pipeline.RunResult, tmp_path: Path) -> None:
     """The LiRA code's own setting: the target's keep mask is the membership; no population, so RMIA is refused."""
     where = scores_export.export(run.experiment, tmp_path / "lira", "lira")
@@ -80,6 +82,7 @@ def test_bad_config_is_one_line(tmp_path: Path) -> None:
     assert "\n" not in str(e.value)
 
 
+@pytest.mark.slow
 def test_cli_score_writes_the_reports(run: pipeline.RunResult, tmp_path: Path) -> None:
     where = scores_export.export(run.experiment, tmp_path / "lira", "lira")
     conf = tmp_path / "score.yaml"

@@ -61,6 +61,7 @@ def test_other_data_is_read_as_the_audited_data(tmp_path) -> None:
     assert shift.load_other(cfg, cfg.reference_data, "reference_data", audited).n_classes == 5
 
 
+@pytest.mark.slow
 def test_reference_data_trains_the_references_on_the_other_population(make_config, tmp_path) -> None:
     """End to end: with reference_data the references train on the other data set's records (appended after
     the target's), so their logits and the attacks' scores change; the target is the same model."""

@@ -63,6 +63,7 @@ def obtained(store: Store, rec: Any, n: int = 4) -> list[Any]:
         return obtain_all(store, rec, dataset(), jobs(n), progress)
 
 
+@pytest.mark.slow
 def test_stored_apart_under_the_keys_of_one_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Four models in one stack: four entries, which a run training one at a time loads without training."""
     stacks, singles = counting(monkeypatch)
@@ -77,12 +78,14 @@ def test_stored_apart_under_the_keys_of_one_at_a_time(tmp_path: Path, monkeypatc
     assert len({m.train_idx.tobytes() for m in again}) == 4
 
 
+@pytest.mark.slow
 def test_one_at_a_time_trains_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     stacks, singles = counting(monkeypatch)
     obtained(Store(tmp_path), recipe(dataset(), models_at_once=1))
     assert stacks == [] and singles == [60] * 4
 
 
+@pytest.mark.slow
 def test_interrupted_stack_resumes_without_retraining_finished_members(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -107,6 +110,7 @@ def test_interrupted_stack_resumes_without_retraining_finished_members(
     assert len(list(tmp_path.glob("models/*/meta.json"))) == 4
 
 
+@pytest.mark.slow
 def test_memory_bound_cuts_stacks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A budget holding two members: five models train in stacks of at most two."""
     stacks, _ = counting(monkeypatch)
@@ -170,6 +174,7 @@ def two_cores(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
 
 
+@pytest.mark.slow
 def test_auto_on_a_cpu_trains_in_worker_processes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """auto with two cores: four models trained by two forked workers (one thread each), stored one entry each,
     counted as trained (not loaded), and equal to the same models trained one at a time in this process."""
@@ -194,6 +199,7 @@ def test_auto_on_a_cpu_trains_in_worker_processes(tmp_path: Path, monkeypatch: p
         np.testing.assert_allclose(a.logits, b.logits, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_workers_resume_and_leave_finished_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two of four models in the store (an interrupted run): the workers train the other two only."""
     two_cores(monkeypatch)

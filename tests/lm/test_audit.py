@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pandas as pd
+import pytest
 import yaml
 from typer.testing import CliRunner
 
@@ -25,6 +26,7 @@ def _config(tmp_path: Path, data: dict) -> str:
     return str(path)
 
 
+@pytest.mark.slow
 def test_gpt_tiny_audit_of_csv_texts(tmp_path: Path, news_csv: Path):
     out = tmp_path / "out"
     res = CliRunner().invoke(

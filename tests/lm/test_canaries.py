@@ -68,6 +68,7 @@ def test_skew_normal_extrapolation_matches_the_exact_rank_on_a_skew_normal_space
     assert abs(math.log2(canaries.skew_normal_rank(beyond, samples, space) / 100)) < 1
 
 
+@pytest.mark.slow
 def test_exposure_grows_with_repetitions_on_a_trained_model(news_csv: Path, tmp_path: Path):
     result = miaudit.run(
         {

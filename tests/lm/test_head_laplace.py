@@ -7,6 +7,7 @@ import math
 from collections import OrderedDict
 
 import numpy as np
+import pytest
 import torch
 import torch.nn as nn
 from torch.utils.data import DataLoader, TensorDataset
@@ -56,6 +57,7 @@ def test_prior_precision_maximises_laplace_torchs_marginal_likelihood(tiny_lm):
     np.testing.assert_allclose(posterior.variance, 1.0 / (head_laplace.diagonal_ggn(lm, x) + lam), rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_moments_match_sampled_heads(tiny_lm):
     """Mean and variance of each record's mean token log-likelihood over 4000 heads drawn from the posterior,
     against the linearised moments: within Monte Carlo error plus the linearisation's (small here)."""

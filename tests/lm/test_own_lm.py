@@ -53,6 +53,7 @@ def lms(tmp_path_factory: pytest.TempPathFactory, corpus: list[str]) -> tuple[Pa
     return root / "base", root / "tuned"
 
 
+@pytest.mark.slow
 def test_own_lm_from_a_config_with_references_fine_tuned_from_the_base(tmp_path: Path, corpus, lms):
     base, tuned = lms
     pd.DataFrame({"text": corpus}).to_csv(tmp_path / "texts.csv", index=False)
@@ -87,6 +88,7 @@ def test_own_lm_from_a_config_with_references_fine_tuned_from_the_base(tmp_path:
     assert f"reference model(s) (hf:{base}," in start, start
 
 
+@pytest.mark.slow
 def test_own_lm_through_the_python_api_directory_and_loaded_model(corpus, lms):
     base, tuned = lms
     sets = {"members": corpus[:30], "nonmembers": corpus[30:60], "population": corpus[60:]}
@@ -103,6 +105,7 @@ def test_own_lm_through_the_python_api_directory_and_loaded_model(corpus, lms):
     assert again.run.experiment.target.architecture == "GPT2LMHeadModel"
 
 
+@pytest.mark.slow
 def test_own_lm_inputs_are_checked_in_one_line(tmp_path: Path, corpus, lms):
     base, tuned = lms
     with pytest.raises(DataError, match=r"^members: expected a sequence of texts \(str\), got str$"):
@@ -129,6 +132,7 @@ def test_own_lm_inputs_are_checked_in_one_line(tmp_path: Path, corpus, lms):
     assert config_run.from_dict({"train": {"base": str(base)}}).model == f"hf:{base}"
 
 
+@pytest.mark.slow
 def test_without_a_base_the_references_are_the_targets_architecture_with_new_weights(corpus, lms):
     _, tuned = lms
     cfg = config_run.from_dict({"target": f"hf:{tuned}", "train": TRAIN})
@@ -144,6 +148,7 @@ def test_without_a_base_the_references_are_the_targets_architecture_with_new_wei
     assert not torch.equal(api_fresh.lm_head.weight, target.lm_head.weight)
 
 
+@pytest.mark.slow
 def test_the_example_config_validates_on_the_files_its_script_writes(tmp_path: Path, monkeypatch, corpus, lms):
     base, tuned = lms
     shutil.copy(ROOT / "examples" / "own-lm.yaml", tmp_path)

@@ -46,6 +46,7 @@ def test_word_tokenizer_keeps_reserved_words():
     assert tok.unk_token_id not in tok("zebra 7")["input_ids"]
 
 
+@pytest.mark.slow
 def test_an_audit_with_the_byte_tokenizer(news_csv: Path):
     result = miaudit.run(
         {

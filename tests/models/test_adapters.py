@@ -81,6 +81,7 @@ def test_torchvision_local_weights_load_without_the_classifier(tmp_path: Path) -
     assert model.head.out_features == 4  # a 10-class classifier does not fit 4 classes: fresh
 
 
+@pytest.mark.slow
 @needs_timm
 def test_timm_model_exposes_features_and_head() -> None:
     model = build_model("timm:resnet10t", (3, 16, 16), 4).eval()
@@ -107,6 +108,7 @@ def _finite_aucs(result: pipeline.RunResult) -> dict[str, float]:
 ATTACKS = [{"name": "bmia", "references": 1, "samples": 50}, {"name": "lira", "references": 1}, {"name": "gls"}]
 
 
+@pytest.mark.slow
 def test_torchvision_resnet18_audit_end_to_end(tmp_path: Path) -> None:
     cfg = config.from_dict(
         {
@@ -126,6 +128,7 @@ def tiny_bert(directory: Path, words: list[str], n_labels: int = 4) -> Path:
     return build_tiny_bert(directory, words, n_labels, max_length=16)
 
 
+@pytest.mark.slow
 @needs_transformers
 def test_hf_model_tokenises_and_splits(tmp_path: Path) -> None:
     path = tiny_bert(tmp_path / "bert", WORDS)
@@ -157,6 +160,7 @@ def _news_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, n: int = 160) -> 
     return folder.parent
 
 
+@pytest.mark.slow
 @needs_transformers
 def test_hf_tiny_bert_audit_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tiny_bert(tmp_path / "bert", WORDS)

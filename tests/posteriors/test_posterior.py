@@ -103,6 +103,7 @@ def test_signed_signal_matches_numpy_signals() -> None:
         np.testing.assert_allclose(got.T, _signed(name, logits, labels), rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_laplace_sample_order_matches_head(digits: dict) -> None:
     post, features, _ = _reference_posterior(digits)
     la = post.la
@@ -119,6 +120,7 @@ def test_laplace_sample_order_matches_head(digits: dict) -> None:
             np.testing.assert_allclose(logits[:, :, m].numpy(), probe(features).numpy(), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_fit_on_features_equals_last_layer_laplace_of_model(digits: dict) -> None:
     model, train = digits["refs"][0], digits["ref_train"][0]
     x, y = torch.as_tensor(digits["x"][train]), torch.as_tensor(digits["y"][train])
@@ -130,6 +132,7 @@ def test_fit_on_features_equals_last_layer_laplace_of_model(digits: dict) -> Non
     np.testing.assert_allclose(ours.la.H.numpy(), full.H.double().numpy(), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_chunking_does_not_change_moments(digits: dict) -> None:
     post, features, labels = _reference_posterior(digits)
     whole = posteriors.score_moments(post, features, labels, n_samples=300, signal="hinge", seed=5)
@@ -138,6 +141,7 @@ def test_chunking_does_not_change_moments(digits: dict) -> None:
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)  # float32 logits: blocking may differ
 
 
+@pytest.mark.slow
 def test_view_moments_average_each_draw_over_the_views(digits: dict) -> None:
     """queries.augment: draw m's score is the mean over the views of draw m's scores (the same heads)."""
     post, features, labels = _reference_posterior(digits)
@@ -155,6 +159,7 @@ def test_view_moments_average_each_draw_over_the_views(digits: dict) -> None:
     np.testing.assert_allclose(var, by_hand.var(1).numpy(), rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.slow
 def test_glm_and_weight_predictives_rank_alike(digits: dict) -> None:
     """For a linear last layer both predictives are the same Gaussian over logits."""
     post, features, labels = _reference_posterior(digits)
@@ -167,6 +172,7 @@ def test_glm_and_weight_predictives_rank_alike(digits: dict) -> None:
     assert stats.spearmanr(t["weights"], t["glm"]).statistic > 0.95
 
 
+@pytest.mark.slow
 def test_glm_refuses_a_jacobian_too_large(digits: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     post, features, labels = _reference_posterior(digits, "diag", predictive="glm")
     monkeypatch.setattr(laplace, "GLM_MAX_JACOBIAN", 100)
@@ -181,6 +187,7 @@ def test_predictive_loglik_by_hand() -> None:
     assert predictive_loglik(logits, torch.tensor([0])) == pytest.approx(expected, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_validation_prior_maximises_validation_loglik(digits: dict) -> None:
     post, features, labels = _reference_posterior(digits, "diag", prior="validation")
     chosen = post.la.prior_precision.clone()
@@ -195,6 +202,7 @@ def test_validation_prior_maximises_validation_loglik(digits: dict) -> None:
     assert best >= loglik(laplace.PRIOR_GRID[0]) and best >= loglik(laplace.PRIOR_GRID[-1])
 
 
+@pytest.mark.slow
 def test_bmia_end_to_end(digits: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     fits = []
     fit = LaplacePosterior.fit
@@ -222,6 +230,7 @@ def test_bmia_end_to_end(digits: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(fits) == 2  # one posterior per reference, reused across runs and attacks (memo)
 
 
+@pytest.mark.slow
 def test_bmia_requirements(digits: dict) -> None:
     inputs = _inputs(digits, validation=False)
     result = registry.score("bmia", inputs, samples=20)  # 2 trained, uses 1

@@ -40,6 +40,7 @@ def _moments(name: str, head_data, n_samples: int = 200, **options) -> tuple[np.
     return posteriors.score_moments(post, phi, y, n_samples=n_samples, signal="hinge", seed=3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["mc-dropout", "swag", "ensemble"])
 def test_each_posterior_gives_positive_variance_and_is_reproducible(name: str, head_data) -> None:
     mean, var = _moments(name, head_data)
@@ -54,6 +55,7 @@ def test_each_posterior_gives_positive_variance_and_is_reproducible(name: str, h
     assert np.corrcoef(mean, hinge(logits, y))[0, 1] > 0.9
 
 
+@pytest.mark.slow
 def test_swag_sample_covariance_matches_its_stored_moments(head_data) -> None:
     head, phi, y = head_data
     post = posteriors.create("swag", swag_snapshots=12, swag_rank=6, swag_lr=0.05)
@@ -68,6 +70,7 @@ def test_swag_sample_covariance_matches_its_stored_moments(head_data) -> None:
     np.testing.assert_allclose(empirical.diagonal(), cov.diagonal(), rtol=0.05)
 
 
+@pytest.mark.slow
 def test_mc_dropout_rate_zero_gives_zero_variance_and_is_refused(head_data) -> None:
     head, phi, y = head_data
     gen = torch.Generator().manual_seed(0)
@@ -82,6 +85,7 @@ def test_mc_dropout_rate_zero_gives_zero_variance_and_is_refused(head_data) -> N
         plan.build(cfg)
 
 
+@pytest.mark.slow
 def test_ensemble_has_its_members_as_draws(head_data) -> None:
     post = posteriors.create("ensemble", ensemble_members=4, ensemble_epochs=3)
     assert post.draws(1000) == 4

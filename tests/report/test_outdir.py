@@ -84,6 +84,7 @@ def test_publish_removes_stale_own_files_and_keeps_others(tmp_path: Path) -> Non
     assert (out / "results.json").read_text() == "new" and (out / "notes.txt").read_text() == "old"
 
 
+@pytest.mark.slow
 def test_force_replaces_a_run_and_keeps_other_files(tmp_path: Path, tiny_raw: dict) -> None:
     out = tmp_path / "out"
     out.mkdir()
@@ -96,6 +97,7 @@ def test_force_replaces_a_run_and_keeps_other_files(tmp_path: Path, tiny_raw: di
     assert "an earlier run's" not in (out / "report.html").read_text()
 
 
+@pytest.mark.slow
 def test_api_report_refuses_a_nonempty_dir(tmp_path: Path, tiny_raw: dict) -> None:
     result = api.run(tiny_raw)
     result.report(tmp_path / "a")

@@ -13,6 +13,8 @@ from miaudit import pipeline, report
 from miaudit.config.run import RunConfig
 from miaudit.report.markdown import report_md
 
+pytestmark = pytest.mark.slow  # trains models (tests/conftest.py holds that rule)
+
 ATTACKS = [
     {"name": "attack-p"},
     {"name": "lira", "references": 2},

@@ -44,6 +44,7 @@ class Resources(HTMLParser):
             self.images.append(a["src"])
 
 
+@pytest.mark.slow
 def test_report_html_is_self_contained(written: Path) -> None:
     text = (written / "report.html").read_text(encoding="utf-8")
     page = Resources()
@@ -54,6 +55,7 @@ def test_report_html_is_self_contained(written: Path) -> None:
     assert "<title>miaudit report: digits" in text
 
 
+@pytest.mark.slow
 def test_report_html_content(written: Path) -> None:
     text = (written / "report.html").read_text(encoding="utf-8")
     for label in ("attack-p", "bmia (n=1)", "lira (n=2)"):
@@ -73,6 +75,7 @@ def test_metric_rows_show_intervals_when_present() -> None:
     assert with_ci["cells"][:3] == ["0.700 [0.650, 0.750]", "1.00 †", "5.00 [3.00, 8.00]"]
 
 
+@pytest.mark.slow
 def test_scores_parquet_matches_csv(written: Path) -> None:
     csv, parquet = pd.read_csv(written / "scores.csv"), pd.read_parquet(written / "scores.parquet")
     assert list(parquet.columns) == list(csv.columns) and len(parquet) == len(csv)
@@ -82,6 +85,7 @@ def test_scores_parquet_matches_csv(written: Path) -> None:
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     not (CHROMIUM and CHROMEDRIVER), reason="needs Debian's chromium and chromium-driver (installed by .ci/run)"
 )

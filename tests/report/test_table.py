@@ -51,6 +51,7 @@ def test_head_sort_rows_and_pandas(table: ScoresTable) -> None:
         ScoresTable({"a": np.arange(2), "b": np.arange(3)})
 
 
+@pytest.mark.slow
 def test_writing_imports_no_pandas(tmp_path: Path) -> None:
     """pyarrow asks pandas about its arguments when given arrays (importing it); the table avoids that."""
     code = (

@@ -45,6 +45,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[AuditReport, Path
     return api.run(raw).report(out), out
 
 
+@pytest.mark.slow
 def test_a_run_round_trips_and_carries_each_attacks_kind(run_dir: tuple[AuditReport, Path]) -> None:
     written, out = run_dir
     on_disk = assert_round_trip(written, out)
@@ -57,6 +58,7 @@ def test_a_run_round_trips_and_carries_each_attacks_kind(run_dir: tuple[AuditRep
     assert written.verdict is not None and written.verdict.statement == on_disk["verdict"]["statement"]
 
 
+@pytest.mark.slow
 def test_the_previous_format_is_migrated(run_dir: tuple[AuditReport, Path], tmp_path: Path) -> None:
     """A file written before schema_version (the same keys, no version, no kind) reads as the current one."""
     written, out = run_dir
@@ -69,6 +71,7 @@ def test_the_previous_format_is_migrated(run_dir: tuple[AuditReport, Path], tmp_
     assert report.load_results(tmp_path / "results.json") == written  # kinds from the registry
 
 
+@pytest.mark.slow
 def test_a_previous_format_row_that_cannot_say_its_kind_is_refused_in_one_line(tmp_path: Path) -> None:
     """Membership unknown and no p-values: the old row cannot tell a test from a ranking without the registry."""
     raw = {**copy.deepcopy(TINY_RUN), "attacks": [{"name": "gls"}]}
@@ -86,6 +89,7 @@ def test_a_previous_format_row_that_cannot_say_its_kind_is_refused_in_one_line(t
     assert report.load_results(tmp_path / "results.json").attacks[0].kind == "ranking"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("change", "said"),
     [
@@ -113,6 +117,7 @@ def test_a_file_that_is_no_json_is_refused_in_one_line(tmp_path: Path) -> None:
         AuditReport.load(tmp_path / "results.json")
 
 
+@pytest.mark.slow
 def test_a_scores_only_audit_round_trips(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
     k, n, c = 4, 200, 10
@@ -137,6 +142,7 @@ def test_a_scores_only_audit_round_trips(tmp_path: Path) -> None:
     assert on_disk["attacks"][0]["kind"] == "test" and written.membership_known and written.dataset == "synthetic"
 
 
+@pytest.mark.slow
 def test_a_white_box_dp_audit_writes_through_the_same_writer(tmp_path: Path) -> None:
     """``miaudit dp-audit`` without input-space canaries: no attack, the DP section typed, the same file format."""
     pytest.importorskip("opacus", reason="DP-SGD needs opacus: pip install -e '.[dp]'")

@@ -112,6 +112,7 @@ print(sum(won))
 """
 
 
+@pytest.mark.slow
 def test_processes_writing_the_same_keys_end_with_one_valid_entry_each(tmp_path: Path) -> None:
     procs = [run_python(RACING_WRITER, str(tmp_path), str(tmp_path / f"ready{n}")) for n in range(3)]
     for n, proc in enumerate(procs):

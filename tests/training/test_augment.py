@@ -56,6 +56,7 @@ def _trained(cfg: config.TrainConfig, x: np.ndarray, y: np.ndarray) -> torch.Ten
     return model[1].weight.detach().clone()
 
 
+@pytest.mark.slow
 def test_training_augmentation_is_seeded_and_changes_the_weights() -> None:
     rng = np.random.default_rng(0)
     x, y = rng.normal(size=(40, 3, 8, 8)).astype(np.float32), rng.integers(0, 4, 40)
@@ -175,6 +176,7 @@ def _image_run(tmp_path: Path, train_augment: str, query_augment: str) -> pipeli
     return pipeline.run_config(cfg)
 
 
+@pytest.mark.slow
 def test_augmentation_changes_an_audit(tmp_path: Path) -> None:
     scores = {
         (t, q): [run.result.scores for run in _image_run(tmp_path, t, q).attacks]

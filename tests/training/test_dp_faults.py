@@ -107,6 +107,7 @@ def test_noise_per_epoch_draws_noise_at_the_epochs_first_step_only() -> None:
     assert torch.allclose(later, signal, atol=1e-5)  # no noise at all: the clipped mean itself
 
 
+@pytest.mark.slow
 def test_sampling_fault_tells_the_accountant_a_smaller_rate_and_changes_nothing_else() -> None:
     from miaudit.models import build_model
 
@@ -128,6 +129,7 @@ def test_sampling_fault_tells_the_accountant_a_smaller_rate_and_changes_nothing_
     assert "planted_fault" not in correct
 
 
+@pytest.mark.slow
 def test_public_pass_is_one_plain_sgd_epoch_before_dp_sgd() -> None:
     x, y = data()
     cfg = config.from_dict({"dataset": "digits", "model": "mlp", "train": {"epochs": 1, "batch_size": 4}}).train

@@ -16,6 +16,8 @@ from miaudit.config.run import ExecutorConfig, RunConfig
 from miaudit.errors import ConfigError
 from miaudit.training import executor
 
+pytestmark = pytest.mark.slow  # Ray: a local cluster started and stopped, seconds each
+
 ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install miaudit[ray]")
 
 RAY = ExecutorConfig(kind="ray", max_retries=2)

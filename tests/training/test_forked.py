@@ -57,6 +57,7 @@ def test_a_worker_is_quiet_with_one_thread() -> None:
     assert got == [(1, logging.WARNING)] * 2
 
 
+@pytest.mark.slow
 def test_a_failure_stops_the_other_workers_at_once() -> None:
     """Task 0 fails while task 1 would run for a minute: the call returns within seconds (the worker is stopped,
     not waited for)."""

@@ -14,6 +14,7 @@ from miaudit.models import build_model
 from miaudit.training.loop import seeded_model, train
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("precision", ["bf16", "fp16"])
 def test_mixed_precision_trains_on_cpu(precision: str) -> None:
     x = np.random.default_rng(0).normal(size=(32, 6)).astype(np.float32)

@@ -52,6 +52,7 @@ def build_model_like(model: nn.Module) -> nn.Module:
     return copy.deepcopy(model)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", list(ARCHS))
 def test_one_step_together_equals_one_step_alone(arch: str) -> None:
     """Same state, same batch (the whole training set, one step): the same weights, to float tolerance."""
@@ -64,6 +65,7 @@ def test_one_step_together_equals_one_step_alone(arch: str) -> None:
         assert max_diff(m.model, seeded_model(lambda: build_model(arch, ARCHS[arch], 4), m.seed)) > 1e-3  # it moved
 
 
+@pytest.mark.slow
 def test_several_epochs_with_augmentation_stay_together() -> None:
     """Two epochs of flip-crop on a CNN (batch norm): each member ends where alone it would, to float
     tolerance, and its eval-mode logits (running statistics) agree too."""
@@ -77,6 +79,7 @@ def test_several_epochs_with_augmentation_stay_together() -> None:
         assert report.seconds > 0 and 0 <= report.train_accuracy <= 1
 
 
+@pytest.mark.slow
 def test_the_airbench_recipe_together_equals_alone() -> None:
     """airbench's network with its recipe (label smoothing, the triangle schedule, flip-crop; batch norm): one
     epoch of three steps together ends where alone it would, to float tolerance, eval logits included."""
@@ -91,6 +94,7 @@ def test_the_airbench_recipe_together_equals_alone() -> None:
         np.testing.assert_allclose(predict_logits(m.model, m.x), predict_logits(single, m.x), atol=1e-4)
 
 
+@pytest.mark.slow
 def test_each_member_follows_its_own_seed() -> None:
     """Members sharing records and initial weights but not seeds draw other orders and augmentations, so
     they end apart; each still equals its seed's model trained alone."""

@@ -89,6 +89,7 @@ def test_broken_or_unchecksummed_meta_is_damaged(
     assert "meta.json" in load_damaged(store, entry, caplog)
 
 
+@pytest.mark.slow
 def test_pipeline_retrains_a_damaged_model(
     make_config: Callable[..., RunConfig], tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -126,6 +127,7 @@ print(json.dumps([m.cached for m in [exp.target, *exp.references]]))
 """
 
 
+@pytest.mark.slow
 def test_concurrent_runs_train_each_model_once(tiny_raw: dict, tmp_path: Path) -> None:
     """This process and a second one prepare the same run at the same moment (one import, not two: fast)."""
     raw = {**tiny_raw, "cache_dir": str(tmp_path / "cache")}

@@ -18,6 +18,8 @@ from miaudit.training import loop as training_loop
 from miaudit.training import stacked
 from miaudit.training.loop import predict_logits
 
+pytestmark = pytest.mark.slow  # trains models (tests/conftest.py holds that rule)
+
 TIMING_KEYS = {"seconds", "training_seconds", "cache_dir", "created"}  # wall-clock numbers and the folder differ
 
 

@@ -25,16 +25,19 @@ def trained(seed: int, schedule: str = "cosine") -> nn.Module:
     return model
 
 
+@pytest.mark.slow
 def test_same_seed_same_weights_other_seed_other_weights() -> None:
     a, b, c = trained(1), trained(1), trained(2)
     assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
     assert not torch.equal(a.head.weight, c.head.weight)
 
 
+@pytest.mark.slow
 def test_schedule_changes_the_result() -> None:
     assert not torch.equal(trained(1).head.weight, trained(1, "constant").head.weight)
 
 
+@pytest.mark.slow
 def test_training_learns_and_reports_accuracy() -> None:
     x, y = data()
     model = seeded_model(lambda: MLP((5,), 2, hidden=(16,)), 0)
@@ -56,6 +59,7 @@ def test_accuracy_of_no_records_is_nan() -> None:
     assert np.isnan(accuracy(np.zeros((0, 2)), np.zeros(0, dtype=np.int64)))
 
 
+@pytest.mark.slow
 def test_loader_workers_give_the_same_weights() -> None:
     """Batches prepared (and augmented) by DataLoader worker processes train the same model as in-process."""
     rng = np.random.default_rng(0)
@@ -70,6 +74,7 @@ def test_loader_workers_give_the_same_weights() -> None:
     torch.testing.assert_close(weights[0], weights[1], rtol=0, atol=0)
 
 
+@pytest.mark.slow
 def test_every_epoch_steps_the_schedule_once() -> None:
     """The cosine schedule reaches its end after exactly cfg.epochs steps, single-record batches skipped."""
     seen = []
@@ -78,6 +83,7 @@ def test_every_epoch_steps_the_schedule_once() -> None:
     assert seen == [(1, 3), (2, 3), (3, 3)]
 
 
+@pytest.mark.slow
 def test_adamw_trains_and_differs_from_sgd() -> None:
     rng = np.random.default_rng(1)
     x = rng.normal(size=(200, 4)).astype(np.float32)
@@ -91,6 +97,7 @@ def test_adamw_trains_and_differs_from_sgd() -> None:
     assert not torch.allclose(heads[0], heads[1])
 
 
+@pytest.mark.slow
 def test_decay_in_place_is_torchs_sgd_bit_for_bit() -> None:
     """The loop's SGD adds the weight decay to its own gradients in place: the same weights as torch's SGD."""
     from miaudit.training.loop import optimizer_with_schedule
@@ -112,6 +119,7 @@ def test_decay_in_place_is_torchs_sgd_bit_for_bit() -> None:
     assert all(torch.equal(a, b) for a, b in zip(*heads, strict=True))
 
 
+@pytest.mark.slow
 def test_triangle_schedule_and_label_smoothing() -> None:
     """airbench's schedule: 0.2 of the rate at the start, all of it at 23% of the epochs, 0.07 at the end; label
     smoothing changes the weights."""
