@@ -62,10 +62,10 @@ ATTACK_COLUMNS = {  # per attack row, after its column name (<name>_n<K>, or its
     "p_value": "the p-value to quote (tests only): calibrated when the run calibrates, else the attack's own",
     "log_p": "its natural log, exact where the p-value underflows",
     "q_value": "Benjamini-Hochberg q-value of p_value over the queries: the record is flagged at FDR q when <= q",
-    "p_value_pooled": "p-value among the references' pooled null scores, the references as pseudo-targets "
-    "(offline attacks on logits)",
-    "q_value_pooled": "q-value of p_value_pooled under the procedure records_at_risk.by_attack names (BH or "
-    "Storey's adaptive BH): flagged at FDR q when <= q",
+    "p_value_screened": "conformal p-value among the calibration records a screen on the references kept "
+    "(records_at_risk.screen); empty where the screen did not keep the record",
+    "q_value_screened": "q-value of p_value_screened under the procedure records_at_risk names (Storey's adaptive "
+    "BH over the screened queries): flagged at FDR q when <= q",
     "p_value_raw": "the attack's own p-value before calibration (calibrated tests only)",
     "log_p_raw": "its natural log",
 }
