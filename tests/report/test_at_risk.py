@@ -44,7 +44,7 @@ def test_why_none_gives_the_records_needed_at_the_floor_and_those_there() -> Non
     cal = np.linspace(-1, 1, 99)
     out = screened.screened_conformal(scores, cal, np.ones(100, bool), np.ones(99, bool), 0.05)
     assert out.at_floor == 3 and not out.flagged.any()
-    c = at_risk.Claim(run("lira"), "screened", out.log_p, "storey-bh", out.q, 0.05, out)  # type: ignore[arg-type]
+    c = at_risk.Claim(run("lira"), "screened", out.log_p, "storey-bh", out.q, 0.05, out)
     why = findings.why_none(c, 100)
     assert f"at least {out.needed_at_floor} of them are; 3 are" in why and "1/100 = 0.01" in why
     assert out.needed_at_floor > 3

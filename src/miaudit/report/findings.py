@@ -31,8 +31,8 @@ def records_at_risk(res: RunResult) -> RecordsAtRisk:
     n_cal = n_calibration(res)
     found, head = at_risk.named(res)
     if head is None:
-        why = "no attack in this run gives p-values: no records can be flagged"
-        return RecordsAtRisk(fdr=level, attack=None, count=0, why_none=why, note=why)
+        nothing = "no attack in this run gives p-values: no records can be flagged"
+        return RecordsAtRisk(fdr=level, attack=None, count=0, why_none=nothing, note=nothing)
     count = int(head.flagged.sum())
     sc = head.screened
     where = head.where
