@@ -3,12 +3,14 @@ pooled null's keys, from location seed 0's results.json) still read."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from pydantic import ValidationError
 
 from miaudit.results.findings import RecordsAtRisk
 
-BEFORE_45 = {
+BEFORE_45: dict[str, Any] = {
     "fdr": 0.05,
     "attack": "pair-lr (n=4)",
     "count": 80,
@@ -63,6 +65,6 @@ def test_a_section_written_before_issue_45_reads_back_to_the_same_keys() -> None
 def test_unknown_keys_are_refused_at_every_level() -> None:
     with pytest.raises(ValidationError, match="extra"):
         RecordsAtRisk.model_validate({**BEFORE_45, "flagged_by_verdict": 3})
-    claim = {**BEFORE_45["by_attack"]["bavaria-n (n=4)"], "surprise": 1}  # type: ignore[dict-item]
+    claim = {**BEFORE_45["by_attack"]["bavaria-n (n=4)"], "surprise": 1}
     with pytest.raises(ValidationError, match="extra"):
         RecordsAtRisk.model_validate({**BEFORE_45, "by_attack": {"x": claim}})
