@@ -5,7 +5,6 @@ choice, else the risk ranking's preferred test), never the attack that flags mos
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Any
 
 import numpy as np
 
@@ -13,12 +12,12 @@ from miaudit.report import at_risk, findings
 from miaudit.stats import screened
 
 
-def run(name: str, references: int = 4) -> Any:
+def run(name: str, references: int = 4) -> SimpleNamespace:
     attack = SimpleNamespace(name=name, label=f"{name} (n={references})", references=references)
     return SimpleNamespace(attack=attack)
 
 
-def claim(r: Any, flagged: int, basis: at_risk.Basis = "screened") -> at_risk.Claim:
+def claim(r: SimpleNamespace, flagged: int, basis: at_risk.Basis = "screened") -> at_risk.Claim:
     q = np.r_[np.zeros(flagged), np.ones(10)]
     return at_risk.Claim(r, basis, np.log(np.full(q.size, 0.5)), "storey-bh", q, 0.05)
 
@@ -27,16 +26,16 @@ def test_the_headline_is_autos_first_choice_even_when_another_attack_flags_more(
     lira, pair = run("lira"), run("pair-lr")
     res = SimpleNamespace(attacks=[lira, pair], attack_choice=SimpleNamespace(chosen=["pair-lr", "lira"]))
     found = [claim(lira, 9), claim(pair, 2)]
-    assert at_risk.chosen(res, found).run is pair  # type: ignore[arg-type, union-attr]
-    assert "auto" in at_risk.attack_rule(res)  # type: ignore[arg-type]
+    assert at_risk.chosen(res, found).run is pair
+    assert "auto" in at_risk.attack_rule(res)
 
 
 def test_without_an_auto_choice_the_risk_rankings_preferred_test_names_them() -> None:
     rmia, lira = run("rmia"), run("lira")
     res = SimpleNamespace(attacks=[rmia, lira], attack_choice=None)
-    assert at_risk.chosen(res, [claim(rmia, 9), claim(lira, 0)]).run is lira  # type: ignore[arg-type, union-attr]
+    assert at_risk.chosen(res, [claim(rmia, 9), claim(lira, 0)]).run is lira
     # a calibrated (screened) claim is preferred to a raw one
-    assert at_risk.chosen(res, [claim(rmia, 9), claim(lira, 0, "raw")]).run is rmia  # type: ignore[arg-type, union-attr]
+    assert at_risk.chosen(res, [claim(rmia, 9), claim(lira, 0, "raw")]).run is rmia
 
 
 def test_why_none_gives_the_records_needed_at_the_floor_and_those_there() -> None:
