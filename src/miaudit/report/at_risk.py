@@ -1,30 +1,39 @@
 """Which records a run names at risk, by which attack and which FDR procedure (docs/concepts.md, records at risk).
 
-Per attack with a pooled null (``experiment.pseudo_targets``): p-values among the references' null scores, put on
-the target's scale and tail-calibrated on its calibration records (``stats.pooled_null``), flagged by
-Benjamini-Hochberg. Storey's adaptive BH needs exactly valid p-values, which the pooled tail (an extrapolation below
-the calibration records' resolution) is not, so it is used where the p-values are conformal ranks (calibrated
-claims). The procedure is run on every pseudo-target against the pool of the others, where membership is known:
-a pooled claim is validated when its realized FDP there is at most the level. The headline attack is the verdict's
-when its pooled claim is validated (one story: the attack that leaks most names the records), else the first
-validated pooled claim by ``ranking.risk_basis``'s preference, else the risk-basis attack on its own p-values.
-The verdict picks its attack on the target's membership; the FDR does not cover that choice, which is why the
-realized FDP on the target (membership known) stands beside every count.
+One attack names the records, chosen by a rule that reads no membership: the first attack ``attacks: auto`` chose
+(it ranks the candidates on the references as pseudo-targets) that has calibration scores; without an auto choice,
+the risk ranking's preferred test (``ranking.risk_basis``). Its records are flagged by ``stats.screened``: conformal
+p-values among the calibration records, within a screen that reads only the references (their mean loss on each
+record, the top half of the queries and calibration records together), Storey's adaptive BH at the run's FDR over
+the screened queries. Every other attack's count under the same procedure is listed beside it (``by_attack``) and
+never takes its place. Without calibration records an attack's raw p-values go through BH, said to be uncalibrated.
+The design and its measurements: benchmarks/atrisk2/.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from ..experiment.run import AttackRun, RunResult
-from ..results import CalibrationCheck
-from ..stats import fdr, pooled_null
-from .leak_verdict import verdict
-from .ranking import headline_log_pvalues, risk_basis
+from ..stats import fdr, screened, signals
+from .ranking import risk_basis
 from .table import ScoresTable
+
+Basis = Literal["screened", "raw"]
+VULNERABILITY = "the references' mean loss"
+
+
+@dataclass(frozen=True)
+class Screen:
+    """Which queries and calibration records are tested, from the references alone."""
+
+    vulnerability: str
+    fraction: float
+    queries: np.ndarray  # bool per query
+    calibration: np.ndarray  # bool per calibration record
 
 
 @dataclass(frozen=True)
@@ -32,75 +41,84 @@ class Claim:
     """One attack's records at risk at the run's FDR."""
 
     run: AttackRun
-    pooled: bool  # p-values from the references' null pool; False: calibrated or raw (the attack's headline)
-    log_p: np.ndarray
+    basis: Basis  # screened conformal p-values (``stats.screened``), or the attack's raw p-values
+    log_p: np.ndarray  # NaN where the query is not tested (outside the screen)
     procedure: str  # a key of fdr.PROCEDURES
-    q: np.ndarray
-    validation: pooled_null.Validation | None  # the procedure on the pseudo-targets (pooled only)
-    null_size: int  # pooled null scores (0: not pooled)
-    pi0: float | None  # Storey's null-share estimate on the target's p-values
+    q: np.ndarray  # NaN where not tested
     level: float  # the run's FDR
-    target_check: CalibrationCheck | None = (
-        None  # the target's calibration records against the scaled pool, before the tail
-    )
-    # calibration corrects it (pooled_null.calibration_check)
+    screened: screened.Screened | None = None  # basis "screened": the procedure's numbers
+    where: Screen | None = None  # basis "screened": the records it tested
 
     @property
     def flagged(self) -> np.ndarray:
-        return self.q <= self.level
-
-    @property
-    def validated(self) -> bool:
-        return self.validation is not None and self.validation.fdp.value <= self.level
+        return np.nan_to_num(self.q, nan=np.inf) <= self.level
 
 
-def _pooled(run: AttackRun, level: float) -> Claim | None:
-    pseudo = run.pseudo_targets
-    if not pseudo:
+def screen(res: RunResult) -> Screen | None:
+    """The references' mean loss on the queries and on the calibration records, and the records it keeps
+    (``stats.screened.screen``); without references every record is kept. None without calibration records."""
+    exp = res.experiment
+    if not getattr(exp, "calibrates", False):
         return None
-    cal = run.calibration_scores  # the target's known non-members: its null's scale and tail
-    n_cal = None if cal is None or not np.isfinite(cal).any() else int(np.isfinite(cal).sum())
-    log_p = pooled_null.target_log_pvalues(run.result.scores, cal if n_cal else None, pseudo)
-    null = pooled_null.pool(pseudo, scaled=n_cal is not None)
-    validation = pooled_null.validate(pseudo, level, "bh", n_cal)
-    q = fdr.procedure_qvalues(np.exp(log_p), "bh")
-    check = pooled_null.calibration_check(cal, null) if n_cal and cal is not None else None
-    return Claim(run, True, log_p, "bh", q, validation, int(null.size), None, level, check)
+    inputs = exp.attack_inputs()
+    cal = inputs.require(exp.calibration_part)
+    nq, nc = len(inputs.queries.labels), len(cal.labels)
+    if not exp.references:
+        return Screen("none (no references)", 1.0, np.ones(nq, bool), np.ones(nc, bool))
+
+    def mean_loss(records: object) -> np.ndarray:
+        losses = signals.compute("loss", records.ref_logits, records.labels)  # type: ignore[attr-defined]
+        return np.nanmean(np.asarray(losses, dtype=np.float64), axis=0)
+
+    keep_q, keep_c = screened.screen(mean_loss(inputs.queries), mean_loss(cal), screened.SCREEN_FRACTION)
+    return Screen(VULNERABILITY, screened.SCREEN_FRACTION, keep_q, keep_c)
 
 
-def _headline(run: AttackRun, level: float) -> Claim | None:
-    """BH on the attack's own p-values; Storey's adaptive BH where they are conformal (calibrated)."""
-    log_p = headline_log_pvalues(run)
-    if log_p is None:
+def _claim(run: AttackRun, level: float, where: Screen | None) -> Claim | None:
+    cal = run.calibration_scores
+    if where is not None and cal is not None and len(cal) == len(where.calibration):
+        found = screened.screened_conformal(run.result.scores, cal, where.queries, where.calibration, level)
+        return Claim(run, "screened", found.log_p, screened.PROCEDURE, found.q, level, found, where)
+    if run.result.log_pvalues is None:
         return None
-    p = np.exp(log_p)
-    if run.result.log_pvalues_calibrated is None:
-        return Claim(run, False, log_p, "bh", fdr.bh_qvalues(p), None, 0, None, level)
-    pi0 = fdr.storey_null_share(p)
-    return Claim(run, False, log_p, "storey-bh", fdr.procedure_qvalues(p, "storey-bh"), None, 0, pi0, level)
+    lp = run.result.log_pvalues
+    return Claim(run, "raw", lp, "bh", fdr.bh_qvalues(np.exp(lp)), level)
 
 
 def claims(res: RunResult) -> list[Claim]:
-    """Each attack's claim: pooled where the references give a null pool, else on its headline p-values."""
+    """Each membership test's claim (risk rankings left out): screened conformal where the run calibrates, else BH
+    on its raw p-values."""
     level = float(res.experiment.cfg.fdr)
+    where = screen(res)
     out = []
     for run in res.attacks:
-        claim = _pooled(run, level) or _headline(run, level)
+        if run.attack.info.is_ranking:
+            continue
+        claim = _claim(run, level, where)
         if claim is not None:
             out.append(claim)
     return out
 
 
+def attack_rule(res: RunResult) -> str:
+    """How the headline attack is chosen, in words (``chosen``)."""
+    if res.attack_choice is not None and res.attack_choice.chosen:
+        return "the first attack attacks: auto chose on the references as pseudo-targets (no membership read)"
+    return "the risk ranking's preferred test (MR-BMIA, BMIA, LiRA, BaVarIA-n, else the first)"
+
+
 def chosen(res: RunResult, found: list[Claim]) -> Claim | None:
-    """The headline claim (module docstring)."""
-    v = verdict(res)
+    """The headline claim, fixed before any membership is read (module docstring): calibrated claims first."""
+    pool = [c for c in found if c.basis == "screened"] or found
+    if not pool:
+        return None
+    names = res.attack_choice.chosen if res.attack_choice is not None else []
+    for name in names:
+        rows = [c for c in pool if c.run.attack.name == name]
+        if rows:
+            return max(rows, key=lambda c: c.run.attack.references)
     basis = risk_basis(res)
-    validated = [c for c in found if c.pooled and c.validated]
-    named = [c for c in validated if v is not None and c.run.attack.label == v.attack]
-    if named or validated:
-        return (named or [c for c in validated if c.run is basis] or validated)[0]
-    unpooled = [c for c in found if not c.pooled] or found
-    return next((c for c in unpooled if c.run is basis), next(iter(unpooled), None))
+    return next((c for c in pool if c.run is basis), pool[0])
 
 
 def named(res: RunResult) -> tuple[list[Claim], Claim | None]:

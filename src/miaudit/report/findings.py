@@ -4,17 +4,15 @@ FDR control, and each attack's precision at realistic member priors. The statist
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from ..experiment.run import AttackRun, RunResult
-from ..results import PPVByPrior, PPVCell, RealizedFDP, WorstCase, WorstCell
+from ..results import PPVByPrior, PPVCell, WorstCase, WorstCell
+from ..results.findings import Claim, RealizedFDP, RecordsAtRisk, Screen
 from ..stats import fdr, precision, signals
 from ..stats.metrics import clopper_pearson, flagged_at_fpr
 from . import at_risk
 from .leak_verdict import membership_tests, pct
-from .ranking import headline_log_pvalues
 
 
 def n_calibration(res: RunResult) -> int | None:
@@ -23,102 +21,103 @@ def n_calibration(res: RunResult) -> int | None:
     return len(getattr(exp.split, exp.calibration_part)) if calibrates else None
 
 
-def records_at_risk(res: RunResult) -> dict[str, Any]:
+def records_at_risk(res: RunResult) -> RecordsAtRisk:
     """results.json's ``records_at_risk``: the records named at the run's FDR (``report.at_risk``), by which attack
-    and procedure, what that procedure assumes, how it did on the pseudo-targets, and (membership known) the
-    realized FDP on the target with its exact interval."""
+    (and the rule that chose it), which procedure on which p-values, what it assumes, every other attack's count
+    under it, why none where none is flagged, and (membership known) the realized FDP with its exact interval."""
     level = float(res.experiment.cfg.fdr)
-    n_cal, m = n_calibration(res), len(res.experiment.query_idx)
+    n_cal = n_calibration(res)
     found, head = at_risk.named(res)
-    out: dict[str, Any] = {"fdr": level, "attack": None if head is None else head.run.attack.label}
     if head is None:
-        return {**out, "note": "no attack in this run gives p-values: no records can be flagged"}
+        nothing = "no attack in this run gives p-values: no records can be flagged"
+        return RecordsAtRisk(fdr=level, attack=None, count=0, why_none=nothing, note=nothing)
     count = int(head.flagged.sum())
-    out |= {
-        "count": count,
-        "procedure": head.procedure,
-        "assumes": fdr.PROCEDURES[head.procedure],
-        "p_values": _p_values_basis(head, n_cal),
-        "expected_false_discoveries_at_most": level * count,
-        "smallest_p_value": _smallest(head, n_cal),
-        **({"null_share_estimate": head.pi0} if head.pi0 is not None else {}),
-        **({"pseudo_targets": _validation_json(head)} if head.pooled else {}),
-    }  # fmt: skip
+    sc = head.screened
+    where = head.where
+    realized = None
     if res.experiment.is_member is not None:
-        out["realized_fdp"] = fdr.realized_fdp(head.flagged, res.experiment.is_member).to_json(level)
-    calibrated = {r.attack.label: fdr.at_risk(np.exp(lp), level, n_cal) for r in res.attacks
-                  if (lp := headline_log_pvalues(r)) is not None}  # fmt: skip
-    out |= {
-        "n_calibration_records": n_cal,
-        "calibration_records_needed": fdr.calibration_needed(m, level),
-        "by_attack": {c.run.attack.label: _claim_json(c, calibrated.get(c.run.attack.label)) for c in found},
-    }
-    out["note"] = note(head, out, m)
-    return out
+        r = fdr.realized_fdp(head.flagged, res.experiment.is_member)
+        realized = RealizedFDP(value=r.value, ci=list(r.ci), flagged=r.flagged, non_members=r.false,
+                               above_level=r.value > level)  # fmt: skip
+    m = len(res.experiment.query_idx)
+    why = None if count else why_none(head, m)
+    return RecordsAtRisk(
+        fdr=level,
+        attack=head.run.attack.label,
+        attack_rule=at_risk.attack_rule(res),
+        count=count,
+        why_none=why,
+        procedure=head.procedure,
+        assumes=fdr.PROCEDURES[head.procedure],
+        p_values=_p_values_basis(head),
+        **({"screen": Screen(vulnerability=where.vulnerability, fraction=where.fraction, queries=sc.m,
+                             calibration_records=sc.n_calibration)} if sc is not None and where is not None else {}),
+        expected_false_discoveries_at_most=level * count,
+        **({"smallest_p_value": sc.floor, "null_share_estimate": sc.pi0, "at_smallest_p_value": sc.at_floor,
+            "needed_at_smallest_p_value": sc.needed_at_floor} if sc is not None else {}),
+        **({"realized_fdp": realized} if realized is not None else {}),
+        n_calibration_records=n_cal,
+        **({"calibration_records_needed": sc.calibration_needed} if sc is not None else {}),
+        by_attack={c.run.attack.label: _claim(c) for c in found},
+        note=note(head, count, realized, why, m),
+    )  # fmt: skip
 
 
-def _smallest(c: at_risk.Claim, n_cal: int | None) -> float | None:
-    """The smallest p-value the claim's null allows: 1 / (N + 1) among N null scores; None for raw p-values."""
-    if c.pooled:
-        return 1 / (c.null_size + 1)
-    return None if n_cal is None else fdr.smallest_pvalue(n_cal)
+def _p_values_basis(c: at_risk.Claim) -> str:
+    if c.screened is None:
+        return "raw (not calibrated)"
+    return f"screened conformal: rank among the {c.screened.n_calibration} calibration records the screen kept"
 
 
-def _p_values_basis(c: at_risk.Claim, n_cal: int | None) -> str:
-    if c.pooled:
-        pseudo = c.run.pseudo_targets or []
-        return f"pooled null: rank among {c.null_size} scores of {len(pseudo)} references as pseudo-targets"
-    return "calibrated" if n_cal is not None else "raw (not calibrated)"
+def _claim(c: at_risk.Claim) -> Claim:
+    sc = c.screened
+    extra = {} if sc is None else {"tested": sc.m, "at_floor": sc.at_floor, "needed_at_floor": sc.needed_at_floor}
+    return Claim(count=int(c.flagged.sum()), procedure=c.procedure, basis=c.basis, **extra)
 
 
-def _validation_json(c: at_risk.Claim) -> dict[str, Any]:
-    pseudo = c.run.pseudo_targets or []
-    out: dict[str, Any] = {"count": len(pseudo), "null_scores": c.null_size}
-    if c.validation is not None:
-        out["realized_fdp"] = c.validation.to_json(c.level)
-    return out
+def why_none(c: at_risk.Claim, m: int) -> str:
+    """No record flagged: why, with the number that decides it."""
+    name, level = c.run.attack.label, c.level
+    qs = c.q[np.isfinite(c.q)]
+    smallest_q = f"{float(qs.min()):.2g}" if qs.size else "none"
+    sc = c.screened
+    if sc is None:
+        return (f"No record can be named at FDR {level:g}: BH flags the k smallest p-values when the k-th is at most "
+                f"{level:g} x k / {m}, and no k meets it for {name} (its smallest q-value is {smallest_q}, above "
+                f"{level:g})")  # fmt: skip
+    if sc.m == 0 or sc.n_calibration == 0:
+        return (f"No record can be named at FDR {level:g}: the screen kept {sc.m} queries and {sc.n_calibration} "
+                "calibration records, too few to test")  # fmt: skip
+    return (
+        f"No record can be named at FDR {level:g}: with {sc.n_calibration} calibration records in the screen no "
+        f"p-value of {name} is below 1/{sc.n_calibration + 1} = {sc.floor:.2g}, and "
+        f"{fdr.PROCEDURE_NAMES[c.procedure]} over the {sc.m} screened queries flags records there only when at "
+        f"least {sc.needed_at_floor} of them are; {sc.at_floor} are, and no larger p-value has enough records at or "
+        f"below it (smallest q-value {smallest_q}). Naming one record alone would take {sc.calibration_needed} "
+        f"calibration records in the screen, or a leak that puts {sc.needed_at_floor} screened records above every "
+        "calibration record"
+    )
 
 
-def _claim_json(c: at_risk.Claim, calibrated: fdr.AtRisk | None) -> dict[str, Any]:
-    out: dict[str, Any] = {"count": int(c.flagged.sum()), "procedure": c.procedure, "pooled": c.pooled}
-    if c.validation is not None:
-        out["pseudo_target_fdp"] = c.validation.fdp.value
-    if c.target_check is not None:
-        out["calibration_records_at_pooled_p_0.01"] = c.target_check
-    if calibrated is not None:
-        out |= {"count_calibrated": calibrated.count, "at_floor": calibrated.at_floor}
-    return out
-
-
-def note(c: at_risk.Claim, found: dict[str, Any], m: int) -> str:
+def note(c: at_risk.Claim, count: int, realized: RealizedFDP | None, why: str | None, m: int) -> str:
     """One sentence: whose count, on which p-values, by which procedure, and what holds it."""
     level, label = c.level, c.run.attack.label
-    said = f"{found['count']} of {m} records flagged at FDR {level:g} by {label} ({fdr.PROCEDURE_NAMES[c.procedure]}"
-    if c.pooled:
-        v = c.validation
-        said += f" on p-values from a pooled null of {c.null_size} reference scores; "
-        if v is None:
-            said += "its validity could not be measured: no pseudo-target has records it trained on)"
-        else:
-            fdp = v.fdp
-            said += (f"on the {len(c.run.pseudo_targets or [])} pseudo-targets the same procedure's realized FDP was "
-                     f"{pct(fdp.value)} [{pct(fdp.ci[0])}, {pct(fdp.ci[1])}] of {fdp.flagged} flagged"
-                     + (", above the level: these claims may not hold)" if fdp.value > level else ")"))  # fmt: skip
-    elif found["p_values"] == "calibrated":
-        n_cal = found["n_calibration_records"]
-        said += f" on calibrated p-values; none can be below 1/({n_cal}+1)"
-        if fdr.smallest_pvalue(n_cal) > level / m:
-            said += (
-                f", so a single record among {m} would need {found['calibration_records_needed']} calibration records"
-            )
-        said += ")"
+    said = f"{count} of {m} records flagged at FDR {level:g} by {label} ({fdr.PROCEDURE_NAMES[c.procedure]}"
+    sc = c.screened
+    if sc is not None:
+        said += (
+            f" on conformal p-values of the {sc.m} queries a screen on the references' mean loss kept, among the "
+            f"{sc.n_calibration} calibration records it kept; none can be below 1/({sc.n_calibration}+1))"
+        )
     else:
         said += " on raw p-values, NOT calibrated: the FDR holds only as far as the attack's own null model does)"
-    if "realized_fdp" in found:
-        r: RealizedFDP = found["realized_fdp"]
+    if realized is not None:
+        r = realized
         above = " ABOVE the FDR level" if r.above_level else ""
         said += (f"; realized FDP on the target {pct(r.value)} [{pct(r.ci[0])}, {pct(r.ci[1])}] "
                  f"({r.non_members} non-members){above}")  # fmt: skip
+    if why:
+        said += ". " + why
     return said
 
 

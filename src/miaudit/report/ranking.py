@@ -54,9 +54,9 @@ def risk_order(run: AttackRun, log_p: np.ndarray | None = None) -> np.ndarray:
 def ranked_by(basis: AttackRun, frame: ScoresTable, named: str | None) -> tuple[str, list[str], str]:
     """The column the records are ranked by, the columns shown beside it, and why this attack ranks them."""
     s = slug(basis)
-    pooled = named == basis.attack.label and f"{s}.p_value_pooled" in frame.columns
-    if pooled:
-        col, extra = f"{s}.p_value_pooled", [f"{s}.q_value_pooled"]
+    screened = named == basis.attack.label and f"{s}.p_value_screened" in frame.columns
+    if screened:
+        col, extra = f"{s}.p_value_screened", [f"{s}.q_value_screened"]
     elif basis.result.log_pvalues is not None:
         col, extra = f"{s}.p_value", [c for c in (f"{s}.q_value",) if c in frame.columns]
     else:
@@ -91,10 +91,10 @@ ATTACK_COLUMNS = {  # per attack row, after its column name (<name>_n<K>, or its
     "p_value": "the p-value to quote (tests only): calibrated when the run calibrates, else the attack's own",
     "log_p": "its natural log, exact where the p-value underflows",
     "q_value": "Benjamini-Hochberg q-value of p_value over the queries: the record is flagged at FDR q when <= q",
-    "p_value_pooled": "p-value among the references' pooled null scores, the references as pseudo-targets "
-    "(offline attacks on logits)",
-    "q_value_pooled": "q-value of p_value_pooled under the procedure records_at_risk.by_attack names (BH or "
-    "Storey's adaptive BH): flagged at FDR q when <= q",
+    "p_value_screened": "conformal p-value among the calibration records a screen on the references kept "
+    "(records_at_risk.screen); empty where the screen did not keep the record",
+    "q_value_screened": "q-value of p_value_screened under the procedure records_at_risk names (Storey's adaptive "
+    "BH over the screened queries): flagged at FDR q when <= q",
     "p_value_raw": "the attack's own p-value before calibration (calibrated tests only)",
     "log_p_raw": "its natural log",
 }

@@ -17,7 +17,7 @@ def scores_frame(res: RunResult, claims: tuple[list[Claim], Claim | None] | None
     when the caller has it already."""
     exp = res.experiment
     found, head = claims if claims is not None else named(res)
-    pooled = {c.run.attack.label: c for c in found if c.pooled}
+    screened = {c.run.attack.label: c for c in found if c.screened is not None}
     # most exposed first: by the test that names the records at risk, on the p-values that named them
     basis = risk_basis(res, None if head is None else head.run.attack.label)
     order = risk_order(basis, head.log_p if head is not None and head.run is basis else None)
@@ -36,8 +36,8 @@ def scores_frame(res: RunResult, claims: tuple[list[Claim], Claim | None] | None
         if headline is not None:  # p_value / log_p: the headline (calibrated when the run calibrates)
             cols[f"{s}.p_value"], cols[f"{s}.log_p"] = np.exp(headline), headline
             cols[f"{s}.q_value"] = bh_qvalues(np.exp(headline))  # Benjamini-Hochberg: flagged at FDR q when <= q
-        if (c := pooled.get(r.attack.label)) is not None:
-            cols[f"{s}.p_value_pooled"], cols[f"{s}.q_value_pooled"] = np.exp(c.log_p), c.q
+        if (c := screened.get(r.attack.label)) is not None:
+            cols[f"{s}.p_value_screened"], cols[f"{s}.q_value_screened"] = np.exp(c.log_p), c.q
         if r.result.log_pvalues_calibrated is not None and r.result.log_pvalues is not None:
             cols[f"{s}.p_value_raw"], cols[f"{s}.log_p_raw"] = np.exp(r.result.log_pvalues), r.result.log_pvalues
     return ScoresTable(cols).take(order)

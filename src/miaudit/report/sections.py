@@ -106,20 +106,21 @@ def records_at_risk_md(results: AuditReport) -> list[str]:
     if not r or r.count is None:
         return []
     lines = ["", f"## Records at risk (FDR {r.fdr:g})", "", r.note + ".", ""]
+    if r.attack_rule:
+        lines += [f"The attack that names them, {r.attack}, is {r.attack_rule}.", ""]
     lines += [
         f"Procedure: {r.assumes}. P-values: {r.p_values}. The records: at_risk.csv (and the column at_risk "
-        f"of scores.csv); in expectation at most {r.expected_false_discoveries_at_most:.2g} of them are false "
+        f"of scores.csv); in expectation at most {r.expected_false_discoveries_at_most or 0:.2g} of them are false "
         "discoveries.",
         "",
-        "| attack | records at q <= FDR | procedure | p-values | FDP on pseudo-targets | calibrated: at q <= FDR "
-        "| at the p-value floor |",
+        "| attack | records at q <= FDR | procedure | p-values | queries tested | at the p-value floor "
+        "| needed there |",
         "|---|---|---|---|---|---|---|",
     ]
     for label, a in r.by_attack.items():
-        fdp = "-" if a.pseudo_target_fdp is None else f"{100 * a.pseudo_target_fdp:.1f}%"
         lines.append(
-            f"| {label} | {a.count} | {a.procedure} | {'pooled null' if a.pooled else 'own'} | {fdp} | "
-            f"{_or_dash(a.count_calibrated)} | {_or_dash(a.at_floor)} |"
+            f"| {label} | {a.count} | {a.procedure} | {a.basis or '-'} | {_or_dash(a.tested)} | "
+            f"{_or_dash(a.at_floor)} | {_or_dash(a.needed_at_floor)} |"
         )
     return [canary_words(line) for line in lines] if results.dp_audited else lines
 

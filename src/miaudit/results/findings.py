@@ -3,7 +3,9 @@ worst case beside the average, and why ``attacks: auto`` ran what it ran."""
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Literal
+
+from pydantic import ConfigDict, Field
 
 from .base import ByLevel, Interval, IntervalByLevel, Number, Section
 
@@ -54,6 +56,8 @@ class Verdict(Section):
 class RealizedFDP(Section):
     """Non-members among the flagged records, with its exact interval."""
 
+    model_config = ConfigDict(extra="forbid")
+
     value: Number
     """the share of the flagged records that are non-members, in [0, 1]"""
     ci: Interval
@@ -91,66 +95,131 @@ class CalibrationCheck(Section):
     """whether the interval's lower end is above 0.01: the pool is anti-conservative for this target in the tail"""
 
 
+class PooledFDP(RealizedFDP):
+    """Files written before issue 45: the pooled procedure's realized FDP on the pseudo-targets."""
+
+    procedure: str
+    """the FDR procedure"""
+    worst_pseudo_target: Number
+    """the highest single pseudo-target's FDP"""
+    members_flagged: int
+    """members flagged over all pseudo-targets"""
+
+
 class PseudoTargets(Section):
+    """Files written before issue 45: the references as pseudo-targets of the pooled null."""
+
+    model_config = ConfigDict(extra="forbid")
+
     count: int
     """references that played the target"""
     null_scores: int
     """scores in the pooled null"""
-    realized_fdp: PseudoTargetFDP | None = None
+    realized_fdp: PooledFDP | None = None
     """the same procedure's realized FDP on the pseudo-targets; absent where none could be measured"""
 
 
+class PooledCheck(Section):
+    """Files written before issue 45: the target's calibration records against the pooled null."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    records: int
+    """calibration records"""
+    share_at_p_001: Number | None = Field(default=None, alias="share_at_p_0.01")
+    """their share at pooled p <= 0.01"""
+    ci: Interval
+    """its exact interval"""
+    anti_conservative: bool
+    """whether the interval's low end is above 1%"""
+
+
 class Claim(Section):
-    """One attack's records at risk (``records_at_risk.by_attack``)."""
+    """One attack's records at risk under the same procedure as the headline (``records_at_risk.by_attack``)."""
+
+    model_config = ConfigDict(extra="forbid")
 
     count: int
     """records flagged at the run's FDR"""
     procedure: str
     """the FDR procedure (bh, storey-bh, by: ``stats.fdr.PROCEDURES``)"""
-    pooled: bool
-    """whether the p-values come from the references' pooled null (a query's score ranked among the references' scores);
-    false: the attack's own p-values, calibrated or raw"""
-    pseudo_target_fdp: Number | None = None
-    """the realized FDP on the pseudo-targets (pooled only)"""
-    calibration_records_at_pooled_p_0_01: CalibrationCheck | None = Field(
-        None, alias="calibration_records_at_pooled_p_0.01"
-    )
-    """pooled only: the target's calibration records at pooled p <= 0.01 (is the pool conservative for it?)"""
-    count_calibrated: int | None = None
-    """records Benjamini-Hochberg flags on the attack's own (calibrated or raw) p-values"""
+    basis: Literal["screened", "raw"] | None = None
+    """the p-values: conformal ranks among the screened calibration records (``stats.screened``), or the attack's raw
+    ones (no calibration records); absent in files written before issue 45"""
+    tested: int | None = None
+    """queries tested (those the screen kept)"""
     at_floor: int | None = None
-    """records whose calibrated p-value sits at the conformal floor 1 / (n + 1)"""
+    """tested records whose p-value sits at the smallest possible, 1 / (n + 1)"""
+    needed_at_floor: int | None = None
+    """records the procedure needs at that floor before it flags any"""
+    pooled: bool | None = None
+    """files written before issue 45: whether the p-values came from the references' pooled null"""
+    pseudo_target_fdp: Number | None = None
+    """files written before issue 45: the realized FDP on the pseudo-targets (pooled only)"""
+    count_calibrated: int | None = None
+    """files written before issue 45: records BH flagged on the attack's calibrated p-values"""
+    calibration_check: PooledCheck | None = Field(default=None, alias="calibration_records_at_pooled_p_0.01")
+    """files written before issue 45: the target's calibration records against the pooled null"""
+
+
+class Screen(Section):
+    """The records the procedure tests, chosen from the references alone (``stats.screened``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    vulnerability: str
+    """the score that ranks the records, computed from the references only (never the target)"""
+    fraction: Number
+    """the share of queries and calibration records together kept (the top of the vulnerability score)"""
+    queries: int
+    """queries kept: the m of the FDR procedure"""
+    calibration_records: int
+    """calibration records kept: the p-values' resolution, 1 / (n + 1)"""
 
 
 class RecordsAtRisk(Section):
+    """The records named at the run's FDR, by one attack fixed before any membership is read (``report.at_risk``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
     fdr: Number
     """the false-discovery rate the records are named at (the config's fdr)"""
     attack: str | None
-    """the label of the attack whose records are named; None: no p-values"""
+    """the label of the attack whose records are named; None: no attack gives p-values"""
+    attack_rule: str | None = None
+    """how that attack was chosen (a rule that reads no membership)"""
     count: int | None = None
     """records flagged"""
+    why_none: str | None = None
+    """none flagged: why, with the number that decides it; None when records are flagged"""
     procedure: str | None = None
     """the FDR procedure (``stats.fdr.PROCEDURES``)"""
     assumes: str | None = None
     """what that procedure needs to hold"""
     p_values: str | None = None
-    """the p-values it ran on: calibrated, raw, or a pooled null"""
+    """the p-values it ran on: screened conformal, or raw"""
+    screen: Screen | None = None
+    """which records were tested, chosen from the references alone"""
     expected_false_discoveries_at_most: Number | None = None
     """fdr x count: the bound on the expected number of false flags among them"""
     smallest_p_value: Number | None = None
-    """the smallest p-value the null allows, 1 / (N + 1); None for raw p-values"""
+    """the smallest p-value the null allows, 1 / (n + 1); None for raw p-values"""
     null_share_estimate: Number | None = None
-    """Storey's estimate of the share of non-members among the queries (pi0)"""
-    pseudo_targets: PseudoTargets | None = None
-    """a pooled null: the references that played the target, and how the procedure did on them"""
+    """Storey's estimate of the share of non-members among the tested queries (pi0)"""
+    at_smallest_p_value: int | None = None
+    """tested records at that smallest p-value"""
+    needed_at_smallest_p_value: int | None = None
+    """records the procedure needs there before it can flag any"""
     realized_fdp: RealizedFDP | None = None
     """membership known: the realized FDP on the target"""
     n_calibration_records: int | None = None
-    """held-out records the p-values are calibrated on"""
+    """held-out records the p-values are calibrated on (before the screen)"""
     calibration_records_needed: int | None = None
-    """calibration records BH would need to be able to flag a single query"""
+    """calibration records (within the screen) the procedure would need to be able to flag a single record"""
     by_attack: dict[str, Claim] = Field(default_factory=dict)
-    """attack label -> its own claim"""
+    """attack label -> its own count under the same procedure (never the headline's)"""
+    pseudo_targets: PseudoTargets | None = None
+    """files written before issue 45: the pooled null's references and how its procedure did on them"""
     note: str = ""
     """one sentence: whose count, on which p-values, by which procedure"""
 
