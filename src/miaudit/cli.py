@@ -3,6 +3,7 @@
     miaudit run [CONFIG]                an audit: results.json, report.md/.html, roc.png, scores
     miaudit init [PATH]                 a commented config with every key and its default
     miaudit config [CONFIG] [--schema]  the config as miaudit reads it, or its JSON schema
+    miaudit schema [NAME]               JSON Schema of results.json (default), a config, compare.json or plan
     miaudit attacks [NAME]              the registered attacks; an attack's parameters and needs
     miaudit score CONFIG                an audit of precomputed outputs (no models)
     miaudit export [CONFIG] --out PATH  a run's outputs in the npz or LiRA layout, for `score`
@@ -355,10 +356,33 @@ def dp_audit(
         Console().print(f"{dp_section.console_line(a)}\nwrote {out}/", highlight=False, markup=False, soft_wrap=True)
 
 
+SCHEMAS = {
+    "results": "results.json, which run, score and dp-audit write",
+    "config": "a config (the same as `miaudit config --schema`)",
+    "compare": "compare.json, which compare writes",
+    "plan": "plan's answer (miaudit.forecast.forecast)",
+}
+
+
 @app.command()
-def schema() -> None:
-    """Print the JSON Schema (draft 2020-12) of results.json, which run, score and dp-audit write."""
-    print(json.dumps(AuditReport.json_schema(), indent=1))
+def schema(
+    name: str = typer.Argument("results", help=f"which schema: {', '.join(SCHEMAS)} (default results)"),
+) -> None:
+    """Print the JSON Schema (draft 2020-12) of results.json, or of a config, compare.json or plan's answer."""
+    from .errors import did_you_mean
+
+    if name not in SCHEMAS:
+        hint = did_you_mean(name, list(SCHEMAS)) or f"; expected one of {', '.join(SCHEMAS)}"
+        _fail(ConfigError(f"schema: {name!r} is not a schema miaudit prints{hint}"))
+    if name == "config":
+        from .config import describe
+
+        print(json.dumps(describe.schema(), indent=1))
+        return
+    from .results import AuditPlan, Comparison
+
+    printed = {"results": AuditReport.json_schema, "compare": Comparison.json_schema, "plan": AuditPlan.json_schema}
+    print(json.dumps(printed[name](), indent=1))
 
 
 @app.command()
