@@ -356,33 +356,15 @@ def dp_audit(
         Console().print(f"{dp_section.console_line(a)}\nwrote {out}/", highlight=False, markup=False, soft_wrap=True)
 
 
-SCHEMAS = {
-    "results": "results.json, which run, score and dp-audit write",
-    "config": "a config (the same as `miaudit config --schema`)",
-    "compare": "compare.json, which compare writes",
-    "plan": "plan's answer (miaudit.forecast.forecast)",
-}
-
-
 @app.command()
-def schema(
-    name: str = typer.Argument("results", help=f"which schema: {', '.join(SCHEMAS)} (default results)"),
-) -> None:
-    """Print the JSON Schema (draft 2020-12) of results.json, or of a config, compare.json or plan's answer."""
-    from .errors import did_you_mean
+def schema(name: str = typer.Argument("results", help="results (the default), config, compare or plan")) -> None:
+    """Print the JSON Schema (draft 2020-12) of results.json, a config, compare.json or plan's answer."""
+    from .config import describe
 
-    if name not in SCHEMAS:
-        hint = did_you_mean(name, list(SCHEMAS)) or f"; expected one of {', '.join(SCHEMAS)}"
-        _fail(ConfigError(f"schema: {name!r} is not a schema miaudit prints{hint}"))
-    if name == "config":
-        from .config import describe
-
-        print(json.dumps(describe.schema(), indent=1))
-        return
-    from .results import AuditPlan, Comparison
-
-    printed = {"results": AuditReport.json_schema, "compare": Comparison.json_schema, "plan": AuditPlan.json_schema}
-    print(json.dumps(printed[name](), indent=1))
+    try:
+        print(json.dumps(describe.printed_schema(name), indent=1))
+    except MiauditError as e:
+        _fail(e)
 
 
 @app.command()
