@@ -206,5 +206,5 @@ def printed_schema(name: str) -> dict:
         raise ConfigError(f"schema: {name!r} is not a schema miaudit prints{hint}")
     if name == "config":
         return schema()
-    outputs = {"results": AuditReport, "compare": Comparison, "plan": AuditPlan}
-    return outputs[name].json_schema()
+    outputs = {"results": AuditReport.json_schema, "compare": Comparison.json_schema, "plan": AuditPlan.json_schema}
+    return outputs[name]()
