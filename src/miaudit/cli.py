@@ -3,6 +3,7 @@
     miaudit run [CONFIG]                an audit: results.json, report.md/.html, roc.png, scores
     miaudit init [PATH]                 a commented config with every key and its default
     miaudit config [CONFIG] [--schema]  the config as miaudit reads it, or its JSON schema
+    miaudit schema [NAME]               JSON Schema of results.json (default), a config, compare.json or plan
     miaudit attacks [NAME]              the registered attacks; an attack's parameters and needs
     miaudit score CONFIG                an audit of precomputed outputs (no models)
     miaudit export [CONFIG] --out PATH  a run's outputs in the npz or LiRA layout, for `score`
@@ -360,9 +361,14 @@ def dp_audit(
 
 
 @app.command()
-def schema() -> None:
-    """Print the JSON Schema (draft 2020-12) of results.json, which run, score and dp-audit write."""
-    print(json.dumps(AuditReport.json_schema(), indent=1))
+def schema(name: str = typer.Argument("results", help="results (the default), config, compare or plan")) -> None:
+    """Print the JSON Schema (draft 2020-12) of results.json, a config, compare.json or plan's answer."""
+    from .config import describe
+
+    try:
+        print(json.dumps(describe.printed_schema(name), indent=1))
+    except MiauditError as e:
+        _fail(e)
 
 
 @app.command()

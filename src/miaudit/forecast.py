@@ -7,13 +7,14 @@ or written."""
 from __future__ import annotations
 
 import time
-from typing import Any
+from dataclasses import dataclass
 
 from . import data
 from .config.run import RunConfig
 from .experiment import datasets
 from .experiment.recipes import ModelJob, ModelRecipe, builtin_recipe, open_store, reference_recipe
 from .plan import Plan
+from .results import AuditPlan, LevelPower, MembersForHalfwidth, ModelTime
 from .stats import power
 
 LEVELS = (0.001, 0.01)
@@ -42,7 +43,18 @@ def _jobs(cfg: RunConfig, plan: Plan) -> tuple[list[ModelJob], str]:
     return lay_out(cfg, plan).jobs, "run"
 
 
-def training_time(cfg: RunConfig, plan: Plan) -> dict[str, Any]:
+@dataclass(frozen=True)
+class TrainingTime:
+    """What training the audit needs (``AuditPlan``'s last keys)."""
+
+    command: str
+    models: list[ModelTime]
+    seconds_per_epoch: dict[str, float]
+    estimated_training_seconds: float
+    workers: int | None = None
+
+
+def training_time(cfg: RunConfig, plan: Plan) -> TrainingTime:
     """Per model: cached, or its predicted training time from one timed epoch of its own recipe (the DP-SGD
     target's apart from the references', which train without DP unless ``train.dp.references``), scaled to its
     training records and epochs. Models that ``models_at_once: auto`` trains in worker processes on a CPU
@@ -59,7 +71,7 @@ def training_time(cfg: RunConfig, plan: Plan) -> dict[str, Any]:
     in_workers, workers = together.worker_jobs(store, jobs, cfg.device)
     per_epoch: dict[str, float] = {}  # "target" / "reference": one timed epoch on the first such model's records
     per_record: dict[str, float] = {}
-    models: list[dict[str, Any]] = []
+    models: list[ModelTime] = []
     for i, job in enumerate(jobs):
         cached = i not in pending
         kind = "reference" if i else "target"
@@ -76,17 +88,17 @@ def training_time(cfg: RunConfig, plan: Plan) -> dict[str, Any]:
                 torch.set_num_threads(threads)
             per_record[kind] = per_epoch[kind] / max(len(job.train_idx), 1)
         seconds = 0.0 if cached else per_record[kind] * len(job.train_idx) * cfg.train.epochs
-        models.append({"role": job.role, "cached": cached, "seconds": seconds, "in_worker": worker})
-    return {
-        "command": command,
-        "models": models,
-        "seconds_per_epoch": per_epoch,
-        "workers": workers,
-        "estimated_training_seconds": sum(m["seconds"] / (workers if m["in_worker"] else 1) for m in models),
-    }
+        models.append(ModelTime(role=job.role, cached=cached, seconds=seconds, in_worker=worker))
+    return TrainingTime(
+        command=command,
+        models=models,
+        seconds_per_epoch=per_epoch,
+        workers=workers,
+        estimated_training_seconds=sum(m.seconds / (workers if m.in_worker else 1) for m in models),
+    )
 
 
-def _own_model_time(cfg: RunConfig, plan: Plan) -> dict[str, Any]:
+def _own_model_time(cfg: RunConfig, plan: Plan) -> TrainingTime:
     """A target the user trained (``target:``): only the references train, timed as the config's model trains
     on the members (the cache is not looked up)."""
     ds = datasets.load(cfg)
@@ -95,88 +107,91 @@ def _own_model_time(cfg: RunConfig, plan: Plan) -> dict[str, Any]:
     members = data.split_indices(len(ds), cfg.seed, cfg.split.as_tuple()).members
     epoch = _epoch_seconds(recipe, ModelJob(role="reference", recipe=recipe, ds=ds, seed=0, train_idx=members), 0)
     models = [
-        {"role": f"reference {k + 1}/{plan.references}", "cached": False, "seconds": epoch * cfg.train.epochs}
+        ModelTime(role=f"reference {k + 1}/{plan.references}", cached=False, seconds=epoch * cfg.train.epochs)
         for k in range(plan.references)
     ]
-    return {
-        "command": "run, your target",
-        "models": models,
-        "seconds_per_epoch": {"reference": epoch},
-        "estimated_training_seconds": sum(m["seconds"] for m in models),
-    }
+    return TrainingTime(
+        command="run, your target",
+        models=models,
+        seconds_per_epoch={"reference": epoch},
+        estimated_training_seconds=sum(m.seconds for m in models),
+    )
 
 
-def forecast(cfg: RunConfig, plan: Plan, halfwidth: float = 0.01, at_tpr: float = 0.05) -> dict[str, Any]:
+def forecast(cfg: RunConfig, plan: Plan, halfwidth: float = 0.01, at_tpr: float = 0.05) -> AuditPlan:
     """Split sizes, the intervals and detectable TPR at 0.1% and 1% FPR, records needed, and the run time."""
     ds = datasets.load(cfg)
     split = data.split_indices(len(ds), cfg.seed, cfg.split.as_tuple())
     n1, n0 = len(split.members), len(split.nonmembers)
     tests = sum(not a.info.is_ranking for a in plan.attacks) * 3  # the verdict's tests; 3 FPR levels: 0.1%, 1%, 5%
     per_level = {
-        str(a): {
-            "tpr_halfwidth_at_tpr": {f"{t:g}": power.tpr_halfwidth(t, n1) for t in (a, at_tpr, 0.2)},
-            "smallest_detectable_tpr": power.smallest_detectable_tpr(n1, n0, a, tests),
-            "false_positives_allowed": int(a * n0 + 1e-9),
-            "nonmembers_for_reliable_level": power.nonmembers_for_level(a),
-        }
+        str(a): LevelPower(
+            tpr_halfwidth_at_tpr={f"{t:g}": power.tpr_halfwidth(t, n1) for t in (a, at_tpr, 0.2)},
+            smallest_detectable_tpr=power.smallest_detectable_tpr(n1, n0, a, tests),
+            false_positives_allowed=int(a * n0 + 1e-9),
+            nonmembers_for_reliable_level=power.nonmembers_for_level(a),
+        )
         for a in LEVELS
     }
-    return {
-        "dataset": ds.name,
-        "n_members": n1,
-        "n_nonmembers": n0,
-        "n_population": len(split.population),
-        "attacks": [a.label for a in plan.attacks],
-        "verdict_tests": tests,
-        "levels": per_level,
-        "members_for_halfwidth": {
-            "halfwidth": halfwidth,
-            "at_tpr": at_tpr,
-            "members": power.members_for_halfwidth(at_tpr, halfwidth),
-        },  # fmt: skip
-        **(training_time(cfg, plan) if cfg.target is None else _own_model_time(cfg, plan)),
-    }
+    t = training_time(cfg, plan) if cfg.target is None else _own_model_time(cfg, plan)
+    return AuditPlan(
+        dataset=ds.name,
+        n_members=n1,
+        n_nonmembers=n0,
+        n_population=len(split.population),
+        attacks=[a.label for a in plan.attacks],
+        verdict_tests=tests,
+        levels=per_level,
+        members_for_halfwidth=MembersForHalfwidth(
+            halfwidth=halfwidth, at_tpr=at_tpr, members=power.members_for_halfwidth(at_tpr, halfwidth)
+        ),
+        command=t.command,
+        models=t.models,
+        seconds_per_epoch=t.seconds_per_epoch,
+        **({} if t.workers is None else {"workers": t.workers}),
+        estimated_training_seconds=t.estimated_training_seconds,
+    )
 
 
-def lines(f: dict[str, Any]) -> list[str]:
+def lines(f: AuditPlan) -> list[str]:
     """What ``miaudit plan`` prints."""
     out = [
-        f"{f['dataset']}: {f['n_members']} members, {f['n_nonmembers']} non-members, {f['n_population']} population; "
-        f"attacks {', '.join(f['attacks'])} ({f['verdict_tests']} verdict tests)",
+        f"{f.dataset}: {f.n_members} members, {f.n_nonmembers} non-members, {f.n_population} population; "
+        f"attacks {', '.join(f.attacks)} ({f.verdict_tests} verdict tests)",
     ]
-    for level, p in f["levels"].items():
-        widths = ", ".join(f"+-{100 * w:.1f} at TPR {100 * float(t):g}%" for t, w in p["tpr_halfwidth_at_tpr"].items())
-        need = p["smallest_detectable_tpr"]
+    for level, p in f.levels.items():
+        widths = ", ".join(f"+-{100 * w:.1f} at TPR {100 * float(t):g}%" for t, w in p.tpr_halfwidth_at_tpr.items())
+        need = p.smallest_detectable_tpr
         out.append(
             f"TPR@{100 * float(level):g}%: interval {widths}; smallest TPR called a leak "
             + ("none (too few records)" if need is None else f"{100 * need:.1f}%")
-            + f"; {p['false_positives_allowed']} false positives allowed"
+            + f"; {p.false_positives_allowed} false positives allowed"
             + (
-                f" (unreliable: 10 need {p['nonmembers_for_reliable_level']} non-members)"
-                if p["false_positives_allowed"] < 10
+                f" (unreliable: 10 need {p.nonmembers_for_reliable_level} non-members)"
+                if p.false_positives_allowed < 10
                 else ""
             )
         )
-    m = f["members_for_halfwidth"]
-    out.append(f"members for TPR {100 * m['at_tpr']:g}% +-{100 * m['halfwidth']:g}: {m['members']}")
+    m = f.members_for_halfwidth
+    out.append(f"members for TPR {100 * m.at_tpr:g}% +-{100 * m.halfwidth:g}: {m.members}")
     out.append(_time_line(f))
     return out
 
 
-def _time_line(f: dict[str, Any]) -> str:
-    models = f["models"]
+def _time_line(f: AuditPlan) -> str:
+    models = f.models
     if not models:
         return "training: no model to train"
-    cached = sum(m["cached"] for m in models)
+    cached = sum(m.cached for m in models)
     if cached == len(models):
         return f"training: all {len(models)} models in the cache, nothing to train: about 0 s of training"
     left = len(models) - cached
     where = f"; {cached} of {len(models)} in the cache" if cached else ""
-    workers = f.get("workers", 1)
+    workers = f.workers or 1
     how = f" in {workers} worker processes" if workers > 1 else ""
     timed = " on one thread" if workers > 1 else ""
-    epochs = ", ".join(f"{kind} {s:.2f} s per epoch (timed{timed})" for kind, s in f["seconds_per_epoch"].items())
+    epochs = ", ".join(f"{kind} {s:.2f} s per epoch (timed{timed})" for kind, s in f.seconds_per_epoch.items())
     return (
-        f"training ({f['command']}): about {f['estimated_training_seconds']:.0f} s for {left} model(s) to train"
+        f"training ({f.command}): about {f.estimated_training_seconds:.0f} s for {left} model(s) to train"
         f"{how}{where}; {epochs}"
     )

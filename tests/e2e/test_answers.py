@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import numpy as np
 import pandas as pd
 import pytest
@@ -16,6 +17,7 @@ from typer.testing import CliRunner
 
 from miaudit.cli import app
 from miaudit.report.ranking import slug_of
+from miaudit.results import Comparison
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +75,10 @@ def test_results_answer_with_verdict_records_at_risk_and_ppv(two_runs: tuple[Pat
 @pytest.mark.slow
 def test_compare_prints_differences_with_intervals_and_writes_files(two_runs: tuple[Path, Path, str]) -> None:
     _, cmp, output = two_runs
-    c = json.loads((cmp / "compare.json").read_text())
+    text = (cmp / "compare.json").read_text()
+    c = json.loads(text)
+    assert jsonschema.Draft202012Validator(Comparison.json_schema()).is_valid(c)  # the schema `schema compare` prints
+    assert Comparison.model_validate(c).to_json() == text  # the typed model, written as is
     assert c["paired"] is True and {row["attack"] for row in c["attacks"]} == {"attack-p", "attack-r (n=2)"}
     for row in c["attacks"]:
         d = row["tpr_at_fpr"]["0.01"]
@@ -112,12 +117,13 @@ def test_plan_shares_worker_trained_time_among_the_workers(tmp_path: Path, monke
     monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
     cfg = config.from_dict({**TINY_RUN, "cache_dir": str(tmp_path / "cache")})
     t = forecast.training_time(cfg, plan.build(cfg))
-    assert t["workers"] == 2 and all(m["in_worker"] for m in t["models"])
-    assert t["estimated_training_seconds"] == pytest.approx(sum(m["seconds"] for m in t["models"]) / 2)
-    assert "in 2 worker processes" in forecast.lines({**forecast.forecast(cfg, plan.build(cfg)), **t})[-1]
+    assert t.workers == 2 and all(m.in_worker for m in t.models)
+    assert t.estimated_training_seconds == pytest.approx(sum(m.seconds for m in t.models) / 2)
+    planned = forecast.forecast(cfg, plan.build(cfg)).model_copy(update=vars(t))
+    assert "in 2 worker processes" in forecast.lines(planned)[-1]
     one = config.from_dict(
         {**TINY_RUN, "cache_dir": str(tmp_path / "cache"), "train": {**TINY_RUN.get("train", {}), "models_at_once": 1}}
     )
     t1 = forecast.training_time(one, plan.build(one))
-    assert t1["workers"] == 1 and not any(m["in_worker"] for m in t1["models"])
-    assert t1["estimated_training_seconds"] == pytest.approx(sum(m["seconds"] for m in t1["models"]))
+    assert t1.workers == 1 and not any(m.in_worker for m in t1.models)
+    assert t1.estimated_training_seconds == pytest.approx(sum(m.seconds for m in t1.models))

@@ -33,15 +33,15 @@ def test_rank_and_exposure_by_hand():
 def test_exact_exposures_rank_among_every_candidate_but_the_other_canaries():
     spec = CanaryExposureConfig(count=2, repetitions=[1, 4], length=3, seed=5)
     found = canaries.exposures(spec, lambda texts: by_number(texts, 3))
-    secrets = sorted(int(c["secret"]) for c in found["canaries"])
-    assert found["estimator"] == "exact" and found["candidates"] == 1000 and found["candidates_scored"] == 996
-    for c in found["canaries"]:
-        n = int(c["secret"])
+    secrets = sorted(int(c.secret) for c in found.canaries)
+    assert found.estimator == "exact" and found.candidates == 1000 and found.candidates_scored == 996
+    for c in found.canaries:
+        n = int(c.secret)
         # the candidates more likely: every number below it, less the inserted canaries below it
         rank = 1 + n - sum(s < n for s in secrets)
-        assert c["rank"] == rank and c["exposure"] == pytest.approx(math.log2(1000) - math.log2(rank))
-    mean_4 = np.mean([c["exposure"] for c in found["canaries"] if c["repetitions"] == 4])
-    assert found["mean_exposure_by_repetitions"]["4"] == pytest.approx(mean_4)
+        assert c.rank == rank and c.exposure == pytest.approx(math.log2(1000) - math.log2(rank))
+    mean_4 = np.mean([c.exposure for c in found.canaries if c.repetitions == 4])
+    assert found.mean_exposure_by_repetitions["4"] == pytest.approx(mean_4)
 
 
 def test_skew_normal_extrapolation_matches_the_exact_rank_on_a_skew_normal_space():
@@ -57,11 +57,11 @@ def test_skew_normal_extrapolation_matches_the_exact_rank_on_a_skew_normal_space
 
     spec = CanaryExposureConfig(count=3, repetitions=[1], length=6, seed=2, estimator="skew-normal", samples=5000)
     found = canaries.exposures(spec, px)
-    assert found["estimator"] == "skew-normal" and found["candidates_scored"] == 5000
-    assert min(int(c["secret"]) for c in found["canaries"]) < 3000  # the tail case is among them
-    for c in found["canaries"]:
-        exact = canaries.exposure(int(c["secret"]) + 0.5, space)
-        assert abs(c["exposure"] - exact) < 0.5, (c, exact)
+    assert found.estimator == "skew-normal" and found.candidates_scored == 5000
+    assert min(int(c.secret) for c in found.canaries) < 3000  # the tail case is among them
+    for c in found.canaries:
+        exact = canaries.exposure(int(c.secret) + 0.5, space)
+        assert abs(c.exposure - exact) < 0.5, (c, exact)
     samples = law.rvs(5000, random_state=2)
     beyond = law.ppf(1e-4)  # rank 100 of 10^6; no sample lies below it
     assert (samples < beyond).sum() == 0
@@ -81,11 +81,12 @@ def test_exposure_grows_with_repetitions_on_a_trained_model(news_csv: Path, tmp_
         }
     )
     found = result.run.canary_exposure
-    once = [c["exposure"] for c in found["canaries"] if c["repetitions"] == 1]
-    often = [c["exposure"] for c in found["canaries"] if c["repetitions"] == 32]
+    assert found is not None
+    once = [c.exposure for c in found.canaries if c.repetitions == 1]
+    often = [c.exposure for c in found.canaries if c.repetitions == 32]
     # seeded: 32 insertions put the canaries at ranks 3 and 1 (8.4 and 9.97 bits of at most 9.97), one insertion
     # leaves them at ranks 584 and 202 (0.8 and 2.3 bits)
-    assert min(often) > max(once) + 1 and np.mean(often) - np.mean(once) > 3, found["canaries"]
+    assert min(often) > max(once) + 1 and np.mean(often) - np.mean(once) > 3, found.canaries
     exp = result.run.experiment
     canary_rows = np.arange(len(exp.dataset) - 4, len(exp.dataset))
     assert exp.dataset.texts[-1].startswith("my secret number is ") and len(exp.split.members) == 32

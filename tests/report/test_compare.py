@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from miaudit.report.compare import _sentence
+from miaudit.results import ComparedData, Comparison
 from miaudit.stats.difference import Difference
 
 SAME_TPR = Difference(a=0.05, b=0.05, difference=0.0, ci=(-0.02, 0.02))
@@ -51,7 +52,9 @@ def test_an_interrupted_compare_leaves_the_previous_files_whole(
     monkeypatch.setattr(compare_files, "markdown", lambda c: "md")
     monkeypatch.setattr(compare_files, "lines", lambda c: [])
     monkeypatch.setattr(compare_files, "_roc_figure", interrupt)
-    c = {"attacks": [], "warnings": [], "a": "A", "b": "B", "pairing": "paired"}
+    c = Comparison(a="A", b="B", warnings=[], paired=True, pairing="paired",
+                   data=ComparedData(a="digits", b="digits", same=True), confidence=0.95, resamples=100, attacks=[],
+                   only_in_a=[], only_in_b=[])  # fmt: skip
     with pytest.raises(KeyboardInterrupt):
         compare_files.write(None, None, c, tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["compare.json"]  # no staging folder, no new file

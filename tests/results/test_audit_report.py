@@ -224,3 +224,15 @@ def test_a_newer_file_that_breaks_a_declared_key_is_refused_saying_it_is_newer(t
     (tmp_path / "results.json").write_text(json.dumps(data))
     with pytest.raises(DataError, match=rf"target.source.*newer than this miaudit's {SCHEMA_VERSION}"):
         AuditReport.load(tmp_path / "results.json")
+
+
+def test_a_version_1_file_with_a_key_its_open_sections_kept_loads_naming_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Version 1's sections kept keys they did not declare: such a file still loads, the key left out and named."""
+    old = json.loads(PREVIOUS.read_text())
+    old["verdict"]["zz_kept"] = "a key a version-1 writer was free to add"
+    (tmp_path / "results.json").write_text(json.dumps(old))
+    loaded = AuditReport.load(tmp_path / "results.json")
+    assert loaded.verdict is not None and loaded.verdict.statement == old["verdict"]["statement"]
+    assert "Verdict.zz_kept" in caplog.text and "schema_version 1" in caplog.text

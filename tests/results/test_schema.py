@@ -6,10 +6,12 @@ import json
 from pathlib import Path
 
 import jsonschema
+import pytest
 from typer.testing import CliRunner
 
 from miaudit.cli import app
-from miaudit.results import SCHEMA_VERSION, AuditReport
+from miaudit.config import describe
+from miaudit.results import SCHEMA_VERSION, AuditPlan, AuditReport, Comparison
 
 DOCS_COPY = Path(__file__).resolve().parents[2] / "docs" / "_generated" / "results-schema.json"
 
@@ -48,3 +50,30 @@ def test_every_key_of_the_schema_says_what_it_holds() -> None:
     assert not undescribed
     assert sections["AttackRow"]["properties"]["auc"]["description"].startswith("area under the ROC curve")
     assert sections["Environment"]["properties"]["laplace-torch"]["description"] == "laplace-torch's version"
+
+
+@pytest.mark.parametrize(
+    ("name", "schema"),
+    [("compare", Comparison.json_schema()), ("plan", AuditPlan.json_schema()), ("config", describe.schema())],
+)
+def test_miaudit_schema_prints_each_output_by_name(name: str, schema: dict[str, object]) -> None:
+    """One command for every schema: results (the default), a config, compare.json and plan's answer."""
+    result = CliRunner().invoke(app, ["schema", name])
+    assert result.exit_code == 0, result.output
+    printed = json.loads(result.output)
+    assert printed == schema
+    jsonschema.Draft202012Validator.check_schema(printed)
+    assert json.loads(CliRunner().invoke(app, ["schema", "results"]).output) == AuditReport.json_schema()
+
+
+def test_an_unknown_schema_name_is_refused_in_one_line() -> None:
+    result = CliRunner().invoke(app, ["schema", "resuls"])
+    assert result.exit_code == 2
+    assert "did you mean 'results'?" in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_compare_and_plan_sections_forbid_unknown_keys() -> None:
+    """Their sections refuse what they do not declare, as results.json's do."""
+    for schema in (Comparison.json_schema(), AuditPlan.json_schema()):
+        assert schema["additionalProperties"] is False
+        assert all(d.get("additionalProperties") is False for d in schema["$defs"].values())

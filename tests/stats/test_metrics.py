@@ -216,3 +216,15 @@ def test_flagged_at_fpr_counts_the_tables_tpr_and_realized_fpr(seed: int) -> Non
         flagged = metrics.flagged_at_fpr(scores, member, float(level))
         assert flagged[member].mean() == found.tpr_at_fpr[level]
         assert flagged[~member].mean() == found.realized_fpr[level]
+
+
+def test_the_metrics_section_is_the_typed_row_and_its_json() -> None:
+    """``section()`` is results.json's typed metrics (``results.Metrics``); ``to_json`` its dump, keys in order."""
+    from miaudit.results import Metrics
+
+    member = np.arange(40) < 20
+    m = metrics.evaluate(np.arange(40.0) + 10 * member, member, {"raw": np.log(np.linspace(0.01, 1, 40))})
+    s = m.section()
+    assert isinstance(s, Metrics) and s.auc == m.auc and s.tpr_at_fpr == m.tpr_at_fpr
+    assert s.auc_ci == list(m.auc_ci or ()) and s.fpr_at_alpha == m.fpr_at_alpha
+    assert list(m.to_json())[:3] == ["auc", "auc_ci", "tpr_at_fpr"] and m.to_json() == s.model_dump(exclude_unset=True)

@@ -3,6 +3,7 @@
 One walk over ``RunConfig``'s JSON schema serves ``miaudit init`` (a commented YAML file of every key and
 its default), ``miaudit config --schema`` (the schema, with every attack's parameters under ``$defs``),
 ``miaudit attacks NAME`` (an attack's parameters) and docs/configuration.md's key table, which a test compares with it.
+``printed_schema`` is what ``miaudit schema NAME`` prints: this schema, or an output's (``miaudit.results``).
 """
 
 from __future__ import annotations
@@ -184,3 +185,26 @@ def attack_help(name: str) -> tuple[list[str], list[list[str]]]:
         for key, prop in params["properties"].items()
     ]
     return head, rows
+
+
+# what ``miaudit schema NAME`` prints: each output's JSON Schema (draft 2020-12), results.json the default
+SCHEMAS = {
+    "results": "results.json, which run, score and dp-audit write",
+    "config": "a config (the same as `miaudit config --schema`)",
+    "compare": "compare.json, which compare writes",
+    "plan": "plan's answer (miaudit.forecast.forecast)",
+}
+
+
+def printed_schema(name: str) -> dict:
+    """The JSON Schema ``miaudit schema NAME`` prints; an unknown name refused in one line (``ConfigError``)."""
+    from ..errors import ConfigError, did_you_mean
+    from ..results import AuditPlan, AuditReport, Comparison
+
+    if name not in SCHEMAS:
+        hint = did_you_mean(name, list(SCHEMAS)) or f"; expected one of {', '.join(SCHEMAS)}"
+        raise ConfigError(f"schema: {name!r} is not a schema miaudit prints{hint}")
+    if name == "config":
+        return schema()
+    outputs = {"results": AuditReport.json_schema, "compare": Comparison.json_schema, "plan": AuditPlan.json_schema}
+    return outputs[name]()

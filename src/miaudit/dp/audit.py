@@ -11,7 +11,7 @@ records. NaN scores are never flagged.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 from pydantic import JsonValue
@@ -102,25 +102,11 @@ def one_run_summary(
     claim = tightest(privacy, declared)
     confidence, delta = one_run_level(cfg)
     d = verdict.decide(entries, claim, confidence, privacy)
-    c = claims(confidence, delta, declared, privacy)
     return DPAudit(
         kind="one-run",
         bounds=entries,
-        violated=d.violated,
-        verdict=d.verdict,
-        tests=d.tests,
-        family=d.family,
-        epsilon_lb=d.epsilon_lb,
-        max_attainable=d.max_attainable,
-        headline=d.headline,
-        gdp_test=d.gdp_test,
-        observers=d.observers,
-        confidence=c.confidence,
-        delta=c.delta,
-        declared_epsilon=c.declared_epsilon,
-        accounted_epsilon=c.accounted_epsilon,
-        accounted=c.accounted,
-        planted_fault=c.planted_fault,
+        **vars(d),  # violated, verdict, tests, family, epsilon_lb, max_attainable, headline, gdp_test, observers
+        **vars(claims(confidence, delta, declared, privacy)),
         compared_with=None if claim is None else ComparedWith(claim=claim[0], epsilon=claim[1]),
         how="; ".join(
             f"{t.observer}: {t.correct} of {t.guesses} guesses right on {t.canaries} canaries" for t in d.tests
@@ -176,7 +162,7 @@ def two_run(
         )
     flagged = np.where(np.isnan(scores), False, scores >= threshold)[evaluate]
     member = is_member[evaluate]
-    bound = bounds.rate_bound(
+    found = bounds.rate_bound(
         int((flagged & member).sum()),
         int(member.sum()),
         int((flagged & ~member).sum()),
@@ -185,27 +171,22 @@ def two_run(
         spec.confidence,
     )
     declared = declared_epsilon(spec, cfg)
+    rates = asdict(found)  # the rates with their conservative ends, the counts, the inequality
+    epsilon_lb, realized_fpr = rates.pop("epsilon_lb"), rates.pop("fpr")
     return DPAudit(
         attack=label,
         kind="two-run",
-        epsilon_lb=bound.epsilon_lb,
+        epsilon_lb=epsilon_lb,
         confidence=spec.confidence,
         delta=delta,
         selection=spec.selection,
         selection_records=selected,
         threshold=threshold,
-        realized_fpr=bound.fpr,
-        tpr=bound.tpr,
-        tpr_lower=bound.tpr_lower,
-        fpr_upper=bound.fpr_upper,
-        true_positives=bound.true_positives,
-        n_members=bound.n_members,
-        false_positives=bound.false_positives,
-        n_nonmembers=bound.n_nonmembers,
-        inequality=bound.inequality,
+        realized_fpr=realized_fpr,
+        **rates,
         declared_epsilon=declared,
         accounted_epsilon=accounted,
-        verdict=two_run_verdict(bound.epsilon_lb, declared, spec.confidence),
+        verdict=two_run_verdict(epsilon_lb, declared, spec.confidence),
         formula=bounds.FORMULA_TWO_RUN,
         source=bounds.SOURCE_TWO_RUN,
         assumes=TWO_RUN_ASSUMES,

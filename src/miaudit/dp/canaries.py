@@ -15,7 +15,7 @@ broken by a seeded order, NaN scores abstain); the count of correct guesses give
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -87,7 +87,26 @@ def crafted_inputs(ds: Dataset, count: int, rng: np.random.Generator) -> np.ndar
     return np.where(pick, hi, lo).astype(ds.x.dtype)
 
 
-def draw(cfg: RunConfig, ds: Dataset, candidates: np.ndarray) -> tuple[Dataset, dict[str, np.ndarray]]:
+@dataclass(frozen=True)
+class Drawn:
+    """The canaries drawn into a data set: their record indices, labels, and which are in the training set."""
+
+    idx: np.ndarray  # (count,) record indices, sorted
+    included: np.ndarray  # (count,) bool: trained with (a fair coin each)
+    labels: np.ndarray  # (count,) their labels as trained (random wrong ones for random-label and crafted)
+
+    @property
+    def members(self) -> np.ndarray:
+        """The included canaries' record indices."""
+        return self.idx[self.included]
+
+    @property
+    def left_out(self) -> np.ndarray:
+        """The record indices of the canaries left out of training."""
+        return self.idx[~self.included]
+
+
+def draw(cfg: RunConfig, ds: Dataset, candidates: np.ndarray) -> tuple[Dataset, Drawn]:
     """The data set with its canaries in place, and the canaries: record indices, labels, which are included."""
     spec = cfg.canaries
     assert spec is not None
@@ -107,4 +126,4 @@ def draw(cfg: RunConfig, ds: Dataset, candidates: np.ndarray) -> tuple[Dataset, 
     if spec.kind == "crafted":
         x = ds.x.copy()
         x[idx] = crafted_inputs(ds, spec.count, rng)
-    return replace(ds, name=f"{ds.name}+canaries", x=x, y=y), {"idx": idx, "included": included, "labels": labels}
+    return replace(ds, name=f"{ds.name}+canaries", x=x, y=y), Drawn(idx, included, labels)

@@ -310,7 +310,6 @@ def run(cfg: RunConfig, runs: int) -> MultiRunAudit:
         }  # fmt: skip
     )
     declared = audit.declared_epsilon(cfg.dp_audit, cfg)
-    c = audit.claims(confidence, delta, declared, privacy)
     violated, said = verdict.multi_run(head, claim, privacy)
     return MultiRunAudit(
         dataset=replace(ds, name=f"{ds.name}+worst-case-canaries", x=x, y=y),
@@ -325,12 +324,7 @@ def run(cfg: RunConfig, runs: int) -> MultiRunAudit:
             ),  # fmt: skip
             epsilon_lb=head.epsilon_lower_bound,
             max_attainable=head.max_attainable,
-            confidence=c.confidence,
-            delta=c.delta,
-            declared_epsilon=c.declared_epsilon,
-            accounted_epsilon=c.accounted_epsilon,
-            accounted=c.accounted,
-            planted_fault=c.planted_fault,
+            **vars(audit.claims(confidence, delta, declared, privacy)),
             violated=violated,
             verdict=said,
             compared_with=None if claim is None else ComparedWith(claim=claim[0], epsilon=claim[1]),

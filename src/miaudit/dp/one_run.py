@@ -138,16 +138,16 @@ def run_whitebox(cfg: RunConfig) -> WhiteBoxAudit:
     return WhiteBoxAudit(ds, target, privacy, observed, audit.one_run_summary(cfg, entries, privacy, accuracies))
 
 
-def _canary_records(cfg: RunConfig) -> tuple[data.Dataset, data.Split, dict[str, np.ndarray], AuditRecords]:
+def _canary_records(cfg: RunConfig) -> tuple[data.Dataset, data.Split, canaries.Drawn, AuditRecords]:
     """The data, its split, the canaries drawn into it and the audited records (the canaries): what ``run``
     trains on, known before it trains (``model_jobs``). ``cfg`` without calibration."""
     ds = datasets.load(cfg)
     split = with_calibration_records(data.split_indices(len(ds), cfg.seed, cfg.split.as_tuple()), cfg)
     ds_c, c = canaries.draw(cfg, ds, split.nonmembers)
-    train_idx = np.sort(np.concatenate([split.members, c["idx"][c["included"]]]))
-    query_idx = np.random.default_rng(np.random.SeedSequence([cfg.seed, canaries.CANARY_SEED, 2])).permutation(c["idx"])
-    is_member = np.isin(query_idx, c["idx"][c["included"]])
-    c_split = replace(split, members=train_idx, nonmembers=np.sort(c["idx"][~c["included"]]))
+    train_idx = np.sort(np.concatenate([split.members, c.members]))
+    query_idx = np.random.default_rng(np.random.SeedSequence([cfg.seed, canaries.CANARY_SEED, 2])).permutation(c.idx)
+    is_member = np.isin(query_idx, c.members)
+    c_split = replace(split, members=train_idx, nonmembers=np.sort(c.left_out))
     return ds, split, c, AuditRecords(dataset=ds_c, split=c_split, query_idx=query_idx, is_member=is_member)
 
 
@@ -179,7 +179,7 @@ def run(cfg: RunConfig) -> RunResult:
     plan = build(cfg)
     ds, split, c, records = _canary_records(cfg)
     ds_c, train_idx = records.dataset, records.split.members
-    test_idx = np.setdiff1d(split.nonmembers, c["idx"])
+    test_idx = np.setdiff1d(split.nonmembers, c.idx)
     observed = GradientCanaries("gradient", coins(cfg, spec.gradient, 3), cfg.seed) if spec.gradient else None
     target = train_target(cfg, ds_c, train_idx, observed)
     is_member = records.is_member
@@ -190,8 +190,8 @@ def run(cfg: RunConfig) -> RunResult:
     accuracies = {
         "target_train_accuracy": accuracy(target.logits[split.members], ds.y[split.members]),
         "target_test_accuracy": accuracy(target.logits[test_idx], ds.y[test_idx]),
-        "canary_accuracy_in": accuracy(target.logits[c["idx"][c["included"]]], c["labels"][c["included"]]),
-        "canary_accuracy_out": accuracy(target.logits[c["idx"][~c["included"]]], c["labels"][~c["included"]]),
+        "canary_accuracy_in": accuracy(target.logits[c.members], c.labels[c.included]),
+        "canary_accuracy_out": accuracy(target.logits[c.left_out], c.labels[~c.included]),
     }
     confidence, delta = audit.one_run_level(cfg)
     k = spec.guesses or max(1, spec.count // 10)

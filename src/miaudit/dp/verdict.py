@@ -20,8 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..results import Bound, Family, GDPTest, Headline, ObserverTest
-from ..results import Observer as ObserverSees
+from ..results import Bound, Family, GDPTest, Headline, Observer, ObserverTest
 from . import bounds
 
 FDP_ASSUMES = (
@@ -32,14 +31,14 @@ HOLM = "Holm over the observers' exact binomial p-values at the claimed epsilon 
 
 
 OBSERVERS = {
-    "white-box": ObserverSees(
+    "white-box": Observer(
         sees="every noisy update: the noise drawn at each step, the number of noisy steps, and whether they match "
         "what the accountant is told (noise multiplier, sampling rate)",
         blind_to="clipping (its canaries are gradients added after clipping), how the data's records are sampled "
         "or mixed into per-sample gradients (batch norm, micro-batching), and leaks outside the noisy updates "
         "(e.g. a non-private pass over the data)",
     ),
-    "black-box": ObserverSees(
+    "black-box": Observer(
         sees="the final model's outputs on the canaries: any fault that changes them (clipping, sampling, noise, "
         "leaks outside the update)",
         blind_to="the intermediate models: it sees one final model, so its power is low (on correct DP-SGD its "
@@ -133,7 +132,7 @@ class Decision:
     max_attainable: float  # and its power
     headline: Headline  # whose bound that is
     gdp_test: GDPTest | None
-    observers: dict[str, ObserverSees]  # threat model -> what its observer sees
+    observers: dict[str, Observer]  # threat model -> what its observer sees
 
 
 def decide(entries: list[Bound], claim: tuple[str, float] | None, confidence: float, privacy: dict | None) -> Decision:

@@ -11,9 +11,10 @@ curves per attack).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Protocol, TypeAlias, runtime_checkable
 
 import numpy as np
 import pandas as pd
@@ -42,10 +43,25 @@ def settings(overrides: list[str] | tuple[str, ...] = ()) -> CompareSettings:
     return validated(CompareSettings, with_overrides({}, overrides), "--set")
 
 
-def load_run(run: Any) -> tuple[AuditReport, pd.DataFrame, str]:
+@runtime_checkable
+class InMemoryRun(Protocol):
+    """An audit's result in memory (``miaudit.AuditResult``): its results.json and per-record table."""
+
+    @property
+    def results(self) -> AuditReport: ...
+
+    @property
+    def scores(self) -> pd.DataFrame: ...
+
+
+# a run to compare: its output directory, or an audit's result in memory
+Run: TypeAlias = str | os.PathLike[str] | InMemoryRun
+
+
+def load_run(run: Run) -> tuple[AuditReport, pd.DataFrame, str]:
     """(results.json, per-record table, name) of a run directory (results.json of the previous format
     migrated), or of an in-memory audit result."""
-    if hasattr(run, "results") and hasattr(run, "scores"):
+    if isinstance(run, InMemoryRun):
         return run.results, run.scores, "in-memory run"
     where = Path(run)
     try:
@@ -151,7 +167,7 @@ def _change(d: difference.Difference) -> Change:
     return Change(a=d.a, b=d.b, difference=d.difference, ci=list(d.ci))
 
 
-def compare(a: Any, b: Any, resamples: int = difference.RESAMPLES) -> Comparison:
+def compare(a: Run, b: Run, resamples: int = difference.RESAMPLES) -> Comparison:
     """B against A for every membership test both runs hold.
 
     Args:

@@ -7,12 +7,11 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from ..errors import OutputDirError
 from ..results import Change, Comparison
 from ..stats import metrics
-from .compare import attack_scores, load_run
+from .compare import Run, attack_scores, load_run
 from .plots import png_uri, thinned_roc
 
 
@@ -50,7 +49,7 @@ def markdown(c: Comparison) -> str:
     return "\n".join(text) + "\n"
 
 
-def _roc_figure(a: Any, b: Any, c: Comparison) -> str:
+def _roc_figure(a: Run, b: Run, c: Comparison) -> str:
     """Both runs' log-log ROC per attack, one panel each, as a data: URI."""
     (ra, fa, _), (rb, fb, _) = load_run(a), load_run(b)
     by_a, by_b = {x.label: x for x in ra.attacks}, {x.label: x for x in rb.attacks}
@@ -82,7 +81,7 @@ def check_destination(out_dir: Path) -> None:
         raise OutputDirError(f"--out: {parent} is a file, so {out_dir} cannot be created")
 
 
-def write(a: Any, b: Any, c: Comparison, out_dir: Path) -> Path:
+def write(a: Run, b: Run, c: Comparison, out_dir: Path) -> Path:
     """Write compare.json, compare.md and compare.html into ``out_dir``; return it."""
     out_dir = Path(out_dir)
     check_destination(out_dir)
@@ -100,7 +99,7 @@ def write(a: Any, b: Any, c: Comparison, out_dir: Path) -> Path:
     return out_dir
 
 
-def _write_files(a: Any, b: Any, c: Comparison, out_dir: Path) -> None:
+def _write_files(a: Run, b: Run, c: Comparison, out_dir: Path) -> None:
     (out_dir / "compare.json").write_text(c.to_json())
     md = markdown(c)
     (out_dir / "compare.md").write_text(md)

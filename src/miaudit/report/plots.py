@@ -11,9 +11,10 @@ from __future__ import annotations
 import base64
 import io
 import math
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -35,7 +36,7 @@ def _new_figure(figsize: tuple[float, float]) -> Figure:
     return Figure(figsize=figsize)
 
 
-def _figure(kind: str, parts: list[Any], draw: Any) -> bytes:
+def _figure(kind: str, parts: list[memo.Part], draw: Callable[[], bytes]) -> bytes:
     """The PNG ``draw()`` makes, kept by the content of ``parts`` (what it draws) and matplotlib's version."""
     return memo.memoized(f"figure-{kind}", [metadata.version("matplotlib"), *parts], draw)
 
@@ -44,7 +45,7 @@ def roc_plot(res: RunResult, path: Path) -> None:
     is_member = res.experiment.is_member
     if is_member is None:
         raise ValueError("roc_plot: no ROC without the queries' membership")
-    parts: list[Any] = [is_member, res.experiment.cfg.data_label]
+    parts: list[memo.Part] = [is_member, res.experiment.cfg.data_label]
     for r in res.attacks:
         if r.metrics is not None:
             parts += [r.attack.label, np.asarray(r.result.scores, dtype=np.float64), r.metrics.auc]
@@ -129,7 +130,7 @@ def _grid(n: int) -> tuple[Figure, list[Axes]]:
 
 def score_histograms(res: RunResult) -> str:
     """Per attack: members' and non-members' scores on shared bins (all queries when membership is unknown)."""
-    parts: list[Any] = [res.experiment.is_member]
+    parts: list[memo.Part] = [res.experiment.is_member]
     for r in res.attacks:
         parts += [r.attack.label, np.asarray(r.result.scores, dtype=np.float64)]
     return _uri(_figure("scores", parts, lambda: _draw_scores(res)))
@@ -168,7 +169,7 @@ def pvalue_histograms(res: RunResult) -> tuple[str | None, list[str]]:
         np.asarray(r.result.log_pvalues_calibrated if kind == "calibrated" else r.result.log_pvalues)
         for r, kind in zip(tests, kinds)
     ]
-    parts: list[Any] = [who, shown]
+    parts: list[memo.Part] = [who, shown]
     for r, kind, log_p in zip(tests, kinds, log_ps):
         parts += [r.attack.label, kind, log_p]
     png = _figure("pvalues", parts, lambda: _draw_pvalues(tests, kinds, log_ps, shown, who))

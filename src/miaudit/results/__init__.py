@@ -32,6 +32,7 @@ from .findings import (
     WorstCase,
     WorstCell,
 )
+from .plan import AuditPlan, LevelPower, MembersForHalfwidth, ModelTime
 from .run import (
     Calibration,
     CanaryExposure,
@@ -48,6 +49,7 @@ __all__ = [
     "AttackChange",
     "AttackChoice",
     "AttackRow",
+    "AuditPlan",
     "AuditReport",
     "BlindBaseline",
     "Bound",
@@ -72,7 +74,10 @@ __all__ = [
     "Headline",
     "JsonObject",
     "Kind",
+    "LevelPower",
+    "MembersForHalfwidth",
     "Metrics",
+    "ModelTime",
     "Observer",
     "ObserverTest",
     "PPVByPrior",

@@ -37,15 +37,18 @@ class DeployableAt(Section):
     """A threshold set on the references as pseudo-targets at one FPR level, and what it realizes on the target."""
 
     threshold: Number | None
-    """the pooled pseudo-targets' threshold; None: it flags nothing"""
+    """the pooled pseudo-targets' threshold: a record is called a member when its score is at least this; None: it
+    flags nothing"""
     realized_fpr: Number
-    """the FPR it realizes on the target"""
+    """the FPR it realizes on the target's non-members (which no threshold saw)"""
     realized_fpr_ci: Interval
-    """its exact (Clopper-Pearson) interval"""
+    """its exact (Clopper-Pearson) interval: a deployed threshold's FPR can exceed the level it was set for, and
+    this says by how much it may"""
     tpr: Number
-    """the TPR it realizes on the target"""
+    """the TPR it realizes on the target's members"""
     tpr_ci: Interval
-    """its exact (Clopper-Pearson) interval"""
+    """its exact (Clopper-Pearson) interval, for comparison with the TPR at the level set on the target itself
+    (``tpr_at_fpr``)"""
 
 
 class Metrics(Section):

@@ -22,6 +22,11 @@ class Target(Section):
     only (not the canaries)"""
     test_accuracy: Number | None = None
     """accuracy on records it did not train on, in [0, 1]"""
+    query_accuracy: Number | None = None
+    """membership unknown: its accuracy on the queries"""
+    population_accuracy: Number | None = None
+    """membership unknown: its accuracy on the population records (known non-members: the closest to a test
+    accuracy)"""
     train_loss: Number | None = None
     """a causal LM's mean per-token loss on its training texts (nats)"""
     train_perplexity: Number | None = None
