@@ -18,7 +18,6 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch.nn as nn
@@ -117,7 +116,10 @@ def with_train_fn(recipe: ModelRecipe, train_fn: str | None) -> tuple[ModelRecip
     return replace(recipe, fit=user_fit(io.import_factory(train_fn)), cache_spec=None), f"train_fn {train_fn}"
 
 
-def user_fit(train_fn: Callable[..., Any]) -> Callable[..., TrainReport]:
+UserTrainFn = Callable[["nn.Module", np.ndarray, np.ndarray], object]  # a user's train_fn(model, x, y)
+
+
+def user_fit(train_fn: UserTrainFn) -> Callable[..., TrainReport]:
     """A user's ``train_fn(model, x, y)`` as a recipe's fit: timed, its training accuracy measured."""
 
     def fit(model: nn.Module, x: np.ndarray, y: np.ndarray, seed: int, progress: ProgressFn) -> TrainReport:

@@ -12,9 +12,10 @@ instead: no vocabulary to build, nothing unknown, any language.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -28,6 +29,63 @@ from . import names
 from .vocabulary import vocabulary
 
 PAD, UNK, BOS = "[PAD]", "[UNK]", "<s>"
+
+
+class Tokenizer(Protocol):
+    """What miaudit uses of a tokenizer: transformers' ``PreTrainedTokenizerFast`` (gpt-tiny's; an ``hf:``
+    directory's ``AutoTokenizer``), or any object with these."""
+
+    pad_token: str | None
+    eos_token: str | None
+    unk_token: str | None
+    unk_token_id: int | None
+    bos_token_id: int | None
+    eos_token_id: int | None
+    pad_token_id: int | None
+    model_max_length: int
+
+    def __call__(self, text: str | list[str], **options: object) -> Mapping[str, Any]: ...
+
+    def __len__(self) -> int: ...
+
+    def get_vocab(self) -> dict[str, int]: ...
+
+    def batch_decode(self, sequences: list[list[int]], skip_special_tokens: bool = ...) -> list[str]: ...
+
+
+class TextSource(Protocol):
+    """What the LM layer reads of ``dataset:`` (``config.records.DataConfig``, in the config layer above)."""
+
+    @property
+    def name(self) -> str | None: ...
+
+    @property
+    def path(self) -> Path | None: ...
+
+    @property
+    def text_column(self) -> str | None: ...
+
+    @property
+    def subset(self) -> int | None: ...
+
+    @property
+    def data_dir(self) -> Path | None: ...
+
+    @property
+    def label(self) -> str: ...
+
+
+class TextsConfig(Protocol):
+    """What ``load`` reads of a run's config (``config.run.RunConfig``, in the config layer above)."""
+
+    @property
+    def dataset(self) -> TextSource: ...
+
+    @property
+    def cache_dir(self) -> Path | None: ...
+
+    @property
+    def seed(self) -> int: ...
 
 
 @dataclass(frozen=True, eq=False)
@@ -66,7 +124,7 @@ def read_texts(name: str | None, path: Path | None, text_column: str | None, ctx
     return frame[text_column].fillna("").astype(str).tolist()
 
 
-def word_tokenizer(texts: list[str], size: int, max_length: int, reserved: tuple[str, ...] = ()) -> Any:
+def word_tokenizer(texts: list[str], size: int, max_length: int, reserved: tuple[str, ...] = ()) -> Tokenizer:
     """A word-level tokenizer over [PAD], [UNK], <s>, the ``reserved`` words and the most frequent lower-cased
     words of ``texts`` (ties by first appearance), ``size`` in all; every text starts with <s>, so its first
     word is predicted too."""
@@ -86,7 +144,7 @@ def word_tokenizer(texts: list[str], size: int, max_length: int, reserved: tuple
     )
 
 
-def byte_tokenizer(max_length: int) -> Any:
+def byte_tokenizer(max_length: int) -> Tokenizer:
     """One token per UTF-8 byte (GPT-2's byte-to-character map, no merges) and [PAD], [UNK], <s>: every text
     is encoded whole, nothing is unknown, and decoding gives the text back exactly."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
@@ -103,7 +161,7 @@ def byte_tokenizer(max_length: int) -> Any:
     )
 
 
-def tiny_tokenizer(texts: list[str], spec: str, reserved: tuple[str, ...] = ()) -> Any:
+def tiny_tokenizer(texts: list[str], spec: str, reserved: tuple[str, ...] = ()) -> Tokenizer:
     """gpt-tiny's tokenizer (``tokenizer=word``: over ``texts``' words and the ``reserved`` ones; ``byte``:
     UTF-8 bytes)."""
     opts = names.gpt_tiny_options(spec)
@@ -112,7 +170,7 @@ def tiny_tokenizer(texts: list[str], spec: str, reserved: tuple[str, ...] = ()) 
     return word_tokenizer(texts, opts.vocab, opts.max_length, reserved)
 
 
-def hf_tokenizer(spec: str) -> Any:
+def hf_tokenizer(spec: str) -> Tokenizer:
     from ..models.hf import require_transformers
 
     path = names.hf_path(spec)
@@ -122,7 +180,7 @@ def hf_tokenizer(spec: str) -> Any:
         raise ModelError(f"model: no tokenizer in {path} ({str(e).splitlines()[0][:120]})") from None
 
 
-def encode(tokenizer: Any, texts: list[str], max_length: int) -> np.ndarray:
+def encode(tokenizer: Tokenizer, texts: list[str], max_length: int) -> np.ndarray:
     """float32 (n, 2, max_length): token ids and attention mask, padded and truncated. A tokenizer without
     a pad token pads with its end-of-text token (masked out either way)."""
     if tokenizer.pad_token is None:
@@ -131,14 +189,14 @@ def encode(tokenizer: Any, texts: list[str], max_length: int) -> np.ndarray:
     return np.stack([enc["input_ids"], enc["attention_mask"]], axis=1).astype(np.float32)
 
 
-def max_length_for(spec: str, tokenizer: Any) -> int:
+def max_length_for(spec: str, tokenizer: Tokenizer) -> int:
     if names.is_gpt_tiny(spec):
         return names.gpt_tiny_options(spec).max_length
     limit = tokenizer.model_max_length if tokenizer.model_max_length < 1_000_000 else names.DEFAULT_MAX_LENGTH
     return names.hf_max_length(spec) or min(limit, names.DEFAULT_MAX_LENGTH)
 
 
-def load(cfg: Any, spec: str, drop_short: bool = True, reserved: tuple[str, ...] = ()) -> TextDataset:
+def load(cfg: TextsConfig, spec: str, drop_short: bool = True, reserved: tuple[str, ...] = ()) -> TextDataset:
     """The config's texts (a seeded ``subset`` as ``data.load`` draws it), tokenised for model ``spec``. Texts
     of fewer than two tokens (nothing to predict) are dropped, unless ``drop_short`` is False (index files
     count the rows). ``reserved``: words gpt-tiny's word tokenizer must hold (the canaries')."""
@@ -147,7 +205,7 @@ def load(cfg: Any, spec: str, drop_short: bool = True, reserved: tuple[str, ...]
         data_dir=Path(d.data_dir).expanduser() if d.data_dir else default_data_dir(),
         cache_dir=Path(cfg.cache_dir).expanduser() if cfg.cache_dir else default_cache_dir(),
     )
-    texts = read_texts(d.name, d.path, getattr(d, "text_column", None), ctx)
+    texts = read_texts(d.name, d.path, d.text_column, ctx)
     if d.subset is not None and d.subset < len(texts):
         order = np.random.default_rng(np.random.SeedSequence([cfg.seed, 0x5B5])).permutation(len(texts))
         texts = [texts[i] for i in np.sort(order[: d.subset])]
@@ -161,7 +219,7 @@ def load(cfg: Any, spec: str, drop_short: bool = True, reserved: tuple[str, ...]
 
 
 def from_texts(
-    texts: list[str], tokenizer: Any, length: int, name: str, key: str = "", drop_short: bool = True
+    texts: list[str], tokenizer: Tokenizer, length: int, name: str, key: str = "", drop_short: bool = True
 ) -> TextDataset:
     """``texts`` tokenised (ids and mask, ``length`` tokens) as a TextDataset, those of fewer than two tokens
     dropped when ``drop_short``."""
