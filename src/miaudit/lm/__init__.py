@@ -14,25 +14,88 @@ per-token outputs (``tokens.py``). ``blind.py`` is the text-only baseline report
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from .names import is_causal_lm
 
+if TYPE_CHECKING:  # annotations only: ``import miaudit.lm`` (the config's checks) stays free of torch and pandas
+    import torch.nn as nn
 
-def load_texts(cfg: Any) -> Any:
+    from ..data import Dataset, Split
+    from ..training.loop import ProgressFn, TrainReport
+    from ..training.options import TrainConfig
+    from .canaries import CanaryExposureConfig
+    from .data import TextDataset, TextSource
+    from .model import CausalLM
+
+
+class LMConfig(Protocol):
+    """What the LM layer reads of a run's config (``config.run.RunConfig``, in the config layer above; it
+    satisfies ``data.TextsConfig``, what ``data.load`` reads, too)."""
+
+    @property
+    def dataset(self) -> TextSource: ...
+
+    @property
+    def cache_dir(self) -> Path | None: ...
+
+    @property
+    def seed(self) -> int: ...
+
+    @property
+    def canary_exposure(self) -> CanaryExposureConfig | None: ...
+
+    @property
+    def target_architecture(self) -> str: ...
+
+    @property
+    def target(self) -> object | None: ...
+
+    @property
+    def train(self) -> TrainConfig: ...
+
+    @property
+    def device(self) -> str: ...
+
+
+class _Fitted(Protocol):
+    @property
+    def logits(self) -> np.ndarray: ...
+
+
+class AuditedLM(Protocol):
+    """What ``perplexities`` reads of an experiment (``experiment.Experiment``, in a layer above)."""
+
+    @property
+    def dataset(self) -> Dataset: ...
+
+    @property
+    def split(self) -> Split: ...
+
+    @property
+    def is_member(self) -> np.ndarray | None: ...
+
+    @property
+    def target(self) -> _Fitted: ...
+
+
+def load_texts(cfg: LMConfig) -> TextDataset:
     """The config's texts as a ``data.TextDataset``, tokenised for its (causal LM) target. For a user's own
     target every text is kept (its index files count the rows; ``experiment.own_lm`` sets short ones aside)."""
     from .canaries import words
     from .data import load
 
-    spec = getattr(cfg, "canary_exposure", None)
+    spec = cfg.canary_exposure
     reserved = words(spec) if spec is not None else ()  # the canaries' words: in gpt-tiny's vocabulary
     return load(cfg, cfg.target_architecture, drop_short=cfg.target is None, reserved=reserved)
 
 
-def recipe(cfg: Any, ds: Any, spec: str, fresh: bool = False) -> tuple[Callable, Callable, int, dict]:
+def recipe(
+    cfg: LMConfig, ds: Dataset, spec: str, fresh: bool = False
+) -> tuple[Callable[[], CausalLM], Callable[..., TrainReport], int, dict[str, Any]]:
     """How ``experiment.build`` obtains model ``spec`` on the texts ``ds``: (a builder of fresh models, the
     training loop's fit, epochs, the cache key's spec). miaudit's loop trains it: the cross-entropy of the
     sequence logits (``model.sequence_logits``) is the LM loss. Models start from ``train.base`` when the
@@ -42,7 +105,6 @@ def recipe(cfg: Any, ds: Any, spec: str, fresh: bool = False) -> tuple[Callable,
     from ..errors import ModelError
     from ..models import adapters
     from ..training.loop import train
-    from .data import TextDataset
     from .model import build
     from .names import check_vocabulary
 
@@ -59,13 +121,13 @@ def recipe(cfg: Any, ds: Any, spec: str, fresh: bool = False) -> tuple[Callable,
     if cfg.train.base:
         check_vocabulary(cfg.train.base, len(ds.tokenizer), "train.base")
 
-    def fit(module: Any, x: Any, y: Any, seed: int, progress: Any) -> Any:
+    def fit(module: nn.Module, x: np.ndarray, y: np.ndarray, seed: int, progress: ProgressFn) -> TrainReport:
         return train(module, x, y, cfg.train, seed, cfg.device, progress)
 
     return (lambda: build(start, ds.tokenizer, fresh=fresh)), fit, cfg.train.epochs, key
 
 
-def perplexities(exp: Any) -> dict[str, float]:
+def perplexities(exp: AuditedLM) -> dict[str, float]:
     """results.json's target fit for an LM audit of known membership: the mean over texts of their mean token
     NLL (loss, nats per token) and its exp (perplexity), on the members (train) and the non-members (test); {}
     for any other audit."""
