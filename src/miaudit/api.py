@@ -29,7 +29,7 @@ from . import pipeline, report
 from .config.run import DEFAULT_RUN, RunConfig, TargetConfig, TrainConfig, from_dict, load
 from .data.base import validate_arrays
 from .errors import ConfigError, DataError, ModelError
-from .experiment.given import audit_records, checked_sets, given_sets, read_records
+from .experiment.given import Records, audit_records, checked_sets, given_sets, read_records
 from .experiment.recipes import ModelRecipe
 from .experiment.run import RunResult
 from .plan import Plan, audit_roles, fewest_references
@@ -40,6 +40,10 @@ from .results import AuditReport
 if TYPE_CHECKING:  # torch and the training loop load in audit(): `miaudit score` never needs them (nor pandas)
     import pandas as pd
     import torch.nn as nn
+
+    from .config.scores import ScoreConfig
+    from .experiment.own_lm import TextSets
+    from .lm.data import Tokenizer
 
 
 TrainFn = Callable[["nn.Module", np.ndarray, np.ndarray], Any]
@@ -267,7 +271,7 @@ def _config(
     return from_dict({**keys, "attacks": attacks, "references": refs, "train": train_settings or {}})
 
 
-def score(config: Any) -> AuditResult:
+def score(config: ScoreConfig | dict | str | Path) -> AuditResult:
     """Audit precomputed outputs (logits and membership masks of models trained elsewhere).
 
     Args:
@@ -288,11 +292,11 @@ def score(config: Any) -> AuditResult:
 def audit(
     target: nn.Module | str | Path | Endpoint,
     *,
-    members: Any = None,
-    nonmembers: Any = None,
-    queries: Any = None,
-    population: Any = None,
-    validation: Any = None,
+    members: Records = None,
+    nonmembers: Records = None,
+    queries: Records = None,
+    population: Records = None,
+    validation: Records = None,
     attacks: Sequence[str | dict] | str = "auto",
     references: int | None = None,
     model_factory: Callable[[], nn.Module] | None = None,
@@ -305,7 +309,7 @@ def audit(
     name: str = "audit",
     calibration: float | None = 0.2,
     fdr: float = 0.05,
-    tokenizer: Any = None,
+    tokenizer: Tokenizer | None = None,
     max_length: int | None = None,
 ) -> AuditResult:
     """Audit ``target``, a model you trained, on records you hold.
@@ -407,7 +411,7 @@ def _audit_given(
     given: dict[str, tuple[np.ndarray, np.ndarray]],
     recipe: ModelRecipe,
     references_by: str,
-    lm: Any = None,
+    lm: TextSets | None = None,
 ) -> AuditResult:
     """The given sets checked and assembled (``lm``: with a causal LM's texts), then ``target`` audited."""
     from .experiment import own_model

@@ -24,10 +24,11 @@ import multiprocessing
 import os
 import sys
 import time
+import types
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from ..errors import ConfigError
 from .options import ExecutorConfig
@@ -37,7 +38,7 @@ START_ATTEMPTS = 3
 T = TypeVar("T")
 
 
-def _ray() -> Any:
+def _ray() -> types.ModuleType:
     try:
         import ray
     except ImportError:
@@ -45,7 +46,7 @@ def _ray() -> Any:
     return ray
 
 
-def _start(ray: Any, ex: ExecutorConfig) -> str:
+def _start(ray: types.ModuleType, ex: ExecutorConfig) -> str:
     """Join the cluster at ``ex.address``, or start a local one sized by num_workers x cpus_per_task."""
     if ex.address is not None:
         ray.init(address=ex.address, include_dashboard=False, configure_logging=False, log_to_driver=False)
@@ -151,7 +152,7 @@ def _worker_start(threads: int) -> None:
     logger.setLevel(logging.WARNING)
 
 
-def _worker_task(i: int) -> Any:
+def _worker_task(i: int) -> object:
     return _FORKED["task"](i)
 
 
@@ -172,7 +173,7 @@ def forked(task: Callable[[int], T], n: int, workers: int, done: Callable[[int, 
     try:
         futures = {pool.submit(_worker_task, i): i for i in range(n)}
         for future in as_completed(futures):
-            done(futures[future], future.result())  # a task's exception is raised here
+            done(futures[future], cast(T, future.result()))  # task's result; its exception is raised here
     except BaseException:
         # Stop the workers now (a failure, Ctrl-C): shutdown alone would let each finish the task it holds and
         # start the one queued for it. Python 3.14's terminate_workers does this; before it, only the private
