@@ -12,6 +12,7 @@ instead: no vocabulary to build, nothing unknown, any language.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +52,8 @@ class Tokenizer(Protocol):
     def get_vocab(self) -> dict[str, int]: ...
 
     def batch_decode(self, sequences: list[list[int]], skip_special_tokens: bool = ...) -> list[str]: ...
+
+    def save_pretrained(self, save_directory: str | os.PathLike[str]) -> object: ...
 
 
 class TextSource(Protocol):

@@ -12,6 +12,7 @@ logit(exp(l)). ``token_outputs`` gives the per-token view (``tokens.py``).
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -37,6 +38,8 @@ class TransformersLM(Protocol):
     def get_output_embeddings(self) -> nn.Module | None: ...
 
     def get_input_embeddings(self) -> nn.Module: ...
+
+    def save_pretrained(self, save_directory: str | os.PathLike[str]) -> None: ...
 
 
 class CausalLM(nn.Module):
