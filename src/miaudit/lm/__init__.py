@@ -105,6 +105,7 @@ def recipe(
     from ..errors import ModelError
     from ..models import adapters
     from ..training.loop import train
+    from .data import TextDataset
     from .model import build
     from .names import check_vocabulary
 
