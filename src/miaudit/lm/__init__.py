@@ -28,13 +28,34 @@ if TYPE_CHECKING:  # annotations only: ``import miaudit.lm`` (the config's check
     from ..training.loop import ProgressFn, TrainReport
     from ..training.options import TrainConfig
     from .canaries import CanaryExposureConfig
-    from .data import TextDataset, TextSource
+    from .data import TextDataset
     from .model import CausalLM
 
 
-class LMConfig(Protocol):
-    """What the LM layer reads of a run's config (``config.run.RunConfig``, in the config layer above; it
-    satisfies ``data.TextsConfig``, what ``data.load`` reads, too)."""
+class TextSource(Protocol):
+    """What the LM layer reads of ``dataset:`` (``config.records.DataConfig``, in the config layer above)."""
+
+    @property
+    def name(self) -> str | None: ...
+
+    @property
+    def path(self) -> Path | None: ...
+
+    @property
+    def text_column(self) -> str | None: ...
+
+    @property
+    def subset(self) -> int | None: ...
+
+    @property
+    def data_dir(self) -> Path | None: ...
+
+    @property
+    def label(self) -> str: ...
+
+
+class TextsConfig(Protocol):
+    """What ``data.load`` reads of a run's config (``config.run.RunConfig``, in the config layer above)."""
 
     @property
     def dataset(self) -> TextSource: ...
@@ -44,6 +65,10 @@ class LMConfig(Protocol):
 
     @property
     def seed(self) -> int: ...
+
+
+class LMConfig(TextsConfig, Protocol):
+    """What the LM layer reads of a run's config (``config.run.RunConfig``, in the config layer above)."""
 
     @property
     def canary_exposure(self) -> CanaryExposureConfig | None: ...

@@ -16,7 +16,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -28,6 +28,9 @@ from ..errors import DataError, ModelError
 from ..storage import default_cache_dir
 from . import names
 from .vocabulary import vocabulary
+
+if TYPE_CHECKING:
+    from . import TextsConfig
 
 PAD, UNK, BOS = "[PAD]", "[UNK]", "<s>"
 
@@ -54,41 +57,6 @@ class Tokenizer(Protocol):
     def batch_decode(self, sequences: list[list[int]], skip_special_tokens: bool = ...) -> list[str]: ...
 
     def save_pretrained(self, save_directory: str | os.PathLike[str]) -> object: ...
-
-
-class TextSource(Protocol):
-    """What the LM layer reads of ``dataset:`` (``config.records.DataConfig``, in the config layer above)."""
-
-    @property
-    def name(self) -> str | None: ...
-
-    @property
-    def path(self) -> Path | None: ...
-
-    @property
-    def text_column(self) -> str | None: ...
-
-    @property
-    def subset(self) -> int | None: ...
-
-    @property
-    def data_dir(self) -> Path | None: ...
-
-    @property
-    def label(self) -> str: ...
-
-
-class TextsConfig(Protocol):
-    """What ``load`` reads of a run's config (``config.run.RunConfig``, in the config layer above)."""
-
-    @property
-    def dataset(self) -> TextSource: ...
-
-    @property
-    def cache_dir(self) -> Path | None: ...
-
-    @property
-    def seed(self) -> int: ...
 
 
 @dataclass(frozen=True, eq=False)
