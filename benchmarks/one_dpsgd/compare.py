@@ -24,7 +24,8 @@ STACKED = [("none", {}), ("constant schedule", {"cosine": False}), ("clip after_
            ("public_pass", {"public_pass": True}), ("noise_scale 0.5", {"noise_scale": 0.5})]  # fmt: skip
 OPACUS = [("none", None), ("clip after_mean", {"clip": "after_mean"}), ("clip none", {"clip": "none"}),
           ("noise per_epoch", {"noise": "per_epoch"}), ("noise_scale 0.5", {"noise_scale": 0.5}),
-          ("sampling x4", {"sampling": {"accounted_rate_factor": 4}}), ("public_pass", {"public_pass": True})]  # fmt: skip
+          ("sampling x4", {"sampling": {"accounted_rate_factor": 4}}),
+          ("public_pass", {"public_pass": True})]  # fmt: skip
 
 
 def side(out: str) -> None:
