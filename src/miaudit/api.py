@@ -16,7 +16,6 @@ builds them, trained on random halves of ``population`` by miaudit's loop
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +27,7 @@ from pydantic import ValidationError
 from . import pipeline, report
 from .config.run import DEFAULT_RUN, RunConfig, TargetConfig, TrainConfig, from_dict, load
 from .data.base import validate_arrays
-from .errors import ConfigError, DataError, ModelError
+from .errors import ConfigError, DataError
 from .experiment.given import Records, audit_records, checked_sets, given_sets, read_records
 from .experiment.recipes import ModelRecipe
 from .experiment.run import RunResult
@@ -155,24 +154,12 @@ def _run_config(config: RunConfig | dict | str | Path | None) -> RunConfig:
     return from_dict(config) if isinstance(config, dict) else load(config)
 
 
-@dataclass(frozen=True)
-class Forecast:
-    """``miaudit plan``'s answer, before the run: the ``Plan`` (attacks, references, models) and the forecast's
-    figures (``forecast.forecast``: split sizes, interval widths and detectable TPR per FPR level, members
-    needed, and the training time of every model to train); ``lines()`` is what the command prints."""
-
-    config: RunConfig
-    plan: Plan
-    figures: dict[str, object]
-
-    def lines(self) -> list[str]:
-        from . import forecast
-
-        return forecast.lines(self.figures)
-
-
-def plan(config: RunConfig | dict | str | Path | None = None, halfwidth: float = 0.01) -> Forecast:
+def plan(config: RunConfig | dict | str | Path | None = None, halfwidth: float = 0.01) -> dict[str, object]:
     """The audit's power and cost before it runs (``miaudit plan``): nothing is trained, cached or written.
+
+    Returns:
+        ``forecast.forecast``'s answer: split sizes, interval widths and the detectable TPR per FPR level, the
+        members a wanted interval needs, and every model's training time (``forecast.lines`` prints it).
 
     Args:
         config: as ``run`` takes it.
@@ -184,8 +171,7 @@ def plan(config: RunConfig | dict | str | Path | None = None, halfwidth: float =
     from . import forecast
 
     cfg = _run_config(config)
-    the_plan = build_plan(cfg)
-    return Forecast(cfg, the_plan, forecast.forecast(cfg, the_plan, halfwidth=halfwidth))
+    return forecast.forecast(cfg, build_plan(cfg), halfwidth=halfwidth)
 
 
 def export(
@@ -212,43 +198,6 @@ def export(
         raise ConfigError(f"layout: {layout!r} is not {' or '.join(typing.get_args(Layout))}")
     exporting.destination(Path(out), layout, force)  # before any work
     return exporting.export(pipeline.prepare(_run_config(config)), Path(out), layout, force=force)
-
-
-def reinitialised_copy(model: nn.Module) -> nn.Module:
-    """The target's architecture with fresh weights: a copy whose every layer runs ``reset_parameters``."""
-    try:
-        clone = copy.deepcopy(model)
-    except Exception as e:  # a module holding something uncopyable (a file, a lock ...)
-        raise ModelError(
-            f"model_factory: cannot copy the target ({type(e).__name__}: {e}); pass model_factory"
-        ) from None
-    for layer_name, layer in clone.named_modules():
-        own = list(layer.parameters(recurse=False))
-        if own and not hasattr(layer, "reset_parameters"):
-            raise ModelError(
-                f"model_factory: cannot re-initialise {type(layer).__name__} {layer_name!r} of the target "
-                "(no reset_parameters); pass model_factory to build fresh models"
-            )
-        if hasattr(layer, "reset_parameters"):
-            layer.reset_parameters()
-    return clone
-
-
-def _recipe(
-    cfg: RunConfig, target: nn.Module, model_factory: Callable[[], nn.Module] | None, train_fn: TrainFn | None
-) -> ModelRecipe:
-    """User code builds or trains these models, so they are never cached."""
-    from .experiment import own_model
-    from .training.loop import train
-
-    build = model_factory or (lambda: reinitialised_copy(target))
-    fit = (
-        own_model.user_fit(train_fn)
-        if train_fn is not None
-        else (lambda m, x, y, seed, progress: train(m, x, y, cfg.train, seed, cfg.device, progress))
-    )
-    epochs = None if train_fn else cfg.train.epochs
-    return ModelRecipe(architecture=type(target).__name__, build=build, fit=fit, epochs=epochs)
 
 
 def _config(
@@ -381,7 +330,12 @@ def audit(
     planned = build_plan(cfg, audit_roles(given, cfg))
     by = f"your train_fn {getattr(train_fn, '__qualname__', repr(train_fn))}" if train_fn else ""
     model = lm.model if lm else cast("nn.Module", target)
-    recipe = lm.recipe(cfg, model_factory, train_fn) if lm else _recipe(cfg, model, model_factory, train_fn)
+    if lm:
+        recipe = lm.recipe(cfg, model_factory, train_fn)
+    else:
+        from .experiment.own_model import user_recipe
+
+        recipe = user_recipe(cfg, model, model_factory, train_fn)
     return _audit_given(cfg, planned, model, given, recipe, by, lm)
 
 

@@ -55,7 +55,7 @@ def reference_recipe(cfg: RunConfig, ds: Dataset) -> ModelRecipe:
             "references: trained from scratch with the target's architecture; if your LM was fine-tuned from a "
             "base, give train.base: hf:BASE so the references are fine-tuned from it as the target was"
         )
-    make, fit, epochs, key = lm.recipe(cfg, ds, spec, fresh=fresh)
+    make, fit, epochs, key = lm.recipe(cfg.train, cfg.device, ds, spec, fresh=fresh)
     name = cfg.train.base or (f"{spec}, {NEW_WEIGHTS}" if fresh else spec)
     return ModelRecipe(architecture=name, build=make, fit=fit, epochs=epochs, cache_spec=key)
 

@@ -14,7 +14,6 @@ per-token outputs (``tokens.py``). ``blind.py`` is the text-only baseline report
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -28,62 +27,8 @@ if TYPE_CHECKING:  # annotations only: ``import miaudit.lm`` (the config's check
     from ..training.loop import ProgressFn, TrainReport
     from ..training.options import TrainConfig
     from .canaries import CanaryExposureConfig
-    from .data import TextDataset
+    from .data import TextDataset, TextSource
     from .model import CausalLM
-
-
-class TextSource(Protocol):
-    """What the LM layer reads of ``dataset:`` (``config.records.DataConfig``, in the config layer above)."""
-
-    @property
-    def name(self) -> str | None: ...
-
-    @property
-    def path(self) -> Path | None: ...
-
-    @property
-    def text_column(self) -> str | None: ...
-
-    @property
-    def subset(self) -> int | None: ...
-
-    @property
-    def data_dir(self) -> Path | None: ...
-
-    @property
-    def label(self) -> str: ...
-
-
-class TextsConfig(Protocol):
-    """What ``data.load`` reads of a run's config (``config.run.RunConfig``, in the config layer above)."""
-
-    @property
-    def dataset(self) -> TextSource: ...
-
-    @property
-    def cache_dir(self) -> Path | None: ...
-
-    @property
-    def seed(self) -> int: ...
-
-
-class LMConfig(TextsConfig, Protocol):
-    """What the LM layer reads of a run's config (``config.run.RunConfig``, in the config layer above)."""
-
-    @property
-    def canary_exposure(self) -> CanaryExposureConfig | None: ...
-
-    @property
-    def target_architecture(self) -> str: ...
-
-    @property
-    def target(self) -> object | None: ...
-
-    @property
-    def train(self) -> TrainConfig: ...
-
-    @property
-    def device(self) -> str: ...
 
 
 class _Fitted(Protocol):
@@ -107,19 +52,21 @@ class AuditedLM(Protocol):
     def target(self) -> _Fitted: ...
 
 
-def load_texts(cfg: LMConfig) -> TextDataset:
-    """The config's texts as a ``data.TextDataset``, tokenised for its (causal LM) target. For a user's own
-    target every text is kept (its index files count the rows; ``experiment.own_lm`` sets short ones aside)."""
+def load_texts(
+    source: TextSource, spec: str, *, drop_short: bool, canaries: CanaryExposureConfig | None
+) -> TextDataset:
+    """The config's texts as a ``data.TextDataset``, tokenised for model ``spec``, its (causal LM) target. For a
+    user's own target every text is kept (``drop_short`` False: its index files count the rows;
+    ``experiment.own_lm`` sets short ones aside)."""
     from .canaries import words
     from .data import load
 
-    spec = cfg.canary_exposure
-    reserved = words(spec) if spec is not None else ()  # the canaries' words: in gpt-tiny's vocabulary
-    return load(cfg, cfg.target_architecture, drop_short=cfg.target is None, reserved=reserved)
+    reserved = words(canaries) if canaries is not None else ()  # the canaries' words: in gpt-tiny's vocabulary
+    return load(source, spec, drop_short=drop_short, reserved=reserved)
 
 
 def recipe(
-    cfg: LMConfig, ds: Dataset, spec: str, fresh: bool = False
+    train: TrainConfig, device: str, ds: Dataset, spec: str, fresh: bool = False
 ) -> tuple[Callable[[], CausalLM], Callable[..., TrainReport], int, dict[str, Any]]:
     """How ``experiment.build`` obtains model ``spec`` on the texts ``ds``: (a builder of fresh models, the
     training loop's fit, epochs, the cache key's spec). miaudit's loop trains it: the cross-entropy of the
@@ -129,28 +76,28 @@ def recipe(
     directory's digest."""
     from ..errors import ModelError
     from ..models import adapters
-    from ..training.loop import train
+    from ..training.loop import train as fit_loop
     from .data import TextDataset
     from .model import build
     from .names import check_vocabulary
 
     if not isinstance(ds, TextDataset):
         raise ModelError(f"model: {spec} is a causal language model; the target must be one too")
-    start = cfg.train.base or spec
-    fresh = fresh and not cfg.train.base
-    train_key = cfg.train.model_dump(exclude={"base"})  # the start is the key's arch: keys from before base hold
+    start = train.base or spec
+    fresh = fresh and not train.base
+    train_key = train.model_dump(exclude={"base"})  # the start is the key's arch: keys from before base hold
     key = {"arch": start, "input_shape": ds.input_shape, "train": train_key, "lm": ds.tokenizer_key}
     if fresh:
         key["init"] = "fresh"
     if start.startswith("hf:"):
         key["arch_source"] = adapters.source_digest(start)
-    if cfg.train.base:
-        check_vocabulary(cfg.train.base, len(ds.tokenizer), "train.base")
+    if train.base:
+        check_vocabulary(train.base, len(ds.tokenizer), "train.base")
 
     def fit(module: nn.Module, x: np.ndarray, y: np.ndarray, seed: int, progress: ProgressFn) -> TrainReport:
-        return train(module, x, y, cfg.train, seed, cfg.device, progress)
+        return fit_loop(module, x, y, train, seed, device, progress)
 
-    return (lambda: build(start, ds.tokenizer, fresh=fresh)), fit, cfg.train.epochs, key
+    return (lambda: build(start, ds.tokenizer, fresh=fresh)), fit, train.epochs, key
 
 
 def perplexities(exp: AuditedLM) -> dict[str, float]:

@@ -16,7 +16,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -29,10 +29,21 @@ from ..storage import default_cache_dir
 from . import names
 from .vocabulary import vocabulary
 
-if TYPE_CHECKING:
-    from . import TextsConfig
-
 PAD, UNK, BOS = "[PAD]", "[UNK]", "<s>"
+
+
+@dataclass(frozen=True)
+class TextSource:
+    """Where an audit's texts come from (the config's ``dataset:``) and how a subset is drawn (``seed``)."""
+
+    name: str | None = "ag_news"
+    path: Path | None = None
+    text_column: str | None = None
+    subset: int | None = None
+    label: str = "ag_news"
+    data_dir: Path | None = None
+    cache_dir: Path | None = None
+    seed: int = 0
 
 
 class Tokenizer(Protocol):
@@ -167,18 +178,18 @@ def max_length_for(spec: str, tokenizer: Tokenizer) -> int:
     return names.hf_max_length(spec) or min(limit, names.DEFAULT_MAX_LENGTH)
 
 
-def load(cfg: TextsConfig, spec: str, drop_short: bool = True, reserved: tuple[str, ...] = ()) -> TextDataset:
+def load(source: TextSource, spec: str, drop_short: bool = True, reserved: tuple[str, ...] = ()) -> TextDataset:
     """The config's texts (a seeded ``subset`` as ``data.load`` draws it), tokenised for model ``spec``. Texts
     of fewer than two tokens (nothing to predict) are dropped, unless ``drop_short`` is False (index files
     count the rows). ``reserved``: words gpt-tiny's word tokenizer must hold (the canaries')."""
-    d = cfg.dataset
+    d = source
     ctx = LoadContext(
         data_dir=Path(d.data_dir).expanduser() if d.data_dir else default_data_dir(),
-        cache_dir=Path(cfg.cache_dir).expanduser() if cfg.cache_dir else default_cache_dir(),
+        cache_dir=Path(d.cache_dir).expanduser() if d.cache_dir else default_cache_dir(),
     )
     texts = read_texts(d.name, d.path, d.text_column, ctx)
     if d.subset is not None and d.subset < len(texts):
-        order = np.random.default_rng(np.random.SeedSequence([cfg.seed, 0x5B5])).permutation(len(texts))
+        order = np.random.default_rng(np.random.SeedSequence([d.seed, 0x5B5])).permutation(len(texts))
         texts = [texts[i] for i in np.sort(order[: d.subset])]
     if names.is_gpt_tiny(spec):
         tokenizer, length = tiny_tokenizer(texts, spec, reserved), names.gpt_tiny_options(spec).max_length
