@@ -31,8 +31,7 @@ from .errors import ConfigError, DataError
 from .experiment.given import Records, audit_records, checked_sets, given_sets, read_records
 from .experiment.recipes import ModelRecipe
 from .experiment.run import RunResult
-from .plan import Plan, audit_roles, fewest_references
-from .plan import build as build_plan
+from .plan import Plan, audit_roles, build, fewest_references
 from .report import outdir
 from .results import AuditReport
 
@@ -171,7 +170,7 @@ def plan(config: RunConfig | dict | str | Path | None = None, halfwidth: float =
     from . import forecast
 
     cfg = _run_config(config)
-    return forecast.forecast(cfg, build_plan(cfg), halfwidth=halfwidth)
+    return forecast.forecast(cfg, build(cfg), halfwidth=halfwidth)
 
 
 def export(
@@ -192,12 +191,12 @@ def export(
     import typing
 
     from .config.scores import Layout
-    from .experiment import export as exporting
+    from .experiment import export  # the module (inside this function, the name is the module's)
 
     if layout not in typing.get_args(Layout):
         raise ConfigError(f"layout: {layout!r} is not {' or '.join(typing.get_args(Layout))}")
-    exporting.destination(Path(out), layout, force)  # before any work
-    return exporting.export(pipeline.prepare(_run_config(config)), Path(out), layout, force=force)
+    export.destination(Path(out), layout, force)  # before any work
+    return export.export(pipeline.prepare(_run_config(config)), Path(out), layout, force=force)
 
 
 def _config(
@@ -327,7 +326,7 @@ def audit(
         {"population": population, "validation": validation},
         lm.read if lm else read_records,
     )
-    planned = build_plan(cfg, audit_roles(given, cfg))
+    planned = build(cfg, audit_roles(given, cfg))
     by = f"your train_fn {getattr(train_fn, '__qualname__', repr(train_fn))}" if train_fn else ""
     model = lm.model if lm else cast("nn.Module", target)
     if lm:
@@ -351,7 +350,7 @@ def _audit_endpoint(cfg: RunConfig, spec: Endpoint, given: dict[str, tuple[np.nd
     for name, ds in sets.items():
         if ds.input_shape != sets[first].input_shape:
             raise DataError(f"{name}: records have shape {ds.input_shape}, {first} records {sets[first].input_shape}")
-    planned = build_plan(cfg, audit_roles(given, cfg))
+    planned = build(cfg, audit_roles(given, cfg))
     records, _, _ = audit_records(cfg, sets)
     recipe = reference_recipe(cfg, records.dataset, planned.head_dropout)
     exp = audit_endpoint(cfg, planned, records, spec, recipe, cfg.target_architecture)

@@ -8,7 +8,6 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from ..lm.canaries import CanaryExposureConfig as CanaryExposureConfig  # the LM layer defines it; composed here
 from ..training.options import Strict
 
 

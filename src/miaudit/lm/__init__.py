@@ -66,38 +66,38 @@ def load_texts(
 
 
 def recipe(
-    train: TrainConfig, device: str, ds: Dataset, spec: str, fresh: bool = False
+    settings: TrainConfig, device: str, ds: Dataset, spec: str, fresh: bool = False
 ) -> tuple[Callable[[], CausalLM], Callable[..., TrainReport], int, dict[str, Any]]:
     """How ``experiment.build`` obtains model ``spec`` on the texts ``ds``: (a builder of fresh models, the
     training loop's fit, epochs, the cache key's spec). miaudit's loop trains it: the cross-entropy of the
-    sequence logits (``model.sequence_logits``) is the LM loss. Models start from ``train.base`` when the
+    sequence logits (``model.sequence_logits``) is the LM loss. Models start from ``train.base`` (``settings``) when the
     config gives one, else from ``spec`` (``fresh``: its architecture with new weights, for references of a
     user's own LM). The key holds the tokenizer's (gpt-tiny's is built from the data) and, for ``hf:``, the
     directory's digest."""
     from ..errors import ModelError
     from ..models import adapters
-    from ..training.loop import train as fit_loop
+    from ..training.loop import train
     from .data import TextDataset
     from .model import build
     from .names import check_vocabulary
 
     if not isinstance(ds, TextDataset):
         raise ModelError(f"model: {spec} is a causal language model; the target must be one too")
-    start = train.base or spec
-    fresh = fresh and not train.base
-    train_key = train.model_dump(exclude={"base"})  # the start is the key's arch: keys from before base hold
+    start = settings.base or spec
+    fresh = fresh and not settings.base
+    train_key = settings.model_dump(exclude={"base"})  # the start is the key's arch: keys from before base hold
     key = {"arch": start, "input_shape": ds.input_shape, "train": train_key, "lm": ds.tokenizer_key}
     if fresh:
         key["init"] = "fresh"
     if start.startswith("hf:"):
         key["arch_source"] = adapters.source_digest(start)
-    if train.base:
-        check_vocabulary(train.base, len(ds.tokenizer), "train.base")
+    if settings.base:
+        check_vocabulary(settings.base, len(ds.tokenizer), "train.base")
 
     def fit(module: nn.Module, x: np.ndarray, y: np.ndarray, seed: int, progress: ProgressFn) -> TrainReport:
-        return fit_loop(module, x, y, train, seed, device, progress)
+        return train(module, x, y, settings, seed, device, progress)
 
-    return (lambda: build(start, ds.tokenizer, fresh=fresh)), fit, train.epochs, key
+    return (lambda: build(start, ds.tokenizer, fresh=fresh)), fit, settings.epochs, key
 
 
 def perplexities(exp: AuditedLM) -> dict[str, float]:
