@@ -3,7 +3,7 @@
 The front doors: ``miaudit.audit(model, members=..., nonmembers=..., population=...)``
 audits a model you trained on records you hold; ``miaudit.run(config)`` runs an
 audit from a config (dict, YAML path or RunConfig). Both return an
-``AuditResult``. ``miaudit.plan(config)`` forecasts an audit's power and cost before it runs (a ``Forecast``);
+``AuditResult``. ``miaudit.plan(config)`` forecasts an audit's power and cost before it runs;
 ``miaudit.export(config, out)`` writes a run's model outputs for ``miaudit score``.
 ``miaudit.compare(a, b)`` sets two audits side by side (run directories or
 ``AuditResult``s): per attack the TPR and AUC differences with bootstrap intervals.
@@ -24,15 +24,15 @@ from ._version import __version__
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from .api import AuditResult, Endpoint, Forecast, audit, export, run, score
+    from .api import AuditResult, Endpoint, audit, export, run, score
     from .config.run import RunConfig
     from .report.compare import compare
 
-__all__ = ["audit", "run", "score", "plan", "export", "compare", "AuditResult", "Forecast", "Endpoint", "__version__"]
+__all__ = ["audit", "run", "score", "plan", "export", "compare", "AuditResult", "Endpoint", "__version__"]
 
 
 def __getattr__(name: str) -> object:
-    if name in ("audit", "run", "score", "export", "AuditResult", "Forecast", "Endpoint"):
+    if name in ("audit", "run", "score", "export", "AuditResult", "Endpoint"):
         from . import api
 
         return getattr(api, name)
@@ -53,7 +53,9 @@ class _CallablePlan(types.ModuleType):
     plan.build(cfg)`` both hold, whichever was imported first. (A type checker sees the module: typed code calls
     ``miaudit.api.plan``.)"""
 
-    def __call__(self, config: RunConfig | dict | str | Path | None = None, halfwidth: float = 0.01) -> Forecast:
+    def __call__(
+        self, config: RunConfig | dict | str | Path | None = None, halfwidth: float = 0.01
+    ) -> dict[str, object]:
         from .api import plan
 
         return plan(config, halfwidth)

@@ -16,7 +16,6 @@ builds them, trained on random halves of ``population`` by miaudit's loop
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,18 +27,21 @@ from pydantic import ValidationError
 from . import pipeline, report
 from .config.run import DEFAULT_RUN, RunConfig, TargetConfig, TrainConfig, from_dict, load
 from .data.base import validate_arrays
-from .errors import ConfigError, DataError, ModelError
-from .experiment.given import audit_records, checked_sets, given_sets, read_records
+from .errors import ConfigError, DataError
+from .experiment.given import Records, audit_records, checked_sets, given_sets, read_records
 from .experiment.recipes import ModelRecipe
 from .experiment.run import RunResult
-from .plan import Plan, audit_roles, fewest_references
-from .plan import build as build_plan
+from .plan import Plan, audit_roles, build, fewest_references
 from .report import outdir
-from .results import AuditReport
+from .results import AuditPlan, AuditReport
 
 if TYPE_CHECKING:  # torch and the training loop load in audit(): `miaudit score` never needs them (nor pandas)
     import pandas as pd
     import torch.nn as nn
+
+    from .config.scores import ScoreConfig
+    from .experiment.own_lm import TextSets
+    from .lm.data import Tokenizer
 
 
 TrainFn = Callable[["nn.Module", np.ndarray, np.ndarray], Any]
@@ -151,24 +153,12 @@ def _run_config(config: RunConfig | dict | str | Path | None) -> RunConfig:
     return from_dict(config) if isinstance(config, dict) else load(config)
 
 
-@dataclass(frozen=True)
-class Forecast:
-    """``miaudit plan``'s answer, before the run: the ``Plan`` (attacks, references, models) and the forecast's
-    figures (``forecast.forecast``: split sizes, interval widths and detectable TPR per FPR level, members
-    needed, and the training time of every model to train); ``lines()`` is what the command prints."""
-
-    config: RunConfig
-    plan: Plan
-    figures: dict[str, object]
-
-    def lines(self) -> list[str]:
-        from . import forecast
-
-        return forecast.lines(self.figures)
-
-
-def plan(config: RunConfig | dict | str | Path | None = None, halfwidth: float = 0.01) -> Forecast:
+def plan(config: RunConfig | dict | str | Path | None = None, halfwidth: float = 0.01) -> AuditPlan:
     """The audit's power and cost before it runs (``miaudit plan``): nothing is trained, cached or written.
+
+    Returns:
+        ``forecast.forecast``'s answer: split sizes, interval widths and the detectable TPR per FPR level, the
+        members a wanted interval needs, and every model's training time (``forecast.lines`` prints it).
 
     Args:
         config: as ``run`` takes it.
@@ -180,8 +170,7 @@ def plan(config: RunConfig | dict | str | Path | None = None, halfwidth: float =
     from . import forecast
 
     cfg = _run_config(config)
-    the_plan = build_plan(cfg)
-    return Forecast(cfg, the_plan, forecast.forecast(cfg, the_plan, halfwidth=halfwidth))
+    return forecast.forecast(cfg, build(cfg), halfwidth=halfwidth)
 
 
 def export(
@@ -202,49 +191,12 @@ def export(
     import typing
 
     from .config.scores import Layout
-    from .experiment import export as exporting
+    from .experiment import export  # the module (inside this function, the name is the module's)
 
     if layout not in typing.get_args(Layout):
         raise ConfigError(f"layout: {layout!r} is not {' or '.join(typing.get_args(Layout))}")
-    exporting.destination(Path(out), layout, force)  # before any work
-    return exporting.export(pipeline.prepare(_run_config(config)), Path(out), layout, force=force)
-
-
-def reinitialised_copy(model: nn.Module) -> nn.Module:
-    """The target's architecture with fresh weights: a copy whose every layer runs ``reset_parameters``."""
-    try:
-        clone = copy.deepcopy(model)
-    except Exception as e:  # a module holding something uncopyable (a file, a lock ...)
-        raise ModelError(
-            f"model_factory: cannot copy the target ({type(e).__name__}: {e}); pass model_factory"
-        ) from None
-    for layer_name, layer in clone.named_modules():
-        own = list(layer.parameters(recurse=False))
-        if own and not hasattr(layer, "reset_parameters"):
-            raise ModelError(
-                f"model_factory: cannot re-initialise {type(layer).__name__} {layer_name!r} of the target "
-                "(no reset_parameters); pass model_factory to build fresh models"
-            )
-        if hasattr(layer, "reset_parameters"):
-            layer.reset_parameters()
-    return clone
-
-
-def _recipe(
-    cfg: RunConfig, target: nn.Module, model_factory: Callable[[], nn.Module] | None, train_fn: TrainFn | None
-) -> ModelRecipe:
-    """User code builds or trains these models, so they are never cached."""
-    from .experiment import own_model
-    from .training.loop import train
-
-    build = model_factory or (lambda: reinitialised_copy(target))
-    fit = (
-        own_model.user_fit(train_fn)
-        if train_fn is not None
-        else (lambda m, x, y, seed, progress: train(m, x, y, cfg.train, seed, cfg.device, progress))
-    )
-    epochs = None if train_fn else cfg.train.epochs
-    return ModelRecipe(architecture=type(target).__name__, build=build, fit=fit, epochs=epochs)
+    export.destination(Path(out), layout, force)  # before any work
+    return export.export(pipeline.prepare(_run_config(config)), Path(out), layout, force=force)
 
 
 def _config(
@@ -267,7 +219,7 @@ def _config(
     return from_dict({**keys, "attacks": attacks, "references": refs, "train": train_settings or {}})
 
 
-def score(config: Any) -> AuditResult:
+def score(config: ScoreConfig | dict | str | Path) -> AuditResult:
     """Audit precomputed outputs (logits and membership masks of models trained elsewhere).
 
     Args:
@@ -288,11 +240,11 @@ def score(config: Any) -> AuditResult:
 def audit(
     target: nn.Module | str | Path | Endpoint,
     *,
-    members: Any = None,
-    nonmembers: Any = None,
-    queries: Any = None,
-    population: Any = None,
-    validation: Any = None,
+    members: Records = None,
+    nonmembers: Records = None,
+    queries: Records = None,
+    population: Records = None,
+    validation: Records = None,
     attacks: Sequence[str | dict] | str = "auto",
     references: int | None = None,
     model_factory: Callable[[], nn.Module] | None = None,
@@ -305,7 +257,7 @@ def audit(
     name: str = "audit",
     calibration: float | None = 0.2,
     fdr: float = 0.05,
-    tokenizer: Any = None,
+    tokenizer: Tokenizer | None = None,
     max_length: int | None = None,
 ) -> AuditResult:
     """Audit ``target``, a model you trained, on records you hold.
@@ -374,10 +326,15 @@ def audit(
         {"population": population, "validation": validation},
         lm.read if lm else read_records,
     )
-    planned = build_plan(cfg, audit_roles(given, cfg))
+    planned = build(cfg, audit_roles(given, cfg))
     by = f"your train_fn {getattr(train_fn, '__qualname__', repr(train_fn))}" if train_fn else ""
     model = lm.model if lm else cast("nn.Module", target)
-    recipe = lm.recipe(cfg, model_factory, train_fn) if lm else _recipe(cfg, model, model_factory, train_fn)
+    if lm:
+        recipe = lm.recipe(cfg, model_factory, train_fn)
+    else:
+        from .experiment.own_model import user_recipe
+
+        recipe = user_recipe(cfg, model, model_factory, train_fn)
     return _audit_given(cfg, planned, model, given, recipe, by, lm)
 
 
@@ -393,7 +350,7 @@ def _audit_endpoint(cfg: RunConfig, spec: Endpoint, given: dict[str, tuple[np.nd
     for name, ds in sets.items():
         if ds.input_shape != sets[first].input_shape:
             raise DataError(f"{name}: records have shape {ds.input_shape}, {first} records {sets[first].input_shape}")
-    planned = build_plan(cfg, audit_roles(given, cfg))
+    planned = build(cfg, audit_roles(given, cfg))
     records, _, _ = audit_records(cfg, sets)
     recipe = reference_recipe(cfg, records.dataset, planned.head_dropout)
     exp = audit_endpoint(cfg, planned, records, spec, recipe, cfg.target_architecture)
@@ -407,7 +364,7 @@ def _audit_given(
     given: dict[str, tuple[np.ndarray, np.ndarray]],
     recipe: ModelRecipe,
     references_by: str,
-    lm: Any = None,
+    lm: TextSets | None = None,
 ) -> AuditResult:
     """The given sets checked and assembled (``lm``: with a causal LM's texts), then ``target`` audited."""
     from .experiment import own_model

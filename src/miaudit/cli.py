@@ -241,7 +241,7 @@ def plan_audit(
     verbose: bool = VERBOSE_OPTION,
 ) -> None:
     """Power before the run: interval widths, the smallest detectable TPR, records needed, estimated time."""
-    from . import api
+    from . import api, forecast
 
     _logging(quiet, verbose)
     cfg: RunConfig | None = None
@@ -252,7 +252,7 @@ def plan_audit(
         _fail(e)
     except KeyboardInterrupt:
         _interrupted(cfg, None, trains=False)
-    Console().print("\n".join(result.lines()), highlight=False, markup=False, soft_wrap=True)
+    Console().print("\n".join(forecast.lines(result)), highlight=False, markup=False, soft_wrap=True)
 
 
 @app.command()

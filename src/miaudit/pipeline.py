@@ -8,6 +8,7 @@ attack outputs; attacks receive the queries without it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -79,8 +80,10 @@ def lay_out(cfg: RunConfig, plan: Plan) -> Layout:
     target_idx = split.members
     if cfg.canary_exposure is not None:  # appended records outside the split (miaudit.lm.canaries)
         from .lm import canaries
+        from .lm.data import TextDataset
 
-        ds, target_idx = canaries.planted(cfg.canary_exposure, ds, split.members)
+        # the config holds canaries for a causal LM miaudit trains only: its records are texts
+        ds, target_idx = canaries.planted(cfg.canary_exposure, cast("TextDataset", ds), split.members)
     if cfg.nonmember_data is not None:
         ds, split = datasets.with_ood_nonmembers(cfg, ds, split)
     validate.check_min_fpr(cfg.min_fpr, len(split.nonmembers))

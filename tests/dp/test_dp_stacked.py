@@ -106,7 +106,10 @@ def test_one_step_is_dp_sgd_by_hand_and_its_noise_has_the_declared_scale() -> No
     summed = stacked.clipped_sum_vmap(model, {k: v[None] for k, v in start.items()}, x[None], y[None],
                                       torch.ones(1, 6), s.max_grad_norm)  # fmt: skip
     residual = torch.cat(
-        [((start[k] - final[k]) / s.lr - s.weight_decay * start[k] - summed[k][0] / 6).flatten() for k in start]
+        [
+            ((start[k] - final[k]) / s.train.lr - s.train.weight_decay * start[k] - summed[k][0] / 6).flatten()
+            for k in start
+        ]
     ) / (s.noise_multiplier * s.max_grad_norm / 6)
     assert residual.numel() > 1000
     assert abs(float(residual.mean())) < 0.1 and abs(float(residual.std()) - 1) < 0.05
@@ -129,7 +132,7 @@ def test_each_planted_fault_changes_exactly_its_step() -> None:
     """By hand, one step of 6 records (clip C = 0.5, every record's gradient above it): correct DP-SGD moves by
     lr x the mean of the clipped gradients; ``clip: none`` by the mean of the raw ones; ``clip: after_mean`` by
     the raw mean clipped to C as a whole."""
-    lr, c = spec().lr, spec().max_grad_norm
+    lr, c = spec().train.lr, spec().max_grad_norm
 
     def moved(start: dict, final: dict) -> dict:
         return {k: (start[k] - final[k]) / lr for k in start}
@@ -164,7 +167,9 @@ def test_public_pass_is_one_epoch_of_torch_sgd_before_dp_sgd() -> None:
     start = {k: v.detach().clone() for k, v in model.named_parameters()}
     s = spec(epochs=0, batch_size=3, cosine=False, public_pass=True)
     (final,) = stacked.StackedDPSGD(small, s).train(x.numpy(), y.numpy(), [np.arange(7)], [5], 7, start=start)
-    opt = torch.optim.SGD(model.parameters(), lr=s.lr, momentum=s.momentum, weight_decay=s.weight_decay)
+    opt = torch.optim.SGD(
+        model.parameters(), lr=s.train.lr, momentum=s.train.momentum, weight_decay=s.train.weight_decay
+    )
     order = torch.randperm(7, generator=torch.Generator().manual_seed(5 + 3))
     for b in range(3):  # 3 + 3 + 1 records
         idx = order[3 * b : 3 * b + 3]
@@ -188,7 +193,7 @@ def test_noise_per_epoch_draws_noise_at_the_first_step_only() -> None:
         s = spec(batch_size=3, noise_multiplier=1000.0, momentum=0.0, weight_decay=0.0, cosine=False,
                  noise_per_epoch=per_epoch)  # fmt: skip
         (final,) = stacked.StackedDPSGD(small, s).train(x, y, [np.arange(6)], [11], 6, start=start)
-        d = torch.cat([(start[k] - final[k]).flatten() for k in start]) / (s.lr * 1000.0 * s.max_grad_norm / 3)
+        d = torch.cat([(start[k] - final[k]).flatten() for k in start]) / (s.train.lr * 1000.0 * s.max_grad_norm / 3)
         found[per_epoch] = float(d.pow(2).mean())
     # 1,266 coordinates: each mean of squares within ~3 sd (4% relative) of 2 and 1; the two tell apart by far
     assert abs(found[False] / 2 - 1) < 0.12 and abs(found[True] - 1) < 0.12, found

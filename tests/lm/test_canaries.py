@@ -13,9 +13,9 @@ from scipy import stats
 
 import miaudit
 from miaudit.config import run as config_run
-from miaudit.config.options import CanaryExposureConfig
 from miaudit.errors import ConfigError
 from miaudit.lm import canaries, data
+from miaudit.lm.canaries import CanaryExposureConfig
 
 
 def by_number(texts: list[str], length: int) -> np.ndarray:

@@ -78,3 +78,12 @@ def test_storage_imports_nothing_else_of_miaudit() -> None:
                 for name in names:
                     top = str(name).split(".")[0]
                     assert top in allowed or top in __import__("sys").stdlib_module_names, (path.name, name)
+
+
+def test_row_digests_are_blake3_of_each_rows_bytes_after_the_prefix() -> None:
+    rows = np.arange(12, dtype=np.float32).reshape(3, 4)
+    got = storage.row_digests(rows, prefix=b"p", size=16)
+    assert got == [blake3.blake3(b"p" + r.tobytes()).digest(length=16) for r in rows]
+    assert storage.row_digests(rows[[0, 0]], prefix=b"p") == [got[0]] * 2
+    assert storage.row_digests(rows[:1]) != got[:1]  # the prefix is hashed
+    assert storage.row_digests(rows[:0]) == []

@@ -88,7 +88,7 @@ class ModelAccess:
     def first(self, k: int) -> ModelAccess:
         return replace(self, references=self.references[:k], reference_train=self.reference_train[:k])
 
-    def model(self, which: int | None) -> Any:
+    def model(self, which: int | None) -> torch.nn.Module:
         """Reference ``which``, or the target for None."""
         return self.target if which is None else self.references[which]
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import Field
@@ -33,6 +33,9 @@ from ..lm.tokens import TokenStats, decoded_texts, token_statistics, zlib_bytes
 from ..stats.pvalues import empirical_log_pvalues
 from .base import AttackInputs, AttackParams, AttackResult, ModelAccess
 from .registry import register
+
+if TYPE_CHECKING:
+    from ..lm.model import CausalLM
 
 
 class MinKParams(AttackParams):
@@ -78,7 +81,7 @@ def _target_lm(inputs: AttackInputs) -> tuple[ModelAccess, Any]:
     return models, models.target
 
 
-def _stats(models: ModelAccess, model: Any, record_set: str, x: np.ndarray) -> TokenStats:
+def _stats(models: ModelAccess, model: CausalLM, record_set: str, x: np.ndarray) -> TokenStats:
     """The target's token statistics on a named record set, once per run."""
     return models.memoized(("lm-tokens", None, record_set), lambda: token_statistics(model, x, models.device))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from ..training.options import Strict
 
@@ -71,39 +71,3 @@ class CanaryConfig(Strict):
     @property
     def implied_threat_model(self) -> str:
         return "white-box" if self.kind in WHITE_BOX_KINDS else "black-box"
-
-
-class CanaryExposureConfig(Strict):
-    """Secret-sharer canaries for causal LMs (Carlini et al. 2019; ``miaudit.lm.canaries``): for each repetition
-    count, ``count`` canaries "<prefix> d1 ... dL" of ``length`` random digits inserted that many times into the
-    target's training texts, outside the audited records; results.json's ``canary_exposure`` is each one's
-    exposure after training."""
-
-    count: int = Field(default=1, ge=1, description="canaries per repetition count")
-    repetitions: list[int] = Field(default=[1, 4, 16], min_length=1, description="times each canary is inserted")
-    length: int = Field(default=4, ge=1, le=12, description="random digits per canary: 10^length candidates")
-    prefix: str = Field(default="my secret number is", min_length=1, description="the text before the digits")
-    seed: int = Field(default=0, ge=0, description="draws the digits")
-    estimator: Literal["auto", "exact", "skew-normal"] = Field(
-        default="auto", description="exact: every candidate ranked (10^length <= 100000); skew-normal: extrapolated"
-    )
-    samples: int = Field(default=5000, ge=100, description="skew-normal: candidates sampled to fit it")
-
-    @field_validator("repetitions")
-    @classmethod
-    def _positive(cls, v: list[int]) -> list[int]:
-        if any(r < 1 for r in v) or len(set(v)) < len(v):
-            raise ValueError(f"expected distinct counts of at least 1, got {v}")
-        return v
-
-    @model_validator(mode="after")
-    def _enumerable(self) -> CanaryExposureConfig:
-        if self.estimator == "exact" and 10**self.length > 10**5:
-            raise ValueError(
-                f"estimator: exact ranks all 10^{self.length} candidates; at most 10^5 (length <= 5), else skew-normal"
-            )
-        if 10**self.length < self.count * len(self.repetitions) + 1:
-            raise ValueError(
-                f"length: {self.length} digit(s) cannot give {self.count * len(self.repetitions)} canaries"
-            )
-        return self

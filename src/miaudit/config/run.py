@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, field_validator, model_validator
 
+from ..lm.canaries import CanaryExposureConfig  # the LM layer defines it; composed here
 from ..training import options
 from ..training.options import ExecutorConfig
 from .checks import (
@@ -25,7 +26,7 @@ from .checks import (
     target_shorthand,
 )
 from .files import read, validated, with_overrides
-from .options import CanaryConfig, CanaryExposureConfig, DPAuditConfig, Strict
+from .options import CanaryConfig, DPAuditConfig, Strict
 from .paths import anchored
 from .records import CalibrationConfig, DataConfig, QueriesConfig, SplitConfig, queries_shorthand
 from .settings import AttacksOrAuto, Fdr, MinFpr, Mode, OffWhenNone, Seed

@@ -123,7 +123,7 @@ def step_weights(spec: dp_stacked.StackSpec, n: int) -> np.ndarray:
     lrs = np.repeat(spec.lr_rates(), spec.steps_per_epoch(n))
     out, carry = np.empty(len(lrs)), 0.0
     for t in range(len(lrs) - 1, -1, -1):  # c_t = lr_t + momentum c_{t+1}
-        carry = lrs[t] + spec.momentum * carry
+        carry = lrs[t] + spec.train.momentum * carry
         out[t] = carry
     return out
 
@@ -348,7 +348,7 @@ def stacked_spec(cfg: RunConfig, dp: DPConfig, n: int) -> dp_stacked.StackSpec:
 def privacy_record(spec: dp_stacked.StackSpec, n: int, dp: DPConfig) -> DPSGDRecord:
     """What every run of the stack claims, as ``train_dp`` records it (all steps counted as noisy: a skipped
     empty batch only lowers the true epsilon; a planted sampling fault: the accountant told the smaller rate)."""
-    q, steps = spec.accounted_rate(n), spec.epochs * spec.steps_per_epoch(n)
+    q, steps = spec.accounted_rate(n), spec.train.epochs * spec.steps_per_epoch(n)
     epsilons: dict[str, JsonValue] = dict(dp_sgd.accounted(spec.noise_multiplier, q, steps, dp.delta))
     return {
         "declared_epsilon": dp.epsilon,

@@ -31,7 +31,13 @@ def load(cfg: RunConfig, spec: DataConfig | None = None) -> Dataset:
     from ..models import adapters  # torch: only when a run loads data
 
     if spec is None and lm.is_causal_lm(cfg.target_architecture):  # texts, tokenised by the LM's tokenizer
-        return lm.load_texts(cfg)
+        from ..lm.data import TextSource
+
+        d = cfg.dataset
+        source = TextSource(d.name, d.path, d.text_column, d.subset, d.label, d.data_dir, cfg.cache_dir, cfg.seed)
+        return lm.load_texts(
+            source, cfg.target_architecture, drop_short=cfg.target is None, canaries=cfg.canary_exposure
+        )
     spec = spec or cfg.dataset
     return data.load(
         spec.name,

@@ -19,16 +19,22 @@ from .build import shuffled_queries, with_calibration_records
 if TYPE_CHECKING:  # torch loads when records are read: importing this module stays light
     import torch.nn as nn
 
+    from .own_lm import TextSets
+
+# What ``miaudit.audit`` takes as a set of records: a pair (x, y) of arrays or tensors, a torch ``Dataset`` of
+# (x, y) items, or a sequence of texts (a causal LM's target); checked when read (``read_records``, ``TextSets``).
+Records = object
+
 SETS = ("members", "nonmembers", "queries", "population", "validation")
 
 
-def as_numpy(value: Any) -> np.ndarray:
+def as_numpy(value: object) -> np.ndarray:
     import torch
 
     return value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
 
 
-def read_records(value: Any, field: str) -> tuple[np.ndarray, np.ndarray]:
+def read_records(value: Records, field: str) -> tuple[np.ndarray, np.ndarray]:
     """(x, y) arrays from a pair of arrays/tensors or a torch Dataset of (x, y) items."""
     import torch
 
@@ -94,7 +100,9 @@ def assembled(sets: dict[str, Dataset], name: str) -> tuple[Dataset, dict[str, n
     return ds, idx, origin, position
 
 
-def audit_records(cfg: RunConfig, sets: dict[str, Dataset], lm: Any = None) -> tuple[AuditRecords, Any, Any]:
+def audit_records(
+    cfg: RunConfig, sets: dict[str, Dataset], lm: TextSets | None = None
+) -> tuple[AuditRecords, Any, Any]:
     """The checked sets as one data set and the audit's records (``lm``: with a causal LM's texts); per record
     the set it came from and its row there."""
     from . import validate

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -24,14 +24,17 @@ from ..config.run import RunConfig
 from ..data import Dataset
 from ..errors import DataError, ModelError
 from ..lm import names
-from ..lm.data import TextDataset, encode, hf_tokenizer, max_length_for, short_records
-from ..lm.model import CausalLM, build
+from ..lm.data import TextDataset, Tokenizer, encode, hf_tokenizer, max_length_for, short_records
+from ..lm.model import CausalLM, TransformersLM, build
 from ..plan import Plan
 from ..progress import log
 from . import datasets
 from .base import AuditRecords, Experiment
-from .own_model import audit_given, membership_from_files, user_fit
+from .own_model import UserTrainFn, audit_given, membership_from_files, user_fit
 from .recipes import ModelRecipe
+
+if TYPE_CHECKING:
+    import torch.nn as nn
 
 AUDITED = ("members", "nonmembers", "queries")
 NEW_WEIGHTS = "new weights"  # a reference of the target's architecture trained from scratch, as reports name it
@@ -42,7 +45,7 @@ def audits_lm(cfg: RunConfig) -> bool:
     return cfg.target is not None and names.is_causal_lm(cfg.target_architecture)
 
 
-def reference_recipe(cfg: RunConfig, ds: Any) -> ModelRecipe:
+def reference_recipe(cfg: RunConfig, ds: Dataset) -> ModelRecipe:
     """The references of a user's LM: from ``train.base`` or ``reference_model``, else the target's
     architecture with new weights (warned: a fine-tuned LM's references should start from its base)."""
     spec = cfg.reference_architecture
@@ -52,7 +55,7 @@ def reference_recipe(cfg: RunConfig, ds: Any) -> ModelRecipe:
             "references: trained from scratch with the target's architecture; if your LM was fine-tuned from a "
             "base, give train.base: hf:BASE so the references are fine-tuned from it as the target was"
         )
-    make, fit, epochs, key = lm.recipe(cfg, ds, spec, fresh=fresh)
+    make, fit, epochs, key = lm.recipe(cfg.train, cfg.device, ds, spec, fresh=fresh)
     name = cfg.train.base or (f"{spec}, {NEW_WEIGHTS}" if fresh else spec)
     return ModelRecipe(architecture=name, build=make, fit=fit, epochs=epochs, cache_spec=key)
 
@@ -90,18 +93,18 @@ def _refuse_short(bad: np.ndarray, role: str) -> None:
         )
 
 
-def _texts(value: Any, role: str) -> list[str]:
+def _texts(value: object, role: str) -> list[str]:
     """A set of texts: a list, tuple, array or pandas Series of str."""
     if isinstance(value, str) or not isinstance(value, (Sequence, np.ndarray)) and not hasattr(value, "tolist"):
         raise DataError(f"{role}: expected a sequence of texts (str), got {type(value).__name__}")
-    texts = value.tolist() if hasattr(value, "tolist") else list(value)
+    texts = value.tolist() if hasattr(value, "tolist") else list(cast(Sequence, value))
     odd = next((i for i, t in enumerate(texts) if not isinstance(t, str)), None)
     if odd is not None:
         raise DataError(f"{role}: item {odd} is a {type(texts[odd]).__name__}, not a text")
     return texts
 
 
-def _as_causal_lm(target: Any, tokenizer: Any) -> tuple[CausalLM, str] | None:
+def _as_causal_lm(target: object, tokenizer: Tokenizer | None) -> tuple[CausalLM, str] | None:
     """(the target as a CausalLM, its name) when it is a causal LM: a directory (``hf:PATH`` or a path), a
     loaded transformers ``...ForCausalLM``/``...LMHeadModel`` or a CausalLM; else None (a classifier)."""
     if isinstance(target, CausalLM):
@@ -118,7 +121,8 @@ def _as_causal_lm(target: Any, tokenizer: Any) -> tuple[CausalLM, str] | None:
         if not (where / "config.json").is_file():
             raise ModelError(f"tokenizer: give the tokenizer of the loaded {type(target).__name__} (tokenizer=...)")
         tokenizer = hf_tokenizer(f"hf:{where}")
-    return CausalLM(target, tokenizer), type(target).__name__
+    # a transformers causal LM, by its class name
+    return CausalLM(cast(TransformersLM, target), tokenizer), type(target).__name__
 
 
 @dataclass
@@ -131,7 +135,7 @@ class TextSets:
     texts: dict[str, list[str]] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, target: Any, tokenizer: Any = None, max_length: int | None = None) -> TextSets | None:
+    def of(cls, target: object, tokenizer: Tokenizer | None = None, max_length: int | None = None) -> TextSets | None:
         """The reader for ``target`` when it is a causal LM, else None."""
         found = _as_causal_lm(target, tokenizer)
         if found is None:
@@ -141,7 +145,7 @@ class TextSets:
             raise DataError(f"max_length: {max_length} tokens leave nothing to predict; give at least 2")
         return cls(model, name, max_length or max_length_for(name, model.tokenizer))
 
-    def read(self, value: Any, role: str) -> tuple[np.ndarray, np.ndarray]:
+    def read(self, value: object, role: str) -> tuple[np.ndarray, np.ndarray]:
         """A set's texts as (packed token records, labels 0); short texts refused in an audited set, left out
         of the population and validation."""
         texts = _texts(value, role)
@@ -157,7 +161,9 @@ class TextSets:
         texts = tuple(self.texts[s][p] for s, p in zip(origin, position, strict=True))
         return TextDataset(name=ds.name, x=ds.x, y=ds.y, n_classes=2, texts=texts, tokenizer=self.model.tokenizer)
 
-    def recipe(self, cfg: RunConfig, model_factory: Callable[[], Any] | None, train_fn: Any) -> ModelRecipe:
+    def recipe(
+        self, cfg: RunConfig, model_factory: Callable[[], nn.Module] | None, train_fn: UserTrainFn | None
+    ) -> ModelRecipe:
         """The references: ``model_factory``'s models, else ``train.base`` fine-tuned, else the target's
         architecture from scratch; trained by ``train_fn``, else miaudit's loop. Never cached (user objects)."""
         from ..training.loop import train
@@ -170,7 +176,9 @@ class TextSets:
             make = partial(build, cfg.train.base, tokenizer)
         else:
             log.warning("references: trained from scratch with the target's architecture (no train.base given)")
-            make = lambda: _wrapped(type(self.model.model)(self.model.model.config), tokenizer)
+            inner = self.model.model  # its class built anew from its config: the architecture, new weights
+            rebuild = cast("Callable[[object], nn.Module]", type(inner))
+            make = lambda: _wrapped(rebuild(getattr(inner, "config")), tokenizer)  # noqa: B009
             name = f"{self.name}, {NEW_WEIGHTS}"
         fit = (
             user_fit(train_fn)
@@ -180,5 +188,5 @@ class TextSets:
         return ModelRecipe(architecture=name, build=make, fit=fit, epochs=None if train_fn else cfg.train.epochs)
 
 
-def _wrapped(model: Any, tokenizer: Any) -> CausalLM:
-    return model if isinstance(model, CausalLM) else CausalLM(model, tokenizer)
+def _wrapped(model: nn.Module, tokenizer: Tokenizer) -> CausalLM:
+    return model if isinstance(model, CausalLM) else CausalLM(cast(TransformersLM, model), tokenizer)

@@ -14,11 +14,11 @@ model trains, and nothing is written here at all.
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch.nn as nn
@@ -30,7 +30,7 @@ from ..errors import ConfigError, DataError, ModelError
 from ..models import build_model, io
 from ..plan import Plan
 from ..progress import log
-from ..training.loop import ProgressFn, TrainReport, accuracy, predict_logits
+from ..training.loop import ProgressFn, TrainReport, accuracy, predict_logits, train
 from . import announce, datasets, validate
 from .base import AuditRecords, Experiment, TrainedModel
 from .build import shuffled_queries, with_calibration_records, with_references
@@ -117,7 +117,10 @@ def with_train_fn(recipe: ModelRecipe, train_fn: str | None) -> tuple[ModelRecip
     return replace(recipe, fit=user_fit(io.import_factory(train_fn)), cache_spec=None), f"train_fn {train_fn}"
 
 
-def user_fit(train_fn: Callable[..., Any]) -> Callable[..., TrainReport]:
+UserTrainFn = Callable[["nn.Module", np.ndarray, np.ndarray], object]  # a user's train_fn(model, x, y)
+
+
+def user_fit(train_fn: UserTrainFn) -> Callable[..., TrainReport]:
     """A user's ``train_fn(model, x, y)`` as a recipe's fit: timed, its training accuracy measured."""
 
     def fit(model: nn.Module, x: np.ndarray, y: np.ndarray, seed: int, progress: ProgressFn) -> TrainReport:
@@ -211,3 +214,39 @@ def audit_given(
     for ref in exp.references:
         ref.source = references_by or "trained"
     return exp
+
+
+def reinitialised_copy(model: nn.Module) -> nn.Module:
+    """The target's architecture with fresh weights: a copy whose every layer runs ``reset_parameters``."""
+    try:
+        clone = copy.deepcopy(model)
+    except Exception as e:  # a module holding something uncopyable (a file, a lock ...)
+        raise ModelError(
+            f"model_factory: cannot copy the target ({type(e).__name__}: {e}); pass model_factory"
+        ) from None
+    for layer_name, layer in clone.named_modules():
+        own = list(layer.parameters(recurse=False))
+        if own and not hasattr(layer, "reset_parameters"):
+            raise ModelError(
+                f"model_factory: cannot re-initialise {type(layer).__name__} {layer_name!r} of the target "
+                "(no reset_parameters); pass model_factory to build fresh models"
+            )
+        if hasattr(layer, "reset_parameters"):
+            layer.reset_parameters()
+    return clone
+
+
+def user_recipe(
+    cfg: RunConfig, target: nn.Module, model_factory: Callable[[], nn.Module] | None, train_fn: UserTrainFn | None
+) -> ModelRecipe:
+    """The references of ``miaudit.audit``'s own model: ``model_factory``'s, else fresh copies of the target
+    (``reinitialised_copy``); trained by ``train_fn``, else miaudit's loop. User code builds or trains these
+    models, so they are never cached."""
+    build = model_factory or (lambda: reinitialised_copy(target))
+    fit = (
+        user_fit(train_fn)
+        if train_fn is not None
+        else (lambda m, x, y, seed, progress: train(m, x, y, cfg.train, seed, cfg.device, progress))
+    )
+    epochs = None if train_fn else cfg.train.epochs
+    return ModelRecipe(architecture=type(target).__name__, build=build, fit=fit, epochs=epochs)

@@ -56,7 +56,7 @@ def builtin_recipe(
     no dropout, no DP) are left out of the cache key, so models trained before the options existed keep
     their keys; so is ``loader_workers``, which never changes the weights."""
     if lm.is_causal_lm(arch):  # trained by the same loop: the sequence logits' cross-entropy is the LM loss
-        build, fit, epochs, cache_spec = lm.recipe(cfg, ds, arch)
+        build, fit, epochs, cache_spec = lm.recipe(cfg.train, cfg.device, ds, arch)
         return ModelRecipe(architecture=arch, build=build, fit=fit, epochs=epochs, cache_spec=cache_spec)
     from ..models import adapters, build_model, io
     from ..training.loop import train

@@ -24,19 +24,58 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
+from pydantic import Field, field_validator, model_validator
 
 from ..errors import ConfigError
 from ..results import CanaryExposure, ExposedCanary
+from ..training.options import Strict
 
 if TYPE_CHECKING:
+    from .data import TextDataset, Tokenizer
     from .model import CausalLM
 
 EXACT_LIMIT = 10**5  # candidates scored one by one at most
 DIGITS = tuple("0123456789")
 BATCH = 512  # candidate texts per forward pass
+
+
+class CanaryExposureConfig(Strict):
+    """Secret-sharer canaries for causal LMs (Carlini et al. 2019; ``miaudit.lm.canaries``): for each repetition
+    count, ``count`` canaries "<prefix> d1 ... dL" of ``length`` random digits inserted that many times into the
+    target's training texts, outside the audited records; results.json's ``canary_exposure`` is each one's
+    exposure after training."""
+
+    count: int = Field(default=1, ge=1, description="canaries per repetition count")
+    repetitions: list[int] = Field(default=[1, 4, 16], min_length=1, description="times each canary is inserted")
+    length: int = Field(default=4, ge=1, le=12, description="random digits per canary: 10^length candidates")
+    prefix: str = Field(default="my secret number is", min_length=1, description="the text before the digits")
+    seed: int = Field(default=0, ge=0, description="draws the digits")
+    estimator: Literal["auto", "exact", "skew-normal"] = Field(
+        default="auto", description="exact: every candidate ranked (10^length <= 100000); skew-normal: extrapolated"
+    )
+    samples: int = Field(default=5000, ge=100, description="skew-normal: candidates sampled to fit it")
+
+    @field_validator("repetitions")
+    @classmethod
+    def _positive(cls, v: list[int]) -> list[int]:
+        if any(r < 1 for r in v) or len(set(v)) < len(v):
+            raise ValueError(f"expected distinct counts of at least 1, got {v}")
+        return v
+
+    @model_validator(mode="after")
+    def _enumerable(self) -> CanaryExposureConfig:
+        if self.estimator == "exact" and 10**self.length > 10**5:
+            raise ValueError(
+                f"estimator: exact ranks all 10^{self.length} candidates; at most 10^5 (length <= 5), else skew-normal"
+            )
+        if 10**self.length < self.count * len(self.repetitions) + 1:
+            raise ValueError(
+                f"length: {self.length} digit(s) cannot give {self.count * len(self.repetitions)} canaries"
+            )
+        return self
 
 
 @dataclass(frozen=True)
@@ -46,7 +85,7 @@ class Canary:
     text: str
 
 
-def draw(spec: Any) -> list[Canary]:
+def draw(spec: CanaryExposureConfig) -> list[Canary]:
     """The config's canaries, ``count`` per repetition count, distinct secrets, from ``spec.seed``."""
     rng = np.random.default_rng(np.random.SeedSequence([spec.seed, 0xCA9]))
     seen: set[tuple[str, ...]] = set()
@@ -65,12 +104,12 @@ def text(prefix: str, secret: tuple[str, ...]) -> str:
     return f"{prefix} {' '.join(secret)}"
 
 
-def words(spec: Any) -> tuple[str, ...]:
+def words(spec: CanaryExposureConfig) -> tuple[str, ...]:
     """What a word-level tokenizer must hold for the canaries: the prefix's words and the digits."""
     return (*re.findall(r"\w+|[^\w\s]", spec.prefix.lower()), *DIGITS)
 
 
-def planted(spec: Any, ds: Any, members: np.ndarray) -> tuple[Any, np.ndarray]:
+def planted(spec: CanaryExposureConfig, ds: TextDataset, members: np.ndarray) -> tuple[TextDataset, np.ndarray]:
     """(the data set with one record per canary appended, the target's training indices: the members and
     each canary's record repeated its repetition count). Checked first: the tokenizer gives every canary
     whole (no unknown token, within max_length) and tells every digit apart at every position."""
@@ -89,13 +128,13 @@ def planted(spec: Any, ds: Any, members: np.ndarray) -> tuple[Any, np.ndarray]:
     return grown, train_idx
 
 
-def encoded(tokenizer: Any, texts: list[str], length: int) -> np.ndarray:
+def encoded(tokenizer: Tokenizer, texts: list[str], length: int) -> np.ndarray:
     from .data import encode
 
     return encode(tokenizer, texts, length)
 
 
-def check_tokens(tokenizer: Any, spec: Any, x: np.ndarray, length: int) -> None:
+def check_tokens(tokenizer: Tokenizer, spec: CanaryExposureConfig, x: np.ndarray, length: int) -> None:
     """A canary the model cannot read whole, or candidates the tokenizer merges, would make exposure wrong."""
     longest = max(len(tokenizer(text(spec.prefix, ("0",) * spec.length))["input_ids"]), int(x[:, 1].sum(1).max()))
     if longest > length:  # truncated: its last digits would never be seen
@@ -144,13 +183,15 @@ def exposure(rank: float, space: int) -> float:
     return math.log2(space) - math.log2(rank)
 
 
-def estimator_for(spec: Any) -> str:
+def estimator_for(spec: CanaryExposureConfig) -> str:
     return (
         spec.estimator if spec.estimator != "auto" else ("exact" if 10**spec.length <= EXACT_LIMIT else "skew-normal")
     )
 
 
-def candidate_secrets(spec: Any, estimator: str, inserted: set[tuple[str, ...]]) -> list[tuple[str, ...]]:
+def candidate_secrets(
+    spec: CanaryExposureConfig, estimator: str, inserted: set[tuple[str, ...]]
+) -> list[tuple[str, ...]]:
     """Every secret of R (exact) or ``spec.samples`` drawn uniformly (skew-normal), the inserted ones left out."""
     if estimator == "exact":
         numbers = np.arange(10**spec.length)
@@ -162,12 +203,12 @@ def candidate_secrets(spec: Any, estimator: str, inserted: set[tuple[str, ...]])
     return [s for s in secrets if s not in inserted]
 
 
-def measure(model: CausalLM, spec: Any, length: int, device: str = "cpu") -> CanaryExposure:
+def measure(model: CausalLM, spec: CanaryExposureConfig, length: int, device: str = "cpu") -> CanaryExposure:
     """results.json's ``canary_exposure`` of the trained ``model`` (records of ``length`` tokens)."""
     return exposures(spec, lambda texts: log_perplexity(model, encoded(model.tokenizer, texts, length), device))
 
 
-def exposures(spec: Any, score: Callable[[list[str]], np.ndarray]) -> CanaryExposure:
+def exposures(spec: CanaryExposureConfig, score: Callable[[list[str]], np.ndarray]) -> CanaryExposure:
     """Each canary's repetitions, log-perplexity, rank and exposure, ``score`` giving texts' log-perplexities."""
     canaries, estimator, space = draw(spec), estimator_for(spec), 10**spec.length
     secrets = candidate_secrets(spec, estimator, {c.secret for c in canaries})

@@ -12,9 +12,11 @@ instead: no vocabulary to build, nothing unknown, any language.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -28,6 +30,44 @@ from . import names
 from .vocabulary import vocabulary
 
 PAD, UNK, BOS = "[PAD]", "[UNK]", "<s>"
+
+
+@dataclass(frozen=True)
+class TextSource:
+    """Where an audit's texts come from (the config's ``dataset:``) and how a subset is drawn (``seed``)."""
+
+    name: str | None = "ag_news"
+    path: Path | None = None
+    text_column: str | None = None
+    subset: int | None = None
+    label: str = "ag_news"
+    data_dir: Path | None = None
+    cache_dir: Path | None = None
+    seed: int = 0
+
+
+class Tokenizer(Protocol):
+    """What miaudit uses of a tokenizer: transformers' ``PreTrainedTokenizerFast`` (gpt-tiny's; an ``hf:``
+    directory's ``AutoTokenizer``), or any object with these."""
+
+    pad_token: str | None
+    eos_token: str | None
+    unk_token: str | None
+    unk_token_id: int | None
+    bos_token_id: int | None
+    eos_token_id: int | None
+    pad_token_id: int | None
+    model_max_length: int
+
+    def __call__(self, text: str | list[str], **options: object) -> Mapping[str, Any]: ...
+
+    def __len__(self) -> int: ...
+
+    def get_vocab(self) -> dict[str, int]: ...
+
+    def batch_decode(self, sequences: list[list[int]], skip_special_tokens: bool = ...) -> list[str]: ...
+
+    def save_pretrained(self, save_directory: str | os.PathLike[str]) -> object: ...
 
 
 @dataclass(frozen=True, eq=False)
@@ -66,7 +106,7 @@ def read_texts(name: str | None, path: Path | None, text_column: str | None, ctx
     return frame[text_column].fillna("").astype(str).tolist()
 
 
-def word_tokenizer(texts: list[str], size: int, max_length: int, reserved: tuple[str, ...] = ()) -> Any:
+def word_tokenizer(texts: list[str], size: int, max_length: int, reserved: tuple[str, ...] = ()) -> Tokenizer:
     """A word-level tokenizer over [PAD], [UNK], <s>, the ``reserved`` words and the most frequent lower-cased
     words of ``texts`` (ties by first appearance), ``size`` in all; every text starts with <s>, so its first
     word is predicted too."""
@@ -86,7 +126,7 @@ def word_tokenizer(texts: list[str], size: int, max_length: int, reserved: tuple
     )
 
 
-def byte_tokenizer(max_length: int) -> Any:
+def byte_tokenizer(max_length: int) -> Tokenizer:
     """One token per UTF-8 byte (GPT-2's byte-to-character map, no merges) and [PAD], [UNK], <s>: every text
     is encoded whole, nothing is unknown, and decoding gives the text back exactly."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
@@ -103,7 +143,7 @@ def byte_tokenizer(max_length: int) -> Any:
     )
 
 
-def tiny_tokenizer(texts: list[str], spec: str, reserved: tuple[str, ...] = ()) -> Any:
+def tiny_tokenizer(texts: list[str], spec: str, reserved: tuple[str, ...] = ()) -> Tokenizer:
     """gpt-tiny's tokenizer (``tokenizer=word``: over ``texts``' words and the ``reserved`` ones; ``byte``:
     UTF-8 bytes)."""
     opts = names.gpt_tiny_options(spec)
@@ -112,7 +152,7 @@ def tiny_tokenizer(texts: list[str], spec: str, reserved: tuple[str, ...] = ()) 
     return word_tokenizer(texts, opts.vocab, opts.max_length, reserved)
 
 
-def hf_tokenizer(spec: str) -> Any:
+def hf_tokenizer(spec: str) -> Tokenizer:
     from ..models.hf import require_transformers
 
     path = names.hf_path(spec)
@@ -122,7 +162,7 @@ def hf_tokenizer(spec: str) -> Any:
         raise ModelError(f"model: no tokenizer in {path} ({str(e).splitlines()[0][:120]})") from None
 
 
-def encode(tokenizer: Any, texts: list[str], max_length: int) -> np.ndarray:
+def encode(tokenizer: Tokenizer, texts: list[str], max_length: int) -> np.ndarray:
     """float32 (n, 2, max_length): token ids and attention mask, padded and truncated. A tokenizer without
     a pad token pads with its end-of-text token (masked out either way)."""
     if tokenizer.pad_token is None:
@@ -131,25 +171,25 @@ def encode(tokenizer: Any, texts: list[str], max_length: int) -> np.ndarray:
     return np.stack([enc["input_ids"], enc["attention_mask"]], axis=1).astype(np.float32)
 
 
-def max_length_for(spec: str, tokenizer: Any) -> int:
+def max_length_for(spec: str, tokenizer: Tokenizer) -> int:
     if names.is_gpt_tiny(spec):
         return names.gpt_tiny_options(spec).max_length
     limit = tokenizer.model_max_length if tokenizer.model_max_length < 1_000_000 else names.DEFAULT_MAX_LENGTH
     return names.hf_max_length(spec) or min(limit, names.DEFAULT_MAX_LENGTH)
 
 
-def load(cfg: Any, spec: str, drop_short: bool = True, reserved: tuple[str, ...] = ()) -> TextDataset:
+def load(source: TextSource, spec: str, drop_short: bool = True, reserved: tuple[str, ...] = ()) -> TextDataset:
     """The config's texts (a seeded ``subset`` as ``data.load`` draws it), tokenised for model ``spec``. Texts
     of fewer than two tokens (nothing to predict) are dropped, unless ``drop_short`` is False (index files
     count the rows). ``reserved``: words gpt-tiny's word tokenizer must hold (the canaries')."""
-    d = cfg.dataset
+    d = source
     ctx = LoadContext(
         data_dir=Path(d.data_dir).expanduser() if d.data_dir else default_data_dir(),
-        cache_dir=Path(cfg.cache_dir).expanduser() if cfg.cache_dir else default_cache_dir(),
+        cache_dir=Path(d.cache_dir).expanduser() if d.cache_dir else default_cache_dir(),
     )
-    texts = read_texts(d.name, d.path, getattr(d, "text_column", None), ctx)
+    texts = read_texts(d.name, d.path, d.text_column, ctx)
     if d.subset is not None and d.subset < len(texts):
-        order = np.random.default_rng(np.random.SeedSequence([cfg.seed, 0x5B5])).permutation(len(texts))
+        order = np.random.default_rng(np.random.SeedSequence([d.seed, 0x5B5])).permutation(len(texts))
         texts = [texts[i] for i in np.sort(order[: d.subset])]
     if names.is_gpt_tiny(spec):
         tokenizer, length = tiny_tokenizer(texts, spec, reserved), names.gpt_tiny_options(spec).max_length
@@ -161,7 +201,7 @@ def load(cfg: Any, spec: str, drop_short: bool = True, reserved: tuple[str, ...]
 
 
 def from_texts(
-    texts: list[str], tokenizer: Any, length: int, name: str, key: str = "", drop_short: bool = True
+    texts: list[str], tokenizer: Tokenizer, length: int, name: str, key: str = "", drop_short: bool = True
 ) -> TextDataset:
     """``texts`` tokenised (ids and mask, ``length`` tokens) as a TextDataset, those of fewer than two tokens
     dropped when ``drop_short``."""

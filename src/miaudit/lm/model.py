@@ -12,8 +12,9 @@ logit(exp(l)). ``token_outputs`` gives the per-token view (``tokens.py``).
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 import torch.nn as nn
@@ -22,15 +23,31 @@ from ..errors import ModelError
 from . import names
 from .names import MAX_MEAN_LOGLIK
 
+if TYPE_CHECKING:
+    from .data import Tokenizer
+
 RECORDS_PER_PASS = 64  # records per forward pass: bounds the (records, tokens, vocabulary) logits held
+
+
+class TransformersLM(Protocol):
+    """What ``CausalLM`` uses of a transformers causal LM (a ``PreTrainedModel``; transformers is optional)."""
+
+    @property
+    def base_model(self) -> nn.Module: ...
+
+    def get_output_embeddings(self) -> nn.Module | None: ...
+
+    def get_input_embeddings(self) -> nn.Module: ...
+
+    def save_pretrained(self, save_directory: str | os.PathLike[str]) -> None: ...
 
 
 class CausalLM(nn.Module):
     """A causal LM with its tokenizer; ``lm_head`` the output layer, ``body`` what feeds it."""
 
-    def __init__(self, model: Any, tokenizer: Any):
+    def __init__(self, model: TransformersLM, tokenizer: Tokenizer):
         super().__init__()
-        self.model = model  # a transformers PreTrainedModel (typed Any: transformers is optional)
+        self.model = model  # a transformers PreTrainedModel
         self.tokenizer = tokenizer
         head = model.get_output_embeddings()
         if not isinstance(head, nn.Linear):
@@ -57,7 +74,7 @@ class CausalLM(nn.Module):
         logp = torch.log_softmax(self.lm_head(features).float(), dim=-1).gather(-1, targets[..., None])[..., 0]
         return (logp * mask).sum(1) / mask.sum(1).clamp(min=1)
 
-    def state_dict(self, *args: Any, **kwargs: Any) -> Any:
+    def state_dict(self, *args: Any, **kwargs: Any) -> Any:  # torch's overloads, as torch types them
         """The weights with a tied output layer's weight a copy: safetensors (the store) refuses shared memory."""
         state = super().state_dict(*args, **kwargs)
         seen: set[int] = set()
@@ -85,7 +102,7 @@ def _transformers():  # deferred: importing this module stays free of transforme
     return require_transformers()
 
 
-def build(spec: str, tokenizer: Any, fresh: bool = False) -> CausalLM:
+def build(spec: str, tokenizer: Tokenizer, fresh: bool = False) -> CausalLM:
     """A fresh ``gpt-tiny`` (weights from torch's current seed) or the ``hf:`` directory's causal LM (``fresh``:
     its architecture with new weights from torch's current seed)."""
     if names.is_gpt_tiny(spec):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..registries import discover
 
@@ -47,7 +47,7 @@ def load_all() -> None:
     discover(__name__, __path__)
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     """A name of ``base``, or a module of the package, every posterior registered first (PEP 562)."""
     if name.startswith("__"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,15 +3,16 @@ parameters name them when ``miaudit.attacks`` is imported (``laplace`` loads tor
 
 from __future__ import annotations
 
+import types
 import warnings
-from typing import Any, Literal
+from typing import Literal
 
 Hessian = Literal["diag", "kron", "full"]
 Prior = Literal["marglik", "validation"]
 Predictive = Literal["weights", "glm"]
 
 
-def import_laplace() -> Any:
+def import_laplace() -> types.ModuleType:
     """laplace-torch, imported (seconds: it pulls in torchmetrics) before an attack's timer starts. Its
     dependencies call ``torch.jit.script`` while importing, which torch answers with a FutureWarning
     that is no concern of a user's: that one warning is silenced, here only."""

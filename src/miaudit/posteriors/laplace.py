@@ -26,6 +26,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import torch
 import torch.nn as nn
 from torch.utils.data import DataLoader, TensorDataset
@@ -71,7 +72,7 @@ class LaplacePosterior(Posterior):
             warnings.simplefilter("ignore", UserWarning)
             self.la.optimize_prior_precision(method="marglik", pred_type="glm", prior_structure="scalar")
 
-    def _validation_prior_precision(self, features: torch.Tensor, labels: Any) -> torch.Tensor:
+    def _validation_prior_precision(self, features: torch.Tensor, labels: np.ndarray | torch.Tensor) -> torch.Tensor:
         """The grid value maximising sum_n log p(y_n | x_n, D) on validation records
         (paper G.4, Ritter et al. 2018), the predictive by weight sampling. The draws
         use a fixed seed so the fitted posterior depends only on the reference, Hessian
@@ -148,6 +149,6 @@ def _head_only(head: nn.Linear) -> nn.Module:
     return nn.Sequential(OrderedDict(head=copy.deepcopy(head).to(torch.float64)))
 
 
-def _loader(features: torch.Tensor, labels: Any, batch_size: int = 512) -> DataLoader:
+def _loader(features: torch.Tensor, labels: np.ndarray | torch.Tensor, batch_size: int = 512) -> DataLoader:
     y = torch.as_tensor(labels, dtype=torch.long, device=features.device)
     return DataLoader(TensorDataset(features, y), batch_size=batch_size)

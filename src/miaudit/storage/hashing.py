@@ -92,6 +92,13 @@ def key(*parts: Any) -> str:
     return digest(*parts)[:KEY_LENGTH]
 
 
+def row_digests(rows: np.ndarray, prefix: bytes = b"", size: int = 16) -> list[bytes]:
+    """BLAKE3 of each row of a 2-D array (``prefix`` then the row's C-order bytes), ``size`` bytes each: the
+    records' identities where a cache or a check looks records up by content (``size`` 16: 128 bits)."""
+    rows = np.ascontiguousarray(rows)
+    return [blake3.blake3(prefix + row.tobytes()).digest(length=size) for row in rows]
+
+
 def hash_bytes(data: bytes | memoryview) -> str:
     """BLAKE3 of the bytes themselves (a checksum, no framing)."""
     return blake3.blake3(data).hexdigest()

@@ -18,6 +18,7 @@ and added to, every noisy update.
 from __future__ import annotations
 
 import time
+import types
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -63,7 +64,7 @@ class StepCanaries(Protocol):
     def hook(self, params: list[torch.Tensor], step: NoisyStep) -> Callable[[Any], None]: ...
 
 
-def _opacus() -> Any:
+def _opacus() -> types.ModuleType:
     try:
         import opacus
     except ImportError:
@@ -148,7 +149,13 @@ def with_accountants(privacy: dict | None) -> dict | None:
 
 
 def make_private(
-    model: nn.Module, opt: torch.optim.Optimizer, loader: Any, sigma: float, clip: float, seed: int, device: str
+    model: nn.Module,
+    opt: torch.optim.Optimizer,
+    loader: torch.utils.data.DataLoader,
+    sigma: float,
+    clip: float,
+    seed: int,
+    device: str,
 ) -> tuple[Any, Any, Any, Any]:
     """Opacus' module, optimizer, loss and Poisson loader of one DP-SGD run (ghost clipping; seeded noise)."""
     engine = _opacus().PrivacyEngine(accountant=ACCOUNTANT)
@@ -209,7 +216,7 @@ def train_dp(
         )
         noisy = [0]
 
-        def step_hook(optimizer: Any) -> None:  # replaces Opacus' accountant hook: we account after training
+        def step_hook(optimizer: object) -> None:  # replaces Opacus' accountant hook: we account after training
             noisy[0] += 1
             if canary_step is not None:
                 canary_step(optimizer)

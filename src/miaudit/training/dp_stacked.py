@@ -61,35 +61,15 @@ class StackSpec:
         sigma, _ = calibrated(dp, 1.0 / math.ceil(n / train.batch_size), train.epochs)
         return cls(train=train, noise_multiplier=sigma, max_grad_norm=dp.max_grad_norm, faults=Faults.of(dp))
 
-    @property
-    def epochs(self) -> int:
-        return self.train.epochs
-
-    @property
-    def batch_size(self) -> int:
-        return self.train.batch_size
-
-    @property
-    def lr(self) -> float:
-        return self.train.lr
-
-    @property
-    def momentum(self) -> float:
-        return self.train.momentum
-
-    @property
-    def weight_decay(self) -> float:
-        return self.train.weight_decay
-
     def sample_rate(self, n: int) -> float:
-        return 1.0 / math.ceil(n / self.batch_size)
+        return 1.0 / self.steps_per_epoch(n)
 
     def accounted_rate(self, n: int) -> float:
         """The sampling rate the accountant is told (the sample rate unless a sampling fault is planted)."""
         return self.faults.accounted_rate(self.sample_rate(n))
 
     def steps_per_epoch(self, n: int) -> int:
-        return math.ceil(n / self.batch_size)
+        return math.ceil(n / self.train.batch_size)
 
     def lr_rates(self) -> list[float]:
         """Each epoch's learning rate (``loop.schedule_rates``: the optimizer's schedule)."""
@@ -272,7 +252,7 @@ class StackedDPSGD:
         noises = [torch.Generator().manual_seed(int(s) + 1) for s in seeds]
         noise = torch.empty_like(flat)
         opt, sched = optimizer_with_schedule([flat], spec.train, own_gradients=True)
-        for _ in range(spec.epochs):
+        for _ in range(spec.train.epochs):
             noised = torch.zeros(m, 1, dtype=torch.bool)  # which models drew this epoch's first noise
             for _ in range(per_epoch):
                 masks = valid.clone()  # each model draws for its own records only: independent of the chunking
@@ -316,7 +296,7 @@ class StackedDPSGD:
         """The ``public_pass`` fault, in place (as ``dp_faults.Planted.public_pass``: one epoch of plain SGD with
         its own optimizer before DP-SGD): each model's records shuffled by its own seed, in batches of
         ``batch_size``, the mean raw gradient, the optimizer at the first epoch's rate."""
-        size = self.spec.batch_size
+        size = self.spec.train.batch_size
         orders = [torch.randperm(n, generator=torch.Generator().manual_seed(int(s) + 3)) for n, s in zip(sizes, seeds)]
         opt, _ = optimizer_with_schedule([flat], self.spec.train, own_gradients=True)
         for b in range(math.ceil(max(sizes) / size)):

@@ -27,10 +27,11 @@ import os
 import signal
 import sys
 import time
+import types
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from ..errors import ConfigError
 from .options import ExecutorConfig
@@ -41,7 +42,7 @@ PR_SET_PDEATHSIG = 1  # linux/prctl.h
 T = TypeVar("T")
 
 
-def _ray() -> Any:
+def _ray() -> types.ModuleType:
     try:
         import ray
     except ImportError:
@@ -49,7 +50,7 @@ def _ray() -> Any:
     return ray
 
 
-def _start(ray: Any, ex: ExecutorConfig) -> str:
+def _start(ray: types.ModuleType, ex: ExecutorConfig) -> str:
     """Join the cluster at ``ex.address``, or start a local one sized by num_workers x cpus_per_task."""
     if ex.address is not None:
         ray.init(address=ex.address, include_dashboard=False, configure_logging=False, log_to_driver=False)
@@ -165,7 +166,7 @@ def _worker_start(threads: int) -> None:
     logger.setLevel(logging.WARNING)
 
 
-def _worker_task(i: int) -> Any:
+def _worker_task(i: int) -> object:
     return _FORKED["task"](i)
 
 
@@ -186,7 +187,7 @@ def forked(task: Callable[[int], T], n: int, workers: int, done: Callable[[int, 
     try:
         futures = {pool.submit(_worker_task, i): i for i in range(n)}
         for future in as_completed(futures):
-            done(futures[future], future.result())  # a task's exception is raised here
+            done(futures[future], cast(T, future.result()))  # task's result; its exception is raised here
     except BaseException:
         # Stop the workers now (a failure, Ctrl-C): shutdown alone would let each finish the task it holds and
         # start the one queued for it. Python 3.14's terminate_workers does this; before it, only the private

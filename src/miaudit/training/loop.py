@@ -7,7 +7,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import torch
@@ -174,8 +174,14 @@ class DecayInPlaceSGD(torch.optim.SGD):
     (torch's ``foreach=True`` on a CPU measured no faster here, and ``fused=True``, twice as fast, rounds
     differently: neither is used.)"""
 
+    @overload
+    def step(self, closure: None = None) -> None: ...
+
+    @overload
+    def step(self, closure: Callable[[], float]) -> float: ...
+
     @torch.no_grad()
-    def step(self, closure: Any = None) -> Any:
+    def step(self, closure: Callable[[], float] | None = None) -> float | None:
         if closure is not None:
             raise ValueError("DecayInPlaceSGD takes no closure")
         decays = [group["weight_decay"] for group in self.param_groups]
