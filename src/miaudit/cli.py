@@ -236,6 +236,9 @@ def plan_audit(
     config: Path | None = typer.Argument(None, help="YAML config; omit for the built-in default audit"),
     overrides: list[str] | None = SET_OPTION,
     halfwidth: float = typer.Option(0.01, "--halfwidth", help="wanted TPR interval half-width, for members needed"),
+    runs: int | None = typer.Option(
+        None, "--runs", help="plan the many-run DP audit `miaudit dp-audit CONFIG --runs R`: its power and time"
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="print warnings and errors only, then the plan"),
     verbose: bool = VERBOSE_OPTION,
 ) -> None:
@@ -246,12 +249,15 @@ def plan_audit(
     cfg: RunConfig | None = None
     try:
         cfg = _config(config, overrides)
-        result = forecast.forecast(cfg, plan.build(cfg), halfwidth=halfwidth)
+        if runs is not None:
+            said = forecast.multi_run_lines(forecast.multi_run(cfg, runs))
+        else:
+            said = forecast.lines(forecast.forecast(cfg, plan.build(cfg), halfwidth=halfwidth))
     except MiauditError as e:
         _fail(e)
     except KeyboardInterrupt:
         _interrupted(cfg, None, trains=False)
-    Console().print("\n".join(forecast.lines(result)), highlight=False, markup=False, soft_wrap=True)
+    Console().print("\n".join(said), highlight=False, markup=False, soft_wrap=True)
 
 
 @app.command()

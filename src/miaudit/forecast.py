@@ -138,6 +138,38 @@ def forecast(cfg: RunConfig, plan: Plan, halfwidth: float = 0.01, at_tpr: float 
     }
 
 
+def multi_run(cfg: RunConfig, runs: int) -> dict[str, Any]:
+    """``miaudit plan CONFIG --runs R``: the many-run DP audit ``miaudit dp-audit --runs R`` would run: its power
+    line (said before any training, as dp-audit says it) and the training time of its 2R models, one epoch of
+    one stack timed on this machine (``dp.multi_run.training_seconds``); nothing is cached or written."""
+    from .dp import multi_run as dp_multi_run
+    from .dp.output import multi_run_power
+
+    dp_multi_run.check(cfg, runs)
+    seconds, epoch = dp_multi_run.training_seconds(cfg, runs)
+    return {
+        "command": f"dp-audit --runs {runs}",
+        "runs": runs,
+        "models": 2 * runs,
+        "canaries_per_run": dp_multi_run.per_run(cfg),
+        "power": multi_run_power(cfg, runs),
+        "seconds_per_epoch_of_a_stack": epoch,
+        "estimated_training_seconds": seconds,
+    }
+
+
+def multi_run_lines(f: dict[str, Any]) -> list[str]:
+    """What ``miaudit plan --runs R`` prints."""
+    return [
+        f"many-run DP audit (miaudit {f['command']}): {f['models']} runs (2 x {f['runs']}) of DP-SGD, "
+        f"{f['canaries_per_run']} canaries per run (each in its run by a fair coin), trained together by stacked "
+        "DP-SGD, not cached",
+        f["power"],
+        f"training: about {f['estimated_training_seconds']:.0f} s for {f['models']} models (one epoch of a stack "
+        f"{f['seconds_per_epoch_of_a_stack']:.2f} s, timed on this machine)",
+    ]
+
+
 def lines(f: dict[str, Any]) -> list[str]:
     """What ``miaudit plan`` prints."""
     out = [

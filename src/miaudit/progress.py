@@ -163,10 +163,13 @@ class ModelProgress:
             self.first_started = self.started
         log.info("training in %d worker processes, one torch thread each (train.models_at_once: auto)", workers)
 
-    def finished(self, role: str, seconds: float, cached: bool, together: int = 1, workers: int = 1) -> None:
+    def finished(
+        self, role: str, seconds: float, cached: bool, together: int = 1, workers: int = 1, say: bool = True
+    ) -> None:
         """One model obtained: counted, shown and logged (with the models done, the time left and the models
         trained per minute). ``together``: the model trained in a stack of that many (``seconds``: its share);
-        ``workers``: in one of that many worker processes training at once (``seconds``: its own)."""
+        ``workers``: in one of that many worker processes training at once (``seconds``: its own); ``say``:
+        False counts it without a line (a stack of many models logs its last one only)."""
         if cached:
             self.cached += 1
             self.expected_cached = max(self.expected_cached - 1, 0)
@@ -188,7 +191,8 @@ class ModelProgress:
         rate = self.models_per_minute()
         if not cached and rate is not None:
             note += f" {rate:.1f} models/min"
-        log.info("%s: %s%s", role, what, note)
+        if say:
+            log.info("%s: %s%s", role, what, note)
         if self.live is not None and self.current is not None:
             self.live.remove_task(self.current)
             self.current = None
