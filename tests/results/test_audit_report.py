@@ -150,3 +150,23 @@ def test_a_white_box_dp_audit_writes_through_the_same_writer(tmp_path: Path) -> 
     assert audit is not None and audit.kind == "one-run" and written.attacks == []
     assert audit.tests and audit.bounds and audit.verdict == on_disk["dp_audit"]["verdict"]
     assert written.dp_audited and (tmp_path / "dp" / "scores.csv").read_text().startswith("canary,member,score,guess")
+
+
+def test_the_schema_requires_the_verdict_and_states_the_ranges(run_dir: tuple[AuditReport, Path]) -> None:
+    """Issue 49, item 11: a results.json without its verdict, with a negative count or a rate outside [0, 1]
+    fails the published schema (and the reader); a null verdict (no membership test) passes."""
+    good = json.loads((run_dir[1] / "results.json").read_text())
+    assert schema_errors(good) == [] and AuditReport.json_schema()["required"].count("verdict") == 1
+    row = good["attacks"][-1]
+    bad = {
+        "no verdict": {k: v for k, v in good.items() if k != "verdict"},
+        "negative count": {**good, "records_at_risk": {**good["records_at_risk"], "count": -1}},
+        "TPR 7": {**good, "attacks": [{**row, "tpr_at_fpr": {**row["tpr_at_fpr"], "0.01": 7.0}}]},
+        "AUC below 0": {**good, "attacks": [{**row, "auc": -0.1}]},
+        "negative records": {**good, "n_records": -3},
+    }
+    for what, case in bad.items():
+        assert schema_errors(case), what
+        with pytest.raises(DataError):
+            AuditReport.from_dict(case)
+    assert schema_errors({**good, "verdict": None}) == []

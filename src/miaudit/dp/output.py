@@ -39,6 +39,7 @@ def results(cfg: RunConfig, ds: Any, target: dict[str, Any], dp_audit: dict[str,
             "seed": cfg.seed,
             "target": target,
             "calibration": {"calibrated": False, "records": 0},
+            "verdict": None,  # no membership test: the DP verdict is dp_audit's
             "attacks": [],
             "dp_audit": dp_audit,
             "config": json.loads(cfg.model_dump_json()),

@@ -3,11 +3,12 @@ was given them, so a results.json read and written again is the same file, and a
 
 from __future__ import annotations
 
-from typing import Any, TypeAlias
+from typing import Annotated, Any, TypeAlias
 
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Field,
     PrivateAttr,
     SerializerFunctionWrapHandler,
     ValidatorFunctionWrapHandler,
@@ -20,6 +21,10 @@ Number: TypeAlias = int | float
 Interval: TypeAlias = list[Number]
 ByLevel: TypeAlias = dict[str, Number]  # FPR level ("0.01") -> value
 IntervalByLevel: TypeAlias = dict[str, Interval]
+# a rate or share in [0, 1] (a TPR, an FPR, an AUC), and a count: the schema states the ranges (``miaudit schema``)
+Share: TypeAlias = Annotated[int, Field(ge=0, le=1)] | Annotated[float, Field(ge=0, le=1)]
+ShareByLevel: TypeAlias = dict[str, Share]
+Count: TypeAlias = Annotated[int, Field(ge=0)]
 
 
 class Section(BaseModel):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from .base import ByLevel, Interval, IntervalByLevel, Number, Section
+from .base import ByLevel, Count, Interval, IntervalByLevel, Number, Section, Share
 
 
 class Rejected(Section):
@@ -98,7 +98,7 @@ class RecordsAtRisk(Section):
     """the false-discovery rate the records are named at (the config's fdr)"""
     attack: str | None
     """the label of the attack whose records are named; None: no p-values"""
-    count: int | None = None
+    count: Count | None = None
     """records flagged"""
     procedure: str | None = None
     """the FDR procedure (``stats.fdr.PROCEDURES``)"""
@@ -127,9 +127,9 @@ class RecordsAtRisk(Section):
 
 
 class WorstCell(Section):
-    members: int
+    members: Count
     """members among these records"""
-    tpr: Number | None
+    tpr: Share | None
     """the share of them flagged, in [0, 1]; None: no member here"""
     ci: Interval | None
     """its exact (Clopper-Pearson) interval"""
