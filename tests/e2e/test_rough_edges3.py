@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -181,3 +182,52 @@ def test_worst_case_all_members_is_the_tables_tpr_at_one_percent_fpr(leaky_run: 
     for a in tests:
         assert by_attack[a["label"]]["average"]["tpr"] == a["tpr_at_fpr"]["0.01"]
         assert by_attack[a["label"]]["average"]["ci"] == a["tpr_at_fpr_ci"]["0.01"]
+
+
+DP = {"epsilon": 4.0, "delta": 1e-5, "max_grad_norm": 1.0}
+
+
+def test_plan_runs_plans_the_many_run_dp_audit_and_that_audit_is_quiet(tiny_raw: dict[str, Any]) -> None:
+    # items 8 and 9: plan --runs names the runs, the power line and a time, before any training; the audit's
+    # log is a few lines however many runs (one per stack of models)
+    pytest.importorskip("opacus", reason="DP-SGD needs opacus: pip install -e '.[dp]'")
+    path = write("m.yaml", {**tiny_raw, "train": {**tiny_raw["train"], "epochs": 2, "dp": DP}})
+    res = invoke("plan", path, "--runs", "30")
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert lines[0].startswith("many-run DP audit (miaudit dp-audit --runs 30): 60 runs (2 x 30) of DP-SGD")
+    assert lines[1].startswith("power: 60 runs x 16 canaries per run (960 slots) can show at most epsilon")
+    assert re.fullmatch(r"training: about \d+ s for 60 models \(one epoch of a stack [\d.]+ s, timed on this machine\)",
+                        lines[2])  # fmt: skip
+    refused(invoke("plan", path, "--runs", "1"), "--runs", "at least 2")
+    refused(invoke("plan", write("nodp.yaml", tiny_raw), "--runs", "5"), "train.dp")
+    res = CliRunner().invoke(app, ["dp-audit", path, "--runs", "60", "--out", "m"])
+    assert res.exit_code == 0, res.output
+    stderr = [x for x in res.output.splitlines() if x.strip() and x not in res.stdout.splitlines()]
+    assert 1 <= len(stderr) <= 5, stderr  # the power line and one line per stack of 50 models (120 models)
+
+
+def test_dp_audit_reports_speak_of_canaries_not_a_users_calibration(tiny_raw: dict[str, Any]) -> None:  # item 9
+    pytest.importorskip("opacus", reason="DP-SGD needs opacus: pip install -e '.[dp]'")
+    from miaudit.report import load_results, sections
+
+    raw = {**tiny_raw, "train": {**tiny_raw["train"], "dp": DP}, "canaries": {"count": 40, "kind": "crafted"}}
+    res = invoke("dp-audit", write("c.yaml", raw), "--out", "o")
+    assert res.exit_code == 0, res.output
+    results = load_results("o/results.json")
+    notes = " ".join(results.notes or [])
+    assert "calibration: none" not in notes and "BMIA" not in notes and "canaries' p-values are raw" in notes
+    assert "calibration: none" not in Path("o/report.md").read_text()
+    # a canary leak beside "no violation": the sentence that DP at that epsilon permits it
+    assert results.verdict is not None and results.dp_audit is not None
+    leak = results.model_copy(
+        update={
+            "verdict": results.verdict.model_copy(update={"leaks": True}),
+            "dp_audit": results.dp_audit.model_copy(update={"violated": False}),
+        }  # fmt: skip
+    )
+    canaries = next(line for line in sections.verdict_lines(leak) if line.startswith("Canaries: "))
+    eps = results.dp_audit.compared_with.epsilon if results.dp_audit.compared_with else None
+    assert eps is not None and f"a leak this size is one DP at epsilon {eps:.3g} permits" in canaries
+    violated = leak.model_copy(update={"dp_audit": results.dp_audit.model_copy(update={"violated": True})})
+    assert "permits" not in " ".join(sections.verdict_lines(violated))

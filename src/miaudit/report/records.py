@@ -33,6 +33,11 @@ UNCALIBRATED_NOTE = (
     "far off; BMIA's raw t-test flagged 13-31% of true non-members at p < 0.05 in our benchmarks "
     "(docs/conventions.md, p-values)"
 )
+CANARIES_RAW_NOTE = (
+    "the canaries' p-values are raw, never calibrated in a DP audit: random-label or crafted canaries are not "
+    "exchangeable with the validation records a calibration would rank them among; the DP verdict rests on the "
+    "canaries' guesses, not on these p-values"
+)
 ENVIRONMENT_PACKAGES = ("numpy", "scipy", "torch", "laplace-torch", "scikit-learn", "pydantic")
 
 
@@ -152,7 +157,10 @@ def _results(res: RunResult) -> dict:
         "config": truthful_config(res),
         "environment": environment(exp.device),
     }
-    notes = ([] if member is not None else [UNKNOWN_MEMBERSHIP_NOTE]) + ([] if exp.calibrates else [UNCALIBRATED_NOTE])
+    # a one-run DP audit's canaries are never calibrated, whatever the config says: its own note, not calibration: none
+    canaries = res.dp_audit is not None and res.dp_audit.get("kind") == "one-run"
+    uncalibrated = [] if exp.calibrates else [CANARIES_RAW_NOTE if canaries else UNCALIBRATED_NOTE]
+    notes = ([] if member is not None else [UNKNOWN_MEMBERSHIP_NOTE]) + uncalibrated
     notes += [res.blind_baseline["warning"]] if res.blind_baseline and "warning" in res.blind_baseline else []
     if exp.target.source != "trained" and exp.references and exp.references[0].source == "trained":
         notes.append(

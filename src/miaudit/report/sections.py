@@ -43,8 +43,22 @@ def verdict_lines(results: AuditReport) -> list[str]:
     v = results.verdict
     if results.dp_audit is not None and results.dp_audited:
         lines = dp_section.verdict_lines(results.dp_audit)
-        return lines + ([f"Canaries: {canary_words(v.statement)}", ""] if v else [])
+        return lines + ([f"Canaries: {canary_words(v.statement)}{dp_permits(results)}", ""] if v else [])
     return [f"**Verdict: {v.statement}**", ""] if v else []
+
+
+def dp_permits(results: AuditReport) -> str:
+    """Beside a canary leak that does not violate the claim: the sentence that DP at that epsilon permits it."""
+    v, dp = results.verdict, results.dp_audit
+    if v is None or not v.leaks or dp is None or dp.violated:
+        return ""
+    eps = dp.compared_with.epsilon if dp.compared_with is not None else dp.declared_epsilon
+    at = f" at epsilon {eps:.3g}" if eps is not None else ""
+    return (
+        f" This is no violation: DP{at} bounds how much more often a canary is identified when included than when "
+        "left out (by at most a factor e^epsilon, plus delta), it does not forbid every leak; a leak this size is "
+        f"one DP{at} permits."
+    )
 
 
 def canary_words(text: str) -> str:
