@@ -231,3 +231,34 @@ def test_dp_audit_reports_speak_of_canaries_not_a_users_calibration(tiny_raw: di
     assert eps is not None and f"a leak this size is one DP at epsilon {eps:.3g} permits" in canaries
     violated = leak.model_copy(update={"dp_audit": results.dp_audit.model_copy(update={"violated": True})})
     assert "permits" not in " ".join(sections.verdict_lines(violated))
+
+
+def test_plan_of_an_endpoint_plans_the_files_sizes_the_cached_references_and_the_query_cost(
+    tiny_raw: dict[str, Any],
+) -> None:  # item 8: no server is asked anything by plan
+    np.save("m.npy", np.arange(100))
+    np.save("n.npy", np.arange(100, 200))
+    raw = {"dataset": {"name": "digits", "subset": 300}, "references": 2, "train": tiny_raw["train"],
+           "members": "m.npy", "nonmembers": "n.npy", "attacks": [{"name": "attack-r"}],
+           "target": {"endpoint": "http://127.0.0.1:9/v2/models/x/infer", "protocol": "v2", "output": "logits",
+                      "architecture": "mlp"}}  # fmt: skip
+    res = invoke("plan", write("ep.yaml", raw))
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert lines[0].startswith("digits: 100 members, 100 non-members, ")  # the files' sets, not the default split
+    assert re.search(r"training \(run, your target\): about \d+ s for 2 model\(s\) to train; reference", res.output)
+    assert "endpoint: the audit reads the answers for 300 records; 300 are not in the answer store: 300 queries " \
+        "in 2 requests of up to 256" in res.output  # fmt: skip
+    # models of the references' recipe trained on this machine: their measured times plan the endpoint's
+    ours = {
+        **tiny_raw,
+        "dataset": {"name": "digits", "subset": 300},
+        "references": 2,
+        "attacks": [{"name": "attack-r"}],
+    }
+    assert invoke("run", write("ours.yaml", ours), "--out", "ours").exit_code == 0
+    assert "all 3 models in the cache, nothing to train" in invoke("plan", "ours.yaml").output
+    res = invoke("plan", "ep.yaml")  # the endpoint's references: not cached, but models of their recipe are
+    assert re.search(r"reference [\d.]+ s per model \(measured on this machine: [23] such model", res.output), (
+        res.output
+    )
