@@ -262,3 +262,13 @@ def test_plan_of_an_endpoint_plans_the_files_sizes_the_cached_references_and_the
     assert re.search(r"reference [\d.]+ s per model \(measured on this machine: [23] such model", res.output), (
         res.output
     )
+
+
+def test_a_rerun_with_every_model_cached_says_nothing_of_how_models_train(tiny_raw: dict[str, Any]) -> None:
+    # item 11b: "models trained one at a time" is about models to train; a rerun trains none
+    path = write("tiny.yaml", {**tiny_raw, "references": 4, "attacks": [{"name": "lira"}]})
+    first = invoke("run", path, "--out", "a")
+    assert first.exit_code == 0 and "models trained one at a time" in first.output, first.output
+    again = invoke("run", path, "--out", "b")
+    assert again.exit_code == 0 and "loaded from cache" in again.output, again.output
+    assert "trained one at a time" not in again.output and "worker process" not in again.output
