@@ -112,7 +112,6 @@ def test_generated_reference_is_current() -> None:
     assert module.stale_pages() == [], "run `python docs/gen_reference.py` and commit docs/_generated/"
 
 
-
 def test_the_pages_agree_that_train_fn_references_are_not_cached() -> None:
     """Issue 49, item 7: a train_fn's references are never cached (``experiment.own_model.with_train_fn`` drops the
     cache spec: miaudit cannot hash user code), and every page that speaks of them says so."""

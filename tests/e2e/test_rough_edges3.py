@@ -172,6 +172,8 @@ def test_the_most_exposed_records_are_ranked_by_the_test_that_flags_the_records_
         in report
     )
     assert f"Ranked by {named}, the test that names the records at risk" in (leaky_run / "report.html").read_text()
+    for text in (report, (leaky_run / "report.html").read_text()):  # item 10: a flag in plain words
+        assert "What a flag means for one record:" in text and "It is not proof that this record was trained on" in text
 
 
 def test_worst_case_all_members_is_the_tables_tpr_at_one_percent_fpr(leaky_run: Path) -> None:  # item 4

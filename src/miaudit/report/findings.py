@@ -116,7 +116,14 @@ def note(c: at_risk.Claim, found: dict[str, Any], m: int) -> str:
         said += " on raw p-values, NOT calibrated: the FDR holds only as far as the attack's own null model does)"
     if "realized_fdp" in found:
         r = found["realized_fdp"]
-        above = " ABOVE the FDR level" if r["above_level"] else ""
+        above = (
+            " ABOVE the FDR level, its whole interval: the procedure's assumptions do not hold here"
+            if r["above_level"]
+            else " (above the level, but the level is inside its interval: FDR bounds the expected share over "
+            "audits, not one audit's share)"
+            if r["value"] > level
+            else ""
+        )
         said += (f"; realized FDP on the target {pct(r['value'])} [{pct(r['ci'][0])}, {pct(r['ci'][1])}] "
                  f"({r['non_members']} non-members){above}")  # fmt: skip
     return said

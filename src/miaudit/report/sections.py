@@ -115,11 +115,19 @@ def records_at_risk_note(results: AuditReport) -> str:
     return canary_words(note) if results.dp_audited else note
 
 
+AT_RISK_MEANS = (
+    "What a flag means for one record: the attack finds the target's outputs on it unusual enough to call it a "
+    "member, and the procedure keeps the expected share of false flags among all the flagged records at most "
+    "{fdr:g}. It is not proof that this record was trained on (some flags are false, which ones is unknown), and "
+    "a record not flagged is not shown safe: it may leak below what this audit can detect."
+)
+
+
 def records_at_risk_md(results: AuditReport) -> list[str]:
     r = results.records_at_risk
     if not r or r.count is None:
         return []
-    lines = ["", f"## Records at risk (FDR {r.fdr:g})", "", r.note + ".", ""]
+    lines = ["", f"## Records at risk (FDR {r.fdr:g})", "", r.note + ".", "", AT_RISK_MEANS.format(fdr=r.fdr), ""]
     lines += [
         f"Procedure: {r.assumes}. P-values: {r.p_values}. The records: at_risk.csv (and the column at_risk "
         f"of scores.csv); in expectation at most {r.expected_false_discoveries_at_most:.2g} of them are false "

@@ -63,7 +63,8 @@ class RealizedFDP(Section):
     non_members: int
     """non-members among them"""
     above_level: bool
-    """whether value exceeds the FDR level"""
+    """whether the interval's low end exceeds the FDR level: the realized FDP is above it beyond chance (FDR bounds
+    an expectation, so one audit's share above the level with the level inside its interval is no breach)"""
 
 
 class PseudoTargets(Section):

@@ -136,8 +136,13 @@ class RealizedFDP:
         return self.false / self.flagged if self.flagged else 0.0
 
     def to_json(self, level: float) -> dict:
-        return {"value": self.value, "ci": list(self.ci), "flagged": self.flagged, "non_members": self.false,
-                "above_level": self.value > level}  # fmt: skip
+        return {
+            "value": self.value,
+            "ci": list(self.ci),
+            "flagged": self.flagged,
+            "non_members": self.false,
+            "above_level": self.ci[0] > level,
+        }  # fmt: skip: above beyond chance, the whole interval
 
 
 def realized_fdp(flagged: np.ndarray, is_member: np.ndarray) -> RealizedFDP:
