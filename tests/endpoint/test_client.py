@@ -157,3 +157,29 @@ def test_rate_limit_spaces_requests(server, tmp_path):
     start = time.monotonic()
     c.rows(records(8), "target")
     assert time.monotonic() - start >= 3 / 20.0  # four requests, at least 1/20 s apart
+
+
+@pytest.mark.parametrize(("served", "declared", "said"), [("probabilities", "logits", "look like probabilities"),
+                                                          ("logits", "probabilities", "do not sum to 1")])  # fmt: skip
+def test_a_misdeclared_output_mode_stops_after_the_first_batch(tmp_path, served, declared, said):
+    """Issue 49, item 5: answers that look like another mode are said after the first batch, before the rest of
+    the queries are spent, and nothing is stored under the wrong mode."""
+    srv = V2Server(lambda x: 1 / (1 + np.exp(-linear(x))), output=served)  # logits in (0, 1), not summing to 1
+    try:
+        c = client(srv.url, tmp_path, output=declared, batch_size=4)
+        with pytest.raises(EndpointError) as e:
+            c.rows(records(12), "target")
+        assert said in str(e.value) and f"output: {declared}" in str(e.value) and "\n" not in str(e.value)
+        assert (srv.rows, c.usage.queries) == (4, 0)
+        right = client(srv.url, tmp_path, output=served, batch_size=4)
+        assert right.rows(records(12), "target").shape == (12, 3)  # declared right: every batch answered
+    finally:
+        srv.stop()
+
+
+def test_misdeclared_by_hand() -> None:
+    probs = np.array([[0.2, 0.8], [0.5, 0.5], [1.0, 0.0]])
+    assert outputs.misdeclared(probs, "logits") is not None and outputs.misdeclared(probs, "probabilities") is None
+    logits = np.array([[0.2, 0.3], [0.5, 0.1]])  # in [0, 1] but not summing to 1: plausible logits
+    assert outputs.misdeclared(logits, "logits") is None and outputs.misdeclared(logits, "probabilities") is not None
+    assert outputs.misdeclared(probs[:1], "logits") is None  # one record says too little

@@ -81,6 +81,7 @@ class EndpointClient:
         self.width = outputs.width(spec.output, n_classes, spec.top_k)
         self.usage = Usage()
         self._last_request = 0.0
+        self._mode_checked = False  # the first batch answered is checked against the declared output mode
 
     def missing(self, x: np.ndarray) -> int:
         """How many distinct records of ``x`` the store has no answer for."""
@@ -131,9 +132,18 @@ class EndpointClient:
         for attempt in range(tries):
             try:
                 payload = self._post(body)
-                return outputs.rows(
+                answered = outputs.rows(
                     self.wire.parse(payload, len(x)), self.spec.output, len(x), self.n_classes, self.spec.top_k
                 )
+                if not self._mode_checked:  # the first batch: a mis-declared output mode stops the audit here
+                    self._mode_checked = True
+                    why = outputs.misdeclared(answered, self.spec.output)
+                    if why is not None:
+                        raise EndpointError(
+                            f"endpoint {self.name}: the answers do not look like output: {self.spec.output}: {why}; "
+                            f"only this first batch of {len(x)} records was asked"
+                        )
+                return answered
             except MalformedAnswer as e:
                 raise EndpointError(
                     f"endpoint {self.name}: the answer does not fit output: {self.spec.output} ({e}); "
