@@ -101,7 +101,7 @@ def run(
 
     _logging(quiet, verbose)
     out = out or Path("miaudit-runs") / (config.stem if config else "default")
-    cfg, progress.SESSION["trained"] = None, 0  # what this run trains: an interrupt reports it
+    cfg, progress.SESSION["trained"], progress.SESSION["answers"] = None, 0, 0  # what an interrupt reports
     try:
         # first: held by this run before the config's checks import torch, before any data or model
         with outdir.reserved(out, force):

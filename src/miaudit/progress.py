@@ -77,7 +77,7 @@ def _terminated(signum: int, frame: object) -> None:
 
 
 # Models this process trained (and the store kept): what an interrupted run says it kept (``interrupted``).
-SESSION = {"trained": 0}
+SESSION = {"trained": 0, "answers": 0}  # answers: an endpoint's, kept in the answer store
 
 
 def interrupted(cache: object | None, out: object | None) -> str:
@@ -90,6 +90,11 @@ def interrupted(cache: object | None, out: object | None) -> str:
             f"{kept} model(s) trained by this run are kept in the cache {cache}; a rerun loads them"
             if kept
             else "no model finished training in this run"
+        )
+    if SESSION["answers"]:
+        said.append(
+            f"{SESSION['answers']} endpoint answer(s) received by this run are kept in the answer store; a rerun "
+            "does not ask for them again"
         )
     if out is not None:
         said.append(f"nothing was written to {out}")

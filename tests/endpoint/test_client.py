@@ -82,6 +82,7 @@ def test_too_many_faults_give_one_line_and_keep_what_was_fetched(server, tmp_pat
         c.rows(x, "target")
     msg = str(e.value)
     assert "\n" not in msg and server.url.rsplit("/", 1)[0] in msg and "server error 500" in msg
+    assert 'server error 500 ({"error": "internal"})' in msg  # the server's reason, as for a 4xx (issue 49, 11b)
     resumed = client(server.url, tmp_path, batch_size=4)
     resumed.rows(x, "target")
     assert resumed.usage.from_store == 4 and resumed.usage.queries == 4
@@ -183,3 +184,25 @@ def test_misdeclared_by_hand() -> None:
     logits = np.array([[0.2, 0.3], [0.5, 0.1]])  # in [0, 1] but not summing to 1: plausible logits
     assert outputs.misdeclared(logits, "logits") is None and outputs.misdeclared(logits, "probabilities") is not None
     assert outputs.misdeclared(probs[:1], "logits") is None  # one record says too little
+
+
+def test_top_k_beyond_the_classes_is_refused_before_any_query(server, tmp_path):  # issue 49, 11b
+    from miaudit.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="target.top_k: 5 exceeds the data's 3 classes"):
+        client(server.url, tmp_path, output="top-k", top_k=5)
+    assert server.rows == 0
+
+
+def test_top_k_without_output_top_k_is_refused() -> None:  # issue 49, 11b: it was silently ignored
+    with pytest.raises(ValueError, match="top_k: applies to output: top-k, not output: logits"):
+        TargetConfig(endpoint="http://127.0.0.1:9/x", architecture="mlp", output="logits", top_k=3)
+
+
+def test_an_interrupt_says_how_many_answers_were_kept(monkeypatch, server, tmp_path):  # issue 49, 11b
+    from miaudit import progress
+
+    monkeypatch.setitem(progress.SESSION, "answers", 0)
+    client(server.url, tmp_path, batch_size=4).rows(records(10), "target")
+    said = progress.interrupted(None, "out")
+    assert "10 endpoint answer(s) received by this run are kept in the answer store" in said
