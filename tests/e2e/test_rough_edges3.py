@@ -274,3 +274,11 @@ def test_a_rerun_with_every_model_cached_says_nothing_of_how_models_train(tiny_r
     again = invoke("run", path, "--out", "b")
     assert again.exit_code == 0 and "loaded from cache" in again.output, again.output
     assert "trained one at a time" not in again.output and "worker process" not in again.output
+
+
+def test_compare_of_a_many_run_dp_audit_says_what_it_is(tiny_raw: dict[str, Any]) -> None:  # item 11b
+    pytest.importorskip("opacus", reason="DP-SGD needs opacus: pip install -e '.[dp]'")
+    path = write("m.yaml", {**tiny_raw, "train": {**tiny_raw["train"], "epochs": 1, "dp": DP}})
+    assert invoke("dp-audit", path, "--runs", "4", "--out", "m").exit_code == 0
+    line = refused(invoke("compare", "m", "m", "--out", "c"), "multi-run DP audit", "no attack table")
+    assert "unknown membership" not in line
