@@ -233,7 +233,17 @@ def forecast(cfg: RunConfig, plan: Plan, halfwidth: float = 0.01, at_tpr: float 
         },  # fmt: skip
         **(training_time(cfg, plan) if cfg.target is None else _own_model_time(cfg, plan, records)),
         **({"queries": q} if (q := _queries(cfg, records)) is not None else {}),
+        **({"dp_power": p} if (p := _dp_power(cfg)) is not None else {}),
     }
+
+
+def _dp_power(cfg: RunConfig) -> str | None:
+    """A config with canaries (``miaudit dp-audit``'s one-run audit): the power line it says before training."""
+    if cfg.canaries is None:
+        return None
+    from .dp.output import one_run_power
+
+    return one_run_power(cfg)
 
 
 def multi_run(cfg: RunConfig, runs: int) -> dict[str, Any]:
@@ -290,6 +300,8 @@ def lines(f: dict[str, Any]) -> list[str]:
     m = f["members_for_halfwidth"]
     out.append(f"members for TPR {100 * m['at_tpr']:g}% +-{100 * m['halfwidth']:g}: {m['members']}")
     out.append(_time_line(f))
+    if "dp_power" in f:
+        out.append(f"dp-audit (one run): {f['dp_power']}")
     if "queries" in f:
         q = f["queries"]
         extra = "; output: label adds the label-only attacks' perturbed queries" if q["label_only_extra"] else ""

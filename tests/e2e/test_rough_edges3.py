@@ -282,3 +282,18 @@ def test_compare_of_a_many_run_dp_audit_says_what_it_is(tiny_raw: dict[str, Any]
     assert invoke("dp-audit", path, "--runs", "4", "--out", "m").exit_code == 0
     line = refused(invoke("compare", "m", "m", "--out", "c"), "multi-run DP audit", "no attack table")
     assert "unknown membership" not in line
+
+
+def test_a_one_run_dp_audit_says_its_power_before_training_and_plan_says_it_too(tiny_raw: dict[str, Any]) -> None:
+    # item 8: the power the audit reports after training (max_attainable) is said first, by dp-audit and by plan
+    pytest.importorskip("opacus", reason="DP-SGD needs opacus: pip install -e '.[dp]'")
+    raw = {**tiny_raw, "train": {**tiny_raw["train"], "dp": DP}, "canaries": {"count": 40, "kind": "crafted"}}
+    path = write("c.yaml", raw)
+    planned = [x for x in invoke("plan", path).output.splitlines() if x.startswith("dp-audit (one run): power: ")]
+    res = invoke("dp-audit", path, "--out", "o")
+    assert res.exit_code == 0, res.output
+    first = res.output.splitlines()[0]
+    found = json.loads(Path("o/results.json").read_text())["dp_audit"]
+    assert first.startswith("power: 40 canaries, 2 observer(s): the bound can show at most epsilon")
+    assert f"at most epsilon {found['max_attainable']:.3f}" in first and planned == [f"dp-audit (one run): {first}"]
+    assert "too little power to detect any violation of the declared epsilon 4" in first
