@@ -112,3 +112,12 @@ def test_generated_reference_is_current() -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.stale_pages() == [], "run `python docs/gen_reference.py` and commit docs/_generated/"
+
+
+def test_the_pages_agree_that_train_fn_references_are_not_cached() -> None:
+    """Issue 49, item 7: a train_fn's references are never cached (``experiment.own_model.with_train_fn`` drops the
+    cache spec: miaudit cannot hash user code), and every page that speaks of them says so."""
+    for page in ("own-model.md", "endpoint.md"):
+        text = " ".join((DOCS / page).read_text().split())
+        assert "train_fn" in text and re.search(r"(?:are|such models are) not cached", text), page
+        assert not re.search(r"train_fn`?\. They are cached like any reference", text), page

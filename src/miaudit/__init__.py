@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .api import AuditResult, Endpoint, audit, export, run, score
     from .config.run import RunConfig
     from .report.compare import compare
+    from .results import AuditPlan, MultiRunPlan
 
 __all__ = ["audit", "run", "score", "plan", "export", "compare", "AuditResult", "Endpoint", "__version__"]
 
@@ -54,11 +55,11 @@ class _CallablePlan(types.ModuleType):
     ``miaudit.api.plan``.)"""
 
     def __call__(
-        self, config: RunConfig | dict | str | Path | None = None, halfwidth: float = 0.01
-    ) -> dict[str, object]:
+        self, config: RunConfig | dict | str | Path | None = None, halfwidth: float = 0.01, runs: int | None = None
+    ) -> AuditPlan | MultiRunPlan:
         from .api import plan
 
-        return plan(config, halfwidth)
+        return plan(config, halfwidth, runs)
 
 
 class _Package(types.ModuleType):

@@ -33,7 +33,7 @@ from .experiment.recipes import ModelRecipe
 from .experiment.run import RunResult
 from .plan import Plan, audit_roles, build, fewest_references
 from .report import outdir
-from .results import AuditPlan, AuditReport
+from .results import AuditPlan, AuditReport, MultiRunPlan
 
 if TYPE_CHECKING:  # torch and the training loop load in audit(): `miaudit score` never needs them (nor pandas)
     import pandas as pd
@@ -153,7 +153,9 @@ def _run_config(config: RunConfig | dict | str | Path | None) -> RunConfig:
     return from_dict(config) if isinstance(config, dict) else load(config)
 
 
-def plan(config: RunConfig | dict | str | Path | None = None, halfwidth: float = 0.01) -> AuditPlan:
+def plan(
+    config: RunConfig | dict | str | Path | None = None, halfwidth: float = 0.01, runs: int | None = None
+) -> AuditPlan | MultiRunPlan:
     """The audit's power and cost before it runs (``miaudit plan``): nothing is trained, cached or written.
 
     Returns:
@@ -163,6 +165,8 @@ def plan(config: RunConfig | dict | str | Path | None = None, halfwidth: float =
     Args:
         config: as ``run`` takes it.
         halfwidth: the wanted half-width of the TPR interval, for the members it needs.
+        runs: plan the many-run DP audit ``miaudit dp-audit CONFIG --runs R`` instead (its power line and the
+            training time of its 2R models, ``forecast.multi_run``).
 
     Raises:
         ConfigError, DataError: as ``run``.
@@ -170,6 +174,8 @@ def plan(config: RunConfig | dict | str | Path | None = None, halfwidth: float =
     from . import forecast
 
     cfg = _run_config(config)
+    if runs is not None:
+        return forecast.multi_run(cfg, runs)
     return forecast.forecast(cfg, build(cfg), halfwidth=halfwidth)
 
 

@@ -102,7 +102,7 @@ def run(
 
     _logging(quiet, verbose)
     out = out or Path("miaudit-runs") / (config.stem if config else "default")
-    cfg, progress.SESSION["trained"] = None, 0  # what this run trains: an interrupt reports it
+    cfg, progress.SESSION["trained"], progress.SESSION["answers"] = None, 0, 0  # what an interrupt reports
     try:
         # first: held by this run before the config's checks import torch, before any data or model
         with outdir.reserved(out, force):
@@ -237,22 +237,27 @@ def plan_audit(
     config: Path | None = typer.Argument(None, help="YAML config; omit for the built-in default audit"),
     overrides: list[str] | None = SET_OPTION,
     halfwidth: float = typer.Option(0.01, "--halfwidth", help="wanted TPR interval half-width, for members needed"),
+    runs: int | None = typer.Option(
+        None, "--runs", help="plan the many-run DP audit `miaudit dp-audit CONFIG --runs R`: its power and time"
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="print warnings and errors only, then the plan"),
     verbose: bool = VERBOSE_OPTION,
 ) -> None:
     """Power before the run: interval widths, the smallest detectable TPR, records needed, estimated time."""
     from . import api, forecast
+    from .results import MultiRunPlan
 
     _logging(quiet, verbose)
     cfg: RunConfig | None = None
     try:
         cfg = _config(config, overrides)
-        result = api.plan(cfg, halfwidth=halfwidth)
+        result = api.plan(cfg, halfwidth=halfwidth, runs=runs)
+        said = forecast.multi_run_lines(result) if isinstance(result, MultiRunPlan) else forecast.lines(result)
     except MiauditError as e:
         _fail(e)
     except KeyboardInterrupt:
         _interrupted(cfg, None, trains=False)
-    Console().print("\n".join(forecast.lines(result)), highlight=False, markup=False, soft_wrap=True)
+    Console().print("\n".join(said), highlight=False, markup=False, soft_wrap=True)
 
 
 @app.command()

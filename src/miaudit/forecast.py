@@ -6,16 +6,21 @@ or written."""
 
 from __future__ import annotations
 
+import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from . import data
 from .config.run import RunConfig
 from .experiment import datasets
-from .experiment.recipes import ModelJob, ModelRecipe, builtin_recipe, open_store, reference_recipe
+from .experiment.base import AuditRecords
+from .experiment.recipes import ModelJob, ModelRecipe, builtin_recipe, entry_for, open_store, reference_recipe
 from .plan import Plan
-from .results import AuditPlan, LevelPower, MembersForHalfwidth, ModelTime
+from .results import AuditPlan, LevelPower, MeasuredTime, MembersForHalfwidth, ModelTime, MultiRunPlan, QueryCost
 from .stats import power
+from .training.store import Store
 
 LEVELS = (0.001, 0.01)
 
@@ -29,6 +34,26 @@ def _epoch_seconds(recipe: ModelRecipe, job: ModelJob, seed: int) -> float:
     start = time.perf_counter()
     recipe.fit(model, x[job.train_idx], y[job.train_idx], seed, lambda *_: None)
     return time.perf_counter() - start
+
+
+def measured_seconds(store: Store, job: ModelJob) -> list[float]:
+    """The training seconds the store's models of ``job``'s recipe took on this machine (meta.json's
+    ``seconds``): the same data, architecture and training settings, any seed and records. Empty for a recipe
+    the store does not cache (user code)."""
+    if job.recipe.cache_spec is None:
+        return []
+    entry, spec = entry_for(store, job.recipe, job.ds, job.seed, job.train_idx)
+    want = {k: v for k, v in json.loads(json.dumps(spec)).items() if k not in ("train_idx", "seed")}
+    found = []
+    for meta in sorted(entry.dir.parent.glob("*/meta.json")):
+        try:
+            read = json.loads(meta.read_text())
+        except (OSError, ValueError):
+            continue
+        have, seconds = read.get("spec") or {}, read.get("seconds")
+        if isinstance(seconds, int | float) and seconds > 0 and all(have.get(k) == v for k, v in want.items()):
+            found.append(float(seconds))
+    return found
 
 
 def _jobs(cfg: RunConfig, plan: Plan) -> tuple[list[ModelJob], str]:
@@ -45,13 +70,15 @@ def _jobs(cfg: RunConfig, plan: Plan) -> tuple[list[ModelJob], str]:
 
 @dataclass(frozen=True)
 class TrainingTime:
-    """What training the audit needs (``AuditPlan``'s last keys)."""
+    """What training the audit needs (``AuditPlan``'s training keys)."""
 
     command: str
     models: list[ModelTime]
     seconds_per_epoch: dict[str, float]
     estimated_training_seconds: float
+    measured: dict[str, MeasuredTime] = field(default_factory=dict)
     workers: int | None = None
+    references_by: str | None = None
 
 
 def training_time(cfg: RunConfig, plan: Plan) -> TrainingTime:
@@ -71,12 +98,17 @@ def training_time(cfg: RunConfig, plan: Plan) -> TrainingTime:
     in_workers, workers = together.worker_jobs(store, jobs, cfg.device)
     per_epoch: dict[str, float] = {}  # "target" / "reference": one timed epoch on the first such model's records
     per_record: dict[str, float] = {}
+    measured: dict[str, tuple[float, int]] = {}  # kind -> (median seconds this machine measured, models)
     models: list[ModelTime] = []
     for i, job in enumerate(jobs):
         cached = i not in pending
         kind = "reference" if i else "target"
         worker = workers > 1 and i in in_workers
-        if not cached and kind not in per_epoch:
+        if not cached and kind not in measured and kind not in per_epoch:
+            found = measured_seconds(store, job)
+            if found:
+                measured[kind] = (float(np.median(found)), len(found))
+        if not cached and kind not in measured and kind not in per_epoch:
             recipe = (
                 builtin_recipe(one, job.ds, cfg.model, dp=cfg.train.dp) if i == 0 else reference_recipe(one, job.ds)
             )
@@ -87,41 +119,108 @@ def training_time(cfg: RunConfig, plan: Plan) -> TrainingTime:
             finally:
                 torch.set_num_threads(threads)
             per_record[kind] = per_epoch[kind] / max(len(job.train_idx), 1)
-        seconds = 0.0 if cached else per_record[kind] * len(job.train_idx) * cfg.train.epochs
+        if cached:
+            seconds = 0.0
+        elif kind in measured:
+            seconds = measured[kind][0]
+        else:
+            seconds = per_record[kind] * len(job.train_idx) * cfg.train.epochs
         models.append(ModelTime(role=job.role, cached=cached, seconds=seconds, in_worker=worker))
     return TrainingTime(
         command=command,
         models=models,
         seconds_per_epoch=per_epoch,
+        measured={kind: MeasuredTime(seconds=m[0], models=m[1]) for kind, m in measured.items()},
         workers=workers,
-        estimated_training_seconds=sum(m.seconds / (workers if m.in_worker else 1) for m in models),
+        estimated_training_seconds=sum((m.seconds or 0.0) / (workers if m.in_worker else 1) for m in models),
     )
 
 
-def _own_model_time(cfg: RunConfig, plan: Plan) -> TrainingTime:
-    """A target the user trained (``target:``): only the references train, timed as the config's model trains
-    on the members (the cache is not looked up)."""
-    ds = datasets.load(cfg)
-    one = cfg.model_copy(update={"train": cfg.train.model_copy(update={"epochs": 1})})
-    recipe = builtin_recipe(one, ds, cfg.model)
-    members = data.split_indices(len(ds), cfg.seed, cfg.split.as_tuple()).members
-    epoch = _epoch_seconds(recipe, ModelJob(role="reference", recipe=recipe, ds=ds, seed=0, train_idx=members), 0)
-    models = [
-        ModelTime(role=f"reference {k + 1}/{plan.references}", cached=False, seconds=epoch * cfg.train.epochs)
-        for k in range(plan.references)
-    ]
+def _own_model_time(cfg: RunConfig, plan: Plan, records: AuditRecords) -> TrainingTime:
+    """A target the user trained or deployed (``target:``): only the references train, on the pool of the
+    config's files (``experiment.build.reference_jobs``), each cached, measured or timed as ``training_time``
+    does; with ``target.train_fn`` (user code, never cached) one reference is not timed: its time is the user's."""
+    from .experiment.build import reference_jobs
+    from .experiment.own_model import with_train_fn
+
+    assert cfg.target is not None
+    ds = records.dataset
+    recipe, by = with_train_fn(reference_recipe(cfg, ds, plan.head_dropout), cfg.target.train_fn)
+    jobs = reference_jobs(cfg, plan, records, recipe)[0]
+    store = open_store(cfg)
+    models: list[ModelTime] = []
+    per_epoch: dict[str, float] = {}
+    measured: dict[str, MeasuredTime] = {}
+    for job in jobs:
+        cached = job.in_store(store)
+        if cached:
+            models.append(ModelTime(role=job.role, cached=True, seconds=0.0))
+            continue
+        if by:  # the user's train_fn: not ours to time
+            models.append(ModelTime(role=job.role, cached=False, seconds=None))
+            continue
+        if "reference" not in measured and "reference" not in per_epoch:
+            found = measured_seconds(store, job)
+            if found:
+                measured["reference"] = MeasuredTime(seconds=float(np.median(found)), models=len(found))
+            else:
+                one = cfg.model_copy(update={"train": cfg.train.model_copy(update={"epochs": 1})})
+                per_epoch["reference"] = _epoch_seconds(reference_recipe(one, ds, plan.head_dropout), job, 0)
+        seconds = (
+            measured["reference"].seconds
+            if "reference" in measured
+            else per_epoch["reference"] * cfg.train.epochs * len(job.train_idx) / max(len(jobs[0].train_idx), 1)
+        )
+        models.append(ModelTime(role=job.role, cached=False, seconds=seconds))
     return TrainingTime(
         command="run, your target",
         models=models,
-        seconds_per_epoch={"reference": epoch},
-        estimated_training_seconds=sum(m.seconds for m in models),
+        seconds_per_epoch=per_epoch,
+        measured=measured,
+        references_by=by,
+        estimated_training_seconds=sum(m.seconds or 0.0 for m in models),
     )
+
+
+def _queries(cfg: RunConfig, records: AuditRecords) -> QueryCost | None:
+    """An endpoint's query cost: the records whose answers the audit reads, and how many the answer store
+    lacks (each costs one query; nothing is asked here)."""
+    if cfg.target is None or cfg.target.endpoint is None:
+        return None
+    from .endpoint.client import EndpointClient
+    from .endpoint.target import asked_rows
+
+    ds = records.dataset
+    asked = asked_rows(records.split, records.query_idx)
+    client = EndpointClient(cfg.target, open_store(cfg).root, ds.n_classes)
+    try:
+        to_ask = client.missing(ds.x[asked])
+    finally:
+        client.close()
+    label = cfg.target.output == "label"
+    return QueryCost(records=int(len(asked)), to_ask=int(to_ask), batch_size=cfg.target.batch_size,
+                     requests=-(-to_ask // cfg.target.batch_size), label_only_extra=label)  # fmt: skip
+
+
+def _records(cfg: RunConfig) -> AuditRecords:
+    """The audit's records: a config's split, or for a target the user gives (``target:``) the sets its index
+    files name (``experiment.own_model.membership_from_files``), as the run will have them."""
+    ds = datasets.load(cfg)
+    if cfg.target is not None and (cfg.members is not None or cfg.queries.indices is not None):
+        from .experiment.own_model import membership_from_files
+
+        split, query_idx, is_member = membership_from_files(cfg, ds)
+        return AuditRecords(dataset=ds, split=split, query_idx=query_idx, is_member=is_member)
+    split = data.split_indices(len(ds), cfg.seed, cfg.split.as_tuple())
+    query_idx = np.concatenate([split.members, split.nonmembers])
+    is_member = np.r_[np.ones(len(split.members), bool), np.zeros(len(split.nonmembers), bool)]
+    return AuditRecords(dataset=ds, split=split, query_idx=query_idx, is_member=is_member)
 
 
 def forecast(cfg: RunConfig, plan: Plan, halfwidth: float = 0.01, at_tpr: float = 0.05) -> AuditPlan:
     """Split sizes, the intervals and detectable TPR at 0.1% and 1% FPR, records needed, and the run time."""
-    ds = datasets.load(cfg)
-    split = data.split_indices(len(ds), cfg.seed, cfg.split.as_tuple())
+    records = _records(cfg)
+    ds, split = records.dataset, records.split
     n1, n0 = len(split.members), len(split.nonmembers)
     tests = sum(not a.info.is_ranking for a in plan.attacks) * 3  # the verdict's tests; 3 FPR levels: 0.1%, 1%, 5%
     per_level = {
@@ -133,7 +232,7 @@ def forecast(cfg: RunConfig, plan: Plan, halfwidth: float = 0.01, at_tpr: float 
         )
         for a in LEVELS
     }
-    t = training_time(cfg, plan) if cfg.target is None else _own_model_time(cfg, plan)
+    t = training_time(cfg, plan) if cfg.target is None else _own_model_time(cfg, plan, records)
     return AuditPlan(
         dataset=ds.name,
         n_members=n1,
@@ -148,9 +247,54 @@ def forecast(cfg: RunConfig, plan: Plan, halfwidth: float = 0.01, at_tpr: float 
         command=t.command,
         models=t.models,
         seconds_per_epoch=t.seconds_per_epoch,
+        measured=t.measured,
         **({} if t.workers is None else {"workers": t.workers}),
+        **({} if t.references_by is None else {"references_by": t.references_by}),
         estimated_training_seconds=t.estimated_training_seconds,
+        **({"queries": q} if (q := _queries(cfg, records)) is not None else {}),
+        **({"dp_power": p} if (p := _dp_power(cfg)) is not None else {}),
     )
+
+
+def _dp_power(cfg: RunConfig) -> str | None:
+    """A config with canaries (``miaudit dp-audit``'s one-run audit): the power line it says before training."""
+    if cfg.canaries is None:
+        return None
+    from .dp.output import one_run_power
+
+    return one_run_power(cfg)
+
+
+def multi_run(cfg: RunConfig, runs: int) -> MultiRunPlan:
+    """``miaudit plan CONFIG --runs R``: the many-run DP audit ``miaudit dp-audit --runs R`` would run: its power
+    line (said before any training, as dp-audit says it) and the training time of its 2R models, one epoch of
+    one stack timed on this machine (``dp.multi_run.training_seconds``); nothing is cached or written."""
+    from .dp import multi_run as dp_multi_run
+    from .dp.output import multi_run_power
+
+    dp_multi_run.check(cfg, runs)
+    seconds, epoch = dp_multi_run.training_seconds(cfg, runs)
+    return MultiRunPlan(
+        command=f"dp-audit --runs {runs}",
+        runs=runs,
+        models=2 * runs,
+        canaries_per_run=dp_multi_run.per_run(cfg),
+        power=multi_run_power(cfg, runs),
+        seconds_per_epoch_of_a_stack=epoch,
+        estimated_training_seconds=seconds,
+    )
+
+
+def multi_run_lines(f: MultiRunPlan) -> list[str]:
+    """What ``miaudit plan --runs R`` prints."""
+    return [
+        f"many-run DP audit (miaudit {f.command}): {f.models} runs (2 x {f.runs}) of DP-SGD, "
+        f"{f.canaries_per_run} canaries per run (each in its run by a fair coin), trained together by stacked "
+        "DP-SGD, not cached",
+        f.power,
+        f"training: about {f.estimated_training_seconds:.0f} s for {f.models} models (one epoch of a stack "
+        f"{f.seconds_per_epoch_of_a_stack:.2f} s, timed on this machine)",
+    ]
 
 
 def lines(f: AuditPlan) -> list[str]:
@@ -175,6 +319,15 @@ def lines(f: AuditPlan) -> list[str]:
     m = f.members_for_halfwidth
     out.append(f"members for TPR {100 * m.at_tpr:g}% +-{100 * m.halfwidth:g}: {m.members}")
     out.append(_time_line(f))
+    if f.dp_power is not None:
+        out.append(f"dp-audit (one run): {f.dp_power}")
+    if f.queries is not None:
+        q = f.queries
+        extra = "; output: label adds the label-only attacks' perturbed queries" if q.label_only_extra else ""
+        out.append(
+            f"endpoint: the audit reads the answers for {q.records} records; {q.to_ask} are not in the "
+            f"answer store: {q.to_ask} queries in {q.requests} requests of up to {q.batch_size}{extra}"
+        )
     return out
 
 
@@ -190,8 +343,14 @@ def _time_line(f: AuditPlan) -> str:
     workers = f.workers or 1
     how = f" in {workers} worker processes" if workers > 1 else ""
     timed = " on one thread" if workers > 1 else ""
-    epochs = ", ".join(f"{kind} {s:.2f} s per epoch (timed{timed})" for kind, s in f.seconds_per_epoch.items())
+    epochs = [f"{kind} {s:.2f} s per epoch (timed{timed})" for kind, s in f.seconds_per_epoch.items()]
+    epochs += [
+        f"{kind} {m.seconds:.1f} s per model (measured on this machine: {m.models} such model(s) in the cache)"
+        for kind, m in (f.measured or {}).items()
+    ]
+    if f.references_by:
+        epochs.append(f"the references trained by {f.references_by} are not timed (user code, not cached)")
     return (
         f"training ({f.command}): about {f.estimated_training_seconds:.0f} s for {left} model(s) to train"
-        f"{how}{where}; {epochs}"
+        f"{how}{where}; {'; '.join(epochs)}"
     )

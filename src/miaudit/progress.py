@@ -77,7 +77,7 @@ def _terminated(signum: int, frame: object) -> None:
 
 
 # Models this process trained (and the store kept): what an interrupted run says it kept (``interrupted``).
-SESSION = {"trained": 0}
+SESSION = {"trained": 0, "answers": 0}  # answers: an endpoint's, kept in the answer store
 
 
 def interrupted(cache: object | None, out: object | None) -> str:
@@ -90,6 +90,11 @@ def interrupted(cache: object | None, out: object | None) -> str:
             f"{kept} model(s) trained by this run are kept in the cache {cache}; a rerun loads them"
             if kept
             else "no model finished training in this run"
+        )
+    if SESSION["answers"]:
+        said.append(
+            f"{SESSION['answers']} endpoint answer(s) received by this run are kept in the answer store; a rerun "
+            "does not ask for them again"
         )
     if out is not None:
         said.append(f"nothing was written to {out}")
@@ -163,10 +168,13 @@ class ModelProgress:
             self.first_started = self.started
         log.info("training in %d worker processes, one torch thread each (train.models_at_once: auto)", workers)
 
-    def finished(self, role: str, seconds: float, cached: bool, together: int = 1, workers: int = 1) -> None:
+    def finished(
+        self, role: str, seconds: float, cached: bool, together: int = 1, workers: int = 1, say: bool = True
+    ) -> None:
         """One model obtained: counted, shown and logged (with the models done, the time left and the models
         trained per minute). ``together``: the model trained in a stack of that many (``seconds``: its share);
-        ``workers``: in one of that many worker processes training at once (``seconds``: its own)."""
+        ``workers``: in one of that many worker processes training at once (``seconds``: its own); ``say``:
+        False counts it without a line (a stack of many models logs its last one only)."""
         if cached:
             self.cached += 1
             self.expected_cached = max(self.expected_cached - 1, 0)
@@ -188,7 +196,8 @@ class ModelProgress:
         rate = self.models_per_minute()
         if not cached and rate is not None:
             note += f" {rate:.1f} models/min"
-        log.info("%s: %s%s", role, what, note)
+        if say:
+            log.info("%s: %s%s", role, what, note)
         if self.live is not None and self.current is not None:
             self.live.remove_task(self.current)
             self.current = None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -171,6 +172,8 @@ def test_the_most_exposed_records_are_ranked_by_the_test_that_flags_the_records_
         in report
     )
     assert f"Ranked by {named}, the test that names the records at risk" in (leaky_run / "report.html").read_text()
+    for text in (report, (leaky_run / "report.html").read_text()):  # item 10: a flag in plain words
+        assert "What a flag means for one record:" in text and "It is not proof that this record was trained on" in text
 
 
 def test_worst_case_all_members_is_the_tables_tpr_at_one_percent_fpr(leaky_run: Path) -> None:  # item 4
@@ -181,3 +184,116 @@ def test_worst_case_all_members_is_the_tables_tpr_at_one_percent_fpr(leaky_run: 
     for a in tests:
         assert by_attack[a["label"]]["average"]["tpr"] == a["tpr_at_fpr"]["0.01"]
         assert by_attack[a["label"]]["average"]["ci"] == a["tpr_at_fpr_ci"]["0.01"]
+
+
+DP = {"epsilon": 4.0, "delta": 1e-5, "max_grad_norm": 1.0}
+
+
+def test_plan_runs_plans_the_many_run_dp_audit_and_that_audit_is_quiet(tiny_raw: dict[str, Any]) -> None:
+    # items 8 and 9: plan --runs names the runs, the power line and a time, before any training; the audit's
+    # log is a few lines however many runs (one per stack of models)
+    pytest.importorskip("opacus", reason="DP-SGD needs opacus: pip install -e '.[dp]'")
+    path = write("m.yaml", {**tiny_raw, "train": {**tiny_raw["train"], "epochs": 2, "dp": DP}})
+    res = invoke("plan", path, "--runs", "30")
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert lines[0].startswith("many-run DP audit (miaudit dp-audit --runs 30): 60 runs (2 x 30) of DP-SGD")
+    assert lines[1].startswith("power: 60 runs x 16 canaries per run (960 slots) can show at most epsilon")
+    assert re.fullmatch(r"training: about \d+ s for 60 models \(one epoch of a stack [\d.]+ s, timed on this machine\)",
+                        lines[2])  # fmt: skip
+    refused(invoke("plan", path, "--runs", "1"), "--runs", "at least 2")
+    refused(invoke("plan", write("nodp.yaml", tiny_raw), "--runs", "5"), "train.dp")
+    res = CliRunner().invoke(app, ["dp-audit", path, "--runs", "60", "--out", "m"])
+    assert res.exit_code == 0, res.output
+    stderr = [x for x in res.output.splitlines() if x.strip() and x not in res.stdout.splitlines()]
+    assert 1 <= len(stderr) <= 5, stderr  # the power line and one line per stack of 50 models (120 models)
+
+
+def test_dp_audit_reports_speak_of_canaries_not_a_users_calibration(tiny_raw: dict[str, Any]) -> None:  # item 9
+    pytest.importorskip("opacus", reason="DP-SGD needs opacus: pip install -e '.[dp]'")
+    from miaudit.report import load_results, sections
+
+    raw = {**tiny_raw, "train": {**tiny_raw["train"], "dp": DP}, "canaries": {"count": 40, "kind": "crafted"}}
+    res = invoke("dp-audit", write("c.yaml", raw), "--out", "o")
+    assert res.exit_code == 0, res.output
+    results = load_results("o/results.json")
+    notes = " ".join(results.notes or [])
+    assert "calibration: none" not in notes and "BMIA" not in notes and "canaries' p-values are raw" in notes
+    assert "calibration: none" not in Path("o/report.md").read_text()
+    # a canary leak beside "no violation": the sentence that DP at that epsilon permits it
+    assert results.verdict is not None and results.dp_audit is not None
+    leak = results.model_copy(
+        update={
+            "verdict": results.verdict.model_copy(update={"leaks": True}),
+            "dp_audit": results.dp_audit.model_copy(update={"violated": False}),
+        }  # fmt: skip
+    )
+    canaries = next(line for line in sections.verdict_lines(leak) if line.startswith("Canaries: "))
+    eps = results.dp_audit.compared_with.epsilon if results.dp_audit.compared_with else None
+    assert eps is not None and f"a leak this size is one DP at epsilon {eps:.3g} permits" in canaries
+    violated = leak.model_copy(update={"dp_audit": results.dp_audit.model_copy(update={"violated": True})})
+    assert "permits" not in " ".join(sections.verdict_lines(violated))
+
+
+def test_plan_of_an_endpoint_plans_the_files_sizes_the_cached_references_and_the_query_cost(
+    tiny_raw: dict[str, Any],
+) -> None:  # item 8: no server is asked anything by plan
+    np.save("m.npy", np.arange(100))
+    np.save("n.npy", np.arange(100, 200))
+    raw = {"dataset": {"name": "digits", "subset": 300}, "references": 2, "train": tiny_raw["train"],
+           "members": "m.npy", "nonmembers": "n.npy", "attacks": [{"name": "attack-r"}],
+           "target": {"endpoint": "http://127.0.0.1:9/v2/models/x/infer", "protocol": "v2", "output": "logits",
+                      "architecture": "mlp"}}  # fmt: skip
+    res = invoke("plan", write("ep.yaml", raw))
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert lines[0].startswith("digits: 100 members, 100 non-members, ")  # the files' sets, not the default split
+    assert re.search(r"training \(run, your target\): about \d+ s for 2 model\(s\) to train; reference", res.output)
+    assert "endpoint: the audit reads the answers for 300 records; 300 are not in the answer store: 300 queries " \
+        "in 2 requests of up to 256" in res.output  # fmt: skip
+    # models of the references' recipe trained on this machine: their measured times plan the endpoint's
+    ours = {
+        **tiny_raw,
+        "dataset": {"name": "digits", "subset": 300},
+        "references": 2,
+        "attacks": [{"name": "attack-r"}],
+    }
+    assert invoke("run", write("ours.yaml", ours), "--out", "ours").exit_code == 0
+    assert "all 3 models in the cache, nothing to train" in invoke("plan", "ours.yaml").output
+    res = invoke("plan", "ep.yaml")  # the endpoint's references: not cached, but models of their recipe are
+    assert re.search(r"reference [\d.]+ s per model \(measured on this machine: [23] such model", res.output), (
+        res.output
+    )
+
+
+def test_a_rerun_with_every_model_cached_says_nothing_of_how_models_train(tiny_raw: dict[str, Any]) -> None:
+    # item 11b: "models trained one at a time" is about models to train; a rerun trains none
+    path = write("tiny.yaml", {**tiny_raw, "references": 4, "attacks": [{"name": "lira"}]})
+    first = invoke("run", path, "--out", "a")
+    assert first.exit_code == 0 and "models trained one at a time" in first.output, first.output
+    again = invoke("run", path, "--out", "b")
+    assert again.exit_code == 0 and "loaded from cache" in again.output, again.output
+    assert "trained one at a time" not in again.output and "worker process" not in again.output
+
+
+def test_compare_of_a_many_run_dp_audit_says_what_it_is(tiny_raw: dict[str, Any]) -> None:  # item 11b
+    pytest.importorskip("opacus", reason="DP-SGD needs opacus: pip install -e '.[dp]'")
+    path = write("m.yaml", {**tiny_raw, "train": {**tiny_raw["train"], "epochs": 1, "dp": DP}})
+    assert invoke("dp-audit", path, "--runs", "4", "--out", "m").exit_code == 0
+    line = refused(invoke("compare", "m", "m", "--out", "c"), "multi-run DP audit", "no attack table")
+    assert "unknown membership" not in line
+
+
+def test_a_one_run_dp_audit_says_its_power_before_training_and_plan_says_it_too(tiny_raw: dict[str, Any]) -> None:
+    # item 8: the power the audit reports after training (max_attainable) is said first, by dp-audit and by plan
+    pytest.importorskip("opacus", reason="DP-SGD needs opacus: pip install -e '.[dp]'")
+    raw = {**tiny_raw, "train": {**tiny_raw["train"], "dp": DP}, "canaries": {"count": 40, "kind": "crafted"}}
+    path = write("c.yaml", raw)
+    planned = [x for x in invoke("plan", path).output.splitlines() if x.startswith("dp-audit (one run): power: ")]
+    res = invoke("dp-audit", path, "--out", "o")
+    assert res.exit_code == 0, res.output
+    first = res.output.splitlines()[0]
+    found = json.loads(Path("o/results.json").read_text())["dp_audit"]
+    assert first.startswith("power: 40 canaries, 2 observer(s): the bound can show at most epsilon")
+    assert f"at most epsilon {found['max_attainable']:.3f}" in first and planned == [f"dp-audit (one run): {first}"]
+    assert "too little power to detect any violation of the declared epsilon 4" in first

@@ -84,6 +84,7 @@ def test_too_many_faults_give_one_line_and_keep_what_was_fetched(server, tmp_pat
         c.rows(x, "target")
     msg = str(e.value)
     assert "\n" not in msg and server.url.rsplit("/", 1)[0] in msg and "server error 500" in msg
+    assert 'server error 500 ({"error": "internal"})' in msg  # the server's reason, as for a 4xx (issue 49, 11b)
     resumed = client(server.url, tmp_path, batch_size=4)
     resumed.rows(x, "target")
     assert resumed.usage.from_store == 4 and resumed.usage.queries == 4
@@ -160,3 +161,51 @@ def test_rate_limit_spaces_requests(server, tmp_path):
     start = time.monotonic()
     c.rows(records(8), "target")
     assert time.monotonic() - start >= 3 / 20.0  # four requests, at least 1/20 s apart
+
+
+@pytest.mark.parametrize(("served", "declared", "said"), [("probabilities", "logits", "look like probabilities"),
+                                                          ("logits", "probabilities", "do not sum to 1")])  # fmt: skip
+def test_a_misdeclared_output_mode_stops_after_the_first_batch(tmp_path, served, declared, said):
+    """Issue 49, item 5: answers that look like another mode are said after the first batch, before the rest of
+    the queries are spent, and nothing is stored under the wrong mode."""
+    srv = V2Server(lambda x: 1 / (1 + np.exp(-linear(x))), output=served)  # logits in (0, 1), not summing to 1
+    try:
+        c = client(srv.url, tmp_path, output=declared, batch_size=4)
+        with pytest.raises(EndpointError) as e:
+            c.rows(records(12), "target")
+        assert said in str(e.value) and f"output: {declared}" in str(e.value) and "\n" not in str(e.value)
+        assert (srv.rows, c.usage.queries) == (4, 0)
+        right = client(srv.url, tmp_path, output=served, batch_size=4)
+        assert right.rows(records(12), "target").shape == (12, 3)  # declared right: every batch answered
+    finally:
+        srv.stop()
+
+
+def test_misdeclared_by_hand() -> None:
+    probs = np.array([[0.2, 0.8], [0.5, 0.5], [1.0, 0.0]])
+    assert outputs.misdeclared(probs, "logits") is not None and outputs.misdeclared(probs, "probabilities") is None
+    logits = np.array([[0.2, 0.3], [0.5, 0.1]])  # in [0, 1] but not summing to 1: plausible logits
+    assert outputs.misdeclared(logits, "logits") is None and outputs.misdeclared(logits, "probabilities") is not None
+    assert outputs.misdeclared(probs[:1], "logits") is None  # one record says too little
+
+
+def test_top_k_beyond_the_classes_is_refused_before_any_query(server, tmp_path):  # issue 49, 11b
+    from miaudit.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="target.top_k: 5 exceeds the data's 3 classes"):
+        client(server.url, tmp_path, output="top-k", top_k=5)
+    assert server.rows == 0
+
+
+def test_top_k_without_output_top_k_is_refused() -> None:  # issue 49, 11b: it was silently ignored
+    with pytest.raises(ValueError, match="top_k: applies to output: top-k, not output: logits"):
+        TargetConfig(endpoint="http://127.0.0.1:9/x", architecture="mlp", output="logits", top_k=3)
+
+
+def test_an_interrupt_says_how_many_answers_were_kept(monkeypatch, server, tmp_path):  # issue 49, 11b
+    from miaudit import progress
+
+    monkeypatch.setitem(progress.SESSION, "answers", 0)
+    client(server.url, tmp_path, batch_size=4).rows(records(10), "target")
+    said = progress.interrupted(None, "out")
+    assert "10 endpoint answer(s) received by this run are kept in the answer store" in said

@@ -117,3 +117,32 @@ def test_without_pseudo_targets_the_first_of_the_rule_that_runs() -> None:
     order = ("pair-logit", "pair-lr", "rmia", "lira")
     assert choice.first_that_runs(_candidates(2), order, blind) == "rmia"
     assert choice.first_that_runs(_candidates(2), order, inputs) == "pair-logit"
+
+
+def test_a_candidate_its_own_guard_flags_is_never_chosen() -> None:
+    """Issue 49, item 2: the target unlike its references (its scores shifted 3 sd): the pair attacks' guard flags
+    it, so auto leaves them out saying why, and runs what does not rest on exchangeability."""
+    from tests.attacks.test_pair import _shifted_target
+
+    inputs, _ = synthetic(np.random.default_rng(5), k=4, n_query=400, n_pop=1600, n_val=200)
+    cands = _candidates(4)
+    guarded = [a.name for a in cands if a.info.guard is not None]
+    assert set(guarded) == {"pair-lr", "pair-logit"} and choice.guarded(cands, inputs) == {}
+    shifted = _shifted_target(inputs, 3.0)
+    assert set(choice.guarded(cands, shifted)) == set(guarded)
+    found = choice.choose(cands, shifted, 4, (0.01,), 0.01)
+    assert found is not None and found.chosen and not set(found.chosen) & set(guarded)
+    for c in found.candidates:
+        if c.name in guarded:
+            assert not c.run and c.why.startswith("left out because the target is not exchangeable")
+    order = ("pair-logit", "pair-lr", "rmia", "lira")
+    assert choice.first_that_runs(cands, order, shifted) == "rmia"
+
+
+def test_decide_bars_guarded_candidates_by_hand() -> None:
+    strong, weak = np.r_[np.ones(10), np.zeros(30)].astype(bool), np.r_[np.ones(4), np.zeros(36)].astype(bool)
+    got = {n: (run, why) for n, run, why in choice.decide({"a": strong, "b": weak}, 0.01, {"a": "its guard"})}
+    assert got == {"a": (False, "left out because its guard"), "b": (True, got["b"][1])}
+    assert "highest pseudo-target TPR" in got["b"][1]
+    every = {n: run for n, run, _ in choice.decide({"a": strong, "b": weak}, 0.01, {"a": "x", "b": "y"})}
+    assert every == {"a": True, "b": False}  # every candidate barred: the strongest still runs

@@ -236,3 +236,23 @@ def test_a_version_1_file_with_a_key_its_open_sections_kept_loads_naming_it(
     loaded = AuditReport.load(tmp_path / "results.json")
     assert loaded.verdict is not None and loaded.verdict.statement == old["verdict"]["statement"]
     assert "Verdict.zz_kept" in caplog.text and "schema_version 1" in caplog.text
+
+
+def test_the_schema_requires_the_verdict_and_states_the_ranges(run_dir: tuple[AuditReport, Path]) -> None:
+    """Issue 49, item 11: a results.json without its verdict, with a negative count or a rate outside [0, 1]
+    fails the published schema (and the reader); a null verdict (no membership test) passes."""
+    good = json.loads((run_dir[1] / "results.json").read_text())
+    assert schema_errors(good) == [] and AuditReport.json_schema()["required"].count("verdict") == 1
+    row = good["attacks"][-1]
+    bad = {
+        "no verdict": {k: v for k, v in good.items() if k != "verdict"},
+        "negative count": {**good, "records_at_risk": {**good["records_at_risk"], "count": -1}},
+        "TPR 7": {**good, "attacks": [{**row, "tpr_at_fpr": {**row["tpr_at_fpr"], "0.01": 7.0}}]},
+        "AUC below 0": {**good, "attacks": [{**row, "auc": -0.1}]},
+        "negative records": {**good, "n_records": -3},
+    }
+    for what, case in bad.items():
+        assert schema_errors(case), what
+        with pytest.raises(DataError):
+            AuditReport.from_dict(case)
+    assert schema_errors({**good, "verdict": None}) == []

@@ -170,6 +170,21 @@ def warn_unless_exchangeable(inputs: AttackInputs, signal: Signal, name: str) ->
     return shift
 
 
+def exchangeability_guard(inputs: AttackInputs, params: PairParams | PairLogitParams) -> str | None:
+    """The registry's guard of the pair attacks (``AttackInfo.guard``): why not to trust one on these inputs (the
+    target's scores apart from its references', ``warn_unless_exchangeable``), or None."""
+    try:
+        shift = exchangeability_shift(inputs, params.signal)
+    except AttackRequirementError:
+        return None
+    if abs(shift) <= EXCHANGEABILITY_SHIFT:
+        return None
+    return (
+        f"the target is not exchangeable with its references (its scores on its non-member population sit "
+        f"{shift:.2f} sd from theirs, beyond {EXCHANGEABILITY_SHIFT:g}), which it rests on"
+    )
+
+
 def mean_design(p: Pairs) -> np.ndarray:
     return np.stack([np.ones_like(p.o), p.o, p.o / p.n, 1.0 / p.n], axis=1)
 
@@ -227,7 +242,7 @@ def fit_classes(p: Pairs, iterations: int) -> tuple[GaussianRegression, Gaussian
 _OFFLINE = {"min_references": 1, "modes": ("offline",), "pvalues": True, "needs": frozenset({"population"})}
 
 
-@register("pair-lr", params=PairParams, **_OFFLINE)
+@register("pair-lr", params=PairParams, guard=exchangeability_guard, **_OFFLINE)
 def pair_lr(inputs: AttackInputs, params: PairParams) -> AttackResult:
     """Pair-LR: likelihood ratio with each record's IN and OUT score regressed on its OUT references' mean score"""
     model_in, model_out = fit_classes(population_pairs(inputs, params.signal), params.iterations)
@@ -315,7 +330,7 @@ def cross_fitted_null(
     return np.concatenate(null)
 
 
-@register("pair-logit", params=PairLogitParams, **_OFFLINE)
+@register("pair-logit", params=PairLogitParams, guard=exchangeability_guard, **_OFFLINE)
 def pair_logit(inputs: AttackInputs, params: PairLogitParams) -> AttackResult:
     """Pair-logit: logistic combiner of pair statistics, learnt with the references as pseudo-targets"""
     pairs = population_pairs(inputs, params.signal)

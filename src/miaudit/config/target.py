@@ -48,4 +48,8 @@ class TargetConfig(EndpointFields, Strict):
                 "architecture: an endpoint's references are trained by miaudit in the architecture named here "
                 "(a built-in name or package.module:factory), e.g. architecture: mlp"
             )
+        if "top_k" in self.model_fields_set and self.output != "top-k":
+            raise ValueError(
+                f"top_k: applies to output: top-k, not output: {self.output}; remove it or set output: top-k"
+            )
         return self

@@ -37,6 +37,7 @@ def results(cfg: RunConfig, ds: data.Dataset, target: Target, dp_audit: DPAudit)
         seed=cfg.seed,
         target=target,
         calibration=Calibration(calibrated=False, records=0),
+        verdict=None,  # no membership test: the DP verdict is dp_audit's
         attacks=[],
         dp_audit=dp_audit,
         config=json.loads(cfg.model_dump_json()),
@@ -102,6 +103,42 @@ def multi_run_power(cfg: RunConfig, runs: int) -> str:
     return said
 
 
+def one_run_power(cfg: RunConfig) -> str | None:
+    """What the one-run audit can show at most, said before any training: every observer's guesses all right,
+    Bonferroni-corrected over the observers as the verdict is (``verdict.tests``), against the declared epsilon.
+    None without canaries or a declared epsilon to compare with."""
+    from ..plan import build
+
+    spec, declared = cfg.canaries, declared_epsilon(cfg.dp_audit, cfg)
+    if spec is None:
+        return None
+    confidence, delta = one_run_level(cfg)
+    observers: list[tuple[int, int]] = []  # (canaries, guesses each way) per observer
+    if spec.implied_threat_model == "white-box":
+        observers.append((spec.count, spec.guesses or max(1, spec.count // 10)))
+    else:
+        tests = sum(not a.info.is_ranking for a in build(cfg.model_copy(update={"calibration": None})).attacks)
+        observers += [(spec.count, spec.guesses or max(1, spec.count // 10))] * tests
+        if spec.gradient:
+            observers.append((spec.gradient, spec.gradient_guesses or max(1, spec.gradient // 10)))
+    if not observers:
+        return None
+    corrected = 1 - (1 - confidence) / len(observers)
+    power = max(
+        bounds.one_run_epsilon_lb(m, 2 * min(k, m // 2), 2 * min(k, m // 2), corrected, delta) for m, k in observers
+    )
+    said = (
+        f"power: {spec.count} canaries, {len(observers)} observer(s): the bound can show at most epsilon {power:.3f} "
+        f"(every guess right) at confidence {confidence:g}"
+    )
+    if declared is not None and power <= declared:
+        return (
+            f"{said}: too little power to detect any violation of the declared epsilon {declared:g}; more canaries "
+            "(canaries.count) or more guesses (canaries.guesses)"
+        )
+    return said
+
+
 def audit(cfg: RunConfig, out: Path, runs: int | None = None, say: Callable[[str], None] = print) -> AuditReport:
     """``miaudit dp-audit``: the multi-run audit with ``runs``, else the one-run audit (white-box only, or with
     input-space canaries and attacks); its outputs written into ``out``. ``say`` gets the lines said before
@@ -111,6 +148,8 @@ def audit(cfg: RunConfig, out: Path, runs: int | None = None, say: Callable[[str
         say(multi_run_power(cfg, runs))
         return multirun(multi_run.run(cfg, runs), cfg, out)
     one_run.check(cfg)
+    if (power := one_run_power(cfg)) is not None:
+        say(power)
     if cfg.canaries is not None and cfg.canaries.implied_threat_model == "white-box":
         return whitebox(one_run.run_whitebox(cfg), cfg, out)
     return report.write(one_run.run(cfg), out)

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..config.endpoint import EndpointFields
 from ..errors import ConfigError, MiauditError
-from ..progress import log
+from ..progress import SESSION, log
 from . import outputs
 from .protocols import MalformedAnswer, wire_format
 from .store import AnswerStore, digests, endpoint_key
@@ -65,6 +65,8 @@ class EndpointClient:
         import requests
 
         assert spec.endpoint is not None
+        if spec.output == "top-k" and spec.top_k > n_classes:  # before any query
+            raise ConfigError(f"target.top_k: {spec.top_k} exceeds the data's {n_classes} classes; at most {n_classes}")
         self.spec, self.n_classes, self.url = spec, n_classes, spec.endpoint
         self.name = shown_url(spec.endpoint)
         self.wire = wire_format(spec.protocol, spec.adapter)
@@ -81,6 +83,7 @@ class EndpointClient:
         self.width = outputs.width(spec.output, n_classes, spec.top_k)
         self.usage = Usage()
         self._last_request = 0.0
+        self._mode_checked = False  # the first batch answered is checked against the declared output mode
 
     def missing(self, x: np.ndarray) -> int:
         """How many distinct records of ``x`` the store has no answer for."""
@@ -121,6 +124,7 @@ class EndpointClient:
             self.store.put(zip(chunk, answered))
             have.update(zip(chunk, answered))
             self.usage.queries += len(chunk)
+            SESSION["answers"] += len(chunk)  # what an interrupted run says it kept
             self.usage.by_stage[stage] = self.usage.by_stage.get(stage, 0) + len(chunk)
         return np.stack([have[k] for k in keys]) if keys else np.zeros((0, self.width))
 
@@ -131,9 +135,18 @@ class EndpointClient:
         for attempt in range(tries):
             try:
                 payload = self._post(body)
-                return outputs.rows(
+                answered = outputs.rows(
                     self.wire.parse(payload, len(x)), self.spec.output, len(x), self.n_classes, self.spec.top_k
                 )
+                if not self._mode_checked:  # the first batch: a mis-declared output mode stops the audit here
+                    self._mode_checked = True
+                    why = outputs.misdeclared(answered, self.spec.output)
+                    if why is not None:
+                        raise EndpointError(
+                            f"endpoint {self.name}: the answers do not look like output: {self.spec.output}: {why}; "
+                            f"only this first batch of {len(x)} records was asked"
+                        )
+                return answered
             except MalformedAnswer as e:
                 raise EndpointError(
                     f"endpoint {self.name}: the answer does not fit output: {self.spec.output} ({e}); "
@@ -171,8 +184,9 @@ class EndpointClient:
         status = response.status_code
         if status == 429:
             raise _Transient("429 too many requests", _retry_after(response.headers.get("Retry-After")))
-        if status >= 500:
-            raise _Transient(f"server error {status}")
+        if status >= 500:  # the server's reason (KServe, MLflow say it in the body) beside the status
+            said = " ".join(response.text.split())[:300]
+            raise _Transient(f"server error {status}" + (f" ({said})" if said else ""))
         if status >= 400:
             said = " ".join(response.text.split())[:200]
             raise EndpointError(f"endpoint {self.name}: refused the request with {status} ({said})")

@@ -62,6 +62,24 @@ def rows(arrays: list[np.ndarray], output: str, n: int, n_classes: int, k: int) 
     return out
 
 
+def misdeclared(rows: np.ndarray, output: str) -> str | None:
+    """Why answers look like another output mode than the declared one (None: they fit it), read off a batch:
+    ``logits`` that are all in [0, 1] and sum to 1 per record are probabilities (their logarithms, not they, are
+    logits up to a constant: read as logits, every attack sees the wrong margins); ``probabilities`` that do not
+    sum to 1 are scores or logits."""
+    if len(rows) < 2 or output not in ("logits", "probabilities"):
+        return None
+    sums = rows.sum(axis=1)
+    if output == "logits" and ((rows >= 0) & (rows <= 1)).all() and np.allclose(sums, 1.0, atol=1e-3):
+        return "they look like probabilities (every record's values in [0, 1], summing to 1): set output: probabilities"
+    if output == "probabilities" and not np.allclose(sums, 1.0, atol=1e-2):
+        return (
+            f"they do not sum to 1 per record ({sums.min():.3g} to {sums.max():.3g}): scores or logits, not "
+            "probabilities; set output: logits if they are logits"
+        )
+    return None
+
+
 def logits(stored: np.ndarray, output: str, n_classes: int) -> np.ndarray:
     """(n, C) float64 logits (up to a per-record constant) from stored rows."""
     n = len(stored)

@@ -191,14 +191,23 @@ def flagged(scores: np.ndarray, is_member: np.ndarray, level: float) -> np.ndarr
     return np.zeros(int(is_member.sum()), dtype=bool) if threshold is None else s[is_member] >= threshold
 
 
-def decide(flagged: dict[str, np.ndarray], level: float) -> list[tuple[str, bool, str]]:
+def decide(
+    flagged: dict[str, np.ndarray], level: float, barred: dict[str, str] | None = None
+) -> list[tuple[str, bool, str]]:
     """(name, run, why) per candidate, strongest first, from which pooled members each flags: the most flagged
     runs, and each candidate whose shortfall is at most one paired sd (sqrt of the members on which the two
-    disagree, McNemar), up to ``MAX_RUN``."""
-    order = sorted(flagged, key=lambda n: -int(flagged[n].sum()))
+    disagree, McNemar), up to ``MAX_RUN``. A candidate in ``barred`` (its own guard flags the target: why) never
+    runs, unless every candidate is barred (then the strongest runs, its guard's warning beside it)."""
+    barred = barred or {}
+    if all(n in barred for n in flagged):
+        barred = {}
+    order = sorted(flagged, key=lambda n: (n in barred, -int(flagged[n].sum())))
     best = flagged[order[0]]
     out, running = [], 0
     for name in order:
+        if name in barred:
+            out.append((name, False, f"left out because {barred[name]}"))
+            continue
         mine = flagged[name]
         gap, sd = int(best.sum() - mine.sum()), float(np.sqrt((mine != best).sum()))
         tied = gap <= sd
@@ -221,13 +230,29 @@ def choose(
 ) -> AttackChoice | None:
     """Each candidate's pseudo-target TPR at ``levels`` and which run (module docstring); None when the audit
     has no pseudo-targets (online, one reference, or no population records with known reference membership)."""
-    return estimate(candidates, pseudo_audits(inputs.first(references), references), levels, level)
+    return estimate(candidates, pseudo_audits(inputs.first(references), references), levels, level,
+                    guarded(candidates, inputs))  # fmt: skip
+
+
+def guarded(candidates: list[PlannedAttack], inputs: AttackInputs) -> dict[str, str]:
+    """The candidates whose own guard (``AttackInfo.guard``) flags the target's inputs: name -> why."""
+    out = {}
+    for attack in candidates:
+        if attack.info.guard is not None:
+            why = attack.info.guard(inputs.first(attack.references), attack.params)
+            if why is not None:
+                out[attack.name] = why
+    return out
 
 
 def estimate(
-    candidates: list[PlannedAttack], audits: list[PseudoAudit], levels: tuple[float, ...], level: float
+    candidates: list[PlannedAttack],
+    audits: list[PseudoAudit],
+    levels: tuple[float, ...],
+    level: float,
+    barred: dict[str, str] | None = None,
 ) -> AttackChoice | None:
-    """``choose`` on given pseudo-audits (None without any)."""
+    """``choose`` on given pseudo-audits (None without any); ``barred``: candidates their own guard flags."""
     if not audits:
         return None
     m = len(audits[0].references)
@@ -253,7 +278,7 @@ def estimate(
             run=run,
             why=why,
         )
-        for name, run, why in decide({n: p[level] for n, p in pooled.items()}, level)
+        for name, run, why in decide({n: p[level] for n, p in pooled.items()}, level, barred)
     ]
     return AttackChoice(
         level=level,
@@ -269,8 +294,11 @@ def first_that_runs(candidates: list[PlannedAttack], order: tuple[str, ...], inp
     """Without pseudo-targets: the first candidate in the leave-one-data-set-out ``order`` that runs on these
     inputs (the pair attacks need the population's reference membership, which a plan cannot see)."""
     by_name = {a.name: a for a in candidates}
+    barred = guarded(candidates, inputs)
     for name in [n for n in order if n in by_name] + [a.name for a in candidates if a.name not in order]:
         attack = by_name[name]
+        if name in barred and len(barred) < len(by_name):
+            continue
         try:
             registry.execute(attack.info, attack.params, attack.references, inputs.first(attack.references))
         except AttackRequirementError:

@@ -134,7 +134,8 @@ def obtain_all(
     if ready is None:
         ready = ahead(store, jobs, progress, device)
     rest = [j for j in jobs if j.role not in ready]
-    size = stack_size(recipe, ds, rest, device)
+    # only the models still to train decide (and say) how they train: a rerun that loads them all says nothing
+    size = stack_size(recipe, ds, [j for j in rest if not j.in_store(store)], device)
     if size == 1 or store.read_only:
         here = [obtain(store, recipe, ds, j.role, j.seed, j.train_idx, progress, device) for j in rest]
     else:

@@ -70,6 +70,12 @@ def load_run(run: Run) -> tuple[AuditReport, pd.DataFrame, str]:
     except (OSError, ValueError) as e:
         raise DataError(f"compare: {where} is not a miaudit run directory ({type(e).__name__}: {e})") from None
     results = AuditReport.load(where / "results.json", kind_of=attack_kind)
+    if results.dp_audit is not None and not results.attacks:  # a multi-run or white-box DP audit: no attack rows
+        raise DataError(
+            f"compare: {where} is a {results.dp_audit.kind} DP audit with no attack table, only an epsilon lower "
+            f"bound ({results.dp_audit.epsilon_lb:.3f}); compare compares attacks' ROCs: read the two bounds in "
+            "their report.md"
+        )
     if not results.membership_known:
         raise DataError(f"compare: {where} audited records of unknown membership; there is no ROC to compare")
     return results, frame, str(where)

@@ -36,9 +36,7 @@ def records_at_risk(res: RunResult) -> RecordsAtRisk:
     where = head.where
     realized = None
     if res.experiment.is_member is not None:
-        r = fdr.realized_fdp(head.flagged, res.experiment.is_member)
-        realized = RealizedFDP(value=r.value, ci=list(r.ci), flagged=r.flagged, non_members=r.false,
-                               above_level=r.value > level)  # fmt: skip
+        realized = fdr.realized_fdp(head.flagged, res.experiment.is_member).to_json(level)
     m = len(res.experiment.query_idx)
     why = None if count else why_none(head, m)
     return RecordsAtRisk(
@@ -113,7 +111,14 @@ def note(c: at_risk.Claim, count: int, realized: RealizedFDP | None, why: str | 
         said += " on raw p-values, NOT calibrated: the FDR holds only as far as the attack's own null model does)"
     if realized is not None:
         r = realized
-        above = " ABOVE the FDR level" if r.above_level else ""
+        above = (
+            " ABOVE the FDR level, its whole interval: the procedure's assumptions do not hold here"
+            if r.above_level
+            else " (above the level, but the level is inside its interval: FDR bounds the expected share over "
+            "audits, not one audit's share)"
+            if r.value > level
+            else ""
+        )
         said += (f"; realized FDP on the target {pct(r.value)} [{pct(r.ci[0])}, {pct(r.ci[1])}] "
                  f"({r.non_members} non-members){above}")  # fmt: skip
     if why:

@@ -139,6 +139,7 @@ def render(
         gls_top=sections.gls_top(frame),
         ppv_cell=sections.ppv_cell,
         risk_note=sections.records_at_risk_note(results),
+        at_risk_means=sections.AT_RISK_MEANS.format(fdr=results.records_at_risk.fdr) if results.records_at_risk else "",
         target_fit=sections.target_fit,
         ppv_undefined=sections.PPV_UNDEFINED,
         flagged_columns=flagged_columns,

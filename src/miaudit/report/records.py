@@ -44,6 +44,11 @@ UNCALIBRATED_NOTE = (
     "far off; BMIA's raw t-test flagged 13-31% of true non-members at p < 0.05 in our benchmarks "
     "(docs/conventions.md, p-values)"
 )
+CANARIES_RAW_NOTE = (
+    "the canaries' p-values are raw, never calibrated in a DP audit: random-label or crafted canaries are not "
+    "exchangeable with the validation records a calibration would rank them among; the DP verdict rests on the "
+    "canaries' guesses, not on these p-values"
+)
 ENVIRONMENT_PACKAGES = ("numpy", "scipy", "torch", "laplace-torch", "scikit-learn", "pydantic")
 
 
@@ -124,7 +129,10 @@ def audit_report(res: RunResult) -> AuditReport:
     if dp is not None and dp.kind == "one-run" and dp.target_test_accuracy is not None:
         # a one-run DP audit's target is evaluated on its real records, not on the canaries (random labels)
         fit |= {"train_accuracy": dp.target_train_accuracy, "test_accuracy": dp.target_test_accuracy}
-    notes = ([] if member is not None else [UNKNOWN_MEMBERSHIP_NOTE]) + ([] if exp.calibrates else [UNCALIBRATED_NOTE])
+    # a one-run DP audit's canaries are never calibrated, whatever the config says: its own note, not calibration: none
+    canaries = dp is not None and dp.kind == "one-run"
+    uncalibrated = [] if exp.calibrates else [CANARIES_RAW_NOTE if canaries else UNCALIBRATED_NOTE]
+    notes = ([] if member is not None else [UNKNOWN_MEMBERSHIP_NOTE]) + uncalibrated
     notes += [res.blind_baseline.warning] if res.blind_baseline and res.blind_baseline.warning else []
     if exp.target.source != "trained" and exp.references and exp.references[0].source == "trained":
         notes.append(

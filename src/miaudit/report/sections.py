@@ -43,8 +43,22 @@ def verdict_lines(results: AuditReport) -> list[str]:
     v = results.verdict
     if results.dp_audit is not None and results.dp_audited:
         lines = dp_section.verdict_lines(results.dp_audit)
-        return lines + ([f"Canaries: {canary_words(v.statement)}", ""] if v else [])
+        return lines + ([f"Canaries: {canary_words(v.statement)}{dp_permits(results)}", ""] if v else [])
     return [f"**Verdict: {v.statement}**", ""] if v else []
+
+
+def dp_permits(results: AuditReport) -> str:
+    """Beside a canary leak that does not violate the claim: the sentence that DP at that epsilon permits it."""
+    v, dp = results.verdict, results.dp_audit
+    if v is None or not v.leaks or dp is None or dp.violated:
+        return ""
+    eps = dp.compared_with.epsilon if dp.compared_with is not None else dp.declared_epsilon
+    at = f" at epsilon {eps:.3g}" if eps is not None else ""
+    return (
+        f" This is no violation: DP{at} bounds how much more often a canary is identified when included than when "
+        "left out (by at most a factor e^epsilon, plus delta), it does not forbid every leak; a leak this size is "
+        f"one DP{at} permits."
+    )
 
 
 def canary_words(text: str) -> str:
@@ -101,11 +115,19 @@ def records_at_risk_note(results: AuditReport) -> str:
     return canary_words(note) if results.dp_audited else note
 
 
+AT_RISK_MEANS = (
+    "What a flag means for one record: the attack finds the target's outputs on it unusual enough to call it a "
+    "member, and the procedure keeps the expected share of false flags among all the flagged records at most "
+    "{fdr:g}. It is not proof that this record was trained on (some flags are false, which ones is unknown), and "
+    "a record not flagged is not shown safe: it may leak below what this audit can detect."
+)
+
+
 def records_at_risk_md(results: AuditReport) -> list[str]:
     r = results.records_at_risk
     if not r or r.count is None:
         return []
-    lines = ["", f"## Records at risk (FDR {r.fdr:g})", "", r.note + ".", ""]
+    lines = ["", f"## Records at risk (FDR {r.fdr:g})", "", r.note + ".", "", AT_RISK_MEANS.format(fdr=r.fdr), ""]
     if r.attack_rule:
         lines += [f"The attack that names them, {r.attack}, is {r.attack_rule}.", ""]
     lines += [

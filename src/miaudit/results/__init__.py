@@ -32,7 +32,7 @@ from .findings import (
     WorstCase,
     WorstCell,
 )
-from .plan import AuditPlan, LevelPower, MembersForHalfwidth, ModelTime
+from .plan import AuditPlan, LevelPower, MeasuredTime, MembersForHalfwidth, ModelTime, MultiRunPlan, QueryCost
 from .run import (
     Calibration,
     CanaryExposure,
@@ -75,7 +75,10 @@ __all__ = [
     "JsonObject",
     "Kind",
     "LevelPower",
+    "MeasuredTime",
     "MembersForHalfwidth",
+    "MultiRunPlan",
+    "QueryCost",
     "Metrics",
     "ModelTime",
     "Observer",

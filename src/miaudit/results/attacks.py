@@ -7,7 +7,7 @@ from typing import Literal, TypeAlias
 
 from pydantic import JsonValue
 
-from .base import ByLevel, Interval, IntervalByLevel, Number, Section
+from .base import ByLevel, Count, Interval, IntervalByLevel, Number, Section, Share, ShareByLevel
 
 Kind: TypeAlias = Literal["test", "ranking"]
 
@@ -54,16 +54,16 @@ class DeployableAt(Section):
 class Metrics(Section):
     """The ROC metrics of a row (``stats.metrics``): present where the queries' membership is known."""
 
-    auc: Number | None = None
+    auc: Share | None = None
     """area under the ROC curve in [0, 1], ties counting 1/2"""
     auc_ci: Interval | None = None
     """the AUC's 95% stratified bootstrap percentile interval [low, high] (seeded)"""
-    tpr_at_fpr: ByLevel | None = None
+    tpr_at_fpr: ShareByLevel | None = None
     """FPR level (0.001, 0.01, 0.05: ``stats.metrics.FPR_LEVELS``) -> the true-positive rate at the threshold that flags
     at most that share of the non-members"""
     tpr_at_fpr_ci: IntervalByLevel | None = None
     """FPR level -> the TPR's exact (Clopper-Pearson) interval"""
-    realized_fpr: ByLevel | None = None
+    realized_fpr: ShareByLevel | None = None
     """FPR level -> the false-positive rate that threshold realizes"""
     realized_fpr_ci: IntervalByLevel | None = None
     """FPR level -> the realized FPR's exact (Clopper-Pearson) interval"""
@@ -71,7 +71,7 @@ class Metrics(Section):
     """FPR level -> the score at or above which a record is called a member; None: flags none"""
     unreliable_fpr_levels: list[str] | None = None
     """the FPR levels below 10 / non-members: too few non-members to estimate the TPR there"""
-    n_nan_scores: int | None = None
+    n_nan_scores: Count | None = None
     """how many queries the attack gave no score (NaN)"""
     fpr_at_alpha: dict[str, ByLevel] | None = None
     """"raw" / "calibrated" -> alpha -> the share of non-members with p < alpha"""

@@ -15,7 +15,7 @@ from pydantic import ConfigDict, JsonValue, ValidationError
 
 from ..errors import DataError
 from .attacks import AttackRow, BlindBaseline, Kind
-from .base import JsonObject, Section, lenient
+from .base import Count, JsonObject, Section, lenient
 from .dp import DPAudit
 from .findings import AttackChoice, RecordsAtRisk, Verdict, WorstCase
 from .run import Calibration, CanaryExposure, Endpoint, Environment, ReferenceModel, Target
@@ -47,19 +47,19 @@ class AuditReport(Section):
     """the audited data set"""
     data_fingerprint: str
     """sha256 of the audited data's content"""
-    n_records: int
+    n_records: Count
     """records in the data set"""
     membership: Literal["known", "unknown"] | None = None
     """whether the queries' membership is known (ROC metrics) or not (rankings and p-values only)"""
-    n_queries: int | None = None
+    n_queries: Count | None = None
     """the records the attacks score"""
-    n_members: int | None = None
+    n_members: Count | None = None
     """members among the queries; None: membership unknown"""
-    n_nonmembers: int | None = None
+    n_nonmembers: Count | None = None
     """non-members among them"""
-    n_population: int | None = None
+    n_population: Count | None = None
     """population records, which the reference models train on"""
-    n_validation: int | None = None
+    n_validation: Count | None = None
     """validation records"""
     model: str | None
     """the target's architecture"""
@@ -69,7 +69,7 @@ class AuditReport(Section):
     """offline, or online (each query in the training set of half the references)"""
     seed: int
     """the run's seed: the same config and seed give the same numbers"""
-    references: int | None = None
+    references: Count | None = None
     """how many reference models the audit has"""
     reference_training: str | None = None
     """how they were obtained: miaudit's training loop and its settings, or what the user named"""
@@ -83,8 +83,8 @@ class AuditReport(Section):
     """whether and on how many records the p-values were calibrated"""
     attack_choice: AttackChoice | None = None
     """attacks: auto: why these attacks ran"""
-    verdict: Verdict | None = None
-    """does the model leak; None without a membership test or membership"""
+    verdict: Verdict | None
+    """does the model leak; required, null without a membership test or membership"""
     records_at_risk: RecordsAtRisk | None = None
     """the records named at the run's FDR"""
     worst_case: WorstCase | None = None
@@ -219,4 +219,5 @@ def migrate(data: Mapping[str, JsonValue], where: str, kind_of: Callable[[str], 
             items = list(row.items())
             row = dict([*items[:at], ("kind", kind), *items[at:]])
         rows.append(row)
-    return {"schema_version": SCHEMA_VERSION, **data, **({"attacks": rows} if "attacks" in data else {})}
+    out = {"schema_version": SCHEMA_VERSION, **data, **({"attacks": rows} if "attacks" in data else {})}
+    return out if "verdict" in out else {**out, "verdict": None}  # the previous format's DP audits wrote none

@@ -7,11 +7,12 @@ version does not know are dropped, and named in a warning, instead of refused.""
 
 from __future__ import annotations
 
-from typing import TypeAlias, TypedDict
+from typing import Annotated, TypeAlias, TypedDict
 
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Field,
     JsonValue,
     PrivateAttr,
     SerializerFunctionWrapHandler,
@@ -43,6 +44,12 @@ def lenient(dropped: list[str]) -> Lenient:
     """The validation context that reads a newer file: unknown keys are dropped, their paths appended to
     ``dropped``."""
     return Lenient(drop_unknown_keys=dropped)
+
+
+# a rate or share in [0, 1] (a TPR, an FPR, an AUC), and a count: the schema states the ranges (``miaudit schema``)
+Share: TypeAlias = Annotated[int, Field(ge=0, le=1)] | Annotated[float, Field(ge=0, le=1)]
+ShareByLevel: TypeAlias = dict[str, Share]
+Count: TypeAlias = Annotated[int, Field(ge=0)]
 
 
 class Section(BaseModel):

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 
-from .base import ByLevel, Interval, IntervalByLevel, Number, Section
+from .base import ByLevel, Count, Interval, IntervalByLevel, Number, Section, Share
 
 
 class Rejected(Section):
@@ -67,7 +67,8 @@ class RealizedFDP(Section):
     non_members: int
     """non-members among them"""
     above_level: bool
-    """whether value exceeds the FDR level"""
+    """whether the interval's low end exceeds the FDR level: the realized FDP is above it beyond chance (FDR bounds
+    an expectation, so one audit's share above the level with the level inside its interval is no breach)"""
 
 
 class PseudoTargetFDP(RealizedFDP):
@@ -188,7 +189,7 @@ class RecordsAtRisk(Section):
     """the label of the attack whose records are named; None: no attack gives p-values"""
     attack_rule: str | None = None
     """how that attack was chosen (a rule that reads no membership)"""
-    count: int | None = None
+    count: Count | None = None
     """records flagged"""
     why_none: str | None = None
     """none flagged: why, with the number that decides it; None when records are flagged"""
@@ -225,9 +226,9 @@ class RecordsAtRisk(Section):
 
 
 class WorstCell(Section):
-    members: int
+    members: Count
     """members among these records"""
-    tpr: Number | None
+    tpr: Share | None
     """the share of them flagged, in [0, 1]; None: no member here"""
     ci: Interval | None
     """its exact (Clopper-Pearson) interval"""

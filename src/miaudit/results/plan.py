@@ -37,10 +37,51 @@ class ModelTime(Section):
     """the model's role: target, or reference k/K"""
     cached: bool
     """in the model cache: nothing to train"""
-    seconds: Number
-    """its predicted training seconds (0 when cached)"""
+    seconds: Number | None
+    """its predicted training seconds (0 when cached; None: trained by the user's train_fn, not timed)"""
     in_worker: bool | None = None
     """trained in a worker process (``models_at_once: auto`` on a CPU)"""
+
+
+class MeasuredTime(Section):
+    seconds: Number
+    """the median training seconds of such models on this machine (their meta.json in the cache)"""
+    models: int
+    """how many such models the cache holds"""
+
+
+class QueryCost(Section):
+    """An endpoint audit's queries, before any is sent."""
+
+    records: int
+    """records whose answers the audit reads"""
+    to_ask: int
+    """of them, not in the answer store: each costs one query"""
+    batch_size: int
+    """records per request"""
+    requests: int
+    """requests to send"""
+    label_only_extra: bool
+    """output: label: the label-only attacks' perturbed queries come on top"""
+
+
+class MultiRunPlan(Section):
+    """``miaudit plan CONFIG --runs R``: the many-run DP audit before it runs (``miaudit schema plan``'s sibling)."""
+
+    command: str
+    """the command planned"""
+    runs: int
+    """R: runs with and runs without each canary"""
+    models: int
+    """2R models trained"""
+    canaries_per_run: int
+    """canaries in each run, each by a fair coin"""
+    power: str
+    """the power line: the largest bound correct DP-SGD lets the audit show, against the claim"""
+    seconds_per_epoch_of_a_stack: Number
+    """one epoch of one stack timed on this machine"""
+    estimated_training_seconds: Number
+    """the predicted training time of the 2R models"""
 
 
 class AuditPlan(Section):
@@ -70,10 +111,18 @@ class AuditPlan(Section):
     """every model the audit obtains, the target first"""
     seconds_per_epoch: dict[str, Number]
     """target / reference -> one timed epoch"""
+    measured: dict[str, MeasuredTime] | None = None
+    """target / reference -> the training time measured on this machine for such models in the cache"""
     workers: int | None = None
     """worker processes training models (1: none)"""
+    references_by: str | None = None
+    """the user's train_fn that trains the references (not timed)"""
     estimated_training_seconds: Number
     """the predicted wall-clock training time"""
+    queries: QueryCost | None = None
+    """an endpoint's query cost"""
+    dp_power: str | None = None
+    """a config with canaries: the one-run DP audit's power line, said before training"""
 
     @classmethod
     def json_schema(cls) -> JsonObject:

@@ -141,7 +141,7 @@ class RealizedFDP:
         """results.json's realized FDP at FDR ``level``."""
         return results.RealizedFDP(
             value=self.value, ci=list(self.ci), flagged=self.flagged, non_members=self.false,
-            above_level=self.value > level,
+            above_level=self.ci[0] > level,  # above beyond chance: the whole interval
         )  # fmt: skip
 
 
