@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__
 
 if TYPE_CHECKING:
-    from .api import AuditResult, Endpoint, audit, run, score
+    from .api import AuditResult, Endpoint, audit, run, score, verify_unlearning
     from .report.compare import compare
 
-__all__ = ["audit", "run", "score", "compare", "AuditResult", "Endpoint", "__version__"]
+__all__ = ["audit", "run", "score", "verify_unlearning", "compare", "AuditResult", "Endpoint", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("audit", "run", "score", "AuditResult", "Endpoint"):
+    if name in ("audit", "run", "score", "verify_unlearning", "AuditResult", "Endpoint"):
         from . import api
 
         return getattr(api, name)

@@ -7,6 +7,7 @@
     miaudit score CONFIG                an audit of precomputed outputs (no models)
     miaudit export [CONFIG] --out PATH  a run's outputs in the npz or LiRA layout, for `score`
     miaudit dp-audit CONFIG             one-run DP audit with canaries (miaudit.dp)
+    miaudit unlearn CONFIG              did forgotten records leave the model (miaudit.unlearning)
     miaudit compare RUN_A RUN_B         B against A: TPR and AUC differences with intervals
     miaudit plan [CONFIG]               power before the run: intervals, detectable TPR, time
     miaudit bench SUITE                 a benchmark suite
@@ -353,6 +354,42 @@ def dp_audit(
                 line.replace("**", ""), highlight=False, markup=False, soft_wrap=True, end="\n" if line else ""
             )
         Console().print(f"{dp_section.console_line(a)}\nwrote {out}/", highlight=False, markup=False, soft_wrap=True)
+
+
+@app.command()
+def unlearn(
+    config: Path = typer.Argument(..., help="YAML audit config with unlearning: {forget, method}"),
+    out: Path | None = OUT_OPTION,
+    force: bool = FORCE_OPTION,
+    overrides: list[str] | None = SET_OPTION,
+    quiet: bool = QUIET_OPTION,
+    verbose: bool = VERBOSE_OPTION,
+) -> None:
+    """Verify unlearning: did the forgotten records leave the model (a verdict, the records still remembered)."""
+    from . import progress
+
+    _logging(quiet, verbose)
+    out = out or Path("miaudit-runs") / f"{config.stem}-unlearn"
+    progress.SESSION["trained"] = 0
+    try:
+        from . import api
+
+        result = api.verify_unlearning(config, out=out, overrides=overrides or [], force=force)
+    except MiauditError as e:
+        _fail(e)
+    except KeyboardInterrupt:
+        _interrupted(None, out)
+    if not quiet:
+        s = result.unlearning
+        assert s is not None  # an unlearning audit's results always hold its section
+        Console().print(s.sentence, highlight=False, markup=False, soft_wrap=True)
+        Console().print(
+            f"per-example AUC {s.per_example_auc.value}, population AUC {s.population_auc.value}; "
+            f"{len(s.remembered)} remembered, {len(s.over_forgotten)} over-forgotten named\nwrote {out}/",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
 
 
 @app.command()

@@ -18,11 +18,13 @@ from .base import Section
 from .dp import DPAudit
 from .findings import AttackChoice, RecordsAtRisk, Verdict, WorstCase
 from .run import Calibration, CanaryExposure, Endpoint, Environment, ReferenceModel, Target
+from .unlearning import UnlearningSection
 
 # The version of results.json's layout, an integer raised when a key changes meaning or goes away (added keys
 # do not raise it: every section keeps keys it does not declare). Files written before it existed (no
 # ``schema_version``) are version 0; ``load`` migrates them.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the optional ``unlearning`` section (miaudit unlearn)
+READABLE_VERSIONS = (1, SCHEMA_VERSION)  # version 1 is version 2 without the optional section: read as it is
 SCHEMA_URI = "https://json-schema.org/draft/2020-12/schema"
 
 
@@ -92,6 +94,8 @@ class AuditReport(Section):
     """an LM audit's text-only baseline"""
     canary_exposure: CanaryExposure | None = None
     """an LM audit's secret-sharer canaries"""
+    unlearning: UnlearningSection | None = None
+    """an unlearning audit's verdict (``miaudit unlearn``): did the forgotten records leave the model"""
     config: dict[str, Any]
     """the run's config, as validated (a user's model: what was audited)"""
     environment: Environment
@@ -156,7 +160,7 @@ class AuditReport(Section):
         version = data.get("schema_version", 0)
         if version == 0:
             data = migrate(data, where, kind_of)
-        elif version != SCHEMA_VERSION:
+        elif version not in READABLE_VERSIONS:
             raise DataError(
                 f"{where}: schema_version {version!r} is not one this miaudit reads ({SCHEMA_VERSION}, or a file "
                 "without schema_version); read it with the miaudit that wrote it"

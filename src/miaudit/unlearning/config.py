@@ -1,0 +1,94 @@
+"""The ``unlearning:`` section of an unlearning audit's config: the forget set and how the unlearned model is made.
+
+``forget``: a count (drawn with the seed from the target's training records) or an index file (a subset of them).
+``method``: a name or ``{name, epochs, lr, ...}``; absent when the unlearned model is given (``target:``) or made
+by the user's ``unlearn_fn`` (Python). Unknown keys are refused, with the closest known one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from ..config.options import Strict
+
+MethodName = Literal["retrain", "noop", "finetune", "gradient-ascent", "neggrad-plus", "random-label"]
+METHODS: tuple[str, ...] = ("retrain", "noop", "finetune", "gradient-ascent", "neggrad-plus", "random-label")
+
+# per method: (epochs, lr) when the config leaves them out; retrain and noop take none
+DEFAULTS: dict[str, tuple[int, float]] = {
+    "finetune": (2, 0.01),
+    "gradient-ascent": (1, 0.01),
+    "neggrad-plus": (2, 0.01),
+    "random-label": (2, 0.01),
+}
+
+
+class MethodConfig(Strict):
+    """How miaudit makes the unlearned model from the original: ``retrain`` (a fresh model trained on the
+    retained records, the gold standard), ``noop`` (the original unchanged), ``finetune`` (SGD on the retained
+    records), ``gradient-ascent`` (ascent on the forget set), ``neggrad-plus`` (descent on the retained records and
+    ascent on the forget set, weighted by alpha), ``random-label`` (SGD on the forget set with random wrong
+    labels)."""
+
+    name: MethodName = Field(description="retrain, noop, finetune, gradient-ascent, neggrad-plus or random-label")
+    epochs: int | None = Field(default=None, ge=1, le=1000, description="passes (default per method)")
+    lr: float | None = Field(default=None, gt=0, le=10, description="SGD learning rate (default per method)")
+    batch_size: int | None = Field(default=None, ge=1, description="records per step (default: train.batch_size)")
+    momentum: float = Field(default=0.9, ge=0, lt=1, description="SGD momentum")
+    alpha: float = Field(default=0.9, gt=0, lt=1, description="neggrad-plus: weight of the retained records' loss")
+
+    @model_validator(mode="after")
+    def _takes_hyperparameters(self) -> MethodConfig:
+        if self.name in ("retrain", "noop") and (self.epochs is not None or self.lr is not None):
+            raise ValueError(
+                f"{self.name} takes no epochs or lr (retrain trains as the target did: train.epochs, train.lr)"
+            )
+        return self
+
+    @property
+    def resolved_epochs(self) -> int | None:
+        return self.epochs if self.epochs is not None else DEFAULTS.get(self.name, (None, None))[0]
+
+    @property
+    def resolved_lr(self) -> float | None:
+        return self.lr if self.lr is not None else DEFAULTS.get(self.name, (None, None))[1]
+
+    def label(self) -> str:
+        """``finetune (epochs 2, lr 0.01)``: the method as the reports name it."""
+        if self.name in ("retrain", "noop"):
+            return self.name
+        extra = f", alpha {self.alpha}" if self.name == "neggrad-plus" else ""
+        return f"{self.name} (epochs {self.resolved_epochs}, lr {self.resolved_lr}{extra})"
+
+
+class UnlearningConfig(Strict):
+    """``unlearning:``: which records are forgotten and how the unlearned model is made."""
+
+    forget: int | Path = Field(
+        description="records to forget: a count drawn with the seed from the target's training records, or a "
+        ".npy/text file of record indices (a subset of them)"
+    )
+    method: MethodConfig | None = Field(
+        default=None,
+        description="how miaudit makes the unlearned model (a name or {name, epochs, lr, ...}); leave out when "
+        "target: gives the unlearned model",
+    )
+    level: float = Field(default=0.05, gt=0, lt=1, description="the set-level test's level (two-sided)")
+    fdr: float = Field(default=0.05, gt=0, lt=1, description="records named at this FDR in each direction")
+
+    @field_validator("method", mode="before")
+    @classmethod
+    def _method_shorthand(cls, v: object) -> object:
+        return {"name": v} if isinstance(v, str) else v
+
+    @field_validator("forget", mode="before")
+    @classmethod
+    def _forget_form(cls, v: object) -> object:
+        if isinstance(v, bool) or (isinstance(v, int) and v < 1):
+            raise ValueError(f"expected a positive count or an index file, got {v!r}")
+        if isinstance(v, float):
+            raise ValueError(f"expected a whole count or an index file, got {v!r}")
+        return v
