@@ -83,7 +83,11 @@ class UnlearningSection(Strict):
     level: Number
     """the level the verdict is taken at"""
     test: str
-    """the set-level test and the null it rests on"""
+    """the set-level tests and the null each rests on"""
+    p_records: Number
+    """the record-level test's two-sided p-value (forgotten against unseen records)"""
+    p_models: Number
+    """the model-level test's (the unlearned model against the retrained ones)"""
     method: Method
     """how the unlearned model was made"""
     forget: list[int]

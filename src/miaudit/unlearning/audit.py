@@ -300,7 +300,9 @@ def verify_models(u: UnlearnConfig, rec: Records, models: Models, start: float) 
     z = verify.standardized(phi_u[pooled], phi_r[:, pooled])
     z_f, z_n = z[:f], z[f:]
     test = verify.rank_test(z_f, z_n, u.cfg.seed)
-    verdict = verify.verdict_of(test, unl.level)
+    per_model = verify.model_test(float(phi_u[rec.forget].mean()), phi_r[:, rec.forget].mean(axis=1))
+    decision = verify.decide(test, per_model, unl.level)
+    verdict = decision.verdict
     p_up = verify.conformal_pvalues(z_f, z_n, upper=True)
     p_low = verify.conformal_pvalues(z_f, z_n, upper=False)
     remembered = rec.forget[verify.named(p_up, unl.fdr)]
@@ -323,21 +325,24 @@ def verify_models(u: UnlearnConfig, rec: Records, models: Models, start: float) 
         r, n = rec.retain, rec.unseen
         exposure = rec.retain[verify.newly_exposed(phi_t[r], phi_u[r], phi_t[n], phi_u[n])]
         baseline = float(np.mean([len(verify.newly_exposed(phi_t[r], p[r], phi_t[n], p[n])) for p in phi_r]))
-    sentence = _sentence(verdict, test, len(remembered), len(over), f, unl)
+    sentence = _sentence(verdict, decision.p_value, len(remembered), len(over), f, unl)
     refs = f"{k} models retrained on the {len(rec.retain)} retained records"
     unseen = f"the {len(rec.unseen)} records no model trained on"
     section = UnlearningSection(
         verdict=verdict,
         sentence=sentence,
-        p_value=_p(test.p_value),
-        p_remembered=_p(test.p_remembered),
-        p_over_forgotten=_p(test.p_over_forgotten),
+        p_value=_p(decision.p_value),
+        p_remembered=_p(decision.p_remembered),
+        p_over_forgotten=_p(decision.p_over_forgotten),
         level=unl.level,
         test=(
-            f"permutation rank-sum ({test.resamples} permutations) of the forgotten records' standardized scores "
-            f"against those of {unseen}: exact when the forget set is a random draw of the training records; "
-            f"scores standardized per record by {refs}"
+            f"two tests, each at half the level: records, a permutation rank-sum ({test.resamples} permutations) of "
+            f"the forgotten records' scores standardized by {refs} against those of {unseen} (exact when the forget "
+            f"set is a random draw of the training records); models, the predictive t (df {k - 1}) of the unlearned "
+            "model's mean forget-set signal among the retrained models' (exchangeable on exact retraining)"
         ),
+        p_records=_p(test.p_value),
+        p_models=_p(per_model.p_value),
         method=models.method,
         forget=[int(i) for i in rec.forget],
         n_retained=len(rec.retain),
@@ -371,20 +376,20 @@ def _p(p: float) -> float:
     return float(f"{p:.4g}")
 
 
-def _sentence(verdict: str, test: verify.RankTest, n_rem: int, n_over: int, f: int, unl: UnlearningConfig) -> str:
+def _sentence(verdict: str, p_value: float, n_rem: int, n_over: int, f: int, unl: UnlearningConfig) -> str:
     if verdict == "verified":
         return (
             f"Forgetting verified: the unlearned model scores the {f} forgotten records as models retrained without "
-            f"them do (p = {_p(test.p_value)}, two-sided, level {unl.level})."
+            f"them do (p = {_p(p_value)}, two-sided, level {unl.level})."
         )
     if verdict == "not_forgotten":
         return (
             f"Not forgotten: the unlearned model still scores the {f} forgotten records higher than models retrained "
-            f"without them (p = {_p(test.p_value)}); {n_rem} records named as still remembered at FDR {unl.fdr}."
+            f"without them (p = {_p(p_value)}); {n_rem} records named as still remembered at FDR {unl.fdr}."
         )
     return (
         f"Over-forgotten: the unlearned model scores the {f} forgotten records lower than models retrained without "
-        f"them (p = {_p(test.p_value)}), which reveals who asked to be forgotten; {n_over} records named at FDR "
+        f"them (p = {_p(p_value)}), which reveals who asked to be forgotten; {n_over} records named at FDR "
         f"{unl.fdr}."
     )
 

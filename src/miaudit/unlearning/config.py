@@ -17,13 +17,16 @@ from ..config.options import Strict
 MethodName = Literal["retrain", "noop", "finetune", "gradient-ascent", "neggrad-plus", "random-label"]
 METHODS: tuple[str, ...] = ("retrain", "noop", "finetune", "gradient-ascent", "neggrad-plus", "random-label")
 
-# per method: (epochs, lr) when the config leaves them out; retrain and noop take none
+# per method: (epochs, lr) when the config leaves them out; retrain and noop take none. Gradient ascent steps at
+# the training recipe's default rate (0.1) in batches of 16 (a forget set of 100 is 2 steps per epoch at 64): on a
+# memorized record the loss's gradient is near 0, so fewer or smaller steps barely move the model
 DEFAULTS: dict[str, tuple[int, float]] = {
     "finetune": (2, 0.01),
-    "gradient-ascent": (1, 0.01),
+    "gradient-ascent": (1, 0.1),
     "neggrad-plus": (2, 0.01),
     "random-label": (2, 0.01),
 }
+BATCH_SIZE_DEFAULTS: dict[str, int] = {"gradient-ascent": 16}
 
 
 class MethodConfig(Strict):
@@ -36,7 +39,9 @@ class MethodConfig(Strict):
     name: MethodName = Field(description="retrain, noop, finetune, gradient-ascent, neggrad-plus or random-label")
     epochs: int | None = Field(default=None, ge=1, le=1000, description="passes (default per method)")
     lr: float | None = Field(default=None, gt=0, le=10, description="SGD learning rate (default per method)")
-    batch_size: int | None = Field(default=None, ge=1, description="records per step (default: train.batch_size)")
+    batch_size: int | None = Field(
+        default=None, ge=1, description="records per step (default: 16 for gradient-ascent, else train.batch_size)"
+    )
     momentum: float = Field(default=0.9, ge=0, lt=1, description="SGD momentum")
     alpha: float = Field(default=0.9, gt=0, lt=1, description="neggrad-plus: weight of the retained records' loss")
 
@@ -55,6 +60,9 @@ class MethodConfig(Strict):
     @property
     def resolved_lr(self) -> float | None:
         return self.lr if self.lr is not None else DEFAULTS.get(self.name, (None, None))[1]
+
+    def resolved_batch_size(self, train_batch_size: int) -> int:
+        return self.batch_size or BATCH_SIZE_DEFAULTS.get(self.name, train_batch_size)
 
     def label(self) -> str:
         """``finetune (epochs 2, lr 0.01)``: the method as the reports name it."""

@@ -53,7 +53,7 @@ def unlearned(
         raise ValueError("retrain trains a fresh model (unlearning.audit), not an edit of the original")
     epochs, lr = method.resolved_epochs, method.resolved_lr
     assert epochs is not None and lr is not None  # every edit has defaults (config.DEFAULTS)
-    bs = method.batch_size or batch_size
+    bs = method.resolved_batch_size(batch_size)
     gen = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
     xf, yf = _tensors(forget, device)

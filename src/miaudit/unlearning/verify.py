@@ -101,11 +101,45 @@ def rank_test(forget: np.ndarray, unseen: np.ndarray, seed: int, resamples: int 
     return RankTest(float(stat), float(p_up), float(p_low), float(min(1.0, 2 * min(p_up, p_low))), resamples)
 
 
-def verdict_of(test: RankTest, level: float) -> Verdict:
-    """verified unless the two-sided p-value is at most ``level``; then the direction of the smaller tail."""
-    if test.p_value > level:
-        return "verified"
-    return "not_forgotten" if test.p_remembered <= test.p_over_forgotten else "over_forgotten"
+@dataclass(frozen=True)
+class ModelTest:
+    statistic: float  # the predictive t of the unlearned model's mean forget-set signal among the retrained models'
+    p_remembered: float
+    p_over_forgotten: float
+    p_value: float
+
+
+def model_test(unlearned: float, retrained: np.ndarray) -> ModelTest:
+    """The unlearned model's mean signal on the forget set against the K retrained models' (exchangeable with it
+    on exact retraining): the predictive t, (S_U - mean S_k) / (sd S_k sqrt(1 + 1/K)) ~ t(K - 1) when the means are
+    normal (a mean over the forget set). Catches what the record-level test cannot: a model-wide shift (a model
+    wrecked by unlearning scores unseen records as low as forgotten ones)."""
+    s = np.asarray(retrained, dtype=np.float64)
+    k = len(s)
+    sd = float(np.std(s, ddof=1)) if k > 1 else 0.0
+    scale = max(sd, 1e-12 * max(1.0, float(np.abs(s).max(initial=0.0)))) * np.sqrt(1 + 1 / k)
+    t = (unlearned - float(s.mean())) / scale
+    up, low = float(sps.t.sf(t, k - 1)), float(sps.t.cdf(t, k - 1))
+    return ModelTest(float(t), up, low, min(1.0, 2 * min(up, low)))
+
+
+@dataclass(frozen=True)
+class Decision:
+    verdict: Verdict
+    p_value: float  # both tests, Bonferroni: 2 x the smaller two-sided p-value, at most 1
+    p_remembered: float  # the same over the upper tails
+    p_over_forgotten: float
+
+
+def decide(records: RankTest, models: ModelTest, level: float) -> Decision:
+    """The verdict of the two tests together (each at level / 2: the false alarm rate on exact retraining is at most
+    ``level``): verified unless the combined p-value is at most ``level``, else the direction of the smaller tail."""
+    p = min(1.0, 2 * min(records.p_value, models.p_value))
+    up = min(1.0, 2 * min(records.p_remembered, models.p_remembered))
+    low = min(1.0, 2 * min(records.p_over_forgotten, models.p_over_forgotten))
+    if p > level:
+        return Decision("verified", p, up, low)
+    return Decision("not_forgotten" if up <= low else "over_forgotten", p, up, low)
 
 
 def named(p_values: np.ndarray, fdr: float) -> np.ndarray:
