@@ -90,3 +90,18 @@ def test_noop_not_forgotten_retrain_verified_and_given_back(tmp_path: Path) -> N
     again = audit.run(audit.from_mapping(given))
     assert again.section.verdict == "verified" and again.section.method.name == "given"
     assert again.section.forget == retrain.section.forget and again.section.models_trained == 0
+
+
+@pytest.mark.slow
+def test_docs_page_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Python example of docs/unlearning.md runs as written and writes its folder."""
+    import re
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MIAUDIT_CACHE_DIR", str(tmp_path / "cache"))
+    text = (Path(__file__).parents[2] / "docs" / "unlearning.md").read_text()
+    snippet = re.search(r"```python\n(.*?)```", text, re.S).group(1)  # type: ignore[union-attr]
+    namespace: dict = {}
+    exec(compile(snippet, "docs/unlearning.md", "exec"), namespace)
+    assert namespace["u"].verdict in ("verified", "not_forgotten", "over_forgotten")
+    assert (tmp_path / "unlearn-digits" / "results.json").exists()

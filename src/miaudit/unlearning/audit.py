@@ -15,7 +15,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -42,6 +42,9 @@ from ..stats.signals import rescaled_logit
 from . import verify
 from .config import UnlearningConfig
 from .methods import UnlearnFn
+
+if TYPE_CHECKING:
+    import torch
 
 FORGET_TAG, UNLEARNED_TAG, RETRAINED_TAG = 0xF0E7, 0xF00, 0xF01  # seeds of the draw and of the models
 
@@ -168,7 +171,7 @@ def records(u: UnlearnConfig, ds: Dataset) -> Records:
 class Models:
     """Each model's logits on every record, and what obtaining them cost."""
 
-    unlearned: Any  # torch module: the unlearned model
+    unlearned: torch.nn.Module
     unlearned_logits: np.ndarray
     original_logits: np.ndarray | None
     retrained_logits: np.ndarray  # (K, n, C)
@@ -218,6 +221,7 @@ def obtain_models(u: UnlearnConfig, rec: Records, unlearn_fn: UnlearnFn | None =
         module = _given_module(u, ds)
         method = Method(name="given", label=f"given: {Path(str(cfg.target.checkpoint)).name}")  # type: ignore[union-attr]
     elif retrains:
+        assert got[0].module is not None  # trained or loaded here: never outputs only
         module = got[0].module
         method = Method(name="retrain", label="retrain", seconds=got[0].seconds)
         got = got[1:]
@@ -245,7 +249,7 @@ def obtain_models(u: UnlearnConfig, rec: Records, unlearn_fn: UnlearnFn | None =
     return Models(module, logits, original_logits, retrained, method, trained)
 
 
-def _given_module(u: UnlearnConfig, ds: Dataset) -> Any:
+def _given_module(u: UnlearnConfig, ds: Dataset) -> torch.nn.Module:
     from ..experiment import validate
     from ..models import build_model, io
 
@@ -283,7 +287,7 @@ class Verification:
 
     section: UnlearningSection
     records: Records
-    module: Any  # the unlearned torch module
+    module: torch.nn.Module  # the unlearned model
     z_forget: np.ndarray  # each forgotten record's standardized score
     p_remembered: np.ndarray  # its per-record p-values, upper and lower
     p_over_forgotten: np.ndarray
@@ -325,6 +329,7 @@ def verify_models(u: UnlearnConfig, rec: Records, models: Models, start: float) 
         r, n = rec.retain, rec.unseen
         exposure = rec.retain[verify.newly_exposed(phi_t[r], phi_u[r], phi_t[n], phi_u[n])]
         baseline = float(np.mean([len(verify.newly_exposed(phi_t[r], p[r], phi_t[n], p[n])) for p in phi_r]))
+    logits = (models.unlearned_logits, models.original_logits, models.retrained_logits)
     sentence = _sentence(verdict, decision.p_value, len(remembered), len(over), f, unl)
     refs = f"{k} models retrained on the {len(rec.retain)} retained records"
     unseen = f"the {len(rec.unseen)} records no model trained on"
@@ -357,8 +362,8 @@ def verify_models(u: UnlearnConfig, rec: Records, models: Models, start: float) 
         tpr_at_1pct_after=_estimate(after, f"{unseen} (threshold), {refs} (standardization)"),
         tpr_at_1pct_retrained=_estimate(mean_tpr, f"each of the {refs} against the others"),
         utility=Utility(
-            retained=_accuracies(rec.retain, y, models.unlearned_logits, models.original_logits, models.retrained_logits),
-            test=_accuracies(rec.test, y, models.unlearned_logits, models.original_logits, models.retrained_logits),
+            retained=_accuracies(rec.retain, y, *logits),
+            test=_accuracies(rec.test, y, *logits),
         ),
         exposure_rose=Exposure(
             count=None if exposure is None else len(exposure),

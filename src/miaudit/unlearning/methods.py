@@ -26,8 +26,7 @@ UnlearnFn = Callable[[nn.Module, Records, Records], "nn.Module | None"]
 
 
 def _batches(n: int, batch_size: int, gen: torch.Generator) -> Iterator[torch.Tensor]:
-    for idx in torch.randperm(n, generator=gen).split(batch_size):
-        yield idx
+    yield from torch.randperm(n, generator=gen).split(batch_size)
 
 
 def _tensors(records: Records, device: str) -> tuple[torch.Tensor, torch.Tensor]:

@@ -65,14 +65,14 @@ def _fmt(e: Estimate, pct: bool = False) -> str:
 def rows(s: UnlearningSection) -> list[tuple[str, str, str]]:
     """(figure, value, null) rows of the reports' table."""
     ut = s.utility
-    orig = (lambda a: "n/a" if a.original is None else f"{a.original:.3f}")
+    orig = lambda a: "n/a" if a.original is None else f"{a.original:.3f}"
     return [
         ("method", s.method.label, ""),
         ("forgotten / retained / unseen records", f"{len(s.forget)} / {s.n_retained} / {s.n_unseen}", ""),
         ("set-level p-value (two-sided)", f"{s.p_value:.4g} (remembered {s.p_remembered:.4g}, over-forgotten "
          f"{s.p_over_forgotten:.4g})", s.test),
-        (f"records named at FDR {s.fdr}", f"{len(s.remembered)} still remembered, {len(s.over_forgotten)} over-forgotten",
-         s.per_record_null),
+        (f"records named at FDR {s.fdr}",
+         f"{len(s.remembered)} still remembered, {len(s.over_forgotten)} over-forgotten", s.per_record_null),
         ("per-example AUC, unlearned vs retrained", _fmt(s.per_example_auc), s.per_example_auc.null),
         ("population AUC, unlearned vs retrained", _fmt(s.population_auc), s.population_auc.null),
         ("forget-set TPR at 1% FPR before", _fmt(s.tpr_at_1pct_before, True), s.tpr_at_1pct_before.null),
@@ -86,7 +86,8 @@ def rows(s: UnlearningSection) -> list[tuple[str, str, str]]:
          f"{ut.test.unlearned:.3f} / {orig(ut.test)} / {ut.test.retrained_mean:.3f} ± {ut.test.retrained_sd:.3f}", ""),
         ("retained records newly exposed at 1% FPR",
          "n/a" if s.exposure_rose.count is None else
-         f"{s.exposure_rose.count} (a retrained model: {s.exposure_rose.retrained_mean})", "records no model trained on"),
+         f"{s.exposure_rose.count} (a retrained model: {s.exposure_rose.retrained_mean})",
+         "records no model trained on"),
         ("models: retrained / trained this run", f"{s.retrained_models} / {s.models_trained}", ""),
         ("seconds", f"{s.seconds}", ""),
     ]  # fmt: skip
