@@ -392,16 +392,6 @@ def verify_unlearning(
     Raises:
         ConfigError, DataError: one line naming the field, before anything is trained or written.
     """
-    from .unlearning import audit as unlearning_audit
-    from .unlearning import output as unlearning_output
+    from .unlearning.output import verify_config
 
-    if isinstance(config, str | Path):
-        u = unlearning_audit.load(config, list(overrides))
-    else:
-        from .config.files import with_overrides
-
-        u = unlearning_audit.from_mapping(with_overrides(dict(config), list(overrides)))
-    if out is None:
-        return unlearning_output.results(u, unlearning_audit.run(u, unlearn_fn))
-    with outdir.reserved(Path(out), force):
-        return unlearning_output.write(u, unlearning_audit.run(u, unlearn_fn), Path(out))
+    return verify_config(config, unlearn_fn=unlearn_fn, out=out, overrides=overrides, force=force)

@@ -6,6 +6,7 @@ the forgotten ones (``forget.npy``): what an auditor gives back as an own model 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -13,11 +14,13 @@ import jinja2
 import numpy as np
 
 from .._version import __version__
+from ..config.files import with_overrides
+from ..report import outdir
 from ..report.records import environment
 from ..results import SCHEMA_VERSION, AuditReport
 from ..results.unlearning import Estimate, UnlearningSection
 from ..stats.fdr import bh_qvalues
-from .audit import UnlearnConfig, Verification
+from .audit import UnlearnConfig, UnlearnFn, Verification, from_mapping, load, run
 
 FILES = ("results.json", "report.md", "report.html", "forget.csv", "unlearned.safetensors", "members.npy", "forget.npy")
 
@@ -157,3 +160,23 @@ def write(u: UnlearnConfig, v: Verification, out: Path) -> AuditReport:
     (out / "report.html").write_text(html(r), encoding="utf-8")
     r.write(out / "results.json")
     return r
+
+
+def verify_config(
+    config: str | Path | Mapping[str, object],
+    *,
+    unlearn_fn: UnlearnFn | None = None,
+    out: str | Path | None = None,
+    overrides: Sequence[str] = (),
+    force: bool = False,
+) -> AuditReport:
+    """``miaudit.verify_unlearning``: the config read and checked, the audit run, and (with ``out``) every file
+    written into ``out``, which is held from before the first model trains (``outdir.reserved``)."""
+    if isinstance(config, str | Path):
+        u = load(config, list(overrides))
+    else:
+        u = from_mapping(with_overrides(dict(config), list(overrides)))
+    if out is None:
+        return results(u, run(u, unlearn_fn))
+    with outdir.reserved(Path(out), force):
+        return write(u, run(u, unlearn_fn), Path(out))
