@@ -32,7 +32,7 @@ import typer
 from rich.console import Console
 
 from ._version import __version__
-from .config.files import with_overrides
+from .config.files import read, with_overrides
 from .config.run import DEFAULT_RUN, RunConfig, from_dict, load
 from .errors import ConfigError, MiauditError
 from .results import AuditReport
@@ -242,6 +242,11 @@ def plan_audit(
     _logging(quiet, verbose)
     cfg: RunConfig | None = None
     try:
+        if config is not None and "unlearning" in read(config):  # an unlearning audit (miaudit unlearn)
+            from .unlearning import audit
+
+            print("\n".join(forecast.unlearning_lines(audit.load(config, overrides or []))))
+            return
         cfg = _config(config, overrides)
         result = forecast.forecast(cfg, plan.build(cfg), halfwidth=halfwidth)
     except MiauditError as e:

@@ -7,7 +7,7 @@ or written."""
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import data
 from .config.run import RunConfig
@@ -15,6 +15,9 @@ from .experiment import datasets
 from .experiment.recipes import ModelJob, ModelRecipe, builtin_recipe, open_store, reference_recipe
 from .plan import Plan
 from .stats import power
+
+if TYPE_CHECKING:
+    from .unlearning.audit import UnlearnConfig
 
 LEVELS = (0.001, 0.01)
 
@@ -180,3 +183,26 @@ def _time_line(f: dict[str, Any]) -> str:
         f"training ({f['command']}): about {f['estimated_training_seconds']:.0f} s for {left} model(s) to train"
         f"{how}{where}; {epochs}"
     )
+
+
+def unlearning_lines(u: UnlearnConfig) -> list[str]:
+    """``miaudit plan`` of an unlearning audit (``miaudit unlearn``): the models it obtains and their training time
+    (one timed epoch of the original's recipe, scaled to each model's records and epochs; cached models free)."""
+    from .unlearning import audit
+
+    cfg = u.cfg
+    ds = datasets.load(cfg)
+    rec = audit.records(u, ds)
+    jobs = audit.model_jobs(u, rec)
+    pending = [j for j in jobs if not j.in_store(open_store(cfg))]
+    head = (
+        f"unlearn: forget {len(rec.forget)} of {len(rec.members)} training records, {len(rec.unseen)} unseen records "
+        f"calibrate; {len(jobs)} models ({', '.join(j.role for j in jobs)})"
+    )
+    if not pending:
+        return [head, "training: all in the cache, nothing to train: about 0 s of training"]
+    one = cfg.model_copy(update={"train": cfg.train.model_copy(update={"epochs": 1})})
+    epoch = _epoch_seconds(builtin_recipe(one, ds, cfg.model, dp=cfg.train.dp), pending[0], cfg.seed)
+    per_record = epoch / max(len(pending[0].train_idx), 1)
+    seconds = sum(per_record * len(j.train_idx) * cfg.train.epochs for j in pending)
+    return [head, f"training: about {seconds:.0f} s for {len(pending)} model(s) to train; {epoch:.2f} s per epoch"]

@@ -67,3 +67,16 @@ def test_ctrl_c_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     assert res.exit_code == 130 and res.output.strip().startswith("interrupted:")
     assert len(res.output.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
+
+
+def test_plan_counts_the_models_of_an_unlearning_audit(tmp_path: Path) -> None:
+    """``miaudit plan`` of an unlearning config: the original, the exact retrain and the 3 retrained models."""
+    config = tmp_path / "u.yaml"
+    config.write_text(
+        f"dataset: digits\nreferences: 3\ntrain: {{epochs: 2}}\ncache_dir: {tmp_path / 'cache'}\n"
+        "unlearning: {forget: 20, method: retrain}\n"
+    )
+    res = invoke("plan", str(config))
+    assert res.exit_code == 0, res.output
+    assert "5 models (target, unlearned (retrain), retrained 1/3" in res.output
+    assert "for 5 model(s) to train" in res.output

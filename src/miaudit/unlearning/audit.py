@@ -179,6 +179,31 @@ class Models:
     trained: int
 
 
+def model_jobs(u: UnlearnConfig, rec: Records, unlearn_fn: UnlearnFn | None = None) -> list[ModelJob]:
+    """Every model the audit trains or loads, known before anything trains (``miaudit plan`` times them): the
+    original first (not when the unlearned model is given), the exact retrain (method ``retrain``), then the
+    ``references`` models retrained on the retained records."""
+    cfg, ds, unl = u.cfg, rec.dataset, u.unlearning
+    original = target_job(cfg, ds, rec.members)
+    k = cfg.references
+    jobs = [
+        ModelJob(
+            role=f"retrained {j + 1}/{k}",
+            recipe=original.recipe,
+            ds=ds,
+            seed=model_seed(cfg.seed, RETRAINED_TAG + j),
+            train_idx=rec.retain,
+        )
+        for j in range(k)
+    ]
+    if cfg.target is None and unlearn_fn is None and unl.method is not None and unl.method.name == "retrain":
+        seed = model_seed(cfg.seed, UNLEARNED_TAG)
+        jobs.insert(
+            0, ModelJob(role="unlearned (retrain)", recipe=original.recipe, ds=ds, seed=seed, train_idx=rec.retain)
+        )
+    return jobs if cfg.target is not None else [original, *jobs]
+
+
 def obtain_models(u: UnlearnConfig, rec: Records, unlearn_fn: UnlearnFn | None = None) -> Models:
     """The original model (trained or loaded), the unlearned one (made, or read from the checkpoint) and the
     models retrained on the retained records (trained in stacks, cached)."""
@@ -189,22 +214,9 @@ def obtain_models(u: UnlearnConfig, rec: Records, unlearn_fn: UnlearnFn | None =
     cfg, ds, unl = u.cfg, rec.dataset, u.unlearning
     store = open_store(cfg)
     recipe = target_job(cfg, ds, rec.members).recipe  # the recipe of the original: the retrained models' too
-    k = cfg.references
-    jobs = [
-        ModelJob(
-            role=f"retrained {j + 1}/{k}",
-            recipe=recipe,
-            ds=ds,
-            seed=model_seed(cfg.seed, RETRAINED_TAG + j),
-            train_idx=rec.retain,
-        )
-        for j in range(k)
-    ]
     given = cfg.target is not None
-    retrains = not given and unlearn_fn is None and unl.method is not None and unl.method.name == "retrain"
-    if retrains:
-        seed = model_seed(cfg.seed, UNLEARNED_TAG)
-        jobs.insert(0, ModelJob(role="unlearned (retrain)", recipe=recipe, ds=ds, seed=seed, train_idx=rec.retain))
+    jobs = model_jobs(u, rec, unlearn_fn)[0 if given else 1 :]  # the original is obtained as the target
+    retrains = bool(jobs) and jobs[0].role.startswith("unlearned")
     original = None
     with ModelProgress(len(jobs) + (0 if given else 1)) as tracker:
         if not given:
