@@ -74,7 +74,7 @@ def one(dataset: str, seed: int, method: object) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--seeds", type=int, nargs="+", default=[3, 4, 5])
+    ap.add_argument("--seeds", type=int, nargs="*", default=[3, 4, 5])
     ap.add_argument("--datasets", nargs="+", default=["digits", "location"])
     ap.add_argument("--validity-seeds", type=int, default=0)
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results")

@@ -38,7 +38,7 @@ from ..results.unlearning import (
     Utility,
 )
 from ..stats.metrics import accuracy
-from ..stats.signals import rescaled_logit
+from ..stats.signals import confidence, rescaled_logit
 from . import verify
 from .config import UnlearningConfig
 from .methods import UnlearnFn
@@ -316,7 +316,13 @@ def verify_models(u: UnlearnConfig, rec: Records, models: Models, start: float) 
     z = verify.standardized(phi_u[pooled], phi_r[:, pooled])
     z_f, z_n = z[:f], z[f:]
     test = verify.rank_test(z_f, z_n, u.cfg.seed)
-    per_model = verify.model_test(float(phi_u[rec.forget].mean()), phi_r[:, rec.forget].mean(axis=1))
+    # the model test reads the mean confidence (bounded: a mean over the forget set is near normal across seeds,
+    # where the logit-scaled confidence's rare large values are not)
+    conf_u, conf_r = (
+        confidence(models.unlearned_logits[rec.forget], y[rec.forget]),
+        confidence(models.retrained_logits[:, rec.forget], y[rec.forget]),
+    )
+    per_model = verify.model_test(float(conf_u.mean()), conf_r.mean(axis=1))
     decision = verify.decide(test, per_model, unl.level)
     verdict = decision.verdict
     p_up = verify.conformal_pvalues(z_f, z_n, upper=True)
@@ -356,7 +362,7 @@ def verify_models(u: UnlearnConfig, rec: Records, models: Models, start: float) 
             f"two tests, each at half the level: records, a permutation rank-sum ({test.resamples} permutations) of "
             f"the forgotten records' scores standardized by {refs} against those of {unseen} (exact when the forget "
             f"set is a random draw of the training records); models, the predictive t (df {k - 1}) of the unlearned "
-            "model's mean forget-set signal among the retrained models' (exchangeable on exact retraining)"
+            "model's mean forget-set confidence among the retrained models' (exchangeable on exact retraining)"
         ),
         p_records=_p(test.p_value),
         p_models=_p(per_model.p_value),

@@ -110,10 +110,11 @@ class ModelTest:
 
 
 def model_test(unlearned: float, retrained: np.ndarray) -> ModelTest:
-    """The unlearned model's mean signal on the forget set against the K retrained models' (exchangeable with it
-    on exact retraining): the predictive t, (S_U - mean S_k) / (sd S_k sqrt(1 + 1/K)) ~ t(K - 1) when the means are
-    normal (a mean over the forget set). Catches what the record-level test cannot: a model-wide shift (a model
-    wrecked by unlearning scores unseen records as low as forgotten ones)."""
+    """The unlearned model's mean signal on the forget set (audit.py: the confidence, bounded) against the K
+    retrained models' (exchangeable with it on exact retraining): the predictive t,
+    (S_U - mean S_k) / (sd S_k sqrt(1 + 1/K)) ~ t(K - 1) when the means are normal (a mean over the forget set).
+    Catches what the record-level test cannot: a model-wide shift (a model wrecked by unlearning scores unseen
+    records as low as forgotten ones)."""
     s = np.asarray(retrained, dtype=np.float64)
     k = len(s)
     sd = float(np.std(s, ddof=1)) if k > 1 else 0.0
