@@ -6,8 +6,9 @@ intervals, forget-set TPR@1% before/after, utility, models trained and time (``m
 
 Protocol (fixed before the runs): the mlp of each data set's default recipe (30 epochs), `references: 4` models
 retrained on the retained records, forget 100 records (digits: 50) drawn with the seed; methods at their defaults
-(docs/unlearning.md) plus a 1-epoch finetune and a 5-epoch gradient ascent; seeds 3-5. ``--validity-seeds N``
-adds exact retraining on seeds 100..100+N-1 (the false not_forgotten rate). One torch thread; the model cache is
+(docs/unlearning.md) plus a 1-epoch finetune, a 5-epoch gradient ascent and 5 epochs at the training rate (0.1)
+of finetune, neggrad-plus and random-label (``--methods`` picks, ``--tag`` names the file); seeds 3-5.
+``--validity-seeds N`` adds exact retraining on seeds 100..100+N-1 (the false not_forgotten rate). One torch thread; the model cache is
 shared (models trained = those this run trained; a warm cache trains fewer).
 """
 
@@ -31,6 +32,10 @@ METHODS: list[tuple[str, object]] = [
     ("gradient-ascent-5", {"name": "gradient-ascent", "epochs": 5}),
     ("neggrad-plus", "neggrad-plus"),
     ("random-label", "random-label"),
+    # stronger settings (the training rate, 0.1): where the methods move the model at all
+    ("finetune-strong", {"name": "finetune", "epochs": 5, "lr": 0.1}),
+    ("neggrad-plus-strong", {"name": "neggrad-plus", "epochs": 5, "lr": 0.1}),
+    ("random-label-strong", {"name": "random-label", "epochs": 5, "lr": 0.1}),
 ]
 FORGET = {"digits": 50, "location": 100}
 
@@ -77,6 +82,8 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="*", default=[3, 4, 5])
     ap.add_argument("--datasets", nargs="+", default=["digits", "location"])
     ap.add_argument("--validity-seeds", type=int, default=0)
+    ap.add_argument("--methods", nargs="*", default=[k for k, _ in METHODS], help="METHODS keys")
+    ap.add_argument("--tag", default="", help="appended to the results file's name")
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     a = ap.parse_args()
     torch.set_num_threads(1)
@@ -84,14 +91,16 @@ def main() -> None:
     rows = []
     for ds in a.datasets:
         for seed in a.seeds:
-            for _, method in METHODS:
+            for key, method in METHODS:
+                if key not in a.methods:
+                    continue
                 rows.append(one(ds, seed, method))
                 print(json.dumps(rows[-1]), flush=True)
         for seed in range(100, 100 + a.validity_seeds):
             rows.append({**one(ds, seed, "retrain"), "validity": True})
             print(json.dumps(rows[-1]), flush=True)
     name = "results" if not a.validity_seeds else "validity"
-    (a.out / f"{name}-{'-'.join(a.datasets)}.json").write_text(json.dumps(rows, indent=1))
+    (a.out / f"{name}-{'-'.join(a.datasets)}{a.tag}.json").write_text(json.dumps(rows, indent=1))
 
 
 if __name__ == "__main__":

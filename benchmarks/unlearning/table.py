@@ -15,7 +15,8 @@ import numpy as np
 
 def _auc(rows: list[dict], key: str) -> str:
     v = np.array([r[key] for r in rows], dtype=float)  # (seeds, 3): value, low, high
-    return f"{v[:, 0].mean():.2f} ± {v[:, 0].std(ddof=1) if len(v) > 1 else 0:.2f} [{v[:, 1].mean():.2f}, {v[:, 2].mean():.2f}]"
+    sd = v[:, 0].std(ddof=1) if len(v) > 1 else 0.0
+    return f"{v[:, 0].mean():.2f} ± {sd:.2f} [{v[:, 1].mean():.2f}, {v[:, 2].mean():.2f}]"
 
 
 def _mean(rows: list[dict], key: str, pct: bool = False, digits: int = 2) -> str:
@@ -37,8 +38,9 @@ def main_table(rows: list[dict]) -> list[str]:
         groups[(r["dataset"], r["method"])].append(r)
     for (ds, method), g in groups.items():
         verdicts = ", ".join(f"{n} {v}" for v, n in Counter(r["verdict"] for r in g).most_common())
+        named = f"{_mean(g, 'remembered', digits=0)} / {_mean(g, 'over_forgotten', digits=0)}"
         out.append(
-            f"| {ds} | {method} | {verdicts} | {_mean(g, 'remembered', digits=0)} / {_mean(g, 'over_forgotten', digits=0)} "
+            f"| {ds} | {method} | {verdicts} | {named} "
             f"| {_auc(g, 'per_example_auc')} | {_auc(g, 'population_auc')} "
             f"| {_mean(g, 'tpr_before', True)} → {_mean(g, 'tpr_after', True)} ({_mean(g, 'tpr_retrained', True)}) "
             f"| {_mean(g, 'test_acc', digits=3)} / {_mean(g, 'test_acc_retrained', digits=3)} "
