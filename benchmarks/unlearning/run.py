@@ -8,8 +8,8 @@ Protocol (fixed before the runs): the mlp of each data set's default recipe (30 
 retrained on the retained records, forget 100 records (digits: 50) drawn with the seed; methods at their defaults
 (docs/unlearning.md) plus a 1-epoch finetune, a 5-epoch gradient ascent and 5 epochs at the training rate (0.1)
 of finetune, neggrad-plus and random-label (``--methods`` picks, ``--tag`` names the file); seeds 3-5.
-``--validity-seeds N`` adds exact retraining on seeds 100..100+N-1 (the false not_forgotten rate). One torch thread; the model cache is
-shared (models trained = those this run trained; a warm cache trains fewer).
+``--validity-seeds N`` adds exact retraining on seeds 100..100+N-1 (the false not_forgotten rate). One torch
+thread; the model cache is shared (models trained = those this run trained; a warm cache trains fewer).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The benchmark's tables (results.md) from run.py's JSON: per data set and method, over seeds.
 
-    python benchmarks/unlearning/table.py [--results benchmarks/unlearning/results]
+python benchmarks/unlearning/table.py [--results benchmarks/unlearning/results]
 """
 
 from __future__ import annotations
