@@ -36,6 +36,8 @@ METHODS: list[tuple[str, object]] = [
     ("finetune-strong", {"name": "finetune", "epochs": 5, "lr": 0.1}),
     ("neggrad-plus-strong", {"name": "neggrad-plus", "epochs": 5, "lr": 0.1}),
     ("random-label-strong", {"name": "random-label", "epochs": 5, "lr": 0.1}),
+    ("scrub", "scrub"),
+    ("scrub-strong", {"name": "scrub", "epochs": 5, "lr": 0.1}),
 ]
 FORGET = {"digits": 50, "location": 100}
 

@@ -89,3 +89,20 @@ def test_user_function_edits_or_returns() -> None:
     assert all(float(p.detach().abs().sum()) == 0 for p in got.parameters())
     with pytest.raises(TypeError, match="unlearn_fn"):
         methods.by_user(model(), lambda m, f, r: 3, (X_F, Y_F), (X_R, Y_R), seed=0)
+
+
+def test_scrub_first_epoch_by_hand() -> None:
+    """The student starts as the teacher: the max pass's KL and its gradient are 0 (no step), so one epoch is one
+    min step whose KL gradient is 0 too: one step of descent on the retained records' cross-entropy."""
+    expected = [w - 0.5 * g for w, g in zip(params(model()), grad(model(), X_R, Y_R))]
+    got = params(run("scrub"))
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(got, expected))
+
+
+def test_scrub_max_pass_moves_the_forget_outputs_away_from_the_teacher() -> None:
+    cfg = MethodConfig(name="scrub", epochs=2, lr=0.5, batch_size=8, max_epochs=2)
+    teacher = model()
+    got = methods.unlearned(teacher, cfg, (X_F, Y_F), (X_R, Y_R), n_classes=2, seed=0, batch_size=8)
+    with torch.no_grad():
+        t, s = teacher(torch.as_tensor(X_F)), got(torch.as_tensor(X_F))
+    assert not torch.allclose(t, s)

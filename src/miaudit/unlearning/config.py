@@ -14,8 +14,10 @@ from pydantic import Field, field_validator, model_validator
 
 from ..config.options import Strict
 
-MethodName = Literal["retrain", "noop", "finetune", "gradient-ascent", "neggrad-plus", "random-label"]
-METHODS: tuple[str, ...] = ("retrain", "noop", "finetune", "gradient-ascent", "neggrad-plus", "random-label")
+MethodName = Literal["retrain", "noop", "finetune", "gradient-ascent", "neggrad-plus", "random-label", "scrub"]
+METHODS: tuple[str, ...] = (
+    "retrain", "noop", "finetune", "gradient-ascent", "neggrad-plus", "random-label", "scrub",
+)  # fmt: skip
 
 # per method: (epochs, lr) when the config leaves them out; retrain and noop take none. Gradient ascent steps at
 # the training recipe's default rate (0.1) in batches of 16 (a forget set of 100 is 2 steps per epoch at 64): on a
@@ -25,6 +27,7 @@ DEFAULTS: dict[str, tuple[int, float]] = {
     "gradient-ascent": (1, 0.1),
     "neggrad-plus": (2, 0.01),
     "random-label": (2, 0.01),
+    "scrub": (3, 0.01),
 }
 BATCH_SIZE_DEFAULTS: dict[str, int] = {"gradient-ascent": 16}
 
@@ -34,7 +37,9 @@ class MethodConfig(Strict):
     retained records, the gold standard), ``noop`` (the original unchanged), ``finetune`` (SGD on the retained
     records), ``gradient-ascent`` (ascent on the forget set), ``neggrad-plus`` (descent on the retained records and
     ascent on the forget set, weighted by alpha), ``random-label`` (SGD on the forget set with random wrong
-    labels)."""
+    labels), ``scrub`` (Kurmanji et al. 2023: the original as teacher; in the first ``max_epochs`` epochs a pass
+    pushing the forget set's outputs away from the teacher's, then each epoch a pass on the retained records pulling
+    them to the teacher's and to their labels)."""
 
     name: MethodName = Field(description="retrain, noop, finetune, gradient-ascent, neggrad-plus or random-label")
     epochs: int | None = Field(default=None, ge=1, le=1000, description="passes (default per method)")
@@ -44,6 +49,8 @@ class MethodConfig(Strict):
     )
     momentum: float = Field(default=0.9, ge=0, lt=1, description="SGD momentum")
     alpha: float = Field(default=0.9, gt=0, lt=1, description="neggrad-plus: weight of the retained records' loss")
+    max_epochs: int = Field(default=1, ge=0, le=1000, description="scrub: epochs with a max pass on the forget set")
+    temperature: float = Field(default=4.0, gt=0, le=100, description="scrub: softmax temperature of its KL terms")
 
     @model_validator(mode="after")
     def _takes_hyperparameters(self) -> MethodConfig:
@@ -69,6 +76,7 @@ class MethodConfig(Strict):
         if self.name in ("retrain", "noop"):
             return self.name
         extra = f", alpha {self.alpha}" if self.name == "neggrad-plus" else ""
+        extra = f", max_epochs {self.max_epochs}" if self.name == "scrub" else extra
         return f"{self.name} (epochs {self.resolved_epochs}, lr {self.resolved_lr}{extra})"
 
 

@@ -7,7 +7,10 @@
 - ``gradient-ascent``: ascent on the forget set's cross-entropy;
 - ``neggrad-plus``: per step, alpha x a retained batch's loss - (1 - alpha) x a forget batch's (Kurmanji et al.
   2023's NegGrad+), one pass over the retained records per epoch, the forget batches cycled;
-- ``random-label``: descent on the forget set with each label replaced by another class drawn at random.
+- ``random-label``: descent on the forget set with each label replaced by another class drawn at random;
+- ``scrub`` (Kurmanji et al. 2023, SCRUB): the original model is the teacher. In each of the first ``max_epochs``
+  epochs a max pass over the forget set (ascent on KL(teacher || student) at ``temperature``), then in every epoch
+  a min pass over the retained records (descent on KL(teacher || student) + cross-entropy), each its own SGD.
 """
 
 from __future__ import annotations
@@ -62,6 +65,8 @@ def unlearned(
         yf = (yf + shift) % n_classes  # never the true class
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=method.momentum)
     loss_fn = nn.CrossEntropyLoss()
+    if method.name == "scrub":
+        return _scrub(original, model, method, (xf, yf), (xr, yr), gen, bs, lr, device)
     model.train()
 
     def step(loss: torch.Tensor) -> None:
@@ -99,3 +104,50 @@ def by_user(original: nn.Module, unlearn_fn: UnlearnFn, forget: Records, retain:
     if not isinstance(result, nn.Module):
         raise TypeError(f"unlearn_fn: returned a {type(result).__name__}, expected a torch module or None")
     return result.eval()
+
+
+def _kl_to_teacher(student_logits: torch.Tensor, teacher_logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """KL(teacher || student) of the softened outputs, averaged over the batch."""
+    t = temperature
+    return nn.functional.kl_div(
+        nn.functional.log_softmax(student_logits / t, dim=1),
+        nn.functional.log_softmax(teacher_logits / t, dim=1),
+        reduction="batchmean",
+        log_target=True,
+    )
+
+
+def _scrub(
+    teacher: nn.Module,
+    model: nn.Module,
+    method: MethodConfig,
+    forget: tuple[torch.Tensor, torch.Tensor],
+    retain: tuple[torch.Tensor, torch.Tensor],
+    gen: torch.Generator,
+    bs: int,
+    lr: float,
+    device: str,
+) -> nn.Module:
+    """SCRUB's max-min passes (module docstring) on ``model``, a copy of ``teacher``."""
+    epochs = method.resolved_epochs
+    assert epochs is not None
+    teacher = copy.deepcopy(teacher).to(device).eval()
+    (xf, _), (xr, yr) = forget, retain
+    with torch.no_grad():
+        teacher_f, teacher_r = teacher(xf), teacher(xr)
+    max_opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=method.momentum)
+    min_opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=method.momentum)
+    model.train()
+    for epoch in range(epochs):
+        if epoch < method.max_epochs:
+            for b in _batches(len(xf), bs, gen):
+                max_opt.zero_grad(set_to_none=True)
+                (-_kl_to_teacher(model(xf[b]), teacher_f[b], method.temperature)).backward()
+                max_opt.step()
+        for b in _batches(len(xr), bs, gen):
+            min_opt.zero_grad(set_to_none=True)
+            out = model(xr[b])
+            loss = _kl_to_teacher(out, teacher_r[b], method.temperature) + nn.functional.cross_entropy(out, yr[b])
+            loss.backward()
+            min_opt.step()
+    return model.eval()
