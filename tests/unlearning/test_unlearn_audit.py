@@ -105,3 +105,28 @@ def test_docs_page_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     exec(compile(snippet, "docs/unlearning.md", "exec"), namespace)
     assert namespace["u"].verdict in ("verified", "not_forgotten", "over_forgotten")
     assert (tmp_path / "unlearn-digits" / "results.json").exists()
+
+
+def test_a_version_1_results_json_still_loads(tmp_path: Path) -> None:
+    """Version 2 only added the optional unlearning section: a version 1 file reads as it is."""
+    from miaudit.results import SCHEMA_VERSION
+
+    doc = {
+        "schema_version": 1,
+        "miaudit_version": "0",
+        "created": "2026-01-01T00:00:00+00:00",
+        "dataset": "digits",
+        "data_fingerprint": "x",
+        "n_records": 10,
+        "model": "mlp",
+        "seed": 0,
+        "target": {"source": "trained"},
+        "calibration": {"calibrated": False, "records": 0},
+        "attacks": [],
+        "config": {},
+        "environment": {},
+    }
+    (tmp_path / "results.json").write_text(json.dumps(doc))
+    r = AuditReport.load(tmp_path / "results.json")
+    assert r.unlearning is None and r.schema_version == 1 and SCHEMA_VERSION == 2
+    assert "unlearning" in AuditReport.json_schema()["properties"]
