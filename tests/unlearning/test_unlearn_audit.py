@@ -124,7 +124,7 @@ def test_a_version_1_results_json_still_loads(tmp_path: Path) -> None:
         "calibration": {"calibrated": False, "records": 0},
         "attacks": [],
         "config": {},
-        "environment": {},
+        "environment": {"miaudit": "0", "python": "3", "platform": "linux", "torch_threads": None, "device": "cpu"},
     }
     (tmp_path / "results.json").write_text(json.dumps(doc))
     r = AuditReport.load(tmp_path / "results.json")
