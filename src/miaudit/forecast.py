@@ -7,7 +7,8 @@ or written."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 from . import data
 from .config.run import RunConfig
@@ -15,9 +16,6 @@ from .experiment import datasets
 from .experiment.recipes import ModelJob, ModelRecipe, builtin_recipe, open_store, reference_recipe
 from .plan import Plan
 from .stats import power
-
-if TYPE_CHECKING:
-    from .unlearning.audit import UnlearnConfig
 
 LEVELS = (0.001, 0.01)
 
@@ -185,11 +183,12 @@ def _time_line(f: dict[str, Any]) -> str:
     )
 
 
-def unlearning_lines(u: UnlearnConfig) -> list[str]:
-    """``miaudit plan`` of an unlearning audit (``miaudit unlearn``): the models it obtains and their training time
+def unlearning_lines(path: str | Path, overrides: list[str]) -> list[str]:
+    """``miaudit plan`` of an unlearning config (``miaudit unlearn``): the models it obtains and their training time
     (one timed epoch of the original's recipe, scaled to each model's records and epochs; cached models free)."""
-    from .unlearning import audit
+    from .unlearning import audit, config
 
+    u = config.load(path, overrides)
     cfg = u.cfg
     ds = datasets.load(cfg)
     rec = audit.records(u, ds)

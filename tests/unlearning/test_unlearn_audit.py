@@ -11,7 +11,7 @@ import pytest
 
 from miaudit.errors import ConfigError, DataError
 from miaudit.results import AuditReport
-from miaudit.unlearning import audit, output
+from miaudit.unlearning import audit, config, output
 
 
 def cfg(tmp_path: Path, **unlearning: object) -> dict:
@@ -59,7 +59,7 @@ def test_config_refused_in_one_line(tmp_path: Path, change: dict, message: str) 
     if raw["unlearning"] is None:
         del raw["unlearning"]
     with pytest.raises(ConfigError, match=message) as e:
-        audit.from_mapping(raw)
+        config.from_mapping(raw)
     assert "\n" not in str(e.value)
 
 
@@ -67,10 +67,10 @@ def test_config_refused_in_one_line(tmp_path: Path, change: dict, message: str) 
 def test_noop_not_forgotten_retrain_verified_and_given_back(tmp_path: Path) -> None:
     """digits, 8 epochs, 3 retrained models: the original model unchanged still remembers; exact retraining is
     verified; the retrain's model given back as a checkpoint gets the same verdict (the same retrained models)."""
-    noop = audit.run(audit.from_mapping(cfg(tmp_path, method="noop")))
+    noop = audit.run(config.from_mapping(cfg(tmp_path, method="noop")))
     assert noop.section.verdict == "not_forgotten" and set(noop.section.remembered) <= set(noop.section.forget)
     assert noop.section.per_example_auc.value is not None and noop.section.per_example_auc.value > 0.6
-    u = audit.from_mapping(cfg(tmp_path, method="retrain"))
+    u = config.from_mapping(cfg(tmp_path, method="retrain"))
     retrain = audit.run(u)
     assert retrain.section.verdict == "verified" and retrain.section.models_trained == 1  # the original and
     # the retrained models came from the noop run's cache
@@ -87,7 +87,7 @@ def test_noop_not_forgotten_retrain_verified_and_given_back(tmp_path: Path) -> N
         "members": str(out / "members.npy"),
         "unlearning": {"forget": str(out / "forget.npy")},
     }
-    again = audit.run(audit.from_mapping(given))
+    again = audit.run(config.from_mapping(given))
     assert again.section.verdict == "verified" and again.section.method.name == "given"
     assert again.section.forget == retrain.section.forget and again.section.models_trained == 0
 

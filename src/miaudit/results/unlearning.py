@@ -10,10 +10,14 @@ from .base import Interval, Number, Section
 
 
 class Strict(Section):
+    """A part of the unlearning section: unknown keys refused."""
+
     model_config = ConfigDict(extra="forbid")
 
 
 class Estimate(Strict):
+    """A figure with its interval and the null it rests on."""
+
     value: Number | None
     """the estimate; None where it cannot be computed"""
     interval: Interval | None = None
@@ -23,20 +27,24 @@ class Estimate(Strict):
 
 
 class Method(Strict):
+    """How the unlearned model was made."""
+
     name: str
     """retrain, noop, finetune, gradient-ascent, neggrad-plus, random-label; unlearn_fn (the user's Python
     function) or given (the unlearned model came as a checkpoint)"""
-    label: str
-    """the method with its hyperparameters, as the reports name it"""
     epochs: int | None = None
     """passes of the method (None: not an edit of the original)"""
     lr: Number | None = None
     """its learning rate"""
     seconds: Number | None = None
     """wall-clock seconds the unlearning took (None: not made by miaudit)"""
+    label: str
+    """the method with its hyperparameters, as the reports name it"""
 
 
 class Accuracies(Strict):
+    """One accuracy of the unlearned model beside the original's and the retrained models'."""
+
     unlearned: Number
     """the unlearned model's accuracy"""
     original: Number | None
@@ -48,6 +56,8 @@ class Accuracies(Strict):
 
 
 class Utility(Strict):
+    """What the unlearning cost the model."""
+
     retained: Accuracies
     """accuracy on the retained training records"""
     test: Accuracies
@@ -55,6 +65,8 @@ class Utility(Strict):
 
 
 class Exposure(Strict):
+    """Retained records more exposed after unlearning."""
+
     count: int | None
     """retained records a population membership test (their signal against records no model saw, at 1% FPR)
     flags after unlearning but not before; None without the original model"""

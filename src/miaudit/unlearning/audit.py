@@ -12,17 +12,13 @@ Every input check runs before the first model trains; nothing is written here (`
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import data
-from ..config.files import read, with_overrides
-from ..config.paths import anchored
-from ..config.run import RunConfig, from_dict
 from ..data import Dataset
 from ..data.files import load_indices
 from ..errors import ConfigError, DataError
@@ -40,73 +36,13 @@ from ..results.unlearning import (
 from ..stats.metrics import accuracy
 from ..stats.signals import confidence, rescaled_logit
 from . import verify
-from .config import UnlearningConfig
+from .config import UnlearnConfig, UnlearningConfig
 from .methods import UnlearnFn
 
 if TYPE_CHECKING:
     import torch
 
 FORGET_TAG, UNLEARNED_TAG, RETRAINED_TAG = 0xF0E7, 0xF00, 0xF01  # seeds of the draw and of the models
-
-
-@dataclass(frozen=True)
-class UnlearnConfig:
-    """An unlearning audit's config: the audit config (``cfg``), its ``unlearning:`` section and, for a given
-    unlearned model, the file of the records the original model trained on."""
-
-    cfg: RunConfig
-    unlearning: UnlearningConfig
-    members: Path | None = None
-
-
-def load(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> UnlearnConfig:
-    """A YAML unlearning config; relative paths resolve against its folder."""
-    folder = Path(path).absolute().parent
-    raw = with_overrides(anchored(read(path), folder, RunConfig), list(overrides))
-    return from_mapping(raw, folder)
-
-
-def from_mapping(raw: Mapping[str, Any], folder: Path | None = None) -> UnlearnConfig:
-    """The config from its keys: ``unlearning`` and (with ``target``) ``members`` taken out, the rest an audit
-    config (``RunConfig``, every check of ``miaudit run``)."""
-    if not isinstance(raw, Mapping):
-        raise ConfigError(f"config: expected a mapping of keys, got {type(raw).__name__}")
-    rest = dict(raw)
-    section = rest.pop("unlearning", None)
-    if section is None:
-        raise ConfigError("unlearning: required, e.g. unlearning: {forget: 100, method: retrain}")
-    members = rest.pop("members", None) if rest.get("target") is not None else None
-    cfg = from_dict(rest)
-    if not isinstance(section, Mapping):
-        raise ConfigError(f"unlearning: expected a mapping such as {{forget: 100, method: retrain}}, got {section!r}")
-    try:
-        unl = UnlearningConfig(**section)
-    except Exception as e:  # pydantic's ValidationError, in one line naming the key
-        from pydantic import ValidationError
-
-        if not isinstance(e, ValidationError):
-            raise
-        first = e.errors()[0]
-        at = ".".join(str(p) for p in first["loc"] if not str(p).startswith("function-"))
-        raise ConfigError(f"unlearning.{at}: {first['msg']}".replace("Value error, ", "")) from None
-    if isinstance(unl.forget, Path) and folder is not None and not unl.forget.expanduser().is_absolute():
-        unl = unl.model_copy(update={"forget": folder / unl.forget})
-    member_path = None if members is None else Path(str(members)).expanduser()
-    if member_path is not None and folder is not None and not member_path.is_absolute():
-        member_path = folder / member_path
-    if cfg.references < 2:
-        raise ConfigError(
-            f"references: an unlearning audit retrains at least 2 models on the retained records (got "
-            f"{cfg.references}); 4 or more recommended"
-        )
-    if cfg.target is not None:
-        if cfg.target.endpoint is not None or cfg.target.checkpoint is None:
-            raise ConfigError("target: an unlearning audit takes the unlearned model as {architecture, checkpoint}")
-        if member_path is None:
-            raise ConfigError("members: the records the original model trained on (an index file) are required")
-        if unl.method is not None:
-            raise ConfigError("unlearning.method: the unlearned model is given (target:); leave method out")
-    return UnlearnConfig(cfg=cfg, unlearning=unl, members=member_path)
 
 
 @dataclass(frozen=True)

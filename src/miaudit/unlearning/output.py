@@ -20,7 +20,8 @@ from ..report.records import environment
 from ..results import SCHEMA_VERSION, AuditReport
 from ..results.unlearning import Estimate, UnlearningSection
 from ..stats.fdr import bh_qvalues
-from .audit import UnlearnConfig, UnlearnFn, Verification, from_mapping, load, run
+from .audit import UnlearnFn, Verification, run
+from .config import UnlearnConfig, from_mapping, load
 
 FILES = ("results.json", "report.md", "report.html", "forget.csv", "unlearned.safetensors", "members.npy", "forget.npy")
 
@@ -135,6 +136,18 @@ def html(r: AuditReport) -> str:
     assert s is not None
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     return env.from_string(_TEMPLATE).render(r=r, s=s, rows=rows(s))
+
+
+def console_lines(r: AuditReport, out: Path) -> list[str]:
+    """What ``miaudit unlearn`` prints when done: the verdict sentence first."""
+    s = r.unlearning
+    assert s is not None  # an unlearning audit's results always hold its section
+    return [
+        s.sentence,
+        f"per-example AUC {_fmt(s.per_example_auc)}, population AUC {_fmt(s.population_auc)}; "
+        f"{len(s.remembered)} remembered, {len(s.over_forgotten)} over-forgotten named at FDR {s.fdr}",
+        f"wrote {out}/",
+    ]
 
 
 def forget_csv(v: Verification) -> str:
