@@ -24,16 +24,27 @@ from ._version import __version__
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from .api import AuditResult, Endpoint, audit, export, run, score
+    from .api import AuditResult, Endpoint, audit, export, run, score, verify_unlearning
     from .config.run import RunConfig
     from .report.compare import compare
     from .results import AuditPlan, MultiRunPlan
 
-__all__ = ["audit", "run", "score", "plan", "export", "compare", "AuditResult", "Endpoint", "__version__"]
+__all__ = [
+    "audit",
+    "run",
+    "score",
+    "plan",
+    "export",
+    "verify_unlearning",
+    "compare",
+    "AuditResult",
+    "Endpoint",
+    "__version__",
+]
 
 
 def __getattr__(name: str) -> object:
-    if name in ("audit", "run", "score", "export", "AuditResult", "Endpoint"):
+    if name in ("audit", "run", "score", "export", "verify_unlearning", "AuditResult", "Endpoint"):
         from . import api
 
         return getattr(api, name)

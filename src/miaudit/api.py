@@ -389,3 +389,35 @@ def _audit_given(
         record_name=lambda i: f"{origin[i]} row {position[i]}",
     )
     return AuditResult(pipeline.run_experiment(exp))
+
+
+def verify_unlearning(
+    config: str | Path | dict,
+    *,
+    unlearn_fn: Callable[..., Any] | None = None,
+    out: str | Path | None = None,
+    overrides: Sequence[str] = (),
+    force: bool = False,
+) -> AuditReport:
+    """Verify unlearning: did the forgotten records leave the model (docs/unlearning.md).
+
+    Args:
+        config: an audit config (YAML path or dict) with ``unlearning: {forget, method}``; or the unlearned model
+            given as ``target: {architecture, checkpoint}`` with ``members:`` and ``unlearning: {forget: FILE}``.
+        unlearn_fn: ``unlearn_fn(model, forget, retain)`` makes the unlearned model from a copy of the original
+            (``forget`` and ``retain`` are ``(x, y)`` arrays; edit the model in place or return one); replaces
+            ``unlearning.method``.
+        out: the output folder (results.json, report.md/.html, forget.csv, unlearned.safetensors, members.npy,
+            forget.npy); None writes nothing.
+        overrides: ``key=value`` strings, as ``--set``.
+        force: write into a non-empty ``out``.
+
+    Returns:
+        The report; ``.unlearning`` holds the verdict, the p-value, the records named and every figure beside.
+
+    Raises:
+        ConfigError, DataError: one line naming the field, before anything is trained or written.
+    """
+    from .unlearning.output import verify_config
+
+    return verify_config(config, unlearn_fn=unlearn_fn, out=out, overrides=overrides, force=force)

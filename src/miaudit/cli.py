@@ -8,6 +8,7 @@
     miaudit score CONFIG                an audit of precomputed outputs (no models)
     miaudit export [CONFIG] --out PATH  a run's outputs in the npz or LiRA layout, for `score`
     miaudit dp-audit CONFIG             one-run DP audit with canaries (miaudit.dp)
+    miaudit unlearn CONFIG              did forgotten records leave the model (miaudit.unlearning)
     miaudit compare RUN_A RUN_B         B against A: TPR and AUC differences with intervals
     miaudit plan [CONFIG]               power before the run: intervals, detectable TPR, time
     miaudit bench SUITE                 a benchmark suite
@@ -33,10 +34,9 @@ import typer
 from rich.console import Console
 
 from ._version import __version__
-from .config.files import with_overrides
+from .config.files import read, with_overrides
 from .config.run import DEFAULT_RUN, RunConfig, from_dict, load
 from .errors import ConfigError, MiauditError
-from .results import AuditReport
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Membership inference auditing.")
 err = Console(stderr=True)
@@ -98,7 +98,7 @@ def run(
 ) -> None:
     """Run one audit and write results.json, report.md, report.html, roc.png, scores.csv and scores.parquet."""
     from . import progress
-    from .report import outdir
+    from .report import console, outdir
 
     _logging(quiet, verbose)
     out = out or Path("miaudit-runs") / (config.stem if config else "default")
@@ -115,9 +115,8 @@ def run(
         _fail(e)
     except KeyboardInterrupt:
         _interrupted(cfg, out)
-    if quiet:
-        return
-    _summary(results, out, start)
+    if not quiet:
+        console.summary(results, out, start)
 
 
 def _say(line: str) -> None:
@@ -136,12 +135,6 @@ def _interrupted(cfg: RunConfig | None, out: Path | None, trains: bool = True) -
     raise typer.Exit(code=143 if isinstance(sys.exc_info()[1], Terminated) else 130)
 
 
-def _summary(results: AuditReport, out: Path, start: float) -> None:
-    from .report import console
-
-    console.summary(results, out, start)
-
-
 @app.command()
 def score(
     config: Path = typer.Argument(..., help="YAML score config: outputs: {layout: npz|lira, path: ...}, attacks ..."),
@@ -154,7 +147,7 @@ def score(
     """Audit precomputed outputs (logits and membership masks of models trained elsewhere): no models needed."""
     from . import api, progress
     from .config import scores
-    from .report import outdir
+    from .report import console, outdir
 
     _logging(quiet, verbose)
     out, progress.SESSION["trained"] = out or Path("miaudit-runs") / config.stem, 0
@@ -168,7 +161,7 @@ def score(
     except KeyboardInterrupt:
         _interrupted(None, out, trains=False)
     if not quiet:
-        _summary(results, out, start)
+        console.summary(results, out, start)
 
 
 @app.command("export")
@@ -250,6 +243,9 @@ def plan_audit(
     _logging(quiet, verbose)
     cfg: RunConfig | None = None
     try:
+        if config is not None and "unlearning" in read(config):  # an unlearning audit (miaudit unlearn)
+            print("\n".join(forecast.unlearning_lines(config, overrides or [])))
+            return
         cfg = _config(config, overrides)
         result = api.plan(cfg, halfwidth=halfwidth, runs=runs)
         said = forecast.multi_run_lines(result) if isinstance(result, MultiRunPlan) else forecast.lines(result)
@@ -268,13 +264,10 @@ def init(
     """Write a commented config with every key and its default."""
     from .config import describe
 
-    if path.exists() and not force:
-        _fail(ConfigError(f"init: {path} exists; give another path, or --force to replace it"))
     try:
-        path.write_text(describe.init_yaml())
-    except OSError as e:
-        _fail(ConfigError(f"init: cannot write {path} ({e.strerror})"))
-    print(f"wrote {path}: edit it, then `miaudit run {path}`")
+        print(describe.write_init(path, force))
+    except MiauditError as e:
+        _fail(e)
 
 
 @app.command("config")
@@ -296,17 +289,12 @@ def show_config(
         build(cfg)  # attack parameters and requirements, checked as `run` would
     except MiauditError as e:
         _fail(e)
-    import yaml
-
-    print(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False), end="")
+    print(describe.as_yaml(cfg), end="")
 
 
 @app.command()
 def bench(
-    suite: str = typer.Argument(
-        ...,
-        help="suite name (a name it does not know gets the list of suites)",
-    ),
+    suite: str = typer.Argument(..., help="suite name (a name it does not know gets the list of suites)"),
     out: Path = typer.Option(Path("benchmarks/results"), "--out", "-o", help="folder for <suite>.json and .md"),
     dataset: list[str] | None = typer.Option(None, "--dataset", "-d", help="only these data sets of the suite"),
     seed: list[int] | None = typer.Option(None, "--seed", help="only these seeds"),
@@ -366,6 +354,31 @@ def dp_audit(
 
 
 @app.command()
+def unlearn(
+    config: Path = typer.Argument(..., help="YAML audit config with unlearning: {forget, method}"),
+    overrides: list[str] | None = SET_OPTION,
+    force: bool = typer.Option(False, "--force", "-f", help="write into a non-empty --out, replacing its files"),
+    out: Path | None = OUT_OPTION,
+    quiet: bool = QUIET_OPTION,
+    verbose: bool = VERBOSE_OPTION,
+) -> None:
+    """Verify unlearning: did the forgotten records leave the model (a verdict, the records still remembered)."""
+    _logging(quiet, verbose)
+    from .api import verify_unlearning
+    from .unlearning.output import console_lines
+
+    out = out or Path("miaudit-runs") / f"{config.stem}-unlearn"
+    try:
+        result = verify_unlearning(config, out=out, overrides=overrides or [], force=force)
+    except MiauditError as e:
+        _fail(e)
+    except KeyboardInterrupt:
+        _interrupted(None, out)
+    if not quiet:
+        Console().print("\n".join(console_lines(result, out)), highlight=False, markup=False, soft_wrap=True)
+
+
+@app.command()
 def schema(name: str = typer.Argument("results", help="results (the default), config, compare or plan")) -> None:
     """Print the JSON Schema (draft 2020-12) of results.json, a config, compare.json or plan's answer."""
     from .config import describe
@@ -379,26 +392,15 @@ def schema(name: str = typer.Argument("results", help="results (the default), co
 @app.command()
 def attacks(name: str | None = typer.Argument(None, help="an attack: show its parameters and needs")) -> None:
     """List the registered attacks, or show one attack's parameters (type, default, limits) and needs."""
-    from .attacks import registry
     from .config import describe
-    from .errors import did_you_mean
 
-    if name is None:
-        for info in registry.all_attacks():
-            print(f"{info.name:<12} {info.summary}")
-        # the choices within attacks, and the hint, on stderr: stdout stays one attack per line
-        for line in ("", *describe.choice_lines(), "\n`miaudit attacks NAME` shows an attack's parameters"):
-            typer.echo(line, err=True)
-        return
-    if name.lower() not in registry.names():
-        hint = did_you_mean(name.lower(), registry.names()) or f"; expected one of {registry.names()}"
-        _fail(ConfigError(f"attacks: unknown attack {name!r}{hint}"))
-    head, rows = describe.attack_help(name)
-    print("\n".join(head) + "\nparameters:")
-    rows = [["name", "type", "default", "limits", "description"], *rows]
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    for r in rows:
-        print("  " + "  ".join(cell.ljust(w) for cell, w in zip(r, widths)) + "  " + r[4])
+    try:
+        out, notes = describe.attacks_listing(name)
+    except MiauditError as e:
+        _fail(e)
+    print("\n".join(out))
+    for line in notes:  # the choices within attacks, and the hint, on stderr: stdout stays one attack per line
+        typer.echo(line, err=True)
 
 
 def main() -> None:  # pragma: no cover - console entry point

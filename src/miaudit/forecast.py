@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -354,3 +355,27 @@ def _time_line(f: AuditPlan) -> str:
         f"training ({f.command}): about {f.estimated_training_seconds:.0f} s for {left} model(s) to train"
         f"{how}{where}; {'; '.join(epochs)}"
     )
+
+
+def unlearning_lines(path: str | Path, overrides: list[str]) -> list[str]:
+    """``miaudit plan`` of an unlearning config (``miaudit unlearn``): the models it obtains and their training time
+    (one timed epoch of the original's recipe, scaled to each model's records and epochs; cached models free)."""
+    from .unlearning import audit, config
+
+    u = config.load(path, overrides)
+    cfg = u.cfg
+    ds = datasets.load(cfg)
+    rec = audit.records(u, ds)
+    jobs = audit.model_jobs(u, rec)
+    pending = [j for j in jobs if not j.in_store(open_store(cfg))]
+    head = (
+        f"unlearn: forget {len(rec.forget)} of {len(rec.members)} training records, {len(rec.unseen)} unseen records "
+        f"calibrate; {len(jobs)} models ({', '.join(j.role for j in jobs)})"
+    )
+    if not pending:
+        return [head, "training: all in the cache, nothing to train: about 0 s of training"]
+    one = cfg.model_copy(update={"train": cfg.train.model_copy(update={"epochs": 1})})
+    epoch = _epoch_seconds(builtin_recipe(one, ds, cfg.model, dp=cfg.train.dp), pending[0], cfg.seed)
+    per_record = epoch / max(len(pending[0].train_idx), 1)
+    seconds = sum(per_record * len(j.train_idx) * cfg.train.epochs for j in pending)
+    return [head, f"training: about {seconds:.0f} s for {len(pending)} model(s) to train; {epoch:.2f} s per epoch"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import typing
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -208,3 +209,41 @@ def printed_schema(name: str) -> dict:
         return schema()
     outputs = {"results": AuditReport.json_schema, "compare": Comparison.json_schema, "plan": AuditPlan.json_schema}
     return outputs[name]()
+
+
+def attacks_listing(name: str | None) -> tuple[list[str], list[str]]:
+    """``miaudit attacks [NAME]``: the lines for stdout (one attack per line, or NAME's parameters as a table) and
+    those for stderr (the choices within attacks and a hint); an unknown NAME refused in one line."""
+    from ..attacks import registry
+    from ..errors import ConfigError, did_you_mean
+
+    if name is None:
+        listed = [f"{info.name:<12} {info.summary}" for info in registry.all_attacks()]
+        return listed, ["", *choice_lines(), "\n`miaudit attacks NAME` shows an attack's parameters"]
+    if name.lower() not in registry.names():
+        hint = did_you_mean(name.lower(), registry.names()) or f"; expected one of {registry.names()}"
+        raise ConfigError(f"attacks: unknown attack {name!r}{hint}")
+    head, rows = attack_help(name)
+    rows = [["name", "type", "default", "limits", "description"], *rows]
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    table = ["  " + "  ".join(cell.ljust(w) for cell, w in zip(r, widths)) + "  " + r[4] for r in rows]
+    return [*head, "parameters:", *table], []
+
+
+def write_init(path: Path, force: bool) -> str:
+    """``miaudit init``: the commented config written at ``path`` (an existing file only with ``force``); the line
+    to print. Refused in one line (``ConfigError``)."""
+    from ..errors import ConfigError
+
+    if path.exists() and not force:
+        raise ConfigError(f"init: {path} exists; give another path, or --force to replace it")
+    try:
+        path.write_text(init_yaml())
+    except OSError as e:
+        raise ConfigError(f"init: cannot write {path} ({e.strerror})") from None
+    return f"wrote {path}: edit it, then `miaudit run {path}`"
+
+
+def as_yaml(cfg: RunConfig) -> str:
+    """``miaudit config``: the config as miaudit reads it (every key, defaults filled in), as YAML."""
+    return yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False)

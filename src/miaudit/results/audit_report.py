@@ -19,12 +19,13 @@ from .base import Count, JsonObject, Section, lenient
 from .dp import DPAudit
 from .findings import AttackChoice, RecordsAtRisk, Verdict, WorstCase
 from .run import Calibration, CanaryExposure, Endpoint, Environment, ReferenceModel, Target
+from .unlearning import UnlearningSection
 
 # The version of results.json's layout, an integer raised when a key is added, changes meaning or goes away (every
 # section refuses keys it does not declare). Files written before it existed (no ``schema_version``) are version
 # 0, ``load`` migrates them; version 1 (sections that kept undeclared keys) reads with unknown keys dropped and
 # named in a warning, as does a file of a newer version than this one.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: the optional unlearning, dataset_inference and dp_audit.training sections
 # the versions ``load`` reads with unknown keys dropped: 1 (sections were open) and any newer than this
 OPEN_SECTIONS = 1
 log = logging.getLogger("miaudit")
@@ -97,6 +98,8 @@ class AuditReport(Section):
     """an LM audit's text-only baseline"""
     canary_exposure: CanaryExposure | None = None
     """an LM audit's secret-sharer canaries"""
+    unlearning: UnlearningSection | None = None
+    """an unlearning audit's verdict (``miaudit unlearn``): did the forgotten records leave the model"""
     config: JsonObject
     """the run's config, as validated (a user's model: what was audited)"""
     environment: Environment
