@@ -18,13 +18,14 @@ from miaudit.config import run as config
 from miaudit.errors import ConfigError
 
 
+@pytest.mark.slow
 def test_plan_returns_the_forecast_the_command_prints(tmp_path: Path) -> None:
     from miaudit import forecast as forecasting
     from miaudit.plan import build
 
     forecast = miaudit.plan(copy.deepcopy(TINY_RUN))
-    assert forecast["n_members"] == 60 and forecast["n_nonmembers"] == 60
-    assert [a.label for a in build(config.from_dict(copy.deepcopy(TINY_RUN))).attacks] == forecast["attacks"]
+    assert forecast.n_members == 60 and forecast.n_nonmembers == 60
+    assert [a.label for a in build(config.from_dict(copy.deepcopy(TINY_RUN))).attacks] == forecast.attacks
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(TINY_RUN))
     printed = CliRunner().invoke(app, ["plan", str(tmp_path / "tiny.yaml")])
     assert printed.exit_code == 0, printed.output
@@ -32,6 +33,7 @@ def test_plan_returns_the_forecast_the_command_prints(tmp_path: Path) -> None:
     assert printed.output.splitlines()[:-1] == forecasting.lines(forecast)[:-1]
 
 
+@pytest.mark.slow
 def test_export_writes_what_the_command_writes(tmp_path: Path) -> None:
     where = miaudit.export(copy.deepcopy(TINY_RUN), tmp_path / "api")
     assert where == tmp_path / "api.npz"

@@ -22,6 +22,8 @@ from miaudit.training import dp_stacked as stacked
 from miaudit.training.dp_faults import Faults
 from miaudit.training.options import TrainConfig
 
+pytestmark = pytest.mark.slow  # every test here trains stacked DP-SGD models
+
 CONFIDENCE, DELTA = 0.95, 1e-5
 
 

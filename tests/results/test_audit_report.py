@@ -238,6 +238,7 @@ def test_a_version_1_file_with_a_key_its_open_sections_kept_loads_naming_it(
     assert "Verdict.zz_kept" in caplog.text and "schema_version 1" in caplog.text
 
 
+@pytest.mark.slow
 def test_the_schema_requires_the_verdict_and_states_the_ranges(run_dir: tuple[AuditReport, Path]) -> None:
     """Issue 49, item 11: a results.json without its verdict, with a negative count or a rate outside [0, 1]
     fails the published schema (and the reader); a null verdict (no membership test) passes."""
