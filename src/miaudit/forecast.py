@@ -250,17 +250,16 @@ def multi_run(cfg: RunConfig, runs: int) -> dict[str, Any]:
     """``miaudit plan CONFIG --runs R``: the many-run DP audit ``miaudit dp-audit --runs R`` would run: its power
     line (said before any training, as dp-audit says it) and the training time of its 2R models, one epoch of
     one stack timed on this machine (``dp.multi_run.training_seconds``); nothing is cached or written."""
-    from .dp import multi_run as dp_multi_run
-    from .dp.output import multi_run_power
+    from .dp import output
 
-    dp_multi_run.check(cfg, runs)
-    seconds, epoch = dp_multi_run.training_seconds(cfg, runs)
+    output.multi_run.check(cfg, runs)
+    seconds, epoch = output.multi_run.training_seconds(cfg, runs)
     return {
         "command": f"dp-audit --runs {runs}",
         "runs": runs,
         "models": 2 * runs,
-        "canaries_per_run": dp_multi_run.per_run(cfg),
-        "power": multi_run_power(cfg, runs),
+        "canaries_per_run": output.multi_run.per_run(cfg),
+        "power": output.multi_run_power(cfg, runs),
         "seconds_per_epoch_of_a_stack": epoch,
         "estimated_training_seconds": seconds,
     }
