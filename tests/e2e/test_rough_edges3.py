@@ -297,3 +297,29 @@ def test_a_one_run_dp_audit_says_its_power_before_training_and_plan_says_it_too(
     assert first.startswith("power: 40 canaries, 2 observer(s): the bound can show at most epsilon")
     assert f"at most epsilon {found['max_attainable']:.3f}" in first and planned == [f"dp-audit (one run): {first}"]
     assert "too little power to detect any violation of the declared epsilon 4" in first
+
+
+def test_an_adapter_module_is_found_beside_the_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # item 6: like every path in a config, a module it names resolves in the config's folder (cwd elsewhere)
+    from miaudit.config.run import load
+
+    beside = tmp_path / "conf"
+    beside.mkdir()
+    (beside / "my_adapter_49.py").write_text(
+        "class Wire:\n    def body(self, x):\n        return {}\n    def parse(self, payload, n):\n        return []\n"
+    )
+    np.save(beside / "m.npy", np.arange(50))
+    np.save(beside / "n.npy", np.arange(50, 100))
+    (beside / "a.yaml").write_text(yaml.safe_dump(
+        {"dataset": "digits", "members": "m.npy", "nonmembers": "n.npy",
+         "target": {"endpoint": "http://127.0.0.1:9/x", "adapter": "my_adapter_49:Wire", "architecture": "mlp"}}
+    ))  # fmt: skip
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    cfg = load(beside / "a.yaml")
+    assert cfg.target is not None and cfg.target.adapter == "my_adapter_49:Wire"
+    from miaudit.endpoint.protocols import wire_format
+
+    assert wire_format(cfg.target.protocol, cfg.target.adapter).body(np.zeros((1, 2))) == {}  # imported from conf/

@@ -1,10 +1,10 @@
 """The tests' v2 server: ``miaudit.endpoint.serve.V2Server`` with faults scripted per request.
 
-Why not a real serving stack: KServe's Python model server, Seldon MLServer and MLflow each pull in a web
-framework and dozens of packages (FastAPI, uvicorn, grpcio, ray or MLflow's tracking stack: hundreds of MB)
-that the offline CI registry and the suite's time budget do not carry for these tests. The server speaks the
-v2 REST inference request and response (JSON tensors; ``outputs`` with name, datatype, shape, data) as they
-do, on 127.0.0.1 only; ``/work/shared/checks/endpoint`` runs its own, independent one.
+Beside it, ``test_real_servers.py`` runs KServe's Python model server and ``mlflow models serve`` where the
+``serving`` test extra is installed (they pull in a web framework and dozens of packages: FastAPI, uvicorn, grpcio,
+MLflow's stack, hundreds of MB), and skips saying so where it is not; this one runs on every suite. The server
+speaks the v2 REST inference request and response (JSON tensors; ``outputs`` with name, datatype, shape, data) as
+they do, on 127.0.0.1 only; ``/work/shared/checks/endpoint`` runs its own, independent one.
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import types
 
@@ -56,3 +57,31 @@ def test_an_adapter_is_a_class_with_body_and_parse(monkeypatch):
     assert isinstance(wire_format("v2", "my_api:Api"), Api)
     with pytest.raises(ConfigError, match="has no body"):
         wire_format("v2", "my_api:NotOne")
+
+
+def test_mlflow_dataframe_split_bodies_and_records_answers() -> None:  # issue 49, item 6
+
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    assert MLflow().body(x) == {"inputs": [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]]}
+    split = MLflow(["px0", "px1"]).body(x)
+    assert split == {"dataframe_split": {"columns": ["px0", "px1"], "data": [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]]}}
+    with pytest.raises(ConfigError, match="2 column names for records of 3 features"):
+        MLflow(["a", "b"]).body(np.zeros((1, 3)))
+    records = {"predictions": [{"0": 0.1, "1": 0.9}, {"0": 0.7, "1": 0.3}]}  # a DataFrame answer, orient=records
+    got = MLflow().parse(records, 2)
+    np.testing.assert_array_equal(np.stack(got, axis=1), [[0.1, 0.9], [0.7, 0.3]])
+    with pytest.raises(MalformedAnswer):
+        MLflow().parse({"no": 1}, 2)
+
+
+def test_the_servers_reason_is_shown_not_cut_before_its_cause() -> None:  # issue 49, item 6
+    from miaudit.endpoint.client import REASON_CHARS, server_reason
+
+    cause = "Model is missing inputs ['px0', 'px1', 'px2']. Note that there were extra inputs: ['0', '1']"
+    mlflow = json.dumps({"error_code": "BAD_REQUEST", "message": f"Failed to enforce schema of data. {cause}",
+                         "stack_trace": "Traceback (most recent call last):\n" + "  File x\n" * 300})  # fmt: skip
+    assert len(mlflow) > 3000 and cause in server_reason(mlflow) and "Traceback" not in server_reason(mlflow)
+    assert (
+        server_reason('{"error": "predict failed: shapes (2,5) and (3,)"}') == "predict failed: shapes (2,5) and (3,)"
+    )
+    assert server_reason("plain\ntext") == "plain text" and len(server_reason("x" * 5000)) == REASON_CHARS

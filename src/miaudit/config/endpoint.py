@@ -54,6 +54,11 @@ class EndpointFields(Strict):
         description="package.module:Class whose instances have body(x) -> JSON and parse(payload, n) -> arrays, "
         "for any other JSON API (replaces protocol)",
     )
+    columns: list[str] | None = Field(
+        default=None,
+        description="protocol: mlflow, a model logged from a pandas DataFrame (a column signature): its input "
+        "column names, one per feature in order; the body is then {dataframe_split: {columns, data}}",
+    )
     output: OutputMode = Field(
         default="logits",
         description="what the endpoint answers per record: logits, probabilities, top-k (classes and their "

@@ -7,6 +7,7 @@ anywhere must read ``sub/d.npz``. The keys that are paths are found from the con
 
 from __future__ import annotations
 
+import sys
 import types
 import typing
 from pathlib import Path
@@ -62,3 +63,12 @@ def _join(folder: Path, value: str) -> str:
     if not value or value.startswith("~") or Path(value).is_absolute():
         return value
     return str(folder / value)
+
+
+def modules_beside(folder: Path) -> None:
+    """Make the modules a config names (``package.module:object``: an architecture, ``target.train_fn``,
+    ``target.adapter``) importable from the config's folder, as its paths resolve there: the folder joins the
+    import path after the working directory (which ``models.io.import_factory`` puts first), for this process."""
+    where = str(Path(folder).absolute())
+    if where not in sys.path:
+        sys.path.append(where)

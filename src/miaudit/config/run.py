@@ -27,7 +27,7 @@ from .checks import (
 )
 from .files import read, validated, with_overrides
 from .options import CanaryConfig, DPAuditConfig, Strict
-from .paths import anchored
+from .paths import anchored, modules_beside
 from .records import CalibrationConfig, DataConfig, QueriesConfig, SplitConfig, queries_shorthand
 from .settings import AttacksOrAuto, Fdr, MinFpr, Mode, OffWhenNone, Seed
 from .target import TargetConfig
@@ -250,7 +250,9 @@ def load(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> RunCo
     Raises:
         ConfigError: a missing or unreadable file, YAML errors (with line and column), a bad key.
     """
-    raw = anchored(read(path), Path(path).absolute().parent, RunConfig)
+    folder = Path(path).absolute().parent
+    modules_beside(folder)  # before validation, which imports the modules the config names
+    raw = anchored(read(path), folder, RunConfig)
     return from_dict(with_overrides(raw, overrides))
 
 

@@ -48,6 +48,8 @@ class TargetConfig(EndpointFields, Strict):
                 "architecture: an endpoint's references are trained by miaudit in the architecture named here "
                 "(a built-in name or package.module:factory), e.g. architecture: mlp"
             )
+        if self.columns is not None and (self.protocol != "mlflow" or self.adapter is not None):
+            raise ValueError("columns: the input column names of an mlflow model (protocol: mlflow); remove it")
         if "top_k" in self.model_fields_set and self.output != "top-k":
             raise ValueError(
                 f"top_k: applies to output: top-k, not output: {self.output}; remove it or set output: top-k"

@@ -69,7 +69,7 @@ class EndpointClient:
             raise ConfigError(f"target.top_k: {spec.top_k} exceeds the data's {n_classes} classes; at most {n_classes}")
         self.spec, self.n_classes, self.url = spec, n_classes, spec.endpoint
         self.name = shown_url(spec.endpoint)
-        self.wire = wire_format(spec.protocol, spec.adapter)
+        self.wire = wire_format(spec.protocol, spec.adapter, spec.columns)
         self.session = requests.Session()
         self.session.trust_env = urlsplit(self.url).hostname not in LOOPBACK  # no proxy between us and localhost
         self.session.headers["Content-Type"] = "application/json"
@@ -185,10 +185,10 @@ class EndpointClient:
         if status == 429:
             raise _Transient("429 too many requests", _retry_after(response.headers.get("Retry-After")))
         if status >= 500:  # the server's reason (KServe, MLflow say it in the body) beside the status
-            said = " ".join(response.text.split())[:300]
+            said = server_reason(response.text)
             raise _Transient(f"server error {status}" + (f" ({said})" if said else ""))
         if status >= 400:
-            said = " ".join(response.text.split())[:200]
+            said = server_reason(response.text)
             raise EndpointError(f"endpoint {self.name}: refused the request with {status} ({said})")
         try:
             return response.json()
@@ -198,6 +198,25 @@ class EndpointClient:
     def close(self) -> None:
         self.store.close()
         self.session.close()
+
+
+REASON_CHARS = 600
+
+
+def server_reason(text: str) -> str:
+    """The server's reason from an error body, on one line: the JSON's ``message`` (MLflow) or ``error``/``detail``
+    (KServe, FastAPI) where there is one, else the body; cut at ``REASON_CHARS`` (a long Python traceback)."""
+    try:
+        found = json.loads(text)
+    except ValueError:
+        found = None
+    if isinstance(found, dict):
+        for key in ("message", "error", "detail"):
+            if isinstance(found.get(key), str) and found[key].strip():
+                text = found[key]
+                break
+    said = " ".join(text.split())
+    return said if len(said) <= REASON_CHARS else said[: REASON_CHARS - 3] + "..."
 
 
 def _retry_after(value: str | None) -> float | None:

@@ -69,10 +69,23 @@ class V2:
 
 
 class MLflow:
-    """``mlflow models serve``: POST /invocations with ``{"inputs": [[...], ...]}``."""
+    """``mlflow models serve``: POST /invocations with ``{"inputs": [[...], ...]}`` (a tensor signature), or with
+    ``columns`` (a model logged from a pandas DataFrame) ``{"dataframe_split": {"columns": [...], "data": [...]}}``.
+    Answers: ``{"predictions": ...}`` as a list of rows, a dict of columns (pandas orient=list), or a list of
+    records (pandas orient=records, one object per row, as a DataFrame-returning model answers)."""
+
+    def __init__(self, columns: list[str] | None = None):
+        self.columns = columns
 
     def body(self, x: np.ndarray) -> dict[str, object]:
-        return {"inputs": np.asarray(x, dtype=np.float32).reshape(len(x), -1).tolist()}
+        rows = np.asarray(x, dtype=np.float32).reshape(len(x), -1)
+        if self.columns is None:
+            return {"inputs": rows.tolist()}
+        if rows.shape[1] != len(self.columns):
+            raise ConfigError(
+                f"target.columns: {len(self.columns)} column names for records of {rows.shape[1]} features"
+            )
+        return {"dataframe_split": {"columns": list(self.columns), "data": rows.tolist()}}
 
     def parse(self, payload: object, n: int) -> list[np.ndarray]:
         predictions = payload.get("predictions") if isinstance(payload, dict) else payload
@@ -81,12 +94,15 @@ class MLflow:
         try:
             if isinstance(predictions, dict):  # columns by name (pandas orient=list)
                 return [np.asarray(v) for v in predictions.values()]
+            if isinstance(predictions, list) and predictions and all(isinstance(r, dict) for r in predictions):
+                keys = list(predictions[0])  # records (pandas orient=records): one object per row
+                return [np.asarray([r.get(k) for r in predictions]) for k in keys]
             return [np.asarray(predictions)]
         except ValueError as e:
             raise MalformedAnswer(f"predictions: {e}") from None
 
 
-def wire_format(protocol: str, adapter: str | None) -> WireFormat:
+def wire_format(protocol: str, adapter: str | None, columns: list[str] | None = None) -> WireFormat:
     """The protocol's wire format, or the adapter the config names (a class, imported and built now: a typo
     fails before any query)."""
     if adapter is not None:
@@ -96,4 +112,4 @@ def wire_format(protocol: str, adapter: str | None) -> WireFormat:
         if not (callable(getattr(obj, "body", None)) and callable(getattr(obj, "parse", None))):
             raise ConfigError(f"target.adapter: {adapter} has no body(x) and parse(payload, n) methods")
         return cast(WireFormat, obj)
-    return V2() if protocol == "v2" else MLflow()
+    return V2() if protocol == "v2" else MLflow(columns)

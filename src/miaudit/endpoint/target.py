@@ -122,7 +122,7 @@ def audit_endpoint(
     log.info(
         "endpoint %s (%s, output: %s): %d of %d records to ask",
         client.name,
-        spec.protocol,
+        spec.adapter or spec.protocol,
         spec.output,
         to_ask,
         len(asked),
