@@ -3,8 +3,10 @@
 The front doors: ``miaudit.audit(model, members=..., nonmembers=..., population=...)``
 audits a model you trained on records you hold; ``miaudit.run(config)`` runs an
 audit from a config (dict, YAML path or RunConfig). Both return an
-``AuditResult``. ``miaudit.compare(a, b)`` sets two audits side by side (run directories or
-``AuditResult``s): per attack the TPR and AUC differences with bootstrap intervals.
+``AuditResult``. ``miaudit.dp_audit(config or train_fn, ...)`` is ``miaudit dp-audit``: a DP audit
+of a config's DP-SGD, or of your own DP training function (``train_fn(model, x, y)``).
+``miaudit.compare(a, b)`` sets two audits side by side (run directories or ``AuditResult``s): per attack
+the TPR and AUC differences with bootstrap intervals.
 ``miaudit.attacks.registry`` lists and runs attacks on plain arrays.
 
 The front doors are imported on first use (PEP 562), so ``import miaudit.config.run``
@@ -18,14 +20,14 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__
 
 if TYPE_CHECKING:
-    from .api import AuditResult, Endpoint, audit, run, score
+    from .api import AuditResult, Endpoint, audit, dp_audit, run, score
     from .report.compare import compare
 
-__all__ = ["audit", "run", "score", "compare", "AuditResult", "Endpoint", "__version__"]
+__all__ = ["audit", "run", "score", "dp_audit", "compare", "AuditResult", "Endpoint", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("audit", "run", "score", "AuditResult", "Endpoint"):
+    if name in ("audit", "run", "score", "dp_audit", "AuditResult", "Endpoint"):
         from . import api
 
         return getattr(api, name)

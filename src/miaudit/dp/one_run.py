@@ -98,6 +98,13 @@ def train_target(cfg: RunConfig, ds: data.Dataset, train_idx: np.ndarray, observ
                       tracker, cfg.device)  # fmt: skip
 
 
+def own_target(cfg: RunConfig, ds: data.Dataset, train_idx: np.ndarray, recipe: ModelRecipe) -> Any:
+    """The target trained now by ``recipe`` (a user's function: never cached) on ``train_idx``."""
+    with ModelProgress(1) as tracker:
+        return obtain(open_store(cfg), recipe, ds, "target (your function, with canaries)", model_seed(cfg.seed, 0),
+                      train_idx, tracker, cfg.device)  # fmt: skip
+
+
 def whitebox_bounds(cfg: RunConfig, observed: GradientCanaries, k: int | None) -> list[dict[str, Any]]:
     confidence, delta = audit.one_run_level(cfg)
     about = {"threat_model": "white-box", "canary_kind": observed.kind, "observer": WHITE_BOX_OBSERVER}
@@ -161,8 +168,10 @@ def model_jobs(cfg: RunConfig) -> list[ModelJob]:
     return [target, *reference_jobs(cfg, build(cfg), records, recipe)[0]]
 
 
-def run(cfg: RunConfig) -> RunResult:
-    """Train the target once with its canaries, run every planned attack on the canaries, bound epsilon."""
+def run(cfg: RunConfig, recipes: tuple[ModelRecipe, ModelRecipe] | None = None) -> RunResult:
+    """Train the target once with its canaries, run every planned attack on the canaries, bound epsilon.
+    ``recipes``: the target's and the references' recipes instead of the config's (a user's DP training function,
+    ``user_code``)."""
     check(cfg)
     spec = cfg.canaries
     assert spec is not None
@@ -172,10 +181,14 @@ def run(cfg: RunConfig) -> RunResult:
     ds_c, train_idx = records.dataset, records.split.members
     test_idx = np.setdiff1d(split.nonmembers, c["idx"])
     observed = GradientCanaries("gradient", coins(cfg, spec.gradient, 3), cfg.seed) if spec.gradient else None
-    target = train_target(cfg, ds_c, train_idx, observed)
+    if recipes is None:
+        target = train_target(cfg, ds_c, train_idx, observed)
+    else:
+        target = own_target(cfg, ds_c, train_idx, recipes[0])
     is_member = records.is_member
     assert is_member is not None  # the canaries' membership: known
-    exp = with_references(cfg, plan, records, target, reference_recipe(cfg, ds_c), open_store(cfg))
+    ref_recipe = reference_recipe(cfg, ds_c) if recipes is None else recipes[1]
+    exp = with_references(cfg, plan, records, target, ref_recipe, open_store(cfg))
     inputs = exp.attack_inputs()
     runs = [run_attack(exp, attack, inputs) for attack in plan.attacks]
     accuracies = {

@@ -18,6 +18,7 @@ import numpy as np
 from .. import report
 from .._version import __version__
 from ..config.run import RunConfig
+from ..errors import ConfigError
 from ..report.records import environment
 from ..results import SCHEMA_VERSION, AuditReport
 from . import bounds, multi_run, one_run
@@ -47,7 +48,12 @@ def results(cfg: RunConfig, ds: Any, target: dict[str, Any], dp_audit: dict[str,
     )
 
 
-def whitebox(found: dict[str, Any], cfg: RunConfig, out: Path) -> AuditReport:
+def _kept(results: AuditReport, columns: dict[str, np.ndarray], title: str, out: Path | None) -> AuditReport:
+    """``report.write_dp`` into ``out``; nothing written without one (the Python API's ``out=None``)."""
+    return results if out is None else report.write_dp(results, columns, title, out)
+
+
+def whitebox(found: dict[str, Any], cfg: RunConfig, out: Path | None) -> AuditReport:
     """A white-box-only audit (``one_run.run_whitebox``): one scores.csv row per gradient canary."""
     a, observed = found["dp_audit"], found["observed"]
     target = {
@@ -64,17 +70,17 @@ def whitebox(found: dict[str, Any], cfg: RunConfig, out: Path) -> AuditReport:
         "score": np.asarray(observed.scores, dtype=np.float64),
         "guess": guesses(observed.scores, k, cfg.seed),
     }
-    return report.write_dp(results(cfg, found["dataset"], target, a), columns, "white-box DP audit", out)
+    return _kept(results(cfg, found["dataset"], target, a), columns, "white-box DP audit", out)
 
 
-def multirun(found: dict[str, Any], cfg: RunConfig, out: Path) -> AuditReport:
+def multirun(found: dict[str, Any], cfg: RunConfig, out: Path | None) -> AuditReport:
     """A multi-run audit (``multi_run.run``): one scores.csv row per (run, canary) slot."""
     scores, included = np.asarray(found["scores"], dtype=np.float64), np.asarray(found["included"], dtype=bool)
     runs, count = scores.shape
     columns = {"run": np.repeat(np.arange(runs), count), "canary": np.tile(np.arange(count), runs),
                "member": included.reshape(-1).astype(int), "score": scores.reshape(-1)}  # fmt: skip
     res = results(cfg, found["dataset"], {"source": "trained", "dp": found["privacy"]}, found["dp_audit"])
-    return report.write_dp(res, columns, "multi-run DP audit", out)
+    return _kept(res, columns, "multi-run DP audit", out)
 
 
 def multi_run_power(cfg: RunConfig, runs: int) -> str:
@@ -105,10 +111,28 @@ def multi_run_power(cfg: RunConfig, runs: int) -> str:
     return said
 
 
-def audit(cfg: RunConfig, out: Path, runs: int | None = None, say: Callable[[str], None] = print) -> AuditReport:
-    """``miaudit dp-audit``: the multi-run audit with ``runs``, else the one-run audit (white-box only, or with
-    input-space canaries and attacks); its outputs written into ``out``. ``say`` gets the lines said before
-    training (the multi-run audit's power)."""
+def audit(
+    cfg: RunConfig,
+    out: Path | None,
+    runs: int | None = None,
+    say: Callable[[str], None] = print,
+    train_fn: Callable[..., object] | None = None,
+    model: Callable[..., Any] | None = None,
+) -> AuditReport:
+    """``miaudit dp-audit`` (and ``miaudit.dp_audit``): the multi-run audit with ``runs``, else the one-run audit
+    (white-box only, or with input-space canaries and attacks; of a user's training function with ``dp_training``,
+    ``user_code``, which ``train_fn`` and ``model`` give from Python); its outputs written into ``out`` (None:
+    nothing written). ``say`` gets the lines said before training (the multi-run audit's power)."""
+    if cfg.dp_training is not None:
+        if runs is not None:
+            raise ConfigError(
+                "--runs: the many-run audit trains miaudit's stacked DP-SGD; of your dp_training function only the "
+                "one-run audit is built (omit --runs)"
+            )
+        from . import user_code
+
+        res = user_code.run(cfg, train_fn, model)
+        return report.audit_report(res) if out is None else report.write(res, out)
     if runs is not None:
         if runs >= 2:  # fewer: refused by multi_run.run
             say(multi_run_power(cfg, runs))
@@ -116,4 +140,5 @@ def audit(cfg: RunConfig, out: Path, runs: int | None = None, say: Callable[[str
     one_run.check(cfg)
     if cfg.canaries is not None and cfg.canaries.implied_threat_model == "white-box":
         return whitebox(one_run.run_whitebox(cfg), cfg, out)
-    return report.write(one_run.run(cfg), out)
+    res = one_run.run(cfg)
+    return report.audit_report(res) if out is None else report.write(res, out)

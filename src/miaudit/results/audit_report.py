@@ -22,7 +22,7 @@ from .run import Calibration, CanaryExposure, Endpoint, Environment, ReferenceMo
 # The version of results.json's layout, an integer raised when a key changes meaning or goes away (added keys
 # do not raise it: every section keeps keys it does not declare). Files written before it existed (no
 # ``schema_version``) are version 0; ``load`` migrates them.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: dp_audit.training (a user's DP training function); 1 reads as is
 SCHEMA_URI = "https://json-schema.org/draft/2020-12/schema"
 
 
@@ -156,6 +156,8 @@ class AuditReport(Section):
         version = data.get("schema_version", 0)
         if version == 0:
             data = migrate(data, where, kind_of)
+        elif version == 1:  # version 2 only added optional keys (dp_audit.training)
+            data = {**data, "schema_version": SCHEMA_VERSION}
         elif version != SCHEMA_VERSION:
             raise DataError(
                 f"{where}: schema_version {version!r} is not one this miaudit reads ({SCHEMA_VERSION}, or a file "

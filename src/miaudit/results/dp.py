@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from pydantic import ConfigDict
+
 from .base import Number, Section
 
 
@@ -114,6 +116,36 @@ class SelectionRecords(Section):
     """non-members in that half"""
 
 
+class UserTraining(Section):
+    """``dp_training``: whose code was audited (a user's DP training function, not miaudit's DP-SGD), what it was
+    given, and what the audit could and could not see of it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    function: str
+    """the audited training function, package.module:function (or the Python object's module:qualname)"""
+    claimed_epsilon: Number
+    """the epsilon the function's training claims"""
+    claimed_delta: Number
+    """the delta of that claim"""
+    calls: int
+    """times the audit called the function: the target once, and each reference it trains"""
+    target_records: int
+    """records the target was trained on: the training records and the canaries included by their coins"""
+    canaries_inserted: int
+    """canaries inserted into the target's training records (each by a fair coin); no other record was removed"""
+    references_by: str
+    """who trained the reference models: the function itself (on population records, never a canary), or
+    miaudit's loop"""
+    accountant: dict[str, Number] | None = None
+    """what the function's accountant was told (noise_multiplier, sample_rate, steps), from the config or returned
+    by the function, and the epsilon Opacus' accountants give for it"""
+    observed: str
+    """what the audit saw of the training: the final model's outputs (black-box)"""
+    not_observed: str
+    """what it could not see, so which faults its verdict cannot speak to"""
+
+
 class DPAudit(Section):
     kind: Literal["two-run", "one-run", "multi-run"]
     """which audit produced the bound"""
@@ -149,6 +181,8 @@ class DPAudit(Section):
     """accountant -> its epsilon (``training.dp_sgd``)"""
     planted_fault: dict[str, Any] | None = None
     """a fault planted in DP-SGD on purpose, to show the audit catches it"""
+    training: UserTraining | None = None
+    """one-run of a user's function (``dp_training``): whose code was audited and what the audit could see"""
     compared_with: ComparedWith | None = None
     """the claim the bounds are tested against"""
     threat_model: str | None = None
