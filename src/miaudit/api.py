@@ -39,6 +39,9 @@ from .results import AuditReport
 if TYPE_CHECKING:  # torch and the training loop load in audit(): `miaudit score` never needs them (nor pandas)
     import pandas as pd
     import torch.nn as nn
+    from typing_extensions import Unpack
+
+    from .dp.user_code import FunctionClaim
 
 
 TrainFn = Callable[["nn.Module", np.ndarray, np.ndarray], Any]
@@ -143,11 +146,9 @@ def run(config: RunConfig | dict | str | Path | None = None) -> AuditResult:
 
 def _run_config(config: RunConfig | dict | str | Path | None) -> RunConfig:
     """A ``RunConfig`` as ``run`` and ``dp_audit`` take it: given, a dict of its keys, a YAML path, None (default)."""
-    if config is None:
-        return from_dict(DEFAULT_RUN)
     if isinstance(config, RunConfig):
         return config
-    return from_dict(config) if isinstance(config, dict) else load(config)
+    return from_dict(config or DEFAULT_RUN) if config is None or isinstance(config, dict) else load(config)
 
 
 def reinitialised_copy(model: nn.Module) -> nn.Module:
@@ -371,89 +372,29 @@ def _audit_given(
 def dp_audit(
     config: RunConfig | dict | str | Path | TrainFn | None = None,
     *,
-    data: str | dict | None = None,
-    epsilon: float | None = None,
-    delta: float | None = None,
-    canaries: int | dict | None = None,
-    references: int | None = None,
     runs: int | None = None,
-    model: str | Callable[..., nn.Module] | None = None,
-    accountant: dict | None = None,
-    seed: int = 0,
     out: str | Path | None = None,
     force: bool = False,
     say: Callable[[str], None] | None = None,
+    **claim: Unpack[FunctionClaim],
 ) -> AuditReport:
-    """A differential-privacy audit (what ``miaudit dp-audit`` runs): of a config, or of your own DP training function.
+    """A DP audit (``miaudit dp-audit``) of a config (YAML path, dict, ``RunConfig``: its ``train.dp`` or
+    ``dp_training``), or of your own DP training function ``train_fn(model, x, y)`` (docs/dp-pipeline.md), e.g.
+    ``dp_audit(train_fn, data="digits", epsilon=1.0, delta=1e-5, canaries={"count": 300, "kind": "crafted"})``;
+    ``claim``: the function's claim and audit (``dp.user_code.FunctionClaim``). ``runs``: the many-run audit (a
+    config's ``train.dp``). ``out``: write results.json and the reports there (None: nothing written; ``force``: a
+    non-empty folder). Returns results.json's ``AuditReport`` (``.dp_audit.training``: whose code was audited, what
+    the audit could and could not see); ConfigError, DataError, ModelError (one line) before any training."""
+    from .dp import output, user_code
 
-        report = miaudit.dp_audit(train_fn, data="digits", epsilon=1.0, delta=1e-5, model="mlp",
-                                  canaries={"count": 300, "kind": "crafted", "guesses": 50}, references=2)
-        report.dp_audit.violated, report.dp_audit.verdict
-
-    Args:
-        config: a config (YAML path, dict or ``RunConfig``: its ``train.dp`` or ``dp_training`` is audited, the
-            other keyword arguments but ``runs``, ``out``, ``force`` and ``say`` are refused), or your training
-            function ``train_fn(model, x, y)``, which trains ``model`` in place with your DP training
-            (docs/dp-pipeline.md): it trains the target on the training records with the canaries inserted, and
-            the reference models on population records.
-        data: with a function: the data set (a built-in name, a .npz/.csv path, or ``dataset:``'s mapping;
-            default digits).
-        epsilon, delta: with a function: the (epsilon, delta) its training claims (required).
-        canaries: with a function: their count (crafted canaries), or ``canaries:``'s mapping (default 300
-            crafted canaries, 30 guesses each way).
-        references: with a function: reference models, trained by it (default 2).
-        runs: the many-run audit with R pairs of runs (a config's ``train.dp`` only).
-        model: with a function: the model it trains, a built-in name, ``package.module:factory`` or a callable
-            ``factory(input_shape, n_classes)`` (default mlp).
-        accountant: with a function: what its accountant was told (noise_multiplier, sample_rate, steps).
-        seed: with a function: fixes the split, the canaries and their coins, and the attacks.
-        out: write results.json and the reports there (default: nothing written).
-        force: write into a non-empty ``out``.
-        say: gets the lines said before training (default: print).
-
-    Returns:
-        What results.json holds (``AuditReport``); ``.dp_audit`` is the verdict, its bounds and, for a function,
-        ``.dp_audit.training``: whose code was audited and what the audit could and could not see.
-
-    Raises:
-        ConfigError, DataError, ModelError: one line naming the argument, before any training.
-    """
-    from .dp import output
-
-    fn: TrainFn | None = None
-    factory: Callable[..., nn.Module] | None = None
+    fn, factory = None, None
     if callable(config) and not isinstance(config, (RunConfig, dict, str, Path)):
-        fn = config
-        if epsilon is None or delta is None:
-            raise ConfigError(f"{'epsilon' if epsilon is None else 'delta'}: the claim of your training is required")
-        from .dp.user_code import name_of
-
-        factory = None if model is None or isinstance(model, str) else model
-        claim: dict[str, Any] = {"function": name_of(fn), "epsilon": epsilon, "delta": delta}
-        cfg = from_dict(
-            {
-                "dataset": data if data is not None else "digits",
-                "model": model if isinstance(model, str) else "mlp",
-                "seed": seed,
-                "references": 2 if references is None else references,
-                "canaries": (
-                    {"count": canaries, "kind": "crafted"}
-                    if isinstance(canaries, int)
-                    else canaries or {"count": 300, "kind": "crafted", "guesses": 30}
-                ),
-                "dp_training": {**claim, **({"accountant": accountant} if accountant is not None else {})},
-            },
-            context={"function_given": True},
-        )
+        fn, (cfg, factory) = config, user_code.function_config(config, **claim)
+    elif claim:
+        raise ConfigError(f"{next(iter(claim))}: applies to a training function; with a config, set it there")
     else:
-        given = {"data": data, "epsilon": epsilon, "delta": delta, "canaries": canaries, "references": references,
-                 "model": model, "accountant": accountant}  # fmt: skip
-        stray = [k for k, v in given.items() if v is not None]
-        if stray:
-            raise ConfigError(f"{stray[0]}: applies to a training function; with a config, set it in the config")
         cfg = _run_config(config)
-    say = say or print
     if out is None:
-        return output.audit(cfg, None, runs, say, fn, factory)
+        return output.audit(cfg, None, runs, say or print, fn, factory)
     with outdir.reserved(Path(out), force):
-        return output.audit(cfg, Path(out), runs, say, fn, factory)
+        return output.audit(cfg, Path(out), runs, say or print, fn, factory)

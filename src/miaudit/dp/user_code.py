@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
@@ -56,6 +56,23 @@ NOT_OBSERVED = (
     "given)"
 )
 FACT_KEYS = ("noise_multiplier", "sample_rate", "steps")
+
+
+class FunctionClaim(TypedDict, total=False):
+    """``miaudit.dp_audit(train_fn, **claim)``: the claim (``epsilon``, ``delta``: required), the data set (a built-in
+    name, a .npz/.csv path or ``dataset:``'s mapping; default digits), the model the function trains (a name,
+    ``package.module:factory`` or a callable ``factory(input_shape, n_classes)``; default mlp), the canaries (a count
+    of crafted ones, or ``canaries:``'s mapping; default 300 crafted, 30 guesses each way), the references (trained
+    by the function; default 2), what its accountant was told (noise_multiplier, sample_rate, steps) and the seed."""
+
+    epsilon: float
+    delta: float
+    data: str | dict
+    model: str | ModelFactory
+    canaries: int | dict
+    references: int
+    accountant: dict
+    seed: int
 
 
 @dataclass
@@ -225,3 +242,38 @@ def run(cfg: RunConfig, fn: TrainFn | None = None, model: ModelFactory | None = 
     accounted = (exp.target.privacy or {}).get("accounted")
     res.dp_audit = {**res.dp_audit, "training": section(training, len(target_idx), inserted, accounted)}
     return res
+
+
+def function_config(
+    fn: TrainFn,
+    *,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    data: str | dict | None = None,
+    model: str | ModelFactory | None = None,
+    canaries: int | dict | None = None,
+    references: int = 2,
+    accountant: dict | None = None,
+    seed: int = 0,
+) -> tuple[RunConfig, ModelFactory | None]:
+    """``miaudit.dp_audit(train_fn, **claim)``'s config (``dp_training`` naming the function, which the caller holds)
+    and the model factory when a callable is given (``FunctionClaim``)."""
+    from ..config.run import from_dict
+
+    if epsilon is None or delta is None:
+        raise ConfigError(f"{'epsilon' if epsilon is None else 'delta'}: the claim of your training is required")
+    spec = {"function": name_of(fn), "epsilon": epsilon, "delta": delta}
+    raw = {
+        "dataset": "digits" if data is None else data,
+        "model": model if isinstance(model, str) else "mlp",
+        "seed": seed,
+        "references": references,
+        "canaries": (
+            {"count": canaries, "kind": "crafted"}
+            if isinstance(canaries, int)
+            else canaries or {"count": 300, "kind": "crafted", "guesses": 30}
+        ),
+        "dp_training": {**spec, **({"accountant": accountant} if accountant is not None else {})},
+    }
+    cfg = from_dict(raw, context={"function_given": True})
+    return cfg, None if model is None or isinstance(model, str) else model
