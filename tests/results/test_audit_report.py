@@ -69,6 +69,14 @@ def test_the_previous_format_is_migrated(run_dir: tuple[AuditReport, Path], tmp_
     assert report.load_results(tmp_path / "results.json") == written  # kinds from the registry
 
 
+def test_a_version_1_file_reads_as_the_current_version(run_dir: tuple[AuditReport, Path], tmp_path: Path) -> None:
+    """Version 2 only added optional keys (``dp_audit.training``): a version 1 file reads as it is."""
+    written, out = run_dir
+    old = json.loads((out / "results.json").read_text())
+    (tmp_path / "results.json").write_text(json.dumps({**old, "schema_version": 1}, indent=1))
+    assert AuditReport.load(tmp_path / "results.json") == written
+
+
 def test_a_previous_format_row_that_cannot_say_its_kind_is_refused_in_one_line(tmp_path: Path) -> None:
     """Membership unknown and no p-values: the old row cannot tell a test from a ranking without the registry."""
     raw = {**copy.deepcopy(TINY_RUN), "attacks": [{"name": "gls"}]}

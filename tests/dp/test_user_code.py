@@ -1,0 +1,135 @@
+"""A user's DP training function audited (``dp.user_code``): the canaries go into the data it is given and nothing
+else changes; the references never see a canary; every call is counted; results.json says whose code it was."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+from conftest import TINY_RUN
+
+from miaudit import data
+from miaudit.config import run as config
+from miaudit.dp import canaries, output, user_code
+from miaudit.errors import ConfigError, ModelError
+from miaudit.experiment import datasets
+
+FACTS = {"noise_multiplier": 2.0, "sample_rate": 0.05, "steps": 50}
+
+
+class Recorder:
+    """A training function that records what it is given, takes a few plain SGD steps and returns ``out``."""
+
+    def __init__(self, out: Any = None) -> None:
+        self.seen: list[tuple[np.ndarray, np.ndarray]] = []
+        self.out = out
+
+    def __call__(self, model: nn.Module, x: np.ndarray, y: np.ndarray) -> Any:
+        self.seen.append((np.array(x), np.array(y)))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(3):
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(torch.as_tensor(x)), torch.as_tensor(y)).backward()
+            opt.step()
+        return self.out
+
+
+def cfg_for(**over: Any) -> config.RunConfig:
+    raw = copy.deepcopy(TINY_RUN)
+    raw.update(
+        attacks=[{"name": "attack-p"}, {"name": "attack-r"}],
+        canaries={"count": 30, "kind": "crafted", "guesses": 5},
+        dp_training={"function": "tests:recorder", "epsilon": 1.0, "delta": 1e-5},
+        calibration="none",
+    )
+    raw.update(over)
+    return config.from_dict(raw, context={"function_given": True})
+
+
+def rows(x: np.ndarray) -> set[bytes]:
+    return {r.tobytes() for r in np.ascontiguousarray(x, dtype=np.float32)}
+
+
+def test_the_canaries_go_into_the_users_data_by_their_coins_and_nothing_is_removed() -> None:
+    cfg, fn = cfg_for(), Recorder()
+    res = user_code.run(cfg, fn)
+    ds = datasets.load(cfg)  # the same draw, made again from the config alone
+    split = data.split_indices(len(ds), cfg.seed, cfg.split.as_tuple())
+    ds_c, c = canaries.draw(cfg, ds, split.nonmembers)
+    inside, outside = c["idx"][c["included"]], c["idx"][~c["included"]]
+    assert 0 < len(inside) < 30  # both coins fell
+    x, y = fn.seen[0]  # the target's call
+    want = np.sort(np.concatenate([split.members, inside]))
+    np.testing.assert_array_equal(x, ds_c.x[want])
+    np.testing.assert_array_equal(y, ds_c.y[want])
+    assert rows(ds.x[split.members]) <= rows(x)  # every training record, unchanged: none removed
+    assert len(x) == len(split.members) + len(inside)
+    assert not rows(ds_c.x[outside]) & rows(x)  # a canary whose coin said out is not trained on
+    for xr, _ in fn.seen[1:]:  # the references: population records, never a canary
+        assert not rows(ds_c.x[c["idx"]]) & rows(xr) and not rows(ds.x[split.members]) & rows(xr)
+    section = res.dp_audit["training"]
+    assert (section.calls, len(fn.seen)) == (3, 3)  # the target and two references
+    assert (section.target_records, section.canaries_inserted) == (len(want), len(inside))
+
+
+def test_results_json_names_the_function_and_what_the_audit_could_not_see() -> None:
+    fn = Recorder(FACTS)
+    report = output.audit(cfg_for(), None, None, lambda line: None, fn)
+    a = report.dp_audit
+    assert a is not None and a.training is not None and a.kind == "one-run"
+    assert a.training.function == "tests:recorder" and "black-box" in a.training.observed
+    assert "noisy updates" in a.training.not_observed and a.violated is not None
+    assert a.training.accountant is not None and a.training.accountant["steps"] == 50
+    # the accountant's figures for the facts returned are claims too: the audit tests the smallest
+    assert a.compared_with is not None and a.compared_with.epsilon <= 1.0
+    assert (
+        report.target is not None
+        and report.target.dp is not None
+        and report.target.dp["trained_by"] == "tests:recorder"
+    )
+
+
+def test_a_function_that_returns_another_model_or_impossible_facts_is_refused() -> None:
+    with pytest.raises(ModelError, match="returned another model"):
+        user_code.run(cfg_for(), Recorder(nn.Linear(64, 10)))
+    with pytest.raises(ModelError, match="accountant facts"):
+        user_code.run(cfg_for(), Recorder({"noise_multiplier": -1.0, "sample_rate": 0.1, "steps": 3}))
+
+
+def test_references_by_miaudits_loop_when_asked() -> None:
+    fn = Recorder()
+    cfg = cfg_for(dp_training={"function": "tests:recorder", "epsilon": 1.0, "delta": 1e-5, "references": "recipe"})
+    res = user_code.run(cfg, fn)
+    assert len(fn.seen) == 1 and "miaudit's loop" in res.dp_audit["training"].references_by
+
+
+def test_many_runs_of_a_function_are_refused_before_any_training() -> None:
+    fn = Recorder()
+    with pytest.raises(ConfigError, match="--runs"):
+        output.audit(cfg_for(), None, 4, lambda line: None, fn)
+    assert fn.seen == []
+
+
+def test_a_model_without_features_is_split_at_its_last_linear_only_when_that_is_the_same_model() -> None:
+    plain = nn.Sequential(nn.Flatten(), nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 3))
+    x = torch.randn(5, 8)
+    before, params = plain(x).detach(), set(map(id, plain.parameters()))
+    split = user_code.with_features(plain, (8,), 3)
+    assert callable(split.features) and split.features(x).shape == (5, 16)
+    torch.testing.assert_close(split(x), before)
+    assert set(map(id, split.parameters())) == params  # the function trains the same parameters
+    after = nn.Sequential(nn.Linear(8, 3), nn.LogSoftmax(dim=1))  # something after the classifier: left as it is
+    assert user_code.with_features(after, (8,), 3) is after
+
+
+def test_the_python_api_builds_the_config_of_a_function() -> None:
+    fn = Recorder()
+    cfg, factory = user_code.function_config(fn, epsilon=2.0, delta=1e-6, canaries=40, model="mlp")
+    assert cfg.dp_training is not None and cfg.dp_training.function.endswith(":Recorder") and factory is None
+    assert (cfg.canaries.count, cfg.canaries.kind, cfg.references) == (40, "crafted", 2)  # type: ignore[union-attr]
+    with pytest.raises(ConfigError, match="delta"):
+        user_code.function_config(fn, epsilon=1.0)
