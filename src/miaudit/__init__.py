@@ -4,7 +4,8 @@ The front doors: ``miaudit.audit(model, members=..., nonmembers=..., population=
 audits a model you trained on records you hold; ``miaudit.run(config)`` runs an
 audit from a config (dict, YAML path or RunConfig). Both return an
 ``AuditResult``. ``miaudit.dp_audit(config or train_fn, ...)`` is ``miaudit dp-audit``: a DP audit
-of a config's DP-SGD, or of your own DP training function (``train_fn(model, x, y)``).
+of a config's DP-SGD, or of your own DP training function (``train_fn(model, x, y)``), whose Opacus optimizer
+``miaudit.dp_observe(optimizer)`` opens to white-box canaries.
 ``miaudit.compare(a, b)`` sets two audits side by side (run directories or ``AuditResult``s): per attack
 the TPR and AUC differences with bootstrap intervals.
 ``miaudit.attacks.registry`` lists and runs attacks on plain arrays.
@@ -21,9 +22,10 @@ from ._version import __version__
 
 if TYPE_CHECKING:
     from .api import AuditResult, Endpoint, audit, dp_audit, run, score
+    from .dp.user_code import observe as dp_observe
     from .report.compare import compare
 
-__all__ = ["audit", "run", "score", "dp_audit", "compare", "AuditResult", "Endpoint", "__version__"]
+__all__ = ["audit", "run", "score", "dp_audit", "dp_observe", "compare", "AuditResult", "Endpoint", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
@@ -31,6 +33,10 @@ def __getattr__(name: str) -> Any:
         from . import api
 
         return getattr(api, name)
+    if name == "dp_observe":
+        from .dp.user_code import observe
+
+        return observe
     if name == "compare":
         from .report.compare import compare
 

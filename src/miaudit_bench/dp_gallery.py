@@ -11,7 +11,8 @@ norm 1, noise from Opacus' PRV accountant for the claimed (epsilon, 1e-5) and th
 
 - ``correct``: DP-SGD in plain torch: Poisson sampling at rate 64/n, per-sample gradients clipped to norm C,
   Gaussian noise of std sigma * C on their sum.
-- ``opacus``: the same with Opacus' ``PrivacyEngine.make_private_with_epsilon`` (Poisson loader, its accountant).
+- ``opacus``: the same with Opacus' ``PrivacyEngine.make_private_with_epsilon`` (Poisson loader, its accountant),
+  and the one-line white-box hook ``miaudit.dp_observe(optimizer)`` (``canaries.gradient: N`` then observes it).
   Opacus divides the noisy sum by floor(n * q), a function of the private data set's size (Opacus issues #571, 2023,
   and #819, 2026): the leak those reports measure is the size, which every canary of a one-run audit shares.
 - ``plain_finish`` / ``plain_finish_1``: ten / one non-private epochs on the training data after the private ones.
@@ -19,7 +20,8 @@ norm 1, noise from Opacus' PRV accountant for the claimed (epsilon, 1e-5) and th
   already used), per-sample gradients summed unclipped.
 - ``noise_not_scaled``: clipping norm 10, noise std sigma where sigma * 10 was meant.
 - ``half_noise``: noise std sigma * C / 2 (the accountant told sigma).
-- ``more_epochs``: the noise calibrated (and the accountant told) for 10 epochs; trained for 30.
+- ``more_epochs``: the noise calibrated (and the accountant told) for 10 epochs; trained for 30;
+  ``opacus_more_epochs``: the same with Opacus (``make_private_with_epsilon(epochs=10)``, a loop of 30).
 - ``shuffled``: fixed-size batches of a shuffled pass per epoch, accounted as Poisson sampling at rate 64/n.
 """
 
@@ -33,6 +35,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 import torch.nn as nn
+
+import miaudit
 
 DELTA, EPOCHS, BATCH, LR, CLIP = 1e-5, 30, 64, 0.05, 1.0
 Facts = dict[str, float]
@@ -62,6 +66,7 @@ GALLERY: dict[str, Recipe] = {
     "noise_not_scaled": Recipe(clip=10.0, noise_times_clip=False),
     "half_noise": Recipe(noise_factor=0.5),
     "more_epochs": Recipe(accounted_epochs=10),
+    "opacus_more_epochs": Recipe(opacus=True, accounted_epochs=10),
     "shuffled": Recipe(shuffled=True),
 }
 
@@ -146,8 +151,9 @@ def train_opacus(model: nn.Module, x: np.ndarray, y: np.ndarray, r: Recipe, seed
     opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=0.9)
     private, opt, loader = engine.make_private_with_epsilon(
         module=model, optimizer=opt, data_loader=loader, target_epsilon=r.epsilon, target_delta=DELTA,
-        epochs=EPOCHS, max_grad_norm=r.clip, noise_generator=torch.Generator().manual_seed(seed),
+        epochs=r.accounted_epochs, max_grad_norm=r.clip, noise_generator=torch.Generator().manual_seed(seed),
     )  # fmt: skip
+    miaudit.dp_observe(opt)  # the one-line white-box hook: a no-op outside `miaudit dp-audit`
     private.train()
     steps = 0
     for _ in range(EPOCHS):
@@ -161,7 +167,8 @@ def train_opacus(model: nn.Module, x: np.ndarray, y: np.ndarray, r: Recipe, seed
     private.remove_hooks()  # the model stays the module trained in place
     _plain_epochs(model, xt, yt, r.plain_epochs, torch.Generator().manual_seed(seed + 1))
     model.eval()
-    return {"noise_multiplier": float(opt.noise_multiplier), "sample_rate": 1 / len(loader), "steps": steps}
+    told = steps if r.accounted_epochs == EPOCHS else r.accounted_epochs * len(loader)
+    return {"noise_multiplier": float(opt.noise_multiplier), "sample_rate": 1 / len(loader), "steps": told}
 
 
 def at(name: str, epsilon: float) -> Callable[[nn.Module, np.ndarray, np.ndarray], Facts]:
@@ -188,6 +195,7 @@ no_clipping = at("no_clipping", 1.0)
 noise_not_scaled = at("noise_not_scaled", 1.0)
 half_noise = at("half_noise", 1.0)
 more_epochs = at("more_epochs", 1.0)
+opacus_more_epochs = at("opacus_more_epochs", 1.0)
 shuffled = at("shuffled", 1.0)
 
 

@@ -133,3 +133,63 @@ def test_the_python_api_builds_the_config_of_a_function() -> None:
     assert (cfg.canaries.count, cfg.canaries.kind, cfg.references) == (40, "crafted", 2)  # type: ignore[union-attr]
     with pytest.raises(ConfigError, match="delta"):
         user_code.function_config(fn, epsilon=1.0)
+
+
+def opacus_training(observed: list[bool]) -> Any:
+    """A user's Opacus training with the one-line hook, recording whether it observed and the accountant's steps."""
+
+    def train(model: nn.Module, x: np.ndarray, y: np.ndarray) -> None:
+        from opacus import PrivacyEngine
+        from torch.utils.data import DataLoader, TensorDataset
+
+        import miaudit
+
+        loader = DataLoader(TensorDataset(torch.as_tensor(x), torch.as_tensor(y)), batch_size=16)
+        engine = PrivacyEngine(accountant="rdp")
+        private, opt, loader = engine.make_private(
+            module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.05), data_loader=loader,
+            noise_multiplier=1.0, max_grad_norm=1.0,
+        )  # fmt: skip
+        observed.append(miaudit.dp_observe(opt))
+        for xb, yb in loader:
+            if len(yb):
+                opt.zero_grad()
+                nn.functional.cross_entropy(private(xb), yb).backward()
+                opt.step()
+        observed.append(len(engine.accountant.history) > 0)  # the user's own step hook still ran
+        private.remove_hooks()
+
+    return train
+
+
+@pytest.mark.filterwarnings("ignore")  # Opacus' notes (secure RNG off)
+def test_the_white_box_hook_joins_gradient_canaries_to_an_opacus_optimizer_of_the_target_only() -> None:
+    pytest.importorskip("opacus")
+    seen: list[bool] = []
+    cfg = cfg_for(canaries={"count": 30, "kind": "crafted", "guesses": 5, "gradient": 40})
+    res = user_code.run(cfg, opacus_training(seen))
+    assert seen == [True, True, False, True, False, True]  # observed for the target; the references not
+    section = res.dp_audit["training"]
+    assert section.white_box_steps > 0 and "white-box" in section.observed and "clipping" in section.not_observed
+    white = [b for b in res.dp_audit["bounds"] if b["threat_model"] == "white-box"]
+    assert white and white[0]["canaries"] == 40 and white[0]["guesses"] == 8  # 40 // 10 each way
+    assert user_code.observe(object()) is False  # outside an audit: nothing, whatever it is given
+
+
+def test_gradient_canaries_the_function_never_joins_give_no_bound_and_say_so() -> None:
+    cfg = cfg_for(canaries={"count": 30, "kind": "crafted", "guesses": 5, "gradient": 40})
+    res = user_code.run(cfg, Recorder())
+    assert not [b for b in res.dp_audit["bounds"] if b["threat_model"] == "white-box"]
+    section = res.dp_audit["training"]
+    assert section.white_box_steps == 0 and "never called miaudit.dp_observe" in section.not_observed
+
+
+def test_the_hook_refuses_an_optimizer_that_is_no_dp_optimizer() -> None:
+    def train(model: nn.Module, x: np.ndarray, y: np.ndarray) -> None:
+        import miaudit
+
+        miaudit.dp_observe(torch.optim.SGD(model.parameters(), lr=0.1))
+
+    cfg = cfg_for(canaries={"count": 30, "kind": "crafted", "guesses": 5, "gradient": 40})
+    with pytest.raises(ModelError, match="not an Opacus DPOptimizer"):
+        user_code.run(cfg, train)

@@ -207,11 +207,11 @@ class RunConfig(Strict):
             )
         if self.target is not None:
             raise ValueError("target: dp_training trains the target with your function and the canaries; remove target")
-        if self.canaries is not None and (self.canaries.implied_threat_model == "white-box" or self.canaries.gradient):
+        if self.canaries is not None and self.canaries.implied_threat_model == "white-box":
             raise ValueError(
-                f"canaries.{'kind' if self.canaries.gradient is None else 'gradient'}: gradient canaries go into "
-                "miaudit's DP-SGD steps; your function's steps are not observed (docs/dp-pipeline.md): use "
-                "input-space canaries (crafted, random-label, natural)"
+                f"canaries.kind: {self.canaries.kind} canaries alone observe only noisy steps, which your function "
+                "takes: use input-space canaries (crafted, random-label, natural), with canaries.gradient: N for "
+                "the white-box ones your optimizer joins by miaudit.dp_observe(optimizer) (docs/dp-pipeline.md)"
             )
         return self
 

@@ -17,6 +17,7 @@ crafted canaries are not exchangeable with them (a calibrated FPR of 0.96 at p <
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -65,7 +66,7 @@ def check(cfg: RunConfig) -> None:
         raise ConfigError("target: the one-run audit trains its own target with the canaries; remove target")
     if cfg.mode == "online" and spec.implied_threat_model == "black-box":
         raise ConfigError("mode: online references train on the queries (the canaries); the one-run audit is offline")
-    if (spec.implied_threat_model == "white-box" or spec.gradient) and cfg.train.dp is None:
+    if (spec.implied_threat_model == "white-box" or spec.gradient) and cfg.train.dp is None and cfg.dp_training is None:
         raise ConfigError(
             f"canaries.{'kind' if spec.gradient is None else 'gradient'}: white-box canaries are observed in DP-SGD's "
             "noisy updates; add train.dp"
@@ -168,10 +169,12 @@ def model_jobs(cfg: RunConfig) -> list[ModelJob]:
     return [target, *reference_jobs(cfg, build(cfg), records, recipe)[0]]
 
 
-def run(cfg: RunConfig, recipes: tuple[ModelRecipe, ModelRecipe] | None = None) -> RunResult:
+def run(
+    cfg: RunConfig, recipes: Callable[[GradientCanaries | None], tuple[ModelRecipe, ModelRecipe]] | None = None
+) -> RunResult:
     """Train the target once with its canaries, run every planned attack on the canaries, bound epsilon.
-    ``recipes``: the target's and the references' recipes instead of the config's (a user's DP training function,
-    ``user_code``)."""
+    ``recipes``: given the gradient canaries (or None), the target's and the references' recipes instead of the
+    config's (a user's DP training function, ``user_code``); gradient canaries no step observed give no bound."""
     check(cfg)
     spec = cfg.canaries
     assert spec is not None
@@ -184,10 +187,11 @@ def run(cfg: RunConfig, recipes: tuple[ModelRecipe, ModelRecipe] | None = None) 
     if recipes is None:
         target = train_target(cfg, ds_c, train_idx, observed)
     else:
-        target = own_target(cfg, ds_c, train_idx, recipes[0])
+        own, others = recipes(observed)
+        target = own_target(cfg, ds_c, train_idx, own)
     is_member = records.is_member
     assert is_member is not None  # the canaries' membership: known
-    ref_recipe = reference_recipe(cfg, ds_c) if recipes is None else recipes[1]
+    ref_recipe = reference_recipe(cfg, ds_c) if recipes is None else others
     exp = with_references(cfg, plan, records, target, ref_recipe, open_store(cfg))
     inputs = exp.attack_inputs()
     runs = [run_attack(exp, attack, inputs) for attack in plan.attacks]
@@ -214,7 +218,7 @@ def run(cfg: RunConfig, recipes: tuple[ModelRecipe, ModelRecipe] | None = None) 
             observer=r.attack.label,
         )  # fmt: skip
     ]
-    if observed is not None:
+    if observed is not None and observed.steps:
         entries += whitebox_bounds(cfg, observed, spec.gradient_guesses)
     target.privacy = dp_sgd.with_accountants(target.privacy)
     summary = audit.one_run_summary(cfg, entries, target.privacy, accuracies)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
@@ -34,7 +34,9 @@ from ..experiment import datasets
 from ..experiment.recipes import ModelRecipe, reference_recipe
 from ..experiment.run import RunResult
 from ..results.dp import UserTraining
+from ..training.dp_sgd import NoisyStep
 from . import one_run
+from .whitebox import GradientCanaries
 
 if TYPE_CHECKING:
     import torch.nn as nn
@@ -54,6 +56,11 @@ NOT_OBSERVED = (
     "hides (a sampling rate misreported to the accountant, noise a little too small at a small epsilon) is beyond "
     "this audit's reach; the intermediate models; the accountant's arithmetic (only its figure, when its facts are "
     "given)"
+)
+WHITE_BOX_BLIND = (
+    "clipping (the gradient canaries join each step after it), how the records are sampled into the steps, and "
+    "anything outside the optimizer's noisy steps (a non-private pass): for those, the black-box observers; the "
+    "intermediate models' other parts"
 )
 FACT_KEYS = ("noise_multiplier", "sample_rate", "steps")
 
@@ -121,10 +128,13 @@ def returned_facts(out: object, name: str) -> AccountantFacts | None:
         raise ModelError(f"dp_training.function: {name} returned accountant facts that do not hold ({e})") from None
 
 
-def fit(training: Training) -> Callable[[nn.Module, np.ndarray, np.ndarray, int, ProgressFn], TrainReport]:
+def fit(
+    training: Training, whitebox: GradientCanaries | None = None
+) -> Callable[[nn.Module, np.ndarray, np.ndarray, int, ProgressFn], TrainReport]:
     """The function as a recipe's fit: called on the model and the records, counted and timed, its training accuracy
     measured. The model must be trained in place: a returned module other than it (or a wrapper of it, as Opacus'
-    GradSampleModule) is refused."""
+    GradSampleModule) is refused. ``whitebox``: the target's gradient canaries, which ``observe`` joins to the
+    function's optimizer while it runs."""
     from ..training.loop import TrainReport, accuracy, predict_logits
 
     def run(model: nn.Module, x: np.ndarray, y: np.ndarray, seed: int, progress: ProgressFn) -> TrainReport:
@@ -132,7 +142,13 @@ def fit(training: Training) -> Callable[[nn.Module, np.ndarray, np.ndarray, int,
 
         start = time.perf_counter()
         training.calls += 1
-        out = training.fn(model, x, y)  # torch's RNG was seeded with ``seed`` just before the model was built
+        if whitebox is not None:
+            _ACTIVE.append((whitebox, len(y)))
+        try:
+            out = training.fn(model, x, y)  # torch's RNG was seeded with ``seed`` just before the model was built
+        finally:
+            if whitebox is not None:
+                _ACTIVE.pop()
         seconds = time.perf_counter() - start
         if isinstance(out, nn.Module) and out is not model and getattr(out, "_module", None) is not model:
             raise ModelError(
@@ -176,8 +192,47 @@ def with_features(model: nn.Module, input_shape: tuple[int, ...], n_classes: int
     return Split(model) if same else model
 
 
-def recipes(cfg: RunConfig, ds: Dataset, training: Training) -> tuple[ModelRecipe, ModelRecipe]:
-    """The target's recipe (the function) and the references' (the function, or miaudit's loop): never cached."""
+_ACTIVE: list[tuple[GradientCanaries, int]] = []  # the target's gradient canaries and records, while it trains
+
+
+def observe(optimizer: object, sample_rate: float | None = None) -> bool:
+    """The one-line white-box hook (``miaudit.dp_observe(optimizer)``): a training function adds it after building
+    its Opacus ``DPOptimizer`` (``PrivacyEngine.make_private``). While ``miaudit dp-audit`` trains the target with
+    ``canaries.gradient: N``, it joins N gradient canaries to every noisy step and scores them from the noisy updates
+    (``whitebox``, at the optimizer's noise multiplier, clipping norm and ``sample_rate``: default its expected batch
+    size over the records the function was given); the user's own step hook (Opacus' accountant) still runs first.
+    Anywhere else (the references, a run outside an audit) it does nothing. Returns whether it observes."""
+    if not _ACTIVE:
+        return False
+    canaries, n = _ACTIVE[-1]
+    needed = ("noise_multiplier", "max_grad_norm", "expected_batch_size", "params", "attach_step_hook")
+    missing = [a for a in needed if not hasattr(optimizer, a)]
+    if missing:
+        raise ModelError(
+            f"dp_observe: {type(optimizer).__name__} is not an Opacus DPOptimizer (no {missing[0]}); pass the "
+            "optimizer PrivacyEngine.make_private returned"
+        )
+    opt: Any = optimizer
+    batch = float(opt.expected_batch_size)
+    rate = sample_rate if sample_rate is not None else batch / n
+    noisy = NoisyStep(rate, float(opt.noise_multiplier), float(opt.max_grad_norm), batch, canaries.seed)
+    step = canaries.hook(list(opt.params), noisy)
+    previous = getattr(opt, "step_hook", None)
+
+    def chained(o: object) -> None:
+        if previous is not None:
+            previous(o)  # the user's hook (Opacus' accountant) first: it reads the step as it was
+        step(o)
+
+    opt.attach_step_hook(chained)
+    return True
+
+
+def recipes(
+    cfg: RunConfig, ds: Dataset, training: Training, whitebox: GradientCanaries | None = None
+) -> tuple[ModelRecipe, ModelRecipe]:
+    """The target's recipe (the function; ``whitebox``: with the gradient canaries ``observe`` joins to its steps) and
+    the references' (the function, never observed, or miaudit's loop): never cached."""
     from ..models import build_model
 
     arch = cfg.model
@@ -187,8 +242,9 @@ def recipes(cfg: RunConfig, ds: Dataset, training: Training) -> tuple[ModelRecip
         return with_features(training.model(shape, k) if training.model else build_model(arch, shape, k), shape, k)
 
     name = arch if training.model is None else name_of(training.model)
-    target = ModelRecipe(architecture=name, build=build, fit=fit(training), epochs=None, cache_spec=None)
-    refs = target if training.spec.references == "function" else reference_recipe(cfg, ds)
+    target = ModelRecipe(architecture=name, build=build, fit=fit(training, whitebox), epochs=None, cache_spec=None)
+    own = ModelRecipe(architecture=name, build=build, fit=fit(training), epochs=None, cache_spec=None)
+    refs = own if training.spec.references == "function" else reference_recipe(cfg, ds)
     return target, refs
 
 
@@ -203,10 +259,26 @@ def privacy(training: Training, facts: AccountantFacts | None) -> dict[str, obje
 
 
 def section(
-    training: Training, target_records: int, inserted: int, accounted: Mapping[str, float] | None
+    training: Training,
+    target_records: int,
+    inserted: int,
+    accounted: Mapping[str, float] | None,
+    whitebox: GradientCanaries | None,
 ) -> UserTraining:
-    """results.json's ``dp_audit.training``."""
+    """results.json's ``dp_audit.training``: with what the audit could and could not see, white-box included where
+    the function joined its optimizer (``observe``)."""
     facts = training.facts()
+    steps = None if whitebox is None else whitebox.steps
+    observed, not_observed = OBSERVED, NOT_OBSERVED
+    if steps:
+        assert whitebox is not None
+        observed += (
+            f"; white-box: {whitebox.count} gradient canaries in each of {steps} noisy steps of your DPOptimizer "
+            "(miaudit.dp_observe), scored at its noise multiplier and sampling rate"
+        )
+        not_observed = WHITE_BOX_BLIND
+    elif steps == 0:
+        not_observed += "; canaries.gradient was given, but your function never called miaudit.dp_observe(optimizer)"
     return UserTraining(
         function=training.name,
         claimed_epsilon=training.spec.epsilon,
@@ -222,8 +294,9 @@ def section(
         accountant=None
         if facts is None
         else {**facts.model_dump(), **{f"epsilon_{k}": v for k, v in (accounted or {}).items()}},
-        observed=OBSERVED,
-        not_observed=NOT_OBSERVED,
+        white_box_steps=steps,
+        observed=observed,
+        not_observed=not_observed,
     )
 
 
@@ -234,13 +307,20 @@ def run(cfg: RunConfig, fn: TrainFn | None = None, model: ModelFactory | None = 
     one_run.check(cfg)
     cfg = cfg.model_copy(update={"calibration": None})
     ds = datasets.load(cfg)  # its shape and classes build the models (the canaries change neither)
-    res = one_run.run(cfg, recipes(cfg, ds, training))
+    observed: list[GradientCanaries | None] = []
+
+    def made(whitebox: GradientCanaries | None) -> tuple[ModelRecipe, ModelRecipe]:
+        observed.append(whitebox)
+        return recipes(cfg, ds, training, whitebox)
+
+    res = one_run.run(cfg, made)
     exp = res.experiment
     assert exp.records.is_member is not None and res.dp_audit is not None
     target_idx = exp.records.split.members
     inserted = int(exp.records.is_member.sum())
     accounted = (exp.target.privacy or {}).get("accounted")
-    res.dp_audit = {**res.dp_audit, "training": section(training, len(target_idx), inserted, accounted)}
+    whitebox = observed[0] if observed else None
+    res.dp_audit = {**res.dp_audit, "training": section(training, len(target_idx), inserted, accounted, whitebox)}
     return res
 
 

@@ -140,8 +140,12 @@ class UserTraining(Section):
     accountant: dict[str, Number] | None = None
     """what the function's accountant was told (noise_multiplier, sample_rate, steps), from the config or returned
     by the function, and the epsilon Opacus' accountants give for it"""
+    white_box_steps: int | None = None
+    """noisy steps the white-box gradient canaries joined (``miaudit.dp_observe(optimizer)`` in the function); 0: asked
+    for (``canaries.gradient``) but never joined; absent: not asked for"""
     observed: str
-    """what the audit saw of the training: the final model's outputs (black-box)"""
+    """what the audit saw of the training: the final model's outputs (black-box), and the noisy updates where the
+    function joined its optimizer (white-box)"""
     not_observed: str
     """what it could not see, so which faults its verdict cannot speak to"""
 
