@@ -59,8 +59,8 @@ NOT_OBSERVED = (
 )
 WHITE_BOX_BLIND = (
     "clipping (the gradient canaries join each step after it), how the records are sampled into the steps, and "
-    "anything outside the optimizer's noisy steps (a non-private pass): for those, the black-box observers; the "
-    "intermediate models' other parts"
+    "anything outside the optimizer's noisy steps (a non-private pass): the black-box observers cover those, at "
+    "their power"
 )
 FACT_KEYS = ("noise_multiplier", "sample_rate", "steps")
 
