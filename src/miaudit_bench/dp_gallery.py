@@ -51,7 +51,7 @@ class Recipe:
     clipping: bool = True  # False: clip_grad_norm_ after the step, which changes nothing
     noise_times_clip: bool = True  # False: std sigma where sigma * clip was meant
     noise_factor: float = 1.0  # the noise drawn is this times what the accountant was told
-    accounted_epochs: int = EPOCHS  # the accountant (and the noise) for these; trained for EPOCHS
+    accounted_epochs: int | None = None  # the accountant (and the noise) for these (None: EPOCHS); trained for EPOCHS
     shuffled: bool = False  # fixed-size batches of a shuffled pass, accounted as Poisson
     plain_epochs: int = 0  # non-private epochs after the private ones
     opacus: bool = False  # Opacus' PrivacyEngine instead of the plain-torch loop
@@ -109,7 +109,7 @@ def train_plain(model: nn.Module, x: np.ndarray, y: np.ndarray, r: Recipe, seed:
     xt, yt = _tensors(x, y)
     n = len(yt)
     q, steps = BATCH / n, int(EPOCHS * n / BATCH)
-    told = int(r.accounted_epochs * n / BATCH)
+    told = int((r.accounted_epochs or EPOCHS) * n / BATCH)
     sigma = sigma_for(r.epsilon, q, told)
     g = torch.Generator().manual_seed(seed)
     names = [k for k, _ in model.named_parameters()]
@@ -151,7 +151,7 @@ def train_opacus(model: nn.Module, x: np.ndarray, y: np.ndarray, r: Recipe, seed
     opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=0.9)
     private, opt, loader = engine.make_private_with_epsilon(
         module=model, optimizer=opt, data_loader=loader, target_epsilon=r.epsilon, target_delta=DELTA,
-        epochs=r.accounted_epochs, max_grad_norm=r.clip, noise_generator=torch.Generator().manual_seed(seed),
+        epochs=r.accounted_epochs or EPOCHS, max_grad_norm=r.clip, noise_generator=torch.Generator().manual_seed(seed),
     )  # fmt: skip
     miaudit.dp_observe(opt)  # the one-line white-box hook: a no-op outside `miaudit dp-audit`
     private.train()
@@ -167,7 +167,7 @@ def train_opacus(model: nn.Module, x: np.ndarray, y: np.ndarray, r: Recipe, seed
     private.remove_hooks()  # the model stays the module trained in place
     _plain_epochs(model, xt, yt, r.plain_epochs, torch.Generator().manual_seed(seed + 1))
     model.eval()
-    told = steps if r.accounted_epochs == EPOCHS else r.accounted_epochs * len(loader)
+    told = steps if r.accounted_epochs is None else r.accounted_epochs * len(loader)
     return {"noise_multiplier": float(opt.noise_multiplier), "sample_rate": 1 / len(loader), "steps": told}
 
 
