@@ -39,6 +39,7 @@ import torch.nn as nn
 import miaudit
 
 DELTA, EPOCHS, BATCH, LR, CLIP = 1e-5, 30, 64, 0.05, 1.0
+ACCOUNTANT = "prv"  # calibrates the noise (Opacus' PRV accountant, as the dpcode check)
 Facts = dict[str, float]
 
 
@@ -72,12 +73,13 @@ GALLERY: dict[str, Recipe] = {
 
 
 @functools.lru_cache(maxsize=64)
-def sigma_for(epsilon: float, sample_rate: float, steps: int) -> float:
-    """The noise multiplier Opacus' PRV accountant gives for (epsilon, DELTA) after ``steps`` at ``sample_rate``."""
+def sigma_for(epsilon: float, sample_rate: float, steps: int, accountant: str = "prv") -> float:
+    """The noise multiplier Opacus' accountant (PRV: ``ACCOUNTANT``) gives for (epsilon, DELTA) after ``steps`` at
+    ``sample_rate``."""
     from opacus.accountants.utils import get_noise_multiplier
 
     return float(get_noise_multiplier(target_epsilon=epsilon, target_delta=DELTA, sample_rate=sample_rate,
-                                      steps=steps, accountant="prv"))  # fmt: skip
+                                      steps=steps, accountant=accountant))  # fmt: skip
 
 
 def _tensors(x: np.ndarray, y: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
@@ -110,7 +112,7 @@ def train_plain(model: nn.Module, x: np.ndarray, y: np.ndarray, r: Recipe, seed:
     n = len(yt)
     q, steps = BATCH / n, int(EPOCHS * n / BATCH)
     told = int((r.accounted_epochs or EPOCHS) * n / BATCH)
-    sigma = sigma_for(r.epsilon, q, told)
+    sigma = sigma_for(r.epsilon, q, told, ACCOUNTANT)
     g = torch.Generator().manual_seed(seed)
     names = [k for k, _ in model.named_parameters()]
 
@@ -147,7 +149,7 @@ def train_opacus(model: nn.Module, x: np.ndarray, y: np.ndarray, r: Recipe, seed
 
     xt, yt = _tensors(x, y)
     loader = DataLoader(TensorDataset(xt, yt), batch_size=BATCH, shuffle=True)
-    engine = PrivacyEngine(accountant="prv")
+    engine = PrivacyEngine(accountant=ACCOUNTANT)
     opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=0.9)
     private, opt, loader = engine.make_private_with_epsilon(
         module=model, optimizer=opt, data_loader=loader, target_epsilon=r.epsilon, target_delta=DELTA,
