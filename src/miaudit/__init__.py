@@ -22,7 +22,7 @@ from ._version import __version__
 
 if TYPE_CHECKING:
     from .api import AuditResult, Endpoint, audit, dp_audit, run, score
-    from .dp.user_code import observe as dp_observe
+    from .dp.user_code import dp_observe
     from .report.compare import compare
 
 __all__ = ["audit", "run", "score", "dp_audit", "dp_observe", "compare", "AuditResult", "Endpoint", "__version__"]
@@ -34,9 +34,9 @@ def __getattr__(name: str) -> Any:
 
         return getattr(api, name)
     if name == "dp_observe":
-        from .dp.user_code import observe
+        from .dp.user_code import dp_observe
 
-        return observe
+        return dp_observe
     if name == "compare":
         from .report.compare import compare
 

@@ -173,7 +173,7 @@ def test_the_white_box_hook_joins_gradient_canaries_to_an_opacus_optimizer_of_th
     assert section.white_box_steps > 0 and "white-box" in section.observed and "clipping" in section.not_observed
     white = [b for b in res.dp_audit["bounds"] if b["threat_model"] == "white-box"]
     assert white and white[0]["canaries"] == 40 and white[0]["guesses"] == 8  # 40 // 10 each way
-    assert user_code.observe(object()) is False  # outside an audit: nothing, whatever it is given
+    assert user_code.dp_observe(object()) is False  # outside an audit: nothing, whatever it is given
 
 
 def test_gradient_canaries_the_function_never_joins_give_no_bound_and_say_so() -> None:

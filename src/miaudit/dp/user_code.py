@@ -133,7 +133,7 @@ def fit(
 ) -> Callable[[nn.Module, np.ndarray, np.ndarray, int, ProgressFn], TrainReport]:
     """The function as a recipe's fit: called on the model and the records, counted and timed, its training accuracy
     measured. The model must be trained in place: a returned module other than it (or a wrapper of it, as Opacus'
-    GradSampleModule) is refused. ``whitebox``: the target's gradient canaries, which ``observe`` joins to the
+    GradSampleModule) is refused. ``whitebox``: the target's gradient canaries, which ``dp_observe`` joins to the
     function's optimizer while it runs."""
     from ..training.loop import TrainReport, accuracy, predict_logits
 
@@ -195,7 +195,7 @@ def with_features(model: nn.Module, input_shape: tuple[int, ...], n_classes: int
 _ACTIVE: list[tuple[GradientCanaries, int]] = []  # the target's gradient canaries and records, while it trains
 
 
-def observe(optimizer: object, sample_rate: float | None = None) -> bool:
+def dp_observe(optimizer: object, sample_rate: float | None = None) -> bool:
     """The one-line white-box hook (``miaudit.dp_observe(optimizer)``): a training function adds it after building
     its Opacus ``DPOptimizer`` (``PrivacyEngine.make_private``). While ``miaudit dp-audit`` trains the target with
     ``canaries.gradient: N``, it joins N gradient canaries to every noisy step and scores them from the noisy updates
@@ -231,8 +231,8 @@ def observe(optimizer: object, sample_rate: float | None = None) -> bool:
 def recipes(
     cfg: RunConfig, ds: Dataset, training: Training, whitebox: GradientCanaries | None = None
 ) -> tuple[ModelRecipe, ModelRecipe]:
-    """The target's recipe (the function; ``whitebox``: with the gradient canaries ``observe`` joins to its steps) and
-    the references' (the function, never observed, or miaudit's loop): never cached."""
+    """The target's recipe (the function; ``whitebox``: with the gradient canaries ``dp_observe`` joins to its
+    steps) and the references' (the function, never observed, or miaudit's loop): never cached."""
     from ..models import build_model
 
     arch = cfg.model
@@ -266,7 +266,7 @@ def section(
     whitebox: GradientCanaries | None,
 ) -> UserTraining:
     """results.json's ``dp_audit.training``: with what the audit could and could not see, white-box included where
-    the function joined its optimizer (``observe``)."""
+    the function joined its optimizer (``dp_observe``)."""
     facts = training.facts()
     steps = None if whitebox is None else whitebox.steps
     observed, not_observed = OBSERVED, NOT_OBSERVED
