@@ -193,3 +193,32 @@ def test_the_hook_refuses_an_optimizer_that_is_no_dp_optimizer() -> None:
     cfg = cfg_for(canaries={"count": 30, "kind": "crafted", "guesses": 5, "gradient": 40})
     with pytest.raises(ModelError, match="not an Opacus DPOptimizer"):
         user_code.run(cfg, train)
+
+
+def test_plan_times_the_users_function_by_one_call_and_counts_its_models(monkeypatch: pytest.MonkeyPatch) -> None:
+    from miaudit import forecast
+    from miaudit.plan import build
+
+    fn = Recorder()
+    monkeypatch.setattr("miaudit.models.io.import_factory", lambda spec: fn)  # the config names it: tests:recorder
+    cfg = cfg_for()
+    found = forecast.training_time(cfg, build(cfg))
+    assert len(fn.seen) == 1 and "your function tests:recorder" in found["command"]  # one call, on the target's
+    assert [m["role"] for m in found["models"]][0] == "target (with canaries)" and len(found["models"]) == 3
+    assert found["estimated_training_seconds"] > 0
+
+
+def test_the_command_refuses_a_function_that_does_not_import_in_one_line_writing_nothing(tmp_path: Any) -> None:
+    from typer.testing import CliRunner
+
+    from miaudit.cli import app
+
+    config_file = tmp_path / "audit.yaml"
+    config_file.write_text(
+        "dataset: digits\nreferences: 2\ncanaries: {count: 30, kind: crafted}\n"
+        "dp_training: {function: miaudit_bench.dp_gallery:does_not_exist, epsilon: 1.0, delta: 1.0e-5}\n"
+    )
+    result = CliRunner().invoke(app, ["dp-audit", str(config_file), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2 and "does_not_exist" in result.output
+    assert len([line for line in result.output.splitlines() if line.strip()]) == 1 and "Traceback" not in result.output
+    assert not (tmp_path / "out").exists()
