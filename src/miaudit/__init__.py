@@ -5,6 +5,9 @@ audits a model you trained on records you hold; ``miaudit.run(config)`` runs an
 audit from a config (dict, YAML path or RunConfig). Both return an
 ``AuditResult``. ``miaudit.plan(config)`` forecasts an audit's power and cost before it runs;
 ``miaudit.export(config, out)`` writes a run's model outputs for ``miaudit score``.
+``miaudit.dp_audit(config or train_fn, ...)`` is ``miaudit dp-audit``: a DP audit
+of a config's DP-SGD, or of your own DP training function (``train_fn(model, x, y)``), whose Opacus optimizer
+``miaudit.dp_observe(optimizer)`` opens to white-box canaries.
 ``miaudit.compare(a, b)`` sets two audits side by side (run directories or
 ``AuditResult``s): per attack the TPR and AUC differences with bootstrap intervals.
 ``miaudit.attacks.registry`` lists and runs attacks on plain arrays.
@@ -24,8 +27,9 @@ from ._version import __version__
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from .api import AuditResult, Endpoint, audit, export, run, score, verify_unlearning
+    from .api import AuditResult, Endpoint, audit, dp_audit, export, run, score, verify_unlearning
     from .config.run import RunConfig
+    from .dp.user_code import dp_observe
     from .report.compare import compare
     from .results import AuditPlan, MultiRunPlan
 
@@ -35,6 +39,8 @@ __all__ = [
     "score",
     "plan",
     "export",
+    "dp_audit",
+    "dp_observe",
     "verify_unlearning",
     "compare",
     "AuditResult",
@@ -44,10 +50,14 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    if name in ("audit", "run", "score", "export", "verify_unlearning", "AuditResult", "Endpoint"):
+    if name in ("audit", "run", "score", "export", "dp_audit", "verify_unlearning", "AuditResult", "Endpoint"):
         from . import api
 
         return getattr(api, name)
+    if name == "dp_observe":
+        from .dp.user_code import dp_observe
+
+        return dp_observe
     if name == "plan":  # the submodule, made callable as it is imported (``_Package``)
         import importlib
 

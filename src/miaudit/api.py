@@ -38,8 +38,10 @@ from .results import AuditPlan, AuditReport, MultiRunPlan
 if TYPE_CHECKING:  # torch and the training loop load in audit(): `miaudit score` never needs them (nor pandas)
     import pandas as pd
     import torch.nn as nn
+    from typing_extensions import Unpack
 
     from .config.scores import ScoreConfig
+    from .dp.user_code import FunctionClaim
     from .experiment.own_lm import TextSets
     from .lm.data import Tokenizer
 
@@ -421,3 +423,34 @@ def verify_unlearning(
     from .unlearning.output import verify_config
 
     return verify_config(config, unlearn_fn=unlearn_fn, out=out, overrides=overrides, force=force)
+
+
+def dp_audit(
+    config: RunConfig | dict | str | Path | TrainFn | None = None,
+    *,
+    runs: int | None = None,
+    out: str | Path | None = None,
+    force: bool = False,
+    say: Callable[[str], None] | None = None,
+    **claim: Unpack[FunctionClaim],
+) -> AuditReport:
+    """A DP audit (``miaudit dp-audit``) of a config (YAML path, dict, ``RunConfig``: its ``train.dp`` or
+    ``dp_training``), or of your own DP training function ``train_fn(model, x, y)`` (docs/dp-pipeline.md), e.g.
+    ``dp_audit(train_fn, data="digits", epsilon=1.0, delta=1e-5, canaries={"count": 300, "kind": "crafted"})``;
+    ``claim``: the function's claim and audit (``dp.user_code.FunctionClaim``). ``runs``: the many-run audit (a
+    config's ``train.dp``). ``out``: write results.json and the reports there (None: nothing written; ``force``: a
+    non-empty folder). Returns results.json's ``AuditReport`` (``.dp_audit.training``: whose code was audited, what
+    the audit could and could not see); ConfigError, DataError, ModelError (one line) before any training."""
+    from .dp import output, user_code
+
+    fn, factory = None, None
+    if callable(config) and not isinstance(config, (RunConfig, dict, str, Path)):
+        fn, (cfg, factory) = config, user_code.function_config(config, **claim)
+    elif claim:
+        raise ConfigError(f"{next(iter(claim))}: applies to a training function; with a config, set it there")
+    else:
+        cfg = _run_config(config)
+    if out is None:
+        return output.audit(cfg, None, runs, say or print, fn, factory)
+    with outdir.reserved(Path(out), force):
+        return output.audit(cfg, Path(out), runs, say or print, fn, factory)

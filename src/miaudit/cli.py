@@ -328,17 +328,16 @@ def dp_audit(
     verbose: bool = VERBOSE_OPTION,
 ) -> None:
     """DP audit: canaries in one training run (or R pairs of runs), epsilon lower bounds, a verdict with its power."""
-    from . import progress
-    from .dp import output
+    from . import api, progress
     from .report import dp_section, outdir
 
     _logging(quiet, verbose)
     out = out or Path("miaudit-runs") / f"{config.stem}-dp"
     cfg, progress.SESSION["trained"] = None, 0  # what this audit trains: an interrupt reports it
     try:
-        with outdir.reserved(out, force):  # first, as for run
-            cfg = _config(config, overrides)
-            results = output.audit(cfg, out, runs, say=_say if not quiet else lambda line: None)
+        outdir.check(out, force)  # first, as for run (api.dp_audit holds it while the audit runs)
+        cfg = _config(config, overrides)
+        results = api.dp_audit(cfg, runs=runs, out=out, force=force, say=_say if not quiet else lambda line: None)
     except MiauditError as e:
         _fail(e)
     except KeyboardInterrupt:

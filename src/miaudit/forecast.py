@@ -93,6 +93,8 @@ def training_time(cfg: RunConfig, plan: Plan) -> TrainingTime:
     from .experiment import together
 
     jobs, command = _jobs(cfg, plan)
+    if cfg.dp_training is not None:
+        return _user_function_time(cfg, jobs)
     store = open_store(cfg)
     one = cfg.model_copy(update={"train": cfg.train.model_copy(update={"epochs": 1})})
     pending = {i for i, job in enumerate(jobs) if not job.in_store(store)}
@@ -134,6 +136,34 @@ def training_time(cfg: RunConfig, plan: Plan) -> TrainingTime:
         measured={kind: MeasuredTime(seconds=m[0], models=m[1]) for kind, m in measured.items()},
         workers=workers,
         estimated_training_seconds=sum((m.seconds or 0.0) / (workers if m.in_worker else 1) for m in models),
+    )
+
+
+def _user_function_time(cfg: RunConfig, jobs: list[ModelJob]) -> TrainingTime:
+    """``dp_training``: the user's function trains the target and (by default) the references, never cached; one
+    call is timed on the target's records (a whole training: miaudit cannot time an epoch of user code) and
+    scaled to each model's records."""
+    from .dp import user_code
+
+    assert cfg.dp_training is not None
+    training = user_code.resolve(cfg)
+    recipe, refs = user_code.recipes(cfg, jobs[0].ds, training)
+    start = time.perf_counter()
+    recipe.fit(
+        recipe.build(), jobs[0].ds.x[jobs[0].train_idx], jobs[0].ds.y[jobs[0].train_idx], cfg.seed, lambda *_: None
+    )
+    per_record = (time.perf_counter() - start) / max(len(jobs[0].train_idx), 1)
+    by_function = cfg.dp_training.references == "function"
+    models = [
+        ModelTime(role=job.role, cached=False, seconds=per_record * len(job.train_idx), in_worker=False)
+        for job in (jobs if by_function else jobs[:1])
+    ]
+    return TrainingTime(
+        command=f"dp-audit (your function {cfg.dp_training.function}, timed by one call)",
+        models=models,
+        seconds_per_epoch={},
+        workers=1,
+        estimated_training_seconds=sum(m.seconds or 0.0 for m in models),
     )
 
 

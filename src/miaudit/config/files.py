@@ -121,11 +121,12 @@ def _fields_at(model: type[BaseModel] | None, loc: tuple) -> list[str]:
 M = TypeVar("M", bound=BaseModel)
 
 
-def validated(model: type[M], raw: object, source: str) -> M:
-    """``raw`` (a file's keys) validated as ``model``: one-line ``ConfigError`` for a non-mapping or a bad key."""
+def validated(model: type[M], raw: object, source: str, context: dict[str, bool] | None = None) -> M:
+    """``raw`` (a file's keys) validated as ``model``: one-line ``ConfigError`` for a non-mapping or a bad key.
+    ``context``: what the validators are told (``function_given``: the Python API holds ``dp_training``'s function)."""
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: expected a mapping of keys, got {type(raw).__name__}")
     try:
-        return model(**raw)
+        return model(**raw) if context is None else model.model_validate(raw, context=context)
     except ValidationError as e:
         raise ConfigError(one_line(e, model)) from None

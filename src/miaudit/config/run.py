@@ -25,6 +25,7 @@ from .checks import (
     model_from_base,
     target_shorthand,
 )
+from .dp_training import DPTrainingConfig
 from .files import read, validated, with_overrides
 from .options import CanaryConfig, DPAuditConfig, Strict
 from .paths import anchored, modules_beside
@@ -105,6 +106,10 @@ class RunConfig(Strict):
     min_fpr: MinFpr = None
     dp_audit: DPAuditConfig | None = Field(default=None, description="an epsilon lower bound from one attack")
     canaries: CanaryConfig | None = Field(default=None, description="canaries of the one-run audit (dp-audit)")
+    dp_training: DPTrainingConfig | None = Field(
+        default=None,
+        description="dp-audit: your own DP training function (package.module:function) and the epsilon it claims",
+    )
     canary_exposure: CanaryExposureConfig | None = Field(
         default=None,
         description="causal LMs: secret-sharer canaries in the target's training texts, and their exposure",
@@ -194,6 +199,24 @@ class RunConfig(Strict):
         return self
 
     @model_validator(mode="after")
+    def _user_dp_training(self) -> RunConfig:
+        if self.dp_training is None:
+            return self
+        if self.train.dp is not None:
+            raise ValueError(
+                "train.dp: miaudit's own DP-SGD; with dp_training your function trains the target: remove train.dp"
+            )
+        if self.target is not None:
+            raise ValueError("target: dp_training trains the target with your function and the canaries; remove target")
+        if self.canaries is not None and self.canaries.implied_threat_model == "white-box":
+            raise ValueError(
+                f"canaries.kind: {self.canaries.kind} canaries alone observe only noisy steps, which your function "
+                "takes: use input-space canaries (crafted, random-label, natural), with canaries.gradient: N for "
+                "the white-box ones your optimizer joins by miaudit.dp_observe(optimizer) (docs/dp-pipeline.md)"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _dp_audit_attack(self) -> RunConfig:
         if self.dp_audit is None:
             return self
@@ -221,12 +244,13 @@ class RunConfig(Strict):
         return self.reference_model or self.target_architecture
 
 
-def from_dict(raw: object, source: str = "config") -> RunConfig:
+def from_dict(raw: object, source: str = "config", context: dict[str, bool] | None = None) -> RunConfig:
     """A ``RunConfig`` from a mapping (a YAML file's keys, or a dict in Python).
 
     Args:
         raw: the keys; None is the empty mapping (every default).
         source: what to call ``raw`` in an error when it is not a mapping.
+        context: told to the validators (``function_given``: ``dp_training.function`` is held by the caller).
 
     Returns:
         The validated, immutable config.
@@ -234,7 +258,7 @@ def from_dict(raw: object, source: str = "config") -> RunConfig:
     Raises:
         ConfigError: one line naming the first bad key (an unknown key gets the closest known one).
     """
-    return validated(RunConfig, {} if raw is None else raw, source)
+    return validated(RunConfig, {} if raw is None else raw, source, context)
 
 
 def load(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:

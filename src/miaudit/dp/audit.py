@@ -29,15 +29,24 @@ TWO_RUN_ASSUMES = (
 
 
 def audit_delta(spec: DPAuditConfig, cfg: RunConfig) -> float:
-    """The delta of the bound: as given, else the target's DP-SGD delta, else 0 (pure DP)."""
+    """The delta of the bound: as given, else the target's DP-SGD delta (or ``dp_training``'s), else 0 (pure DP)."""
     if spec.delta is not None:
         return spec.delta
+    return claimed_delta(cfg)
+
+
+def claimed_delta(cfg: RunConfig) -> float:
+    """The delta the target's training claims: ``train.dp``'s, ``dp_training``'s (a user's function), else 0."""
+    if cfg.dp_training is not None:
+        return cfg.dp_training.delta
     return cfg.train.dp.delta if cfg.train.dp is not None else 0.0
 
 
 def declared_epsilon(spec: DPAuditConfig | None, cfg: RunConfig) -> float | None:
     if spec is not None and spec.declared_epsilon is not None:
         return spec.declared_epsilon
+    if cfg.dp_training is not None:  # a user's DP training function and its claim
+        return cfg.dp_training.epsilon
     return cfg.train.dp.epsilon if cfg.train.dp is not None and cfg.target is None else None
 
 
@@ -57,7 +66,7 @@ def one_run_level(cfg: RunConfig) -> tuple[float, float]:
     """Confidence and delta of the one-run bounds: dp_audit's, else 0.95 and the target's DP-SGD delta."""
     if cfg.dp_audit is not None:
         return cfg.dp_audit.confidence, audit_delta(cfg.dp_audit, cfg)
-    return 0.95, cfg.train.dp.delta if cfg.train.dp is not None else 0.0
+    return 0.95, claimed_delta(cfg)
 
 
 def tightest(privacy: dict | None, declared: float | None) -> tuple[str, float] | None:

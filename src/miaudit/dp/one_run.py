@@ -17,6 +17,7 @@ crafted canaries are not exchangeable with them (a calibrated FPR of 0.96 at p <
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -65,7 +66,7 @@ def check(cfg: RunConfig) -> None:
         raise ConfigError("target: the one-run audit trains its own target with the canaries; remove target")
     if cfg.mode == "online" and spec.implied_threat_model == "black-box":
         raise ConfigError("mode: online references train on the queries (the canaries); the one-run audit is offline")
-    if (spec.implied_threat_model == "white-box" or spec.gradient) and cfg.train.dp is None:
+    if (spec.implied_threat_model == "white-box" or spec.gradient) and cfg.train.dp is None and cfg.dp_training is None:
         raise ConfigError(
             f"canaries.{'kind' if spec.gradient is None else 'gradient'}: white-box canaries are observed in DP-SGD's "
             "noisy updates; add train.dp"
@@ -98,6 +99,13 @@ def train_target(
         recipe = whitebox_recipe(cfg, ds, observed)
         return obtain(open_store(cfg), recipe, ds, "target (gradient canaries)", model_seed(cfg.seed, 0), train_idx,
                       tracker, cfg.device)  # fmt: skip
+
+
+def own_target(cfg: RunConfig, ds: data.Dataset, train_idx: np.ndarray, recipe: ModelRecipe) -> TrainedModel:
+    """The target trained now by ``recipe`` (a user's function: never cached) on ``train_idx``."""
+    with ModelProgress(1) as tracker:
+        return obtain(open_store(cfg), recipe, ds, "target (your function, with canaries)", model_seed(cfg.seed, 0),
+                      train_idx, tracker, cfg.device)  # fmt: skip
 
 
 def whitebox_bounds(cfg: RunConfig, observed: GradientCanaries, k: int | None) -> list[Bound]:
@@ -170,8 +178,12 @@ def model_jobs(cfg: RunConfig) -> list[ModelJob]:
     return [target, *reference_jobs(cfg, build(cfg), records, recipe)[0]]
 
 
-def run(cfg: RunConfig) -> RunResult:
-    """Train the target once with its canaries, run every planned attack on the canaries, bound epsilon."""
+def run(
+    cfg: RunConfig, recipes: Callable[[GradientCanaries | None], tuple[ModelRecipe, ModelRecipe]] | None = None
+) -> RunResult:
+    """Train the target once with its canaries, run every planned attack on the canaries, bound epsilon.
+    ``recipes``: given the gradient canaries (or None), the target's and the references' recipes instead of the
+    config's (a user's DP training function, ``user_code``); gradient canaries no step observed give no bound."""
     check(cfg)
     spec = cfg.canaries
     assert spec is not None
@@ -181,10 +193,15 @@ def run(cfg: RunConfig) -> RunResult:
     ds_c, train_idx = records.dataset, records.split.members
     test_idx = np.setdiff1d(split.nonmembers, c.idx)
     observed = GradientCanaries("gradient", coins(cfg, spec.gradient, 3), cfg.seed) if spec.gradient else None
-    target = train_target(cfg, ds_c, train_idx, observed)
+    if recipes is None:
+        target = train_target(cfg, ds_c, train_idx, observed)
+    else:
+        own, others = recipes(observed)
+        target = own_target(cfg, ds_c, train_idx, own)
     is_member = records.is_member
     assert is_member is not None  # the canaries' membership: known
-    exp = with_references(cfg, plan, records, target, reference_recipe(cfg, ds_c), open_store(cfg))
+    ref_recipe = reference_recipe(cfg, ds_c) if recipes is None else others
+    exp = with_references(cfg, plan, records, target, ref_recipe, open_store(cfg))
     inputs = exp.attack_inputs()
     runs = [run_attack(exp, attack, inputs) for attack in plan.attacks]
     accuracies = {
@@ -210,7 +227,7 @@ def run(cfg: RunConfig) -> RunResult:
             observer=r.attack.label,
         )  # fmt: skip
     ]
-    if observed is not None:
+    if observed is not None and observed.steps:
         entries += whitebox_bounds(cfg, observed, spec.gradient_guesses)
     target.privacy = dp_sgd.with_accountants(target.privacy)
     return RunResult(exp, runs, audit.one_run_summary(cfg, entries, target.privacy, accuracies, RAW_PVALUES))

@@ -11,17 +11,22 @@ import json
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import data, report
 from .._version import __version__
 from ..config.run import RunConfig
+from ..errors import ConfigError
 from ..report.records import environment
 from ..results import SCHEMA_VERSION, AuditReport, Calibration, DPAudit, Target
 from . import bounds, multi_run, one_run
 from .audit import declared_epsilon, one_run_level
 from .canaries import guesses
+
+if TYPE_CHECKING:
+    from .user_code import ModelFactory
 
 
 def results(cfg: RunConfig, ds: data.Dataset, target: Target, dp_audit: DPAudit) -> AuditReport:
@@ -45,7 +50,12 @@ def results(cfg: RunConfig, ds: data.Dataset, target: Target, dp_audit: DPAudit)
     )
 
 
-def whitebox(found: one_run.WhiteBoxAudit, cfg: RunConfig, out: Path) -> AuditReport:
+def _kept(results: AuditReport, columns: dict[str, np.ndarray], title: str, out: Path | None) -> AuditReport:
+    """``report.write_dp`` into ``out``; nothing written without one (the Python API's ``out=None``)."""
+    return results if out is None else report.write_dp(results, columns, title, out)
+
+
+def whitebox(found: one_run.WhiteBoxAudit, cfg: RunConfig, out: Path | None) -> AuditReport:
     """A white-box-only audit (``one_run.run_whitebox``): one scores.csv row per gradient canary."""
     a, observed = found.dp_audit, found.observed
     target = Target(
@@ -62,17 +72,17 @@ def whitebox(found: one_run.WhiteBoxAudit, cfg: RunConfig, out: Path) -> AuditRe
         "score": np.asarray(observed.scores, dtype=np.float64),
         "guess": guesses(observed.scores, k, cfg.seed),
     }
-    return report.write_dp(results(cfg, found.dataset, target, a), columns, "white-box DP audit", out)
+    return _kept(results(cfg, found.dataset, target, a), columns, "white-box DP audit", out)
 
 
-def multirun(found: multi_run.MultiRunAudit, cfg: RunConfig, out: Path) -> AuditReport:
+def multirun(found: multi_run.MultiRunAudit, cfg: RunConfig, out: Path | None) -> AuditReport:
     """A multi-run audit (``multi_run.run``): one scores.csv row per (run, canary) slot."""
     scores, included = np.asarray(found.scores, dtype=np.float64), np.asarray(found.included, dtype=bool)
     runs, count = scores.shape
     columns = {"run": np.repeat(np.arange(runs), count), "canary": np.tile(np.arange(count), runs),
                "member": included.reshape(-1).astype(int), "score": scores.reshape(-1)}  # fmt: skip
     res = results(cfg, found.dataset, Target(source="trained", dp=found.privacy), found.dp_audit)
-    return report.write_dp(res, columns, "multi-run DP audit", out)
+    return _kept(res, columns, "multi-run DP audit", out)
 
 
 def multi_run_power(cfg: RunConfig, runs: int) -> str:
@@ -139,10 +149,28 @@ def one_run_power(cfg: RunConfig) -> str | None:
     return said
 
 
-def audit(cfg: RunConfig, out: Path, runs: int | None = None, say: Callable[[str], None] = print) -> AuditReport:
-    """``miaudit dp-audit``: the multi-run audit with ``runs``, else the one-run audit (white-box only, or with
-    input-space canaries and attacks); its outputs written into ``out``. ``say`` gets the lines said before
-    training (the multi-run audit's power)."""
+def audit(
+    cfg: RunConfig,
+    out: Path | None,
+    runs: int | None = None,
+    say: Callable[[str], None] = print,
+    train_fn: Callable[..., object] | None = None,
+    model: ModelFactory | None = None,
+) -> AuditReport:
+    """``miaudit dp-audit`` (and ``miaudit.dp_audit``): the multi-run audit with ``runs``, else the one-run audit
+    (white-box only, or with input-space canaries and attacks; of a user's training function with ``dp_training``,
+    ``user_code``, which ``train_fn`` and ``model`` give from Python); its outputs written into ``out`` (None:
+    nothing written). ``say`` gets the lines said before training (the multi-run audit's power)."""
+    if cfg.dp_training is not None:
+        if runs is not None:
+            raise ConfigError(
+                "--runs: the many-run audit trains miaudit's stacked DP-SGD; of your dp_training function only the "
+                "one-run audit is built (omit --runs)"
+            )
+        from . import user_code
+
+        res = user_code.run(cfg, train_fn, model)
+        return report.audit_report(res) if out is None else report.write(res, out)
     if runs is not None:
         multi_run.check(cfg, runs)  # every refusal before the power line
         say(multi_run_power(cfg, runs))
@@ -152,4 +180,5 @@ def audit(cfg: RunConfig, out: Path, runs: int | None = None, say: Callable[[str
         say(power)
     if cfg.canaries is not None and cfg.canaries.implied_threat_model == "white-box":
         return whitebox(one_run.run_whitebox(cfg), cfg, out)
-    return report.write(one_run.run(cfg), out)
+    res = one_run.run(cfg)
+    return report.audit_report(res) if out is None else report.write(res, out)

@@ -96,6 +96,13 @@ def one_run_md(audit: DPAudit) -> list[str]:
     if audit.gdp_test:
         lines.append(f"- {audit.gdp_test.statement}")
     lines += [f"- {claims_line(audit)}", f"- verdict: {audit.family.method if audit.family else '-'}"]
+    if audit.training is not None:  # a user's DP training function (dp_training): whose code, what was seen
+        t = audit.training
+        lines += [
+            f"- audited: your training function `{t.function}` (called {t.calls} times; the target on "
+            f"{t.target_records} records, {t.canaries_inserted} of them canaries; references by {t.references_by})",
+            f"- the audit saw {t.observed}; it could not see {t.not_observed}",
+        ]
     if audit.target_train_accuracy is not None and audit.target_test_accuracy is not None:
         lines.append(
             f"- model accuracy on its own records: train {audit.target_train_accuracy:.3f}, "

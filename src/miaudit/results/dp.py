@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import JsonValue
+from pydantic import ConfigDict, JsonValue
 
 from .base import Number, Section
 
@@ -165,6 +165,40 @@ class SelectionRecords(Section):
     """non-members in that half"""
 
 
+class UserTraining(Section):
+    """``dp_training``: whose code was audited (a user's DP training function, not miaudit's DP-SGD), what it was
+    given, and what the audit could and could not see of it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    function: str
+    """the audited training function, package.module:function (or the Python object's module:qualname)"""
+    claimed_epsilon: Number
+    """the epsilon the function's training claims"""
+    claimed_delta: Number
+    """the delta of that claim"""
+    calls: int
+    """times the audit called the function: the target once, and each reference it trains"""
+    target_records: int
+    """records the target was trained on: the training records and the canaries included by their coins"""
+    canaries_inserted: int
+    """canaries inserted into the target's training records (each by a fair coin); no other record was removed"""
+    references_by: str
+    """who trained the reference models: the function itself (on population records, never a canary), or
+    miaudit's loop"""
+    accountant: dict[str, Number] | None = None
+    """what the function's accountant was told (noise_multiplier, sample_rate, steps), from the config or returned
+    by the function, and the epsilon Opacus' accountants give for it"""
+    white_box_steps: int | None = None
+    """noisy steps the white-box gradient canaries joined (``miaudit.dp_observe(optimizer)`` in the function); 0: asked
+    for (``canaries.gradient``) but never joined; absent: not asked for"""
+    observed: str
+    """what the audit saw of the training: the final model's outputs (black-box), and the noisy updates where the
+    function joined its optimizer (white-box)"""
+    not_observed: str
+    """what it could not see, so which faults its verdict cannot speak to"""
+
+
 class DPAudit(Section):
     kind: Literal["two-run", "one-run", "multi-run"]
     """which audit produced the bound"""
@@ -201,6 +235,8 @@ class DPAudit(Section):
     planted_fault: dict[str, JsonValue] | None = None
     """a fault planted in DP-SGD on purpose, to show the audit catches it (``train.dp.planted_fault``: its kinds
     and description, as the DP-SGD options declare them)"""
+    training: UserTraining | None = None
+    """one-run of a user's function (``dp_training``): whose code was audited and what the audit could see"""
     compared_with: ComparedWith | None = None
     """the claim the bounds are tested against"""
     threat_model: str | None = None

@@ -1,0 +1,143 @@
+"""The DP gallery (issue 48): which audit catches each user training function's bug at which claimed epsilon, and how
+often correct user code is flagged.
+
+Every audit is ``miaudit.dp_audit(fn, ...)`` (the one-run audit of a user's DP training function: black-box, the
+final model only) on digits: the gallery's model (``miaudit_bench.dp_gallery:small``), 300 crafted canaries with 50
+guesses each way, 2 references trained by the function, confidence 0.95 (Holm over the 7 observers of attacks: auto).
+Part ``gallery``: every gallery function (``miaudit_bench.dp_gallery.GALLERY``) at claimed epsilon 1 and 8, the seeds
+given. Part ``alarms``: the correct functions (plain torch and Opacus) at claimed epsilon 1 and 8 over the seeds
+given. Each audit appends one JSON line as it finishes (a cut run keeps what it did); ``table`` writes README tables.
+
+    nice -n 19 python benchmarks/dp_gallery/run.py gallery --seeds 0 --out benchmarks/dp_gallery/gallery.jsonl
+    nice -n 19 python benchmarks/dp_gallery/run.py alarms --seeds 0-19 --out benchmarks/dp_gallery/alarms.jsonl
+    python benchmarks/dp_gallery/run.py table
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+
+import torch
+
+HERE = Path(__file__).parent
+EPSILONS = (1.0, 8.0)
+CANARIES = {"count": 300, "kind": "crafted", "guesses": 50}
+WHITE_BOX = 2000  # part whitebox: gradient canaries joined to an Opacus optimizer by miaudit.dp_observe
+
+
+def seeds_of(text: str) -> list[int]:
+    lo, _, hi = text.partition("-")
+    return list(range(int(lo), int(hi or lo) + 1))
+
+
+def audit(name: str, epsilon: float, seed: int, gradient: int | None = None) -> dict[str, object]:
+    """One audit of gallery function ``name`` claiming ``epsilon``: the verdict, the bound, each observer's test.
+    ``gradient``: that many white-box gradient canaries too (joined by the function's ``miaudit.dp_observe``)."""
+    import miaudit
+    from miaudit_bench import dp_gallery
+
+    start = time.perf_counter()
+    report = miaudit.dp_audit(
+        dp_gallery.at(name, epsilon), data="digits", epsilon=epsilon, delta=dp_gallery.DELTA, seed=seed,
+        model="miaudit_bench.dp_gallery:small", references=2, say=lambda line: None,
+        canaries={**CANARIES, **({"gradient": gradient} if gradient else {})},
+    )  # fmt: skip
+    a = report.dp_audit
+    assert a is not None and a.tests is not None and a.training is not None and a.compared_with is not None
+    return {
+        "function": name,
+        "claimed_epsilon": epsilon,
+        "seed": seed,
+        "violated": a.violated,
+        "epsilon_lb": a.epsilon_lb,
+        "max_attainable": a.max_attainable,
+        "tested_against": {"claim": a.compared_with.claim, "epsilon": a.compared_with.epsilon},
+        "rejected_by": [t.observer for t in a.tests if t.rejected],
+        "best": max(((t.correct, t.observer) for t in a.tests), default=None),
+        "tests": {t.observer: [t.correct, t.guesses, round(t.holm_adjusted_p_value, 4)] for t in a.tests},
+        "accountant": a.training.accountant,
+        "white_box_steps": a.training.white_box_steps,
+        "canary_accuracy_in_out": [getattr(a, "canary_accuracy_in", None), getattr(a, "canary_accuracy_out", None)],
+        "test_accuracy": a.target_test_accuracy,
+        "seconds": round(time.perf_counter() - start, 1),
+        "hardware": f"{platform.processor() or platform.machine()}, torch {torch.__version__}, "
+        f"{torch.get_num_threads()} thread(s)",
+    }
+
+
+def run(names: list[str], seeds: list[int], out: Path, gradient: int | None = None) -> None:
+    torch.set_num_threads(1)
+    for seed in seeds:
+        for epsilon in EPSILONS:
+            for name in names:
+                row = audit(name, epsilon, seed, gradient)
+                with out.open("a") as f:
+                    f.write(json.dumps(row) + "\n")
+                print(f"{name} eps {epsilon:g} seed {seed}: violated {row['violated']} lb {row['epsilon_lb']:.3f} "
+                      f"({row['seconds']} s)", flush=True)  # fmt: skip
+
+
+def read(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
+
+
+def gallery_table(rows: list[dict], part: str) -> list[str]:
+    """One row per (function, claimed epsilon, seed): the verdict, the headline bound and its power, the observers
+    rejecting the claim, the best observer's guesses right (of 100 black-box; white-box of 200)."""
+    if not rows:
+        return []
+    head = "| function | claimed eps (seed) | flagged | bound of at most | observers rejecting | best right"
+    lines = ["", f"### {part}", "", head + " | test accuracy |", "|---|---|---|---|---|---|---|"]
+    for r in sorted(rows, key=lambda r: (r["function"], r["claimed_epsilon"], r["seed"])):
+        best = max(r["tests"].items(), key=lambda kv: kv[1][0] / kv[1][1])
+        lines.append(
+            f"| {r['function']} | {r['claimed_epsilon']:g} ({r['seed']}) | {'**yes**' if r['violated'] else 'no'} "
+            f"| {r['epsilon_lb']:.2f} of {r['max_attainable']:.2f} | {', '.join(r['rejected_by']) or '-'} "
+            f"| {best[1][0]}/{best[1][1]} ({best[0]}) | {r['test_accuracy']:.2f} |"
+        )
+    return lines
+
+
+def table() -> str:
+    """The gallery tables (black-box; white-box through the Opacus hook) and the false-alarm counts."""
+    lines: list[str] = []
+    for part in ("gallery", "whitebox"):
+        lines += gallery_table(read(HERE / f"{part}.jsonl"), part)
+    rows = read(HERE / "alarms.jsonl")
+    if rows:
+        lines += ["", "### alarms", "", "| correct function | claimed eps | seeds | flagged | largest bound |",
+                  "|---|---|---|---|---|"]  # fmt: skip
+        for name in sorted({r["function"] for r in rows}):
+            for eps in EPSILONS:
+                got = [r for r in rows if r["function"] == name and r["claimed_epsilon"] == eps]
+                if got:
+                    seeds = sorted(r["seed"] for r in got)
+                    flagged, top = sum(r["violated"] for r in got), max(r["epsilon_lb"] for r in got)
+                    lines.append(f"| {name} | {eps:g} | {seeds[0]}-{seeds[-1]} ({len(got)}) | {flagged} | {top:.2f} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    from miaudit_bench import dp_gallery
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("part", choices=["gallery", "alarms", "whitebox", "table"])
+    p.add_argument("--seeds", default="0")
+    p.add_argument("--only", nargs="*", help="these gallery functions only")
+    p.add_argument("--out", type=Path)
+    args = p.parse_args()
+    if args.part == "table":
+        print(table())
+        return
+    default = {"gallery": list(dp_gallery.GALLERY), "alarms": ["correct", "opacus"]}
+    names = args.only or default.get(args.part, ["opacus", "opacus_more_epochs"])
+    gradient = WHITE_BOX if args.part == "whitebox" else None
+    run(names, seeds_of(args.seeds), args.out or HERE / f"{args.part}.jsonl", gradient)
+
+
+if __name__ == "__main__":
+    main()

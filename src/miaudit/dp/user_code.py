@@ -1,0 +1,361 @@
+"""A user's own DP training, audited (``dp_training:``, ``miaudit.dp_audit(train_fn, ...)``): not miaudit's DP-SGD.
+
+The function is called as ``function(model, x, y)`` (the signature of ``target.train_fn``) and trains ``model`` in
+place with the user's DP training. The one-run audit (``one_run.run``) is unchanged but for who trains: the target is
+a fresh model of ``model:`` trained by the function on the target's training records with the canaries inserted by
+their coins (``one_run._canary_records``: the training records, every one of them, and the included canaries; no
+record is removed), and the reference models are trained by the same function on population records, which never
+hold a canary (``dp_training.references: function``, the default: the auditor knows the training algorithm, as
+Steinke, Nasr & Jagielski's one-run audit assumes), or by miaudit's loop (``references: recipe``). User code is never
+cached: miaudit cannot hash it.
+
+What the audit sees is the final model's outputs (black-box): every fault that moves them (clipping that never runs,
+noise on the wrong scale, a non-private pass, more steps than accounted) can be caught, at the one-run audit's power.
+It does not see the noisy updates: a fault the final model hides (the accountant told the wrong sampling rate, half
+the noise at a small epsilon) is beyond its reach, and ``dp_audit.training.not_observed`` says so. The claim tested is
+the smallest of the claimed epsilon and, when the accountant's facts are given (``dp_training.accountant``, or a
+mapping the function returns), Opacus' accountants' figures for them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypedDict
+
+import numpy as np
+
+from ..config.dp_training import AccountantFacts, DPTrainingConfig
+from ..config.run import RunConfig
+from ..data import Dataset
+from ..errors import ConfigError, ModelError
+from ..experiment import datasets
+from ..experiment.recipes import ModelRecipe, reference_recipe
+from ..experiment.run import RunResult
+from ..results.dp import UserTraining
+from ..training.dp_sgd import NoisyStep
+from . import one_run
+from .whitebox import GradientCanaries
+
+if TYPE_CHECKING:
+    import torch.nn as nn
+
+    from ..training.loop import ProgressFn, TrainReport
+
+TrainFn = Callable[..., object]
+ModelFactory = Callable[[tuple[int, ...], int], "nn.Module"]
+
+OBSERVED = (
+    "black-box: the final model's outputs on the canaries (crafted, random-label or natural), scored by every planned "
+    "attack; any fault that moves them (clipping that never runs, noise on the wrong scale, a non-private pass, "
+    "more steps than accounted) can be caught, at the one-run audit's power"
+)
+NOT_OBSERVED = (
+    "the noisy updates (white-box): your function's optimizer steps are not observed, so a fault the final model "
+    "hides (a sampling rate misreported to the accountant, noise a little too small at a small epsilon) is beyond "
+    "this audit's reach; the intermediate models; the accountant's arithmetic (only its figure, when its facts are "
+    "given)"
+)
+WHITE_BOX_BLIND = (
+    "clipping (the gradient canaries join each step after it), how the records are sampled into the steps, and "
+    "anything outside the optimizer's noisy steps (a non-private pass): the black-box observers cover those, at "
+    "their power"
+)
+FACT_KEYS = ("noise_multiplier", "sample_rate", "steps")
+
+
+class FunctionClaim(TypedDict, total=False):
+    """``miaudit.dp_audit(train_fn, **claim)``: the claim (``epsilon``, ``delta``: required), the data set (a built-in
+    name, a .npz/.csv path or ``dataset:``'s mapping; default digits), the model the function trains (a name,
+    ``package.module:factory`` or a callable ``factory(input_shape, n_classes)``; default mlp), the canaries (a count
+    of crafted ones, or ``canaries:``'s mapping; default 300 crafted, 30 guesses each way), the references (trained
+    by the function; default 2), what its accountant was told (noise_multiplier, sample_rate, steps) and the seed."""
+
+    epsilon: float
+    delta: float
+    data: str | dict
+    model: str | ModelFactory
+    canaries: int | dict
+    references: int
+    accountant: dict
+    seed: int
+
+
+@dataclass
+class Training:
+    """The audited function, its name as results.json records it, the claim, and what it did when called."""
+
+    fn: TrainFn
+    name: str
+    spec: DPTrainingConfig
+    model: ModelFactory | None = None  # builds a fresh model (default: the config's model:)
+    calls: int = 0
+    returned: list[AccountantFacts] = field(default_factory=list)  # facts the calls returned, in call order
+
+    def facts(self) -> AccountantFacts | None:
+        """The accountant's facts: the config's, else what the first call (the target's) returned."""
+        return self.spec.accountant or (self.returned[0] if self.returned else None)
+
+
+def name_of(fn: TrainFn) -> str:
+    """``module:qualname`` of a Python callable, as the config would name it."""
+    return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', type(fn).__name__)}"
+
+
+def resolve(cfg: RunConfig, fn: TrainFn | None = None, model: ModelFactory | None = None) -> Training:
+    """The function ``cfg.dp_training`` names (imported: the config checked it), or ``fn`` given in Python."""
+    spec = cfg.dp_training
+    if spec is None:
+        raise ConfigError("dp_training: give {function: package.module:function, epsilon: E, delta: D}")
+    if fn is None:
+        from ..models import io
+
+        fn = io.import_factory(spec.function)
+    if not callable(fn):
+        raise ConfigError(f"dp_training.function: {spec.function!r} is not callable")
+    return Training(fn=fn, name=spec.function, spec=spec, model=model)
+
+
+def returned_facts(out: object, name: str) -> AccountantFacts | None:
+    """Accountant facts from what the function returned: a mapping holding noise_multiplier, sample_rate and steps
+    (anything else returned, the model itself included, says nothing)."""
+    if not isinstance(out, Mapping) or not all(k in out for k in FACT_KEYS):
+        return None
+    try:
+        return AccountantFacts.model_validate({k: out[k] for k in FACT_KEYS})
+    except ValueError as e:
+        raise ModelError(f"dp_training.function: {name} returned accountant facts that do not hold ({e})") from None
+
+
+def fit(
+    training: Training, whitebox: GradientCanaries | None = None
+) -> Callable[[nn.Module, np.ndarray, np.ndarray, int, ProgressFn], TrainReport]:
+    """The function as a recipe's fit: called on the model and the records, counted and timed, its training accuracy
+    measured. The model must be trained in place: a returned module other than it (or a wrapper of it, as Opacus'
+    GradSampleModule) is refused. ``whitebox``: the target's gradient canaries, which ``dp_observe`` joins to the
+    function's optimizer while it runs."""
+    from ..training.loop import TrainReport, accuracy, predict_logits
+
+    def run(model: nn.Module, x: np.ndarray, y: np.ndarray, seed: int, progress: ProgressFn) -> TrainReport:
+        import torch.nn as nn
+
+        start = time.perf_counter()
+        training.calls += 1
+        if whitebox is not None:
+            _ACTIVE.append((whitebox, len(y)))
+        try:
+            out = training.fn(model, x, y)  # torch's RNG was seeded with ``seed`` just before the model was built
+        finally:
+            if whitebox is not None:
+                _ACTIVE.pop()
+        seconds = time.perf_counter() - start
+        if isinstance(out, nn.Module) and out is not model and getattr(out, "_module", None) is not model:
+            raise ModelError(
+                f"dp_training.function: {training.name} returned another model; train the model it is given in place"
+            )
+        facts = returned_facts(out, training.name)
+        if facts is not None:
+            training.returned.append(facts)
+        facts = training.spec.accountant or facts
+        return TrainReport(seconds, accuracy(predict_logits(model, x), y), privacy(training, facts))
+
+    return run
+
+
+def with_features(model: nn.Module, input_shape: tuple[int, ...], n_classes: int) -> nn.Module:
+    """``model`` with penultimate features, as the attacks reading the last layer need (``FeatureHeadModel``): as it
+    is when it has ``features``, else split at its last ``nn.Linear`` classifier (``library.split_last_linear``: the
+    same parameters, so the function trains the same model) when that computes the same outputs, else as it is."""
+    import copy
+
+    import torch
+
+    from ..models.base import FeatureHeadModel
+    from ..models.library import split_last_linear
+
+    if callable(getattr(model, "features", None)):
+        return model
+
+    class Split(FeatureHeadModel):
+        def __init__(self, inner: nn.Module) -> None:
+            super().__init__()
+            self.body, self.head = split_last_linear(inner, n_classes)
+
+    try:
+        probe = torch.randn(3, *input_shape, generator=torch.Generator().manual_seed(0))
+        trial = copy.deepcopy(model).eval()
+        with torch.no_grad():
+            same = torch.allclose(trial(probe), Split(copy.deepcopy(trial)).eval()(probe), atol=1e-5)
+    except (ModelError, RuntimeError, TypeError, ValueError):
+        same = False
+    return Split(model) if same else model
+
+
+_ACTIVE: list[tuple[GradientCanaries, int]] = []  # the target's gradient canaries and records, while it trains
+
+
+def dp_observe(optimizer: object, sample_rate: float | None = None) -> bool:
+    """The one-line white-box hook (``miaudit.dp_observe(optimizer)``): a training function adds it after building
+    its Opacus ``DPOptimizer`` (``PrivacyEngine.make_private``). While ``miaudit dp-audit`` trains the target with
+    ``canaries.gradient: N``, it joins N gradient canaries to every noisy step and scores them from the noisy updates
+    (``whitebox``, at the optimizer's noise multiplier, clipping norm and ``sample_rate``: default its expected batch
+    size over the records the function was given); the user's own step hook (Opacus' accountant) still runs first.
+    Anywhere else (the references, a run outside an audit) it does nothing. Returns whether it observes."""
+    if not _ACTIVE:
+        return False
+    canaries, n = _ACTIVE[-1]
+    needed = ("noise_multiplier", "max_grad_norm", "expected_batch_size", "params", "attach_step_hook")
+    missing = [a for a in needed if not hasattr(optimizer, a)]
+    if missing:
+        raise ModelError(
+            f"dp_observe: {type(optimizer).__name__} is not an Opacus DPOptimizer (no {missing[0]}); pass the "
+            "optimizer PrivacyEngine.make_private returned"
+        )
+    opt: Any = optimizer
+    batch = float(opt.expected_batch_size)
+    rate = sample_rate if sample_rate is not None else batch / n
+    noisy = NoisyStep(rate, float(opt.noise_multiplier), float(opt.max_grad_norm), batch, canaries.seed)
+    step = canaries.hook(list(opt.params), noisy)
+    previous = getattr(opt, "step_hook", None)
+
+    def chained(o: object) -> None:
+        if previous is not None:
+            previous(o)  # the user's hook (Opacus' accountant) first: it reads the step as it was
+        step(o)
+
+    opt.attach_step_hook(chained)
+    return True
+
+
+def recipes(
+    cfg: RunConfig, ds: Dataset, training: Training, whitebox: GradientCanaries | None = None
+) -> tuple[ModelRecipe, ModelRecipe]:
+    """The target's recipe (the function; ``whitebox``: with the gradient canaries ``dp_observe`` joins to its
+    steps) and the references' (the function, never observed, or miaudit's loop): never cached."""
+    from ..models import build_model
+
+    arch = cfg.model
+
+    def build() -> nn.Module:
+        shape, k = ds.input_shape, ds.n_classes
+        return with_features(training.model(shape, k) if training.model else build_model(arch, shape, k), shape, k)
+
+    name = arch if training.model is None else name_of(training.model)
+    target = ModelRecipe(architecture=name, build=build, fit=fit(training, whitebox), epochs=None, cache_spec=None)
+    own = ModelRecipe(architecture=name, build=build, fit=fit(training), epochs=None, cache_spec=None)
+    refs = own if training.spec.references == "function" else reference_recipe(cfg, ds)
+    return target, refs
+
+
+def privacy(training: Training, facts: AccountantFacts | None) -> dict[str, object] | None:
+    """A model's ``privacy`` record (results.json ``target.dp``) when the accountant's facts are known: the claim and
+    the facts, to which ``one_run.run`` adds the accountants' figures (``dp_sgd.with_accountants``), so the verdict
+    tests the smallest of them and the claim."""
+    if facts is None:
+        return None
+    return {"trained_by": training.name, "epsilon": training.spec.epsilon, "delta": training.spec.delta,
+            **facts.model_dump()}  # fmt: skip
+
+
+def section(
+    training: Training,
+    target_records: int,
+    inserted: int,
+    accounted: Mapping[str, float] | None,
+    whitebox: GradientCanaries | None,
+) -> UserTraining:
+    """results.json's ``dp_audit.training``: with what the audit could and could not see, white-box included where
+    the function joined its optimizer (``dp_observe``)."""
+    facts = training.facts()
+    steps = None if whitebox is None else whitebox.steps
+    observed, not_observed = OBSERVED, NOT_OBSERVED
+    if steps:
+        assert whitebox is not None
+        observed += (
+            f"; white-box: {whitebox.count} gradient canaries in each of {steps} noisy steps of your DPOptimizer "
+            "(miaudit.dp_observe), scored at its noise multiplier and sampling rate"
+        )
+        not_observed = WHITE_BOX_BLIND
+    elif steps == 0:
+        not_observed += "; canaries.gradient was given, but your function never called miaudit.dp_observe(optimizer)"
+    return UserTraining(
+        function=training.name,
+        claimed_epsilon=training.spec.epsilon,
+        claimed_delta=training.spec.delta,
+        calls=training.calls,
+        target_records=target_records,
+        canaries_inserted=inserted,
+        references_by=(
+            f"your function {training.name}, on population records (never a canary)"
+            if training.spec.references == "function"
+            else "miaudit's loop with train (no DP)"
+        ),
+        accountant=None
+        if facts is None
+        else {**facts.model_dump(), **{f"epsilon_{k}": v for k, v in (accounted or {}).items()}},
+        white_box_steps=steps,
+        observed=observed,
+        not_observed=not_observed,
+    )
+
+
+def run(cfg: RunConfig, fn: TrainFn | None = None, model: ModelFactory | None = None) -> RunResult:
+    """The one-run audit of a user's DP training function (``dp_training``, or ``fn`` from Python): the target and
+    the references trained by it, every planned attack on the canaries, the verdict on its claim."""
+    training = resolve(cfg, fn, model)
+    one_run.check(cfg)
+    cfg = cfg.model_copy(update={"calibration": None})
+    ds = datasets.load(cfg)  # its shape and classes build the models (the canaries change neither)
+    observed: list[GradientCanaries | None] = []
+
+    def made(whitebox: GradientCanaries | None) -> tuple[ModelRecipe, ModelRecipe]:
+        observed.append(whitebox)
+        return recipes(cfg, ds, training, whitebox)
+
+    res = one_run.run(cfg, made)
+    exp = res.experiment
+    assert exp.records.is_member is not None and res.dp_audit is not None
+    target_idx = exp.records.split.members
+    inserted = int(exp.records.is_member.sum())
+    accounted = (exp.target.privacy or {}).get("accounted")
+    whitebox = observed[0] if observed else None
+    res.dp_audit = res.dp_audit.model_copy(
+        update={"training": section(training, len(target_idx), inserted, accounted, whitebox)}
+    )
+    return res
+
+
+def function_config(
+    fn: TrainFn,
+    *,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    data: str | dict | None = None,
+    model: str | ModelFactory | None = None,
+    canaries: int | dict | None = None,
+    references: int = 2,
+    accountant: dict | None = None,
+    seed: int = 0,
+) -> tuple[RunConfig, ModelFactory | None]:
+    """``miaudit.dp_audit(train_fn, **claim)``'s config (``dp_training`` naming the function, which the caller holds)
+    and the model factory when a callable is given (``FunctionClaim``)."""
+    from ..config.run import from_dict
+
+    if epsilon is None or delta is None:
+        raise ConfigError(f"{'epsilon' if epsilon is None else 'delta'}: the claim of your training is required")
+    spec = {"function": name_of(fn), "epsilon": epsilon, "delta": delta}
+    raw = {
+        "dataset": "digits" if data is None else data,
+        "model": model if isinstance(model, str) else "mlp",
+        "seed": seed,
+        "references": references,
+        "canaries": (
+            {"count": canaries, "kind": "crafted"}
+            if isinstance(canaries, int)
+            else canaries or {"count": 300, "kind": "crafted", "guesses": 30}
+        ),
+        "dp_training": {**spec, **({"accountant": accountant} if accountant is not None else {})},
+    }
+    cfg = from_dict(raw, context={"function_given": True})
+    return cfg, None if model is None or isinstance(model, str) else model
