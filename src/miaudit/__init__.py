@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__
 
 if TYPE_CHECKING:
-    from .api import AuditResult, Endpoint, audit, run, score
+    from .api import AuditResult, Endpoint, audit, infer_dataset, run, score
     from .report.compare import compare
 
-__all__ = ["audit", "run", "score", "compare", "AuditResult", "Endpoint", "__version__"]
+__all__ = ["audit", "run", "score", "infer_dataset", "compare", "AuditResult", "Endpoint", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("audit", "run", "score", "AuditResult", "Endpoint"):
+    if name in ("audit", "run", "score", "infer_dataset", "AuditResult", "Endpoint"):
         from . import api
 
         return getattr(api, name)

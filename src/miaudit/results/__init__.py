@@ -5,6 +5,7 @@ builds its DP section, every reader (the CLI, the reports, compare, the API, the
 from .attacks import AttackRow, BlindBaseline, Kind, Metrics, PPVCell, Seconds
 from .audit_report import SCHEMA_VERSION, AuditReport, migrate
 from .base import Section
+from .dataset_inference import BlindTest, DatasetInference, FractionUsed, InferencePower
 from .dp import Bound, DPAudit, ObserverTest
 from .findings import AttackChoice, Claim, RealizedFDP, RecordsAtRisk, Verdict, WorstCase, WorstCell
 from .run import Calibration, CanaryExposure, Endpoint, Environment, ReferenceModel, Target
@@ -15,13 +16,17 @@ __all__ = [
     "AttackRow",
     "AuditReport",
     "BlindBaseline",
+    "BlindTest",
     "Bound",
     "Calibration",
     "CanaryExposure",
     "Claim",
     "DPAudit",
+    "DatasetInference",
     "Endpoint",
     "Environment",
+    "FractionUsed",
+    "InferencePower",
     "Kind",
     "Metrics",
     "ObserverTest",

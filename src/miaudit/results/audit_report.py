@@ -15,6 +15,7 @@ from pydantic import ConfigDict, ValidationError
 from ..errors import DataError
 from .attacks import AttackRow, BlindBaseline, Kind
 from .base import Section
+from .dataset_inference import DatasetInference
 from .dp import DPAudit
 from .findings import AttackChoice, RecordsAtRisk, Verdict, WorstCase
 from .run import Calibration, CanaryExposure, Endpoint, Environment, ReferenceModel, Target
@@ -22,7 +23,8 @@ from .run import Calibration, CanaryExposure, Endpoint, Environment, ReferenceMo
 # The version of results.json's layout, an integer raised when a key changes meaning or goes away (added keys
 # do not raise it: every section keeps keys it does not declare). Files written before it existed (no
 # ``schema_version``) are version 0; ``load`` migrates them.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: dataset_inference (a version-1 file reads as is: it has no such key)
+READABLE_VERSIONS = (1, SCHEMA_VERSION)
 SCHEMA_URI = "https://json-schema.org/draft/2020-12/schema"
 
 
@@ -92,6 +94,8 @@ class AuditReport(Section):
     """an LM audit's text-only baseline"""
     canary_exposure: CanaryExposure | None = None
     """an LM audit's secret-sharer canaries"""
+    dataset_inference: DatasetInference | None = None
+    """``miaudit infer-dataset``: was a suspect set of records used to train the model"""
     config: dict[str, Any]
     """the run's config, as validated (a user's model: what was audited)"""
     environment: Environment
@@ -156,9 +160,9 @@ class AuditReport(Section):
         version = data.get("schema_version", 0)
         if version == 0:
             data = migrate(data, where, kind_of)
-        elif version != SCHEMA_VERSION:
+        elif version not in READABLE_VERSIONS:
             raise DataError(
-                f"{where}: schema_version {version!r} is not one this miaudit reads ({SCHEMA_VERSION}, or a file "
+                f"{where}: schema_version {version!r} is not one this miaudit reads ({READABLE_VERSIONS}, or a file "
                 "without schema_version); read it with the miaudit that wrote it"
             )
         try:

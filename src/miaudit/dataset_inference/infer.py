@@ -1,0 +1,229 @@
+"""``miaudit infer-dataset``: was this suspect set of records used to train the model?
+
+The same Experiment as ``miaudit run`` on the config (the same target and references, from the cache), then per
+record of the suspect and validation sets the features the target allows (``features``); the cross-fitted
+permutation test (``crossfit``); the blind guard (``blind``); the fraction used (``fraction``) and the power
+(``power``) from the references as pseudo-targets; one verdict, the typed ``dataset_inference`` section and the
+per-record table.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+from .. import pipeline
+from .._version import __version__
+from ..experiment import datasets
+from ..experiment.base import Experiment
+from ..progress import log, working
+from ..report.records import environment
+from ..results import SCHEMA_VERSION, AuditReport, DatasetInference
+from . import blind, crossfit, fraction, power
+from .features import SIGNALS, Features, PseudoTarget, features, pseudo_targets, with_queries
+from .request import Request, checked
+
+ASSUMPTIONS = [
+    "The validation records are of the same kind as the suspect records and were chosen the same way, so that, "
+    "had the suspects not been used, the model would treat the two sets alike (the suspects and the validation "
+    "records are exchangeable). The p-value's promise, a false 'used' at most at the level, rests on this; the "
+    "blind guard checks the part of it that can be seen without the model.",
+    "The validation records were not used to train the model.",
+    "'No evidence of use' is not proof of non-use: the power figures say what use this test could have seen.",
+    "The fraction used assumes the target leaks like the reference models, trained the same way, whose known "
+    "members scale the estimate.",
+]
+
+
+@dataclass
+class Inference:
+    """An answer in memory: the typed results (``results.dataset_inference``) and the per-record table."""
+
+    results: AuditReport
+    records: dict[str, np.ndarray]
+
+    @property
+    def section(self) -> DatasetInference:
+        assert self.results.dataset_inference is not None
+        return self.results.dataset_inference
+
+    def report(self, out_dir: str | Path, force: bool = False) -> AuditReport:
+        """Write results.json, report.md, report.html and scores.csv into ``out_dir``, atomically."""
+        from ..report import inference, outdir
+
+        with outdir.reserved(Path(out_dir), force):
+            return inference.write(self.results, self.records, Path(out_dir))
+
+
+def check_records(req: Request) -> Request:
+    """The record sets checked against the config's data (loaded, not trained on): before any model loads."""
+    ds = datasets.load(req.cfg)
+    return checked(req, len(ds), ds.name)
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def _p(p: float, permutations: int) -> str:
+    floor = 1 / (1 + permutations)
+    return f"p <= {floor:.2g}" if p <= floor + 1e-12 else f"p = {p:.2g}"
+
+
+def verdict(
+    used: bool | None,
+    test: crossfit.SetTest,
+    guard: blind.BlindGuard,
+    fr: fraction.Fraction | None,
+    detectable: float | None,
+) -> str:
+    """The answer in one sentence (the first line of the console, report.md and report.html)."""
+    p = _p(test.p_value, test.permutations)
+    if used is None:
+        return (
+            f"No claim: the suspect and validation records differ without the model (a blind classifier tells them "
+            f"apart, AUC {guard.auc:.2f} [{guard.ci[0]:.2f}, {guard.ci[1]:.2f}]), so the model's behaviour on them "
+            f"cannot show that the suspects were used ({p})."
+        )
+    if used:
+        share = "" if fr is None else f"; about {_pct(fr.estimate)} of it [{_pct(fr.ci[0])}, {_pct(fr.ci[1])}] was used"
+        return (
+            f"Used: the model treats the suspect records more like its training records than the validation records "
+            f"({p}, cross-fitted AUC {test.auc:.2f}){share}."
+        )
+    sees = (
+        "this test could not have detected use even of the whole set, so 'not used' cannot be read from it"
+        if detectable is None
+        else f"at this size the test detects use of {_pct(detectable)} of the set or more with 80% power"
+    )
+    return f"No evidence of use ({p}, cross-fitted AUC {test.auc:.2f}); {sees}."
+
+
+def _fraction_score(pseudo: list[PseudoTarget]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pseudo-targets' members-vs-non-members combination: (mean, sd, direction) on standardised features."""
+    pooled = np.concatenate([np.concatenate([p.members, p.nonmembers]) for p in pseudo])
+    is_member = np.concatenate([np.r_[np.ones(len(p.members)), np.zeros(len(p.nonmembers))] for p in pseudo])
+    pooled = np.where(np.isfinite(pooled), pooled, np.nan)
+    mean, sd = np.nanmean(pooled, axis=0), np.nanstd(pooled, axis=0)
+    sd = np.where(sd > 1e-12, sd, np.inf)
+    z = np.nan_to_num((pooled - mean) / sd)
+    return mean, sd, crossfit.direction(z, is_member.astype(bool))
+
+
+def _fraction(
+    exp: Experiment, req: Request, idx: np.ndarray, is_suspect: np.ndarray
+) -> tuple[fraction.Fraction | None, float | None]:
+    """The fraction used and the members' AUC, on the references as pseudo-targets (None, None without them)."""
+    k = len(exp.references)
+    if k < 2:
+        return None, None
+    inputs = with_queries(exp, idx)
+    target_k1 = features(inputs, k - 1)  # the target against K - 1 references, as each pseudo-target
+    pseudo = pseudo_targets(inputs, exp.record_set(req.validation), _attacks(target_k1), req.cfg.seed)
+    if not pseudo:
+        return None, None
+    mean, sd, w = _fraction_score(pseudo)
+
+    def score(x: np.ndarray) -> np.ndarray:
+        return np.nan_to_num((np.where(np.isfinite(x), x, np.nan) - mean) / sd) @ w
+
+    fr = fraction.estimate(
+        score(target_k1.values[is_suspect]),
+        score(target_k1.values[~is_suspect]),
+        [(score(p.members), score(p.nonmembers)) for p in pseudo],
+        seed=req.cfg.seed,
+    )
+    member_auc = float(np.mean([fraction.auc(score(p.members), score(p.nonmembers)) for p in pseudo]))
+    return fr, member_auc
+
+
+def _attacks(f: Features) -> list[str]:
+    return [n for n in f.names if n not in SIGNALS]
+
+
+def infer(req: Request) -> Inference:
+    """The whole answer to one request (module docstring); the record sets are checked first."""
+    req = check_records(req)
+    cfg = req.cfg
+    exp = pipeline.prepare(cfg)
+    ds = exp.dataset
+    idx = np.concatenate([req.suspect, req.validation])
+    is_suspect = np.r_[np.ones(len(req.suspect), dtype=bool), np.zeros(len(req.validation), dtype=bool)]
+    with working("dataset inference: features"):
+        feats = features(with_queries(exp, idx), len(exp.references))
+    with working("dataset inference: cross-fitted permutation test"):
+        test = crossfit.set_test(feats.values, is_suspect, cfg.seed, req.options.permutations)
+    with working("dataset inference: blind guard"):
+        guard = blind.guard(ds.x[idx], ds.y[idx], ds.n_classes, is_suspect, cfg.seed)
+    with working("dataset inference: fraction used, on the references as pseudo-targets"):
+        fr, member_auc = _fraction(exp, req, idx, is_suspect)
+    level, n_s, n_v = req.options.level, len(req.suspect), len(req.validation)
+    basis = "references" if member_auc is not None else "observed"
+    effect = member_auc if member_auc is not None else test.auc
+    detectable = power.detectable_fraction(effect, n_s, n_v, level)
+    used = None if guard.shifted else bool(test.p_value < level)
+    sentence = verdict(used, test, guard, fr, detectable)
+    log.info("dataset inference: %s", sentence)
+    section = {
+        "verdict": sentence,
+        "used": used,
+        "p_value": test.p_value,
+        "level": level,
+        "auc": test.auc,
+        "permutations": test.permutations,
+        "n_suspect": n_s,
+        "n_validation": n_v,
+        "features": feats.names,
+        "fraction": None
+        if fr is None
+        else {"estimate": fr.estimate, "ci": list(fr.ci), "member_auc": fr.member_auc, "suspect_auc": fr.suspect_auc},
+        "blind": {"auc": guard.auc, "ci": list(guard.ci), "shifted": guard.shifted, "classifier": guard.classifier},
+        "power": {
+            "basis": basis,
+            "member_auc": effect,
+            "power": power.POWER,
+            "smallest_suspect_set": power.smallest_suspect_set(effect, n_v, level),
+            "detectable_fraction": detectable,
+            "power_if_all_used": power.power_at(effect, 1.0, n_s, n_v, level),
+        },
+        "assumptions": ASSUMPTIONS if fr is not None else ASSUMPTIONS[:3],
+    }
+    records = {
+        "record": idx,
+        "suspect": is_suspect.astype(np.int64),
+        "label": ds.y[idx],
+        "half": test.half,
+        "combined_score": test.scores,
+        **{f"feature.{n}": feats.values[:, i] for i, n in enumerate(feats.names)},
+    }
+    return Inference(_report(exp, section), records)
+
+
+def _report(exp: Experiment, section: dict) -> AuditReport:
+    cfg = exp.cfg
+    fit = {k: v for k, v in exp.target_accuracy().items() if k in ("train_accuracy", "test_accuracy")}
+    return AuditReport.model_validate(
+        {
+            "schema_version": SCHEMA_VERSION,
+            "miaudit_version": __version__,
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "dataset": cfg.data_label,
+            "data_fingerprint": exp.dataset.content_sha256,
+            "n_records": len(exp.dataset),
+            "model": exp.target.architecture,
+            "reference_model": exp.references[0].architecture if exp.references else None,
+            "mode": cfg.mode,
+            "seed": cfg.seed,
+            "references": len(exp.references),
+            "target": {**fit, "training_seconds": exp.target.seconds, "source": exp.target.source},
+            "calibration": {"calibrated": False, "records": 0},
+            "attacks": [],
+            "dataset_inference": section,
+            "config": json.loads(cfg.model_dump_json()),
+            "environment": environment(exp.device),
+        }
+    )
