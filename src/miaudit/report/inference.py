@@ -41,7 +41,7 @@ def power_line(d: DatasetInference) -> str:
     sees = (
         "not even the whole set's use is detected with that power"
         if p.detectable_fraction is None
-        else f"use of {_pct(p.detectable_fraction)} of these {d.n_suspect} suspects or more is"
+        else f"use of {_pct(p.detectable_fraction)} or more of these {d.n_suspect} suspects is detected with that power"
     )
     return (
         f"Power (per-record effect AUC {p.member_auc:.2f}, from {basis}): at level {d.level:g}, {need}; {sees}; "
