@@ -25,7 +25,7 @@ def test_auc_and_its_bootstrap_by_hand() -> None:
 def _draw(rng: np.random.Generator, pi: float, n_s: int, shift: float = 1.5) -> fraction.Fraction | None:
     """A target and 4 pseudo-targets of one kind: a model's members score N(shift_m, 1), its non-members N(0, 1),
     shift_m varying a little from model to model."""
-    shift_of = lambda: shift + rng.normal(0, 0.05)  # noqa: E731
+    shift_of = lambda: shift + rng.normal(0, 0.05)
     target = shift_of()
     used = rng.random(n_s) < pi
     suspect = rng.normal(0, 1, n_s) + used * target

@@ -25,7 +25,7 @@ from ..report.records import environment
 from ..results import SCHEMA_VERSION, AuditReport, DatasetInference
 from . import blind, crossfit, fraction, power
 from .features import SIGNALS, Features, PseudoTarget, features, pseudo_targets, with_queries
-from .request import Request, checked
+from .request import InferenceOptions, Request, checked
 
 ASSUMPTIONS = [
     "The validation records are of the same kind as the suspect records and were chosen the same way, so that, "
@@ -114,30 +114,45 @@ def _fraction_score(pseudo: list[PseudoTarget]) -> tuple[np.ndarray, np.ndarray,
     return mean, sd, crossfit.direction(z, is_member.astype(bool))
 
 
-def _fraction(
-    exp: Experiment, req: Request, idx: np.ndarray, is_suspect: np.ndarray
-) -> tuple[fraction.Fraction | None, float | None]:
-    """The fraction used and the members' AUC, on the references as pseudo-targets (None, None without them)."""
-    k = len(exp.references)
-    if k < 2:
-        return None, None
+@dataclass(frozen=True)
+class Measured:
+    """What the models say about the suspect and validation records, before any statistics: the test's features,
+    the fraction's features (the target against K - 1 references) and the pseudo-targets' (whose non-members are
+    the validation records). ``decide`` reads a subset of it, so a benchmark measures once and draws many sets."""
+
+    test: Features
+    target_k1: Features | None
+    pseudo: list[PseudoTarget]
+
+
+def measure(exp: Experiment, idx: np.ndarray, validation: np.ndarray, seed: int) -> Measured:
+    """Every feature of the records ``idx`` (suspects and ``validation``) on the target and the pseudo-targets."""
     inputs = with_queries(exp, idx)
+    k = len(exp.references)
+    test = features(inputs, k)
+    if k < 2:
+        return Measured(test, None, [])
     target_k1 = features(inputs, k - 1)  # the target against K - 1 references, as each pseudo-target
-    pseudo = pseudo_targets(inputs, exp.record_set(req.validation), _attacks(target_k1), req.cfg.seed)
-    if not pseudo:
+    pseudo = pseudo_targets(inputs, exp.record_set(validation), _attacks(target_k1), seed)
+    return Measured(test, target_k1 if pseudo else None, pseudo)
+
+
+def _fraction(m: Measured, is_suspect: np.ndarray, seed: int) -> tuple[fraction.Fraction | None, float | None]:
+    """The fraction used and the members' AUC, on the references as pseudo-targets (None, None without them)."""
+    if m.target_k1 is None or not m.pseudo:
         return None, None
-    mean, sd, w = _fraction_score(pseudo)
+    mean, sd, w = _fraction_score(m.pseudo)
 
     def score(x: np.ndarray) -> np.ndarray:
         return np.nan_to_num((np.where(np.isfinite(x), x, np.nan) - mean) / sd) @ w
 
     fr = fraction.estimate(
-        score(target_k1.values[is_suspect]),
-        score(target_k1.values[~is_suspect]),
-        [(score(p.members), score(p.nonmembers)) for p in pseudo],
-        seed=req.cfg.seed,
+        score(m.target_k1.values[is_suspect]),
+        score(m.target_k1.values[~is_suspect]),
+        [(score(p.members), score(p.nonmembers)) for p in m.pseudo],
+        seed=seed,
     )
-    member_auc = float(np.mean([fraction.auc(score(p.members), score(p.nonmembers)) for p in pseudo]))
+    member_auc = float(np.mean([fraction.auc(score(p.members), score(p.nonmembers)) for p in m.pseudo]))
     return fr, member_auc
 
 
@@ -145,29 +160,29 @@ def _attacks(f: Features) -> list[str]:
     return [n for n in f.names if n not in SIGNALS]
 
 
-def infer(req: Request) -> Inference:
-    """The whole answer to one request (module docstring); the record sets are checked first."""
-    req = check_records(req)
-    cfg = req.cfg
-    exp = pipeline.prepare(cfg)
-    ds = exp.dataset
-    idx = np.concatenate([req.suspect, req.validation])
-    is_suspect = np.r_[np.ones(len(req.suspect), dtype=bool), np.zeros(len(req.validation), dtype=bool)]
-    with working("dataset inference: features"):
-        feats = features(with_queries(exp, idx), len(exp.references))
+def decide(
+    m: Measured,
+    is_suspect: np.ndarray,
+    x: np.ndarray,
+    y: np.ndarray,
+    n_classes: int,
+    options: InferenceOptions,
+    seed: int,
+) -> tuple[DatasetInference, crossfit.SetTest]:
+    """The statistics on measured features (``x``, ``y``: the records themselves, for the blind guard): the test,
+    the guard, the fraction, the power, the verdict."""
     with working("dataset inference: cross-fitted permutation test"):
-        test = crossfit.set_test(feats.values, is_suspect, cfg.seed, req.options.permutations)
+        test = crossfit.set_test(m.test.values, is_suspect, seed, options.permutations)
     with working("dataset inference: blind guard"):
-        guard = blind.guard(ds.x[idx], ds.y[idx], ds.n_classes, is_suspect, cfg.seed)
+        guard = blind.guard(x, y, n_classes, is_suspect, seed)
     with working("dataset inference: fraction used, on the references as pseudo-targets"):
-        fr, member_auc = _fraction(exp, req, idx, is_suspect)
-    level, n_s, n_v = req.options.level, len(req.suspect), len(req.validation)
+        fr, member_auc = _fraction(m, is_suspect, seed)
+    level, n_s, n_v = options.level, int(is_suspect.sum()), int((~is_suspect).sum())
     basis = "references" if member_auc is not None else "observed"
     effect = member_auc if member_auc is not None else test.auc
     detectable = power.detectable_fraction(effect, n_s, n_v, level)
     used = None if guard.shifted else bool(test.p_value < level)
     sentence = verdict(used, test, guard, fr, detectable)
-    log.info("dataset inference: %s", sentence)
     section = {
         "verdict": sentence,
         "used": used,
@@ -177,7 +192,7 @@ def infer(req: Request) -> Inference:
         "permutations": test.permutations,
         "n_suspect": n_s,
         "n_validation": n_v,
-        "features": feats.names,
+        "features": m.test.names,
         "fraction": None
         if fr is None
         else {"estimate": fr.estimate, "ci": list(fr.ci), "member_auc": fr.member_auc, "suspect_auc": fr.suspect_auc},
@@ -192,18 +207,33 @@ def infer(req: Request) -> Inference:
         },
         "assumptions": ASSUMPTIONS if fr is not None else ASSUMPTIONS[:3],
     }
+    return DatasetInference.model_validate(section), test
+
+
+def infer(req: Request) -> Inference:
+    """The whole answer to one request (module docstring); the record sets are checked first."""
+    req = check_records(req)
+    cfg = req.cfg
+    exp = pipeline.prepare(cfg)
+    ds = exp.dataset
+    idx = np.concatenate([req.suspect, req.validation])
+    is_suspect = np.r_[np.ones(len(req.suspect), dtype=bool), np.zeros(len(req.validation), dtype=bool)]
+    with working("dataset inference: features"):
+        m = measure(exp, idx, req.validation, cfg.seed)
+    section, test = decide(m, is_suspect, ds.x[idx], ds.y[idx], ds.n_classes, req.options, cfg.seed)
+    log.info("dataset inference: %s", section.verdict)
     records = {
         "record": idx,
         "suspect": is_suspect.astype(np.int64),
         "label": ds.y[idx],
         "half": test.half,
         "combined_score": test.scores,
-        **{f"feature.{n}": feats.values[:, i] for i, n in enumerate(feats.names)},
+        **{f"feature.{n}": m.test.values[:, i] for i, n in enumerate(m.test.names)},
     }
     return Inference(_report(exp, section), records)
 
 
-def _report(exp: Experiment, section: dict) -> AuditReport:
+def _report(exp: Experiment, section: DatasetInference) -> AuditReport:
     cfg = exp.cfg
     fit = {k: v for k, v in exp.target_accuracy().items() if k in ("train_accuracy", "test_accuracy")}
     return AuditReport.model_validate(
@@ -222,7 +252,7 @@ def _report(exp: Experiment, section: dict) -> AuditReport:
             "target": {**fit, "training_seconds": exp.target.seconds, "source": exp.target.source},
             "calibration": {"calibrated": False, "records": 0},
             "attacks": [],
-            "dataset_inference": section,
+            "dataset_inference": section.model_dump(),
             "config": json.loads(cfg.model_dump_json()),
             "environment": environment(exp.device),
         }
