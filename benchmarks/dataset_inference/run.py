@@ -25,14 +25,14 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from miaudit import pipeline  # noqa: E402
-from miaudit.config.run import from_dict  # noqa: E402
-from miaudit.dataset_inference.infer import Measured, decide, measure  # noqa: E402
-from miaudit.dataset_inference.features import Features, PseudoTarget  # noqa: E402
-from miaudit.dataset_inference.request import InferenceOptions  # noqa: E402
-from miaudit.stats.metrics import clopper_pearson  # noqa: E402
+from miaudit import pipeline
+from miaudit.config.run import from_dict
+from miaudit.dataset_inference.features import Features, PseudoTarget
+from miaudit.dataset_inference.infer import Measured, decide, measure
+from miaudit.dataset_inference.request import InferenceOptions
+from miaudit.stats.metrics import clopper_pearson
 
 HERE = Path(__file__).parent
 CONFIGS = {
@@ -48,7 +48,7 @@ PARTIAL = (0.25, 0.5)
 def sub(m: Measured, rows: np.ndarray, val_pos: np.ndarray) -> Measured:
     """The measured features of the records at ``rows`` (of the measured order), the validation records being the
     unused records at positions ``val_pos`` (the pseudo-targets' non-members)."""
-    pick = lambda f: Features(f.names, f.values[rows])  # noqa: E731
+    pick = lambda f: Features(f.names, f.values[rows])
     pseudo = [PseudoTarget(p.members, p.nonmembers[val_pos]) for p in m.pseudo]
     return Measured(pick(m.test), None if m.target_k1 is None else pick(m.target_k1), pseudo)
 
@@ -68,7 +68,9 @@ def bench(name: str, log) -> dict:
     few = np.r_[members[:7], unused[:9]]
     alone = measure(exp, few, unused[:9], cfg.seed)
     same = np.isclose(alone.test.values, m.test.values[np.r_[0:7, len(members) : len(members) + 9]], equal_nan=True)
-    log(f"{name}: features that depend on the other records queried: {[n for n, ok in zip(m.test.names, same.all(axis=0)) if not ok]}")
+    log(
+        f"{name}: features that depend on the other records queried: {[n for n, ok in zip(m.test.names, same.all(axis=0)) if not ok]}"
+    )
     log(f"{name}: {len(members)} members, {len(unused)} unused; features {m.test.names} in "
         f"{time.perf_counter() - start:.0f} s")  # fmt: skip
     pos_member = {r: i for i, r in enumerate(members)}
@@ -154,9 +156,16 @@ def table(results: dict) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--datasets", nargs="+", default=list(CONFIGS))
+    ap.add_argument("--table", action="store_true", help="only the table, from the results_<data set>.json files")
     args = ap.parse_args()
-    results = {name: bench(name, print) for name in args.datasets}
-    (HERE / "results.json").write_text(json.dumps(results, indent=1))
+    if not args.table:
+        for name in args.datasets:  # one file per data set: data sets can run in parallel processes
+            (HERE / f"results_{name}.json").write_text(json.dumps(bench(name, print), indent=1))
+    results = {
+        n: json.loads((HERE / f"results_{n}.json").read_text())
+        for n in CONFIGS
+        if (HERE / f"results_{n}.json").exists()
+    }
     md = ["# Dataset inference benchmark", "",
           "`MIAUDIT_DATA_DIR=../shared/data python benchmarks/dataset_inference/run.py` on 2 shared CPU cores; "
           "intervals are Clopper-Pearson 95%. Validation: 300 unused records per draw; suspects: 100 unless said.",
