@@ -7,7 +7,8 @@ members against its non-members; so ``pi = (A_SV - 1/2) / (A_1 - 1/2)``. Nobody 
 ``A_1`` is measured on the references as pseudo-targets (models trained the same way, whose members are known):
 the estimate assumes the target leaks as much as they do. The interval is a percentile bootstrap over the suspect
 records, the validation records, each pseudo-target's members and non-members and the pseudo-targets themselves,
-widened by the spread between pseudo-targets (the target is one more model drawn like them).
+widened by the spread between pseudo-targets as a prediction interval for one more model (the target is one more
+model drawn like them: Student's t with K - 1 degrees of freedom).
 """
 
 from __future__ import annotations
@@ -79,8 +80,10 @@ def estimate(
     k = len(pseudo)
     which = rng.integers(0, k, size=(resamples, k))  # the pseudo-targets resampled too
     a1_b = draws[which, np.arange(resamples)[:, None]].mean(axis=1)
-    if k > 1:  # the target is one more model: its AUC deviates from the mean by about the spread between models
-        a1_b = a1_b + rng.normal(0.0, float(per_model.std(ddof=1)), size=resamples)
+    if k > 1:  # the target is one more model drawn like them: its AUC deviates from their mean as a new draw does,
+        # Student's t with K - 1 degrees of freedom times s sqrt(1 + 1/K) (a prediction interval's spread)
+        spread = float(per_model.std(ddof=1)) * np.sqrt(1 + 1 / k)
+        a1_b = a1_b + spread * rng.standard_t(k - 1, size=resamples)
     pi_b = (a_sv_b - 0.5) / np.maximum(a1_b - 0.5, MIN_LEAK / 2)
     tail = 100 * (1 - confidence) / 2
     lo, hi = np.percentile(pi_b, [tail, 100 - tail])
