@@ -63,3 +63,18 @@ def test_verdict_sentences() -> None:
     assert used.startswith("Used:") and "p <= 0.001" in used
     assert "detects use of 20% of the set" in infer.verdict(False, _test(0.5, 0.4), calm, None, 0.2)
     assert "could not have detected use" in infer.verdict(False, _test(0.5, 0.4), calm, None, None)
+
+
+def test_records_a_reference_trained_on_leave_the_references_out(tiny_config: Any) -> None:
+    """A reference's own records look like members to it: with any of them among the suspects or the validation
+    records the references are left out (reference-free signals only, no fraction), and said so."""
+    from miaudit import pipeline
+    from miaudit.dataset_inference import features
+
+    exp = pipeline.prepare(tiny_config)
+    val = exp.split.nonmembers[:8]
+    mixed = infer.measure(exp, np.r_[exp.split.population[:8], val], val, 0)
+    assert mixed.references_left_out and mixed.test.names == list(features.SIGNALS) and mixed.target_k1 is None
+    clean = infer.measure(exp, np.r_[exp.split.members[:8], val], val, 0)
+    assert not clean.references_left_out and len(clean.test.names) > len(features.SIGNALS)
+    assert clean.target_k1 is not None and len(clean.pseudo) == 2

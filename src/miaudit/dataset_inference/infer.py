@@ -39,6 +39,12 @@ ASSUMPTIONS = [
 ]
 
 
+LEFT_OUT = (
+    "Some suspect or validation records were in a reference model's training set, so the references were left out: "
+    "only reference-free signals of the target's outputs were compared."
+)
+
+
 @dataclass
 class Inference:
     """An answer in memory: the typed results (``results.dataset_inference``) and the per-record table."""
@@ -123,15 +129,22 @@ class Measured:
     test: Features
     target_k1: Features | None
     pseudo: list[PseudoTarget]
+    references_left_out: bool = False  # some suspect or validation records trained a reference model
 
 
 def measure(exp: Experiment, idx: np.ndarray, validation: np.ndarray, seed: int) -> Measured:
     """Every feature of the records ``idx`` (suspects and ``validation``) on the target and the pseudo-targets."""
     inputs = with_queries(exp, idx)
     k = len(exp.references)
+    trained_references = inputs.queries.ref_in is not None and bool(inputs.queries.ref_in.any())
+    if trained_references:  # a reference's own records look like members to it: the features would differ between
+        # the sets for a reason other than the target's training, so the references are left out
+        log.warning("dataset inference: some suspect or validation records trained a reference model; only the "
+                    "reference-free signals are used, and the fraction is not estimated")  # fmt: skip
+        k = 0
     test = features(inputs, k)
     if k < 2:
-        return Measured(test, None, [])
+        return Measured(test, None, [], trained_references)
     target_k1 = features(inputs, k - 1)  # the target against K - 1 references, as each pseudo-target
     pseudo = pseudo_targets(inputs, exp.record_set(validation), _attacks(target_k1), seed)
     return Measured(test, target_k1 if pseudo else None, pseudo)
@@ -205,7 +218,8 @@ def decide(
             "detectable_fraction": detectable,
             "power_if_all_used": power.power_at(effect, 1.0, n_s, n_v, level),
         },
-        "assumptions": ASSUMPTIONS if fr is not None else ASSUMPTIONS[:3],
+        "assumptions": (ASSUMPTIONS if fr is not None else ASSUMPTIONS[:3])
+        + ([LEFT_OUT] if m.references_left_out else []),
     }
     return DatasetInference.model_validate(section), test
 
