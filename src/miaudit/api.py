@@ -367,37 +367,13 @@ def _audit_given(
     return AuditResult(pipeline.run_experiment(exp))
 
 
-def infer_dataset(
-    config: str | Path | dict[str, Any],
-    suspect: Sequence[int] | np.ndarray | str | Path | None = None,
-    validation: Sequence[int] | np.ndarray | str | Path | None = None,
-) -> Inference:
+def infer_dataset(config: str | Path | dict[str, Any], suspect: Any = None, validation: Any = None) -> Inference:
     """Was a suspect set of records used to train the model? (``miaudit infer-dataset``, docs/dataset-inference.md)
 
-    Args:
-        config: an infer-dataset config (a YAML path, or a dict): a run config (the data, the target, the
-            references: the same models as ``run`` on it) with ``suspect:``, ``validation:`` and optionally
-            ``inference: {level, permutations}``.
-        suspect, validation: the record sets (indices into the data, or a .npy/.txt file of them), replacing the
-            config's.
+    ``config``: a YAML path or a dict, a run config (the same models as ``run`` on it) with ``suspect:`` and
+    ``validation:`` (record indices, or a .npy/.txt file of them) and optionally ``inference: {level,
+    permutations}``; ``suspect`` and ``validation`` (indices or a file) replace the config's. Returns ``Inference``:
+    ``.section`` (results.json's typed ``dataset_inference``), ``.results`` and ``.report(out_dir)``."""
+    from .dataset_inference.infer import from_config
 
-    Returns:
-        ``Inference``: ``.section`` (results.json's typed ``dataset_inference``: ``used``, ``p_value``, ``fraction``,
-        ``blind``, ``power``, ``assumptions``), ``.results`` (the whole results.json) and ``.report(out_dir)``.
-    """
-    from .dataset_inference import request
-    from .dataset_inference.infer import infer
-
-    def as_spec(v: Sequence[int] | np.ndarray | str | Path) -> list[int] | str:
-        return str(v) if isinstance(v, str | Path) else [int(i) for i in np.asarray(v).reshape(-1)]
-
-    if isinstance(config, dict):
-        raw, folder = dict(config), None
-    else:
-        from .config.files import read
-
-        raw, folder = read(config), Path(config).absolute().parent
-    for key, value in (("suspect", suspect), ("validation", validation)):
-        if value is not None:
-            raw[key] = as_spec(value)
-    return infer(request.from_raw(raw, folder))
+    return from_config(config, suspect, validation)

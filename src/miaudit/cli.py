@@ -34,6 +34,7 @@ from rich.console import Console
 from ._version import __version__
 from .config.files import with_overrides
 from .config.run import DEFAULT_RUN, RunConfig, from_dict, load
+from .dataset_inference.command import infer_command
 from .errors import ConfigError, MiauditError
 from .results import AuditReport
 
@@ -356,38 +357,7 @@ def dp_audit(
         Console().print(f"{dp_section.console_line(a)}\nwrote {out}/", highlight=False, markup=False, soft_wrap=True)
 
 
-@app.command("infer-dataset")
-def infer_dataset(
-    config: Path = typer.Argument(..., help="YAML: a run config with suspect: and validation: (record indices)"),
-    out: Path | None = OUT_OPTION,
-    force: bool = FORCE_OPTION,
-    overrides: list[str] | None = SET_OPTION,
-    quiet: bool = QUIET_OPTION,
-    verbose: bool = VERBOSE_OPTION,
-) -> None:
-    """Was a suspect set of records used to train the model? A p-value, a blind guard, the fraction used."""
-    from . import progress
-    from .report import inference, outdir
-
-    _logging(quiet, verbose)
-    out = out or Path("miaudit-runs") / f"{config.stem}-inference"
-    cfg, progress.SESSION["trained"] = None, 0
-    try:
-        with outdir.reserved(out, force):  # first, as for run
-            from .dataset_inference import infer, request
-
-            req = request.load(config, overrides or [])
-            cfg = req.cfg
-            answer = infer.infer(req)
-            results = inference.write(answer.results, answer.records, out)
-    except MiauditError as e:
-        _fail(e)
-    except KeyboardInterrupt:
-        _interrupted(cfg, out)
-    if not quiet:
-        assert results.dataset_inference is not None
-        lines = [*inference.console_lines(results.dataset_inference), f"wrote {out}/"]
-        Console().print("\n".join(lines), highlight=False, markup=False, soft_wrap=True)
+app.command("infer-dataset")(infer_command)  # dataset_inference/command.py: typer and rich only at import
 
 
 @app.command()

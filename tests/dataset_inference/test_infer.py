@@ -78,3 +78,13 @@ def test_records_a_reference_trained_on_leave_the_references_out(tiny_config: An
     clean = infer.measure(exp, np.r_[exp.split.members[:8], val], val, 0)
     assert not clean.references_left_out and len(clean.test.names) > len(features.SIGNALS)
     assert clean.target_k1 is not None and len(clean.pseudo) == 2
+
+
+def test_the_python_front_door(tiny_raw: dict[str, Any], tmp_path: Path) -> None:
+    import miaudit
+
+    np.save(tmp_path / "v.npy", np.arange(200, 240))
+    answer = miaudit.infer_dataset(tiny_raw, suspect=list(range(0, 20)), validation=tmp_path / "v.npy")
+    assert answer.section.n_suspect == 20 and answer.section.n_validation == 40
+    written = answer.report(tmp_path / "out")
+    assert written.dataset_inference == answer.section and (tmp_path / "out" / "report.html").is_file()

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -25,7 +26,7 @@ from ..report.records import environment
 from ..results import SCHEMA_VERSION, AuditReport, DatasetInference
 from . import blind, crossfit, fraction, power
 from .features import SIGNALS, Features, PseudoTarget, features, pseudo_targets, with_queries
-from .request import InferenceOptions, Request, checked
+from .request import InferenceOptions, Request, checked, from_raw
 
 ASSUMPTIONS = [
     "The validation records are of the same kind as the suspect records and were chosen the same way, so that, "
@@ -248,26 +249,34 @@ def infer(req: Request) -> Inference:
 
 
 def _report(exp: Experiment, section: DatasetInference) -> AuditReport:
-    cfg = exp.cfg
+    """results.json: the keys a run has where they apply, no attack rows, and ``dataset_inference``."""
+    cfg, ds, target = exp.cfg, exp.dataset, exp.target
     fit = {k: v for k, v in exp.target_accuracy().items() if k in ("train_accuracy", "test_accuracy")}
-    return AuditReport.model_validate(
-        {
-            "schema_version": SCHEMA_VERSION,
-            "miaudit_version": __version__,
-            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "dataset": cfg.data_label,
-            "data_fingerprint": exp.dataset.content_sha256,
-            "n_records": len(exp.dataset),
-            "model": exp.target.architecture,
-            "reference_model": exp.references[0].architecture if exp.references else None,
-            "mode": cfg.mode,
-            "seed": cfg.seed,
-            "references": len(exp.references),
-            "target": {**fit, "training_seconds": exp.target.seconds, "source": exp.target.source},
-            "calibration": {"calibrated": False, "records": 0},
-            "attacks": [],
-            "dataset_inference": section.model_dump(),
-            "config": json.loads(cfg.model_dump_json()),
-            "environment": environment(exp.device),
-        }
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    head = dict(schema_version=SCHEMA_VERSION, miaudit_version=__version__, created=now, dataset=cfg.data_label)
+    about = dict(data_fingerprint=ds.content_sha256, n_records=len(ds), model=target.architecture, seed=cfg.seed)
+    refs = dict(reference_model=exp.references[0].architecture if exp.references else None, mode=cfg.mode,
+                references=len(exp.references))  # fmt: skip
+    rest = dict(
+        target={**fit, "training_seconds": target.seconds, "source": target.source},
+        calibration={"calibrated": False, "records": 0},
+        attacks=[],
+        dataset_inference=section.model_dump(),
+        config=json.loads(cfg.model_dump_json()),
+        environment=environment(exp.device),
     )
+    return AuditReport.model_validate({**head, **about, **refs, **rest})
+
+
+def from_config(config: str | Path | dict, suspect: Any = None, validation: Any = None) -> Inference:
+    """``miaudit.infer_dataset``: a config (a YAML path or a dict), the record sets given replacing its own."""
+    from ..config.files import read
+
+    def as_spec(v: Any) -> list[int] | str:
+        return str(v) if isinstance(v, str | Path) else [int(i) for i in np.asarray(v).reshape(-1)]
+
+    raw, folder = (dict(config), None) if isinstance(config, dict) else (read(config), Path(config).absolute().parent)
+    for key, value in (("suspect", suspect), ("validation", validation)):
+        if value is not None:
+            raw[key] = as_spec(value)
+    return infer(from_raw(raw, folder))
