@@ -27,7 +27,7 @@ from ._version import __version__
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from .api import AuditResult, Endpoint, audit, dp_audit, export, run, score, verify_unlearning
+    from .api import AuditResult, Endpoint, audit, dp_audit, export, infer_dataset, run, score, verify_unlearning
     from .config.run import RunConfig
     from .dp.user_code import dp_observe
     from .report.compare import compare
@@ -42,6 +42,7 @@ __all__ = [
     "dp_audit",
     "dp_observe",
     "verify_unlearning",
+    "infer_dataset",
     "compare",
     "AuditResult",
     "Endpoint",
@@ -49,8 +50,22 @@ __all__ = [
 ]
 
 
+# the names ``api`` defines, loaded on first use (``import miaudit`` stays light)
+API = ("audit", "run", "score", "export", "dp_audit", "verify_unlearning", "infer_dataset", "AuditResult", "Endpoint")
+
+
 def __getattr__(name: str) -> object:
-    if name in ("audit", "run", "score", "export", "dp_audit", "verify_unlearning", "AuditResult", "Endpoint"):
+    if name in (
+        "audit",
+        "run",
+        "score",
+        "export",
+        "dp_audit",
+        "verify_unlearning",
+        "infer_dataset",
+        "AuditResult",
+        "Endpoint",
+    ):
         from . import api
 
         return getattr(api, name)

@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # torch and the training loop load in audit(): `miaudit score
     from typing_extensions import Unpack
 
     from .config.scores import ScoreConfig
+    from .dataset_inference.infer import Inference
     from .dp.user_code import FunctionClaim
     from .experiment.own_lm import TextSets
     from .lm.data import Tokenizer
@@ -454,3 +455,17 @@ def dp_audit(
         return output.audit(cfg, None, runs, say or print, fn, factory)
     with outdir.reserved(Path(out), force):
         return output.audit(cfg, Path(out), runs, say or print, fn, factory)
+
+
+def infer_dataset(
+    config: str | Path | dict[str, Any], suspect: Records | None = None, validation: Records | None = None
+) -> Inference:
+    """Was a suspect set of records used to train the model? (``miaudit infer-dataset``, docs/dataset-inference.md)
+
+    ``config``: a YAML path or a dict, a run config (the same models as ``run`` on it) with ``suspect:`` and
+    ``validation:`` (record indices, or a .npy/.txt file of them) and optionally ``inference: {level,
+    permutations}``; ``suspect`` and ``validation`` (indices or a file) replace the config's. Returns ``Inference``:
+    ``.section`` (results.json's typed ``dataset_inference``), ``.results`` and ``.report(out_dir)``."""
+    from .dataset_inference.infer import from_config
+
+    return from_config(config, suspect, validation)

@@ -11,6 +11,7 @@
     miaudit unlearn CONFIG              did forgotten records leave the model (miaudit.unlearning)
     miaudit compare RUN_A RUN_B         B against A: TPR and AUC differences with intervals
     miaudit plan [CONFIG]               power before the run: intervals, detectable TPR, time
+    miaudit infer-dataset CONFIG        was a suspect set of records used to train the model
     miaudit bench SUITE                 a benchmark suite
     miaudit --version
 
@@ -36,6 +37,7 @@ from rich.console import Console
 from ._version import __version__
 from .config.files import read, with_overrides
 from .config.run import DEFAULT_RUN, RunConfig, from_dict, load
+from .dataset_inference.command import infer_command
 from .errors import ConfigError, MiauditError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Membership inference auditing.")
@@ -350,6 +352,9 @@ def dp_audit(
                 line.replace("**", ""), highlight=False, markup=False, soft_wrap=True, end="\n" if line else ""
             )
         Console().print(f"{dp_section.console_line(a)}\nwrote {out}/", highlight=False, markup=False, soft_wrap=True)
+
+
+app.command("infer-dataset")(infer_command)  # dataset_inference/command.py: typer and rich only at import
 
 
 @app.command()

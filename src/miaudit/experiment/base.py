@@ -130,6 +130,10 @@ class Experiment:
             "test_accuracy": accuracy(logits[self.split.nonmembers], y[self.split.nonmembers]),
         }
 
+    def record_set(self, idx: np.ndarray) -> RecordSet:
+        """What the target and the references output on the records ``idx`` (any records of the data set)."""
+        return self._record_set(idx)
+
     def _record_set(self, idx: np.ndarray) -> RecordSet:
         ds = self.dataset
         # the references' logits stay in the store's memory maps; attacks read signals from them in chunks

@@ -6,6 +6,7 @@ from .attacks import AttackRow, BlindBaseline, DeployableAt, Kind, Metrics, PPVB
 from .audit_report import SCHEMA_VERSION, AuditReport, migrate
 from .base import JsonObject, Section
 from .compare import AttackChange, Change, ComparedData, Comparison
+from .dataset_inference import BlindTest, DatasetInference, FractionUsed, InferencePower
 from .dp import (
     Bound,
     ComparedWith,
@@ -52,6 +53,7 @@ __all__ = [
     "AuditPlan",
     "AuditReport",
     "BlindBaseline",
+    "BlindTest",
     "Bound",
     "Calibration",
     "CalibrationCheck",
@@ -65,13 +67,16 @@ __all__ = [
     "CraftedCanaries",
     "DPAudit",
     "DPSGDRecord",
+    "DatasetInference",
     "DeployableAt",
     "Endpoint",
     "Environment",
     "ExposedCanary",
+    "FractionUsed",
     "Family",
     "GDPTest",
     "Headline",
+    "InferencePower",
     "JsonObject",
     "Kind",
     "LevelPower",

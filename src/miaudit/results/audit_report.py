@@ -16,6 +16,7 @@ from pydantic import ConfigDict, JsonValue, ValidationError
 from ..errors import DataError
 from .attacks import AttackRow, BlindBaseline, Kind
 from .base import Count, JsonObject, Section, lenient
+from .dataset_inference import DatasetInference
 from .dp import DPAudit
 from .findings import AttackChoice, RecordsAtRisk, Verdict, WorstCase
 from .run import Calibration, CanaryExposure, Endpoint, Environment, ReferenceModel, Target
@@ -100,6 +101,8 @@ class AuditReport(Section):
     """an LM audit's secret-sharer canaries"""
     unlearning: UnlearningSection | None = None
     """an unlearning audit's verdict (``miaudit unlearn``): did the forgotten records leave the model"""
+    dataset_inference: DatasetInference | None = None
+    """``miaudit infer-dataset``: was a suspect set of records used to train the model"""
     config: JsonObject
     """the run's config, as validated (a user's model: what was audited)"""
     environment: Environment

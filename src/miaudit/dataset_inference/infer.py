@@ -1,0 +1,282 @@
+"""``miaudit infer-dataset``: was this suspect set of records used to train the model?
+
+The same Experiment as ``miaudit run`` on the config (the same target and references, from the cache), then per
+record of the suspect and validation sets the features the target allows (``features``); the cross-fitted
+permutation test (``crossfit``); the blind guard (``blind``); the fraction used (``fraction``) and the power
+(``power``) from the references as pseudo-targets; one verdict, the typed ``dataset_inference`` section and the
+per-record table.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import pipeline
+from .._version import __version__
+from ..experiment import datasets
+from ..experiment.base import Experiment
+from ..progress import log, working
+from ..report.records import environment
+from ..results import SCHEMA_VERSION, AuditReport, DatasetInference
+from . import blind, crossfit, fraction, power
+from .features import SIGNALS, Features, PseudoTarget, features, pseudo_targets, with_queries
+from .request import InferenceOptions, Request, checked, from_raw
+
+ASSUMPTIONS = [
+    "The validation records are of the same kind as the suspect records and were chosen the same way, so that, "
+    "had the suspects not been used, the model would treat the two sets alike (the suspects and the validation "
+    "records are exchangeable). The p-value's promise, a false 'used' at most at the level, rests on this; the "
+    "blind guard checks the part of it that can be seen without the model.",
+    "The validation records were not used to train the model.",
+    "'No evidence of use' is not proof of non-use: the power figures say what use this test could have seen.",
+    "The fraction used assumes the target leaks like the reference models, trained the same way, whose known "
+    "members scale the estimate.",
+]
+
+
+LEFT_OUT = (
+    "Some suspect or validation records were in a reference model's training set, so the references were left out: "
+    "only reference-free signals of the target's outputs were compared."
+)
+
+
+@dataclass
+class Inference:
+    """An answer in memory: the typed results (``results.dataset_inference``) and the per-record table."""
+
+    results: AuditReport
+    records: dict[str, np.ndarray]
+
+    @property
+    def section(self) -> DatasetInference:
+        assert self.results.dataset_inference is not None
+        return self.results.dataset_inference
+
+    def report(self, out_dir: str | Path, force: bool = False) -> AuditReport:
+        """Write results.json, report.md, report.html and scores.csv into ``out_dir``, atomically."""
+        from ..report import inference, outdir
+
+        with outdir.reserved(Path(out_dir), force):
+            return inference.write(self.results, self.records, Path(out_dir))
+
+
+def check_records(req: Request) -> Request:
+    """The record sets checked against the config's data (loaded, not trained on): before any model loads."""
+    ds = datasets.load(req.cfg)
+    return checked(req, len(ds), ds.name)
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def _p(p: float, permutations: int) -> str:
+    floor = 1 / (1 + permutations)
+    return f"p <= {floor:.2g}" if p <= floor + 1e-12 else f"p = {p:.2g}"
+
+
+def verdict(
+    used: bool | None,
+    test: crossfit.SetTest,
+    guard: blind.BlindGuard,
+    fr: fraction.Fraction | None,
+    detectable: float | None,
+) -> str:
+    """The answer in one sentence (the first line of the console, report.md and report.html)."""
+    p = _p(test.p_value, test.permutations)
+    if used is None:
+        return (
+            f"No claim: the suspect and validation records differ without the model (a blind classifier tells them "
+            f"apart, AUC {guard.auc:.2f} [{guard.ci[0]:.2f}, {guard.ci[1]:.2f}]), so the model's behaviour on them "
+            f"cannot show that the suspects were used ({p})."
+        )
+    if used:
+        share = "" if fr is None else f"; about {_pct(fr.estimate)} of it [{_pct(fr.ci[0])}, {_pct(fr.ci[1])}] was used"
+        return (
+            f"Used: the model treats the suspect records more like its training records than the validation records "
+            f"({p}, cross-fitted AUC {test.auc:.2f}){share}."
+        )
+    sees = (
+        "this test could not have detected use even of the whole set, so 'not used' cannot be read from it"
+        if detectable is None
+        else f"at this size the test detects use of {_pct(detectable)} of the set or more with 80% power"
+    )
+    return f"No evidence of use ({p}, cross-fitted AUC {test.auc:.2f}); {sees}."
+
+
+def _fraction_score(pseudo: list[PseudoTarget]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pseudo-targets' members-vs-non-members combination: (mean, sd, direction) on standardised features."""
+    pooled = np.concatenate([np.concatenate([p.members, p.nonmembers]) for p in pseudo])
+    is_member = np.concatenate([np.r_[np.ones(len(p.members)), np.zeros(len(p.nonmembers))] for p in pseudo])
+    pooled = np.where(np.isfinite(pooled), pooled, np.nan)
+    mean, sd = np.nanmean(pooled, axis=0), np.nanstd(pooled, axis=0)
+    sd = np.where(sd > 1e-12, sd, np.inf)
+    z = np.nan_to_num((pooled - mean) / sd)
+    return mean, sd, crossfit.direction(z, is_member.astype(bool))
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What the models say about the suspect and validation records, before any statistics: the test's features,
+    the fraction's features (the target against K - 1 references) and the pseudo-targets' (whose non-members are
+    the validation records). ``decide`` reads a subset of it, so a benchmark measures once and draws many sets."""
+
+    test: Features
+    target_k1: Features | None
+    pseudo: list[PseudoTarget]
+    references_left_out: bool = False  # some suspect or validation records trained a reference model
+
+
+def measure(exp: Experiment, idx: np.ndarray, validation: np.ndarray, seed: int) -> Measured:
+    """Every feature of the records ``idx`` (suspects and ``validation``) on the target and the pseudo-targets."""
+    inputs = with_queries(exp, idx)
+    k = len(exp.references)
+    trained_references = inputs.queries.ref_in is not None and bool(inputs.queries.ref_in.any())
+    if trained_references:  # a reference's own records look like members to it: the features would differ between
+        # the sets for a reason other than the target's training, so the references are left out
+        log.warning("dataset inference: some suspect or validation records trained a reference model; only the "
+                    "reference-free signals are used, and the fraction is not estimated")  # fmt: skip
+        k = 0
+    test = features(inputs, k)
+    if k < 2:
+        return Measured(test, None, [], trained_references)
+    target_k1 = features(inputs, k - 1)  # the target against K - 1 references, as each pseudo-target
+    pseudo = pseudo_targets(inputs, exp.record_set(validation), _attacks(target_k1), seed)
+    return Measured(test, target_k1 if pseudo else None, pseudo)
+
+
+def _fraction(m: Measured, is_suspect: np.ndarray, seed: int) -> tuple[fraction.Fraction | None, float | None]:
+    """The fraction used and the members' AUC, on the references as pseudo-targets (None, None without them)."""
+    if m.target_k1 is None or not m.pseudo:
+        return None, None
+    mean, sd, w = _fraction_score(m.pseudo)
+
+    def score(x: np.ndarray) -> np.ndarray:
+        return np.nan_to_num((np.where(np.isfinite(x), x, np.nan) - mean) / sd) @ w
+
+    fr = fraction.estimate(
+        score(m.target_k1.values[is_suspect]),
+        score(m.target_k1.values[~is_suspect]),
+        [(score(p.members), score(p.nonmembers)) for p in m.pseudo],
+        seed=seed,
+    )
+    member_auc = float(np.mean([fraction.auc(score(p.members), score(p.nonmembers)) for p in m.pseudo]))
+    return fr, member_auc
+
+
+def _attacks(f: Features) -> list[str]:
+    return [n for n in f.names if n not in SIGNALS]
+
+
+def decide(
+    m: Measured,
+    is_suspect: np.ndarray,
+    x: np.ndarray,
+    y: np.ndarray,
+    n_classes: int,
+    options: InferenceOptions,
+    seed: int,
+) -> tuple[DatasetInference, crossfit.SetTest]:
+    """The statistics on measured features (``x``, ``y``: the records themselves, for the blind guard): the test,
+    the guard, the fraction, the power, the verdict."""
+    with working("dataset inference: cross-fitted permutation test"):
+        test = crossfit.set_test(m.test.values, is_suspect, seed, options.permutations)
+    with working("dataset inference: blind guard"):
+        guard = blind.guard(x, y, n_classes, is_suspect, seed)
+    with working("dataset inference: fraction used, on the references as pseudo-targets"):
+        fr, member_auc = _fraction(m, is_suspect, seed)
+    level, n_s, n_v = options.level, int(is_suspect.sum()), int((~is_suspect).sum())
+    basis = "references" if member_auc is not None else "observed"
+    effect = member_auc if member_auc is not None else test.auc
+    detectable = power.detectable_fraction(effect, n_s, n_v, level)
+    used = None if guard.shifted else bool(test.p_value < level)
+    sentence = verdict(used, test, guard, fr, detectable)
+    section = {
+        "verdict": sentence,
+        "used": used,
+        "p_value": test.p_value,
+        "level": level,
+        "auc": test.auc,
+        "permutations": test.permutations,
+        "n_suspect": n_s,
+        "n_validation": n_v,
+        "features": m.test.names,
+        "fraction": None
+        if fr is None
+        else {"estimate": fr.estimate, "ci": list(fr.ci), "member_auc": fr.member_auc, "suspect_auc": fr.suspect_auc},
+        "blind": {"auc": guard.auc, "ci": list(guard.ci), "shifted": guard.shifted, "classifier": guard.classifier},
+        "power": {
+            "basis": basis,
+            "member_auc": effect,
+            "power": power.POWER,
+            "smallest_suspect_set": power.smallest_suspect_set(effect, n_v, level),
+            "detectable_fraction": detectable,
+            "power_if_all_used": power.power_at(effect, 1.0, n_s, n_v, level),
+        },
+        "assumptions": (ASSUMPTIONS if fr is not None else ASSUMPTIONS[:3])
+        + ([LEFT_OUT] if m.references_left_out else []),
+    }
+    return DatasetInference.model_validate(section), test
+
+
+def infer(req: Request) -> Inference:
+    """The whole answer to one request (module docstring); the record sets are checked first."""
+    req = check_records(req)
+    cfg = req.cfg
+    exp = pipeline.prepare(cfg)
+    ds = exp.dataset
+    idx = np.concatenate([req.suspect, req.validation])
+    is_suspect = np.r_[np.ones(len(req.suspect), dtype=bool), np.zeros(len(req.validation), dtype=bool)]
+    with working("dataset inference: features"):
+        m = measure(exp, idx, req.validation, cfg.seed)
+    section, test = decide(m, is_suspect, ds.x[idx], ds.y[idx], ds.n_classes, req.options, cfg.seed)
+    log.info("dataset inference: %s", section.verdict)
+    records = {
+        "record": idx,
+        "suspect": is_suspect.astype(np.int64),
+        "label": ds.y[idx],
+        "half": test.half,
+        "combined_score": test.scores,
+        **{f"feature.{n}": m.test.values[:, i] for i, n in enumerate(m.test.names)},
+    }
+    return Inference(_report(exp, section), records)
+
+
+def _report(exp: Experiment, section: DatasetInference) -> AuditReport:
+    """results.json: the keys a run has where they apply, no attack rows, and ``dataset_inference``."""
+    cfg, ds, target = exp.cfg, exp.dataset, exp.target
+    fit = {k: v for k, v in exp.target_accuracy().items() if k in ("train_accuracy", "test_accuracy")}
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    head = dict(schema_version=SCHEMA_VERSION, miaudit_version=__version__, created=now, dataset=cfg.data_label)
+    about = dict(data_fingerprint=ds.content_sha256, n_records=len(ds), model=target.architecture, seed=cfg.seed)
+    refs = dict(reference_model=exp.references[0].architecture if exp.references else None, mode=cfg.mode,
+                references=len(exp.references))  # fmt: skip
+    rest = dict(
+        target={**fit, "training_seconds": target.seconds, "source": target.source},
+        calibration={"calibrated": False, "records": 0},
+        attacks=[],
+        dataset_inference=section.model_dump(),
+        config=json.loads(cfg.model_dump_json()),
+        environment=environment(exp.device),
+    )
+    return AuditReport.model_validate({**head, **about, **refs, **rest})
+
+
+def from_config(config: str | Path | dict, suspect: Any = None, validation: Any = None) -> Inference:
+    """``miaudit.infer_dataset``: a config (a YAML path or a dict), the record sets given replacing its own."""
+    from ..config.files import read
+
+    def as_spec(v: Any) -> list[int] | str:
+        return str(v) if isinstance(v, str | Path) else [int(i) for i in np.asarray(v).reshape(-1)]
+
+    raw, folder = (dict(config), None) if isinstance(config, dict) else (read(config), Path(config).absolute().parent)
+    for key, value in (("suspect", suspect), ("validation", validation)):
+        if value is not None:
+            raw[key] = as_spec(value)
+    return infer(from_raw(raw, folder))

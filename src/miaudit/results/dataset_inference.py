@@ -1,0 +1,97 @@
+"""results.json's ``dataset_inference``: whether a suspect set of records was used to train the model
+(``miaudit infer-dataset``), typed. Built by ``miaudit.dataset_inference``; read by the reports."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import ConfigDict
+
+from .base import Interval, Number, Section
+
+_STRICT = ConfigDict(extra="forbid")
+
+
+class FractionUsed(Section):
+    """How much of the suspect set the model trained on."""
+
+    model_config = _STRICT
+    estimate: Number
+    """the estimated fraction of the suspect records used, in [0, 1]"""
+    ci: Interval
+    """its 95% bootstrap interval"""
+    member_auc: Number
+    """the AUC of known members against non-members on the references as pseudo-targets: how far a used record
+    stands out, which scales the estimate"""
+    suspect_auc: Number
+    """the AUC of the suspects against the validation records on the same score"""
+
+
+class BlindTest(Section):
+    """The blind guard: a classifier on the records alone (never the model) telling suspect from validation."""
+
+    model_config = _STRICT
+    auc: Number
+    """its cross-validated AUC (0.5: the records alone cannot tell the sets apart)"""
+    ci: Interval
+    """DeLong's 95% interval of that AUC"""
+    shifted: bool
+    """whether the interval lies above 0.5: the sets differ without the model, and no claim is made"""
+    classifier: str
+    """what the classifier was and what it saw"""
+
+
+class InferencePower(Section):
+    """What the test can see, from the leak measured before the suspects' answer."""
+
+    model_config = _STRICT
+    basis: Literal["references", "observed"]
+    """where the per-record effect comes from: known members of the references as pseudo-targets, or (without
+    references) the effect observed on the suspects"""
+    member_auc: Number
+    """the per-record effect: the AUC of a used record against an unused one"""
+    power: Number
+    """the power the figures below are for"""
+    smallest_suspect_set: int | None
+    """the fewest suspect records, all used, that the test detects with that power against this validation set;
+    None: no number would (too little leak for this many validation records)"""
+    detectable_fraction: Number | None
+    """the smallest fraction of a suspect set of this size whose use the test detects with that power; None:
+    not even the whole set"""
+    power_if_all_used: Number
+    """the chance of a "used" verdict if every suspect record had been used"""
+
+
+class DatasetInference(Section):
+    """Was the suspect set used to train the model? The verdict, its p-value, the fraction used, the blind guard,
+    the test's power and what the test assumes."""
+
+    model_config = _STRICT
+    verdict: str
+    """the answer in one sentence"""
+    used: bool | None
+    """true: used (p below the level); false: no evidence of use (read with ``power``); null: no claim, the blind
+    guard found the sets different without the model"""
+    p_value: Number
+    """the permutation p-value of the cross-fitted test (one-sided: the model treats the suspects more like its
+    training records than the validation records)"""
+    level: Number
+    """the level the p-value is compared with"""
+    auc: Number
+    """the test statistic: the cross-fitted AUC of the suspects against the validation records (0.5: no difference)"""
+    permutations: int
+    """the label permutations of the null distribution (the p-value is at least 1 / (1 + permutations))"""
+    n_suspect: int
+    """suspect records"""
+    n_validation: int
+    """validation records (of the same kind, known not used)"""
+    features: list[str]
+    """the per-record features combined"""
+    fraction: FractionUsed | None = None
+    """how much of the suspect set was used; None without references to measure a member's effect on"""
+    blind: BlindTest
+    """the blind guard"""
+    power: InferencePower
+    """what the test can detect"""
+    assumptions: list[str]
+    """what the answer assumes, in words"""

@@ -1,0 +1,90 @@
+"""infer-dataset end to end on the tiny run: the command's files, its verdict first, its section typed and valid
+against `miaudit schema`, a record outside the data refused in one line with nothing written; the verdict's
+wording for each outcome."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import numpy as np
+import yaml
+from typer.testing import CliRunner
+
+from miaudit.cli import app
+from miaudit.dataset_inference import blind, crossfit, infer
+from miaudit.results import AuditReport
+
+
+def _config(tmp_path: Path, tiny_raw: dict[str, Any], suspect: list[int]) -> Path:
+    raw = {**tiny_raw, "suspect": suspect, "validation": list(range(200, 260))}
+    path = tmp_path / "infer.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def test_the_command_answers_and_writes_its_files(tmp_path: Path, tiny_raw: dict[str, Any]) -> None:
+    cfg = _config(tmp_path, tiny_raw, list(range(0, 30)))
+    result = CliRunner().invoke(app, ["infer-dataset", str(cfg), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()  # the progress lines on stderr come first here: CliRunner mixes the two
+    at = next(i for i, line in enumerate(lines) if line.startswith(("Used:", "No evidence of use", "No claim:")))
+    first = lines[at]
+    assert lines[at + 1].startswith("Power (") and lines[-1].startswith("wrote ")
+    assert {p.name for p in (tmp_path / "out").iterdir()} >= {"results.json", "report.md", "report.html", "scores.csv"}
+    doc = json.loads((tmp_path / "out" / "results.json").read_text())
+    jsonschema.validate(doc, AuditReport.json_schema())
+    d = AuditReport.load(tmp_path / "out" / "results.json").dataset_inference
+    assert d is not None and d.n_suspect == 30 and d.n_validation == 60 and d.verdict == first
+    assert 0 < d.p_value <= 1 and len(d.blind.ci) == 2 and d.assumptions
+    assert (tmp_path / "out" / "report.md").read_text().splitlines()[2] == f"**{d.verdict}**"
+
+
+def test_a_record_outside_the_data_is_refused_in_one_line(tmp_path: Path, tiny_raw: dict[str, Any]) -> None:
+    cfg = _config(tmp_path, tiny_raw, [0, 1, 2, 10**9])
+    result = CliRunner().invoke(app, ["infer-dataset", str(cfg), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert "suspect: record 1000000000 is outside the data" in result.output
+    assert len([line for line in result.output.splitlines() if line.strip()]) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def _test(auc: float, p: float) -> crossfit.SetTest:
+    return crossfit.SetTest(auc, p, np.zeros(2), np.zeros(2, dtype=np.int64), 999)
+
+
+def test_verdict_sentences() -> None:
+    calm = blind.BlindGuard(0.5, (0.4, 0.6), False, "lr")
+    shifted = blind.BlindGuard(0.8, (0.7, 0.9), True, "lr")
+    assert infer.verdict(None, _test(0.7, 0.001), shifted, None, 0.2).startswith("No claim: the suspect and validation")
+    used = infer.verdict(True, _test(0.7, 0.001), calm, None, 0.2)
+    assert used.startswith("Used:") and "p <= 0.001" in used
+    assert "detects use of 20% of the set" in infer.verdict(False, _test(0.5, 0.4), calm, None, 0.2)
+    assert "could not have detected use" in infer.verdict(False, _test(0.5, 0.4), calm, None, None)
+
+
+def test_records_a_reference_trained_on_leave_the_references_out(tiny_config: Any) -> None:
+    """A reference's own records look like members to it: with any of them among the suspects or the validation
+    records the references are left out (reference-free signals only, no fraction), and said so."""
+    from miaudit import pipeline
+    from miaudit.dataset_inference import features
+
+    exp = pipeline.prepare(tiny_config)
+    val = exp.split.nonmembers[:8]
+    mixed = infer.measure(exp, np.r_[exp.split.population[:8], val], val, 0)
+    assert mixed.references_left_out and mixed.test.names == list(features.SIGNALS) and mixed.target_k1 is None
+    clean = infer.measure(exp, np.r_[exp.split.members[:8], val], val, 0)
+    assert not clean.references_left_out and len(clean.test.names) > len(features.SIGNALS)
+    assert clean.target_k1 is not None and len(clean.pseudo) == 2
+
+
+def test_the_python_front_door(tiny_raw: dict[str, Any], tmp_path: Path) -> None:
+    import miaudit
+
+    np.save(tmp_path / "v.npy", np.arange(200, 240))
+    answer = miaudit.infer_dataset(tiny_raw, suspect=list(range(0, 20)), validation=tmp_path / "v.npy")
+    assert answer.section.n_suspect == 20 and answer.section.n_validation == 40
+    written = answer.report(tmp_path / "out")
+    assert written.dataset_inference == answer.section and (tmp_path / "out" / "report.html").is_file()
