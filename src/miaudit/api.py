@@ -22,16 +22,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
-from pydantic import ValidationError
 
 from . import pipeline, report
-from .config.run import DEFAULT_RUN, RunConfig, TargetConfig, TrainConfig, from_dict, load
-from .data.base import validate_arrays
-from .errors import ConfigError, DataError
-from .experiment.given import Records, audit_records, checked_sets, given_sets, read_records
-from .experiment.recipes import ModelRecipe
+from .config.run import DEFAULT_RUN, RunConfig, TrainConfig, from_dict, load
+from .config.target import Endpoint
+from .errors import ConfigError
+from .experiment.given import Records, given_sets, read_records
 from .experiment.run import RunResult
-from .plan import Plan, audit_roles, build, fewest_references
+from .plan import audit_roles, build, fewest_references
 from .report import outdir
 from .results import AuditPlan, AuditReport, MultiRunPlan
 
@@ -43,28 +41,10 @@ if TYPE_CHECKING:  # torch and the training loop load in audit(): `miaudit score
     from .config.scores import ScoreConfig
     from .dataset_inference.infer import Inference
     from .dp.user_code import FunctionClaim
-    from .experiment.own_lm import TextSets
     from .lm.data import Tokenizer
 
 
 TrainFn = Callable[["nn.Module", np.ndarray, np.ndarray], Any]
-
-
-class Endpoint(TargetConfig):
-    """A deployed model to audit by querying it: ``miaudit.audit(target=miaudit.Endpoint(url, architecture="mlp",
-    output="label"), members=..., ...)``. The options are ``target:``'s in a config (docs/endpoint.md):
-    ``protocol`` (v2, mlflow), ``adapter``, ``output`` (logits, probabilities, top-k, label), ``top_k``,
-    ``batch_size``, ``rate_limit`` (requests per second), ``timeout``, ``retries``, ``backoff``,
-    ``credentials_env`` (the name of the environment variable holding a bearer token) and ``architecture``,
-    the references' (required)."""
-
-    def __init__(self, url: str, **options: Any) -> None:
-        try:
-            super().__init__(endpoint=url, **options)
-        except ValidationError as e:
-            first = e.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "url"
-            raise ConfigError(f"Endpoint.{where}: {first['msg']}") from None
 
 
 @dataclass
@@ -326,9 +306,8 @@ def audit(
     )
     if isinstance(target, Endpoint):
         membership = {"members": members, "nonmembers": nonmembers, "queries": queries}
-        return _audit_endpoint(
-            cfg, target, given_sets(membership, {"population": population, "validation": validation})
-        )
+        given_endpoint = given_sets(membership, {"population": population, "validation": validation})
+        return AuditResult(pipeline.audit_endpoint(cfg, target, given_endpoint))
     lm = own_lm.TextSets.of(target, tokenizer, max_length)  # a causal LM's texts; None for a classifier
     given = given_sets(
         {"members": members, "nonmembers": nonmembers, "queries": queries},
@@ -344,54 +323,7 @@ def audit(
         from .experiment.own_model import user_recipe
 
         recipe = user_recipe(cfg, model, model_factory, train_fn)
-    return _audit_given(cfg, planned, model, given, recipe, by, lm)
-
-
-def _audit_endpoint(cfg: RunConfig, spec: Endpoint, given: dict[str, tuple[np.ndarray, np.ndarray]]) -> AuditResult:
-    """``audit(target=Endpoint(...))``: the given sets checked and assembled, the endpoint asked, the references
-    trained in ``spec.architecture`` by miaudit's loop (cached, as in a config)."""
-    from .endpoint.target import audit_endpoint
-    from .experiment.recipes import reference_recipe
-
-    n_classes = 1 + max(int(np.max(np.asarray(y))) for _, y in given.values() if len(y))
-    sets = {name: validate_arrays(name, x, y, n_classes) for name, (x, y) in given.items()}
-    first = next(iter(sets))
-    for name, ds in sets.items():
-        if ds.input_shape != sets[first].input_shape:
-            raise DataError(f"{name}: records have shape {ds.input_shape}, {first} records {sets[first].input_shape}")
-    planned = build(cfg, audit_roles(given, cfg))
-    records, _, _ = audit_records(cfg, sets)
-    recipe = reference_recipe(cfg, records.dataset, planned.head_dropout)
-    exp = audit_endpoint(cfg, planned, records, spec, recipe, cfg.target_architecture)
-    return AuditResult(pipeline.run_experiment(exp))
-
-
-def _audit_given(
-    cfg: RunConfig,
-    plan: Plan,
-    target: nn.Module,
-    given: dict[str, tuple[np.ndarray, np.ndarray]],
-    recipe: ModelRecipe,
-    references_by: str,
-    lm: TextSets | None = None,
-) -> AuditResult:
-    """The given sets checked and assembled (``lm``: with a causal LM's texts), then ``target`` audited."""
-    from .experiment import own_model
-
-    records, origin, position = audit_records(cfg, checked_sets(target, given), lm)
-    exp = own_model.audit_given(
-        cfg,
-        plan,
-        records,
-        target,
-        recipe,
-        source="given (Python API)",
-        architecture=lm.name if lm else type(target).__name__,
-        reference_field="model_factory",
-        references_by=references_by,
-        record_name=lambda i: f"{origin[i]} row {position[i]}",
-    )
-    return AuditResult(pipeline.run_experiment(exp))
+    return AuditResult(pipeline.audit_given(cfg, planned, model, given, recipe, by, lm))
 
 
 def verify_unlearning(
@@ -404,23 +336,13 @@ def verify_unlearning(
 ) -> AuditReport:
     """Verify unlearning: did the forgotten records leave the model (docs/unlearning.md).
 
-    Args:
-        config: an audit config (YAML path or dict) with ``unlearning: {forget, method}``; or the unlearned model
-            given as ``target: {architecture, checkpoint}`` with ``members:`` and ``unlearning: {forget: FILE}``.
-        unlearn_fn: ``unlearn_fn(model, forget, retain)`` makes the unlearned model from a copy of the original
-            (``forget`` and ``retain`` are ``(x, y)`` arrays; edit the model in place or return one); replaces
-            ``unlearning.method``.
-        out: the output folder (results.json, report.md/.html, forget.csv, unlearned.safetensors, members.npy,
-            forget.npy); None writes nothing.
-        overrides: ``key=value`` strings, as ``--set``.
-        force: write into a non-empty ``out``.
-
-    Returns:
-        The report; ``.unlearning`` holds the verdict, the p-value, the records named and every figure beside.
-
-    Raises:
-        ConfigError, DataError: one line naming the field, before anything is trained or written.
-    """
+    ``config``: an audit config (YAML path or dict) with ``unlearning: {forget, method}``, or the unlearned model
+    given as ``target: {architecture, checkpoint}`` with ``members:`` and ``unlearning: {forget: FILE}``.
+    ``unlearn_fn(model, forget, retain)`` makes the unlearned model from a copy of the original (``forget``,
+    ``retain``: ``(x, y)`` arrays; in place or returned), replacing ``unlearning.method``. ``out``: results.json,
+    the reports, forget.csv, unlearned.safetensors, members.npy, forget.npy (None: nothing written); ``overrides``:
+    as ``--set``; ``force``: a non-empty ``out``. Returns the report (``.unlearning``: the verdict, the p-value,
+    the records named, every figure beside); ConfigError, DataError in one line before anything is trained."""
     from .unlearning.output import verify_config
 
     return verify_config(config, unlearn_fn=unlearn_fn, out=out, overrides=overrides, force=force)

@@ -4,9 +4,11 @@ endpoint serving it (``EndpointFields``); the functions named are imported when 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
+from ..errors import ConfigError
 from .checks import architecture_name, importable
 from .endpoint import EndpointFields
 from .options import Strict
@@ -55,3 +57,20 @@ class TargetConfig(EndpointFields, Strict):
                 f"top_k: applies to output: top-k, not output: {self.output}; remove it or set output: top-k"
             )
         return self
+
+
+class Endpoint(TargetConfig):
+    """A deployed model to audit by querying it: ``miaudit.audit(target=miaudit.Endpoint(url, architecture="mlp",
+    output="label"), members=..., ...)``. The options are ``target:``'s in a config (docs/endpoint.md):
+    ``protocol`` (v2, mlflow), ``adapter``, ``output`` (logits, probabilities, top-k, label), ``top_k``,
+    ``batch_size``, ``rate_limit`` (requests per second), ``timeout``, ``retries``, ``backoff``,
+    ``credentials_env`` (the name of the environment variable holding a bearer token) and ``architecture``,
+    the references' (required)."""
+
+    def __init__(self, url: str, **options: Any) -> None:
+        try:
+            super().__init__(endpoint=url, **options)
+        except ValidationError as e:
+            first = e.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "url"
+            raise ConfigError(f"Endpoint.{where}: {first['msg']}") from None
