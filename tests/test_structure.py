@@ -348,3 +348,10 @@ def test_no_private_name_is_imported_from_another_module() -> None:
             if private and f"{base}.{a.name}" not in modules:  # a private module may be imported; its names not
                 crossing.append(f"{mod}: {base}.{a.name}")
     assert crossing == []
+
+
+def test_test_modules_have_unique_basenames() -> None:
+    """pytest imports test files by their basename (rootdir import mode, no __init__.py): two test_x.py in two
+    folders stop the whole collection, so every test module's file name is unique."""
+    names = [p.name for p in (ROOT / "tests").rglob("test_*.py")]
+    assert sorted({n for n in names if names.count(n) > 1}) == []

@@ -15,7 +15,7 @@ import torch
 from _byo import TinyNet, api_sets, fitted_net, tiny_data
 
 import miaudit
-from miaudit.api import reinitialised_copy
+from miaudit.experiment.own_model import reinitialised_copy
 
 pytestmark = pytest.mark.slow  # trains models (tests/conftest.py holds that rule)
 
