@@ -178,9 +178,7 @@ def gradient_norm(model: torch.nn.Module, x: np.ndarray, labels: np.ndarray) -> 
     return np.linalg.norm(residual, axis=1) * np.linalg.norm(leverage.augment_bias(features), axis=1)
 
 
-def bmia_t(
-    target: TrainedModel, reference: TrainedModel, pool: np.ndarray, ds: data.Dataset, seed: int
-) -> np.ndarray:
+def bmia_t(target: TrainedModel, reference: TrainedModel, pool: np.ndarray, ds: data.Dataset, seed: int) -> np.ndarray:
     """BMIA's t (Algorithm 1, defaults) of model 0 against one reference that never saw the pool (offline)."""
     models = ModelAccess(
         target=target.module,
