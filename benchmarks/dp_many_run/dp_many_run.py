@@ -88,10 +88,10 @@ def simulate(runs_list: list[int], eps_list: list[float], counts: list[int]) -> 
                     inc = rng.random((2 * runs, count)) < 0.5
                     s = mechanism(inc, rng)
                     found["binomial (headline)"].append(
-                        multi_run.pooled_canaries(s, inc, k, DELTA, CONFIDENCE, rep)["epsilon_lower_bound"]
+                        multi_run.pooled_canaries(s, inc, k, DELTA, CONFIDENCE, rep).epsilon_lower_bound
                     )
                     found["two-run CP"].append(
-                        multi_run.multi_run_bound(s[:, 0], inc[:, 0], DELTA, CONFIDENCE, rep)["epsilon_lower_bound"]
+                        multi_run.multi_run_bound(s[:, 0], inc[:, 0], DELTA, CONFIDENCE, rep).epsilon_lower_bound
                     )
                 for analysis, values in found.items():
                     p10, p50, p90 = np.percentile(values, [10, 50, 90])
@@ -131,25 +131,26 @@ def train(eps: float, runs: int, count: int, seed: int, noise_scale: float | Non
     start, cpu = time.perf_counter(), time.process_time()
     found = multi_run.run(cfg, runs)
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-    a, s, inc = found["dp_audit"], found["scores"], found["included"]
+    a, s, inc = found.dp_audit, found.scores, found.included
+    head = (a.bounds or [])[0]
     sep = (s[inc].mean() - s[~inc].mean()) / math.sqrt((s[inc].var() + s[~inc].var()) / 2)
     return {
         "declared_epsilon": eps,
         "planted_noise_scale": noise_scale,
-        "accounted": a["accounted"],
+        "accounted": a.accounted,
         "model": "read-out of the canaries' features (dp.worst_case)",
         "canaries_per_run": count,
         "seed": seed,
         "runs": runs,
         "models": 2 * runs,
-        "bounds": {b["analysis"]: b["epsilon_lower_bound"] for b in a["bounds"]},
-        "max_attainable": {b["analysis"]: b["max_attainable"] for b in a["bounds"]},
-        "correct_of_guesses": [a["bounds"][0]["correct"], a["bounds"][0]["guesses"]],
+        "bounds": {b.analysis: b.epsilon_lower_bound for b in a.bounds or []},
+        "max_attainable": {b.analysis: b.max_attainable for b in a.bounds or []},
+        "correct_of_guesses": [head.correct, head.guesses],
         "separation": sep,
-        "expected_ideal": a["bounds"][0]["expected_ideal"],
+        "expected_ideal": head.expected_ideal,
         "wall_s": seconds,
         "cpu_s": cpu,
-        "verdict": a["verdict"],
+        "verdict": a.verdict,
         "hardware": f"{platform.processor() or platform.machine()}, torch threads {torch.get_num_threads()}",
     }
 

@@ -42,7 +42,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from rich.progress import Progress
 from scipy import stats
 from scipy.special import softmax
 from threadpoolctl import threadpool_limits
@@ -50,8 +49,10 @@ from threadpoolctl import threadpool_limits
 from miaudit import data
 from miaudit.attacks import AttackInputs, ModelAccess, RecordSet, registry
 from miaudit.config import run as config
-from miaudit.experiment import build as experiment
+from miaudit.experiment import datasets, recipes
+from miaudit.experiment.base import TrainedModel
 from miaudit.models.features import penultimate
+from miaudit.progress import ModelProgress
 from miaudit.stats import leverage, signals
 from miaudit_bench import run as bench
 
@@ -73,12 +74,12 @@ def pools(n_records: int, pool_size: int, seed: int) -> tuple[np.ndarray, np.nda
 
 def train_models(
     cfg: config.RunConfig, ds: data.Dataset, train_sets: list[np.ndarray], roles: list[str]
-) -> list[experiment.TrainedModel]:
+) -> list[TrainedModel]:
     """Each model trained on its records (or loaded from the MIAUDIT_CACHE_DIR store)."""
-    store, recipe = experiment.open_store(cfg), experiment.builtin_recipe(cfg, ds, cfg.model)
-    with Progress(transient=True) as progress:
+    store, recipe = recipes.open_store(cfg), recipes.builtin_recipe(cfg, ds, cfg.model)
+    with ModelProgress(len(train_sets)) as progress:
         return [
-            experiment.obtain(
+            recipes.obtain(
                 store,
                 recipe,
                 ds,
@@ -161,7 +162,7 @@ def gls_auditor(model: torch.nn.Module, x_train: np.ndarray, x_pool: np.ndarray,
     return leverage.cross_entropy_gls(g_train, p_train, g_pool, p_pool, space=space)
 
 
-def gls_attack(target: experiment.TrainedModel, pool: np.ndarray, ds: data.Dataset, seed: int) -> np.ndarray:
+def gls_attack(target: TrainedModel, pool: np.ndarray, ds: data.Dataset, seed: int) -> np.ndarray:
     """The registered ``gls`` attack with its defaults: Hessian of the queried records (the whole pool)."""
     models = ModelAccess(target=target.module, references=[], reference_train=[], query_x=ds.x[pool])
     queries = RecordSet(
@@ -177,9 +178,7 @@ def gradient_norm(model: torch.nn.Module, x: np.ndarray, labels: np.ndarray) -> 
     return np.linalg.norm(residual, axis=1) * np.linalg.norm(leverage.augment_bias(features), axis=1)
 
 
-def bmia_t(
-    target: experiment.TrainedModel, reference: experiment.TrainedModel, pool: np.ndarray, ds: data.Dataset, seed: int
-) -> np.ndarray:
+def bmia_t(target: TrainedModel, reference: TrainedModel, pool: np.ndarray, ds: data.Dataset, seed: int) -> np.ndarray:
     """BMIA's t (Algorithm 1, defaults) of model 0 against one reference that never saw the pool (offline)."""
     models = ModelAccess(
         target=target.module,
@@ -192,7 +191,7 @@ def bmia_t(
 
 
 def predictors(
-    target: experiment.TrainedModel, reference: experiment.TrainedModel, pool: np.ndarray, ds: data.Dataset, seed: int
+    target: TrainedModel, reference: TrainedModel, pool: np.ndarray, ds: data.Dataset, seed: int
 ) -> dict[str, Callable[[], np.ndarray]]:
     """Name -> computation of one score per pool record; higher = predicted more vulnerable."""
     x_pool, y_pool, x_train = ds.x[pool], ds.y[pool], ds.x[target.train_idx]
@@ -302,7 +301,7 @@ def markdown(result: dict) -> str:
 def run(args: argparse.Namespace) -> dict:
     start = time.perf_counter()
     cfg = config.from_dict({**bench.LOCATION, "seed": args.seed})
-    ds = experiment.load_dataset(cfg)
+    ds = datasets.load(cfg)
     pool, ref_records = pools(len(ds), args.pool, args.seed)
     masks = data.reference_subsets(len(pool), args.models, args.seed, balanced=True)
     models = train_models(

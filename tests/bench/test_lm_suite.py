@@ -54,7 +54,7 @@ def test_aggregate_appends_the_blind_baseline():
         "config": {}, "seed": 0, "reference_models": [], "calibration": {"calibrated": False, "records": 0},
         "target": {"train_accuracy": 0.0, "test_accuracy": 0.0, "train_perplexity": 50.0, "test_perplexity": 80.0,
                    "source": "trained"},
-        "attacks": [attack], "blind_baseline": {"method": "TF-IDF + LR", **_entry(0.5)},
+        "attacks": [attack], "verdict": None, "blind_baseline": {"method": "TF-IDF + LR", **_entry(0.5)},
         "environment": {"miaudit": "0", "python": "3", "platform": "x", "torch_threads": 1, "device": "cpu"},
     }  # fmt: skip
     out = aggregate([AuditReport.model_validate(run), AuditReport.model_validate({**run, "seed": 1})])
