@@ -39,6 +39,7 @@ from .config.files import read, with_overrides
 from .config.run import DEFAULT_RUN, RunConfig, from_dict, load
 from .dataset_inference.command import infer_command
 from .errors import ConfigError, MiauditError
+from .unlearning.command import unlearn_command
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Membership inference auditing.")
 err = Console(stderr=True)
@@ -357,29 +358,7 @@ def dp_audit(
 app.command("infer-dataset")(infer_command)  # dataset_inference/command.py: typer and rich only at import
 
 
-@app.command()
-def unlearn(
-    config: Path = typer.Argument(..., help="YAML audit config with unlearning: {forget, method}"),
-    overrides: list[str] | None = SET_OPTION,
-    force: bool = typer.Option(False, "--force", "-f", help="write into a non-empty --out, replacing its files"),
-    out: Path | None = OUT_OPTION,
-    quiet: bool = QUIET_OPTION,
-    verbose: bool = VERBOSE_OPTION,
-) -> None:
-    """Verify unlearning: did the forgotten records leave the model (a verdict, the records still remembered)."""
-    _logging(quiet, verbose)
-    from .api import verify_unlearning
-    from .unlearning.output import console_lines
-
-    out = out or Path("miaudit-runs") / f"{config.stem}-unlearn"
-    try:
-        result = verify_unlearning(config, out=out, overrides=overrides or [], force=force)
-    except MiauditError as e:
-        _fail(e)
-    except KeyboardInterrupt:
-        _interrupted(None, out)
-    if not quiet:
-        Console().print("\n".join(console_lines(result, out)), highlight=False, markup=False, soft_wrap=True)
+app.command("unlearn")(unlearn_command)  # unlearning/command.py: typer and rich only at import
 
 
 @app.command()

@@ -1,16 +1,15 @@
 """``miaudit infer-dataset CONFIG``: the command, registered by ``cli.py`` (typer and rich only at import, so
 ``miaudit --help`` stays fast). The one vocabulary of flags of the other commands: -o/--out, -f/--force, -s/--set,
--q/--quiet, -v/--verbose; bad input: one line, exit 2, nothing written; Ctrl-C: one line, exit 130."""
+-q/--quiet, -v/--verbose, and their error and interrupt handling (``report.console.command``)."""
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import typer
 from rich.console import Console
 
-from ..errors import MiauditError
+from ..results import AuditReport
 
 
 def infer_command(
@@ -26,27 +25,19 @@ def infer_command(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="also print debug lines"),
 ) -> None:
     """Was a suspect set of records used to train the model? A p-value, a blind guard, the fraction used."""
-    from .. import progress
     from ..report import inference, outdir
+    from ..report.console import command
 
-    err = Console(stderr=True)
-    progress.SESSION["trained"] = 0  # what this command trains: an interrupt reports it
-    progress.configure_logging(logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO)
-    out = out or Path("miaudit-runs") / f"{config.stem}-inference"
-    try:
-        with outdir.reserved(out, force):  # first, as for run: nothing is written when anything fails
+    where = out or Path("miaudit-runs") / f"{config.stem}-inference"
+
+    def work() -> AuditReport:
+        with outdir.reserved(where, force):  # first, as for run: nothing is written when anything fails
             from . import infer, request
 
             answer = infer.infer(request.load(config, overrides or []))
-            results = inference.write(answer.results, answer.records, out)
-    except MiauditError as e:
-        err.print(f"[bold red]error:[/bold red] {e}", highlight=False, soft_wrap=True)
-        raise typer.Exit(code=2) from None
-    except KeyboardInterrupt:
-        from ..data import default_cache_dir
+            return inference.write(answer.results, answer.records, where)
 
-        err.print(progress.interrupted(default_cache_dir(), out), highlight=False, soft_wrap=True)
-        raise typer.Exit(code=130) from None
+    results = command(work, where, quiet, verbose)
     if not quiet and results.dataset_inference is not None:
-        lines = [*inference.console_lines(results.dataset_inference), f"wrote {out}/"]
+        lines = [*inference.console_lines(results.dataset_inference), f"wrote {where}/"]
         Console().print("\n".join(lines), highlight=False, markup=False, soft_wrap=True)

@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import data, report
-from .._version import __version__
 from ..config.run import RunConfig
 from ..errors import ConfigError
-from ..report.records import environment
-from ..results import SCHEMA_VERSION, AuditReport, Calibration, DPAudit, Target
+from ..report.records import without_attacks
+from ..results import AuditReport, Calibration, DPAudit, Target
 from . import bounds, multi_run, one_run
 from .audit import declared_epsilon, one_run_level
 from .canaries import guesses
@@ -31,23 +29,8 @@ if TYPE_CHECKING:
 
 def results(cfg: RunConfig, ds: data.Dataset, target: Target, dp_audit: DPAudit) -> AuditReport:
     """results.json of a DP audit without attacks: the keys a run has where they apply, and ``dp_audit``."""
-    return AuditReport(
-        schema_version=SCHEMA_VERSION,
-        miaudit_version=__version__,
-        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        dataset=cfg.dataset.label,
-        data_fingerprint=ds.content_sha256,
-        n_records=len(ds),
-        model=cfg.model,
-        seed=cfg.seed,
-        target=target,
-        calibration=Calibration(calibrated=False, records=0),
-        verdict=None,  # no membership test: the DP verdict is dp_audit's
-        attacks=[],
-        dp_audit=dp_audit,
-        config=json.loads(cfg.model_dump_json()),
-        environment=environment(cfg.device),
-    )
+    return without_attacks(cfg, ds, cfg.model, target, Calibration(calibrated=False, records=0),
+                           json.loads(cfg.model_dump_json()), dp_audit=dp_audit)  # fmt: skip
 
 
 def _kept(results: AuditReport, columns: dict[str, np.ndarray], title: str, out: Path | None) -> AuditReport:

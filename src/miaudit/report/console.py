@@ -4,15 +4,42 @@ and the records at risk. Tables print whole, however wide, when the output is no
 
 from __future__ import annotations
 
+import logging
+import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from .. import progress
+from ..errors import MiauditError
 from ..results import AuditReport, Metrics
 from . import sections
+
+T = TypeVar("T")
+
+
+def command(work: Callable[[], T], out: Path, quiet: bool, verbose: bool) -> T:
+    """A command that lives beside its package (``miaudit unlearn``, ``miaudit infer-dataset``) run as ``cli.py``'s
+    are: logging at --quiet / --verbose; bad input one line on stderr, exit 2; Ctrl-C or SIGTERM one line saying
+    what was kept, exit 130 or 143 (the shell's codes)."""
+    err = Console(stderr=True)
+    progress.SESSION["trained"] = 0  # what this command trains: an interrupt reports it
+    progress.configure_logging(logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO)
+    try:
+        return work()
+    except MiauditError as e:
+        err.print(f"[bold red]error:[/bold red] {e}", highlight=False, soft_wrap=True)
+        raise SystemExit(2) from None
+    except KeyboardInterrupt:
+        from ..data import default_cache_dir
+
+        err.print(progress.interrupted(default_cache_dir(), out), highlight=False, soft_wrap=True)
+        raise SystemExit(143 if isinstance(sys.exc_info()[1], progress.Terminated) else 130) from None
 
 
 def summary(results: AuditReport, out: Path, start: float) -> None:

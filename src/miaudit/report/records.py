@@ -14,6 +14,7 @@ import numpy as np
 from .. import lm
 from .._version import __version__
 from ..config.run import RunConfig
+from ..data import Dataset
 from ..experiment import announce
 from ..experiment.base import Experiment
 from ..experiment.run import AttackRun, RunResult
@@ -23,12 +24,14 @@ from ..results import (
     AttackRow,
     AuditReport,
     Calibration,
+    DPAudit,
     Environment,
     JsonObject,
     Ranking,
     ReferenceModel,
     Target,
 )
+from ..results.unlearning import UnlearningSection
 from ..stats import metrics
 from . import findings, leak_verdict
 from .ranking import headline_log_pvalues, risk_values
@@ -50,6 +53,42 @@ CANARIES_RAW_NOTE = (
     "canaries' guesses, not on these p-values"
 )
 ENVIRONMENT_PACKAGES = ("numpy", "scipy", "torch", "laplace-torch", "scikit-learn", "pydantic")
+
+
+def without_attacks(
+    cfg: RunConfig,
+    ds: Dataset,
+    model: str | None,
+    target: Target,
+    calibration: Calibration,
+    config: JsonObject,
+    *,
+    dp_audit: DPAudit | None = None,
+    unlearning: UnlearningSection | None = None,
+    references: tuple[int, str] | None = None,
+) -> AuditReport:
+    """results.json of an audit that runs no membership attack on the target (a DP audit, an unlearning audit):
+    the keys every run has, no verdict (the section given holds the answer), and that section; ``references``: how
+    many models the answer rests on and how they were trained."""
+    return AuditReport(
+        schema_version=SCHEMA_VERSION,
+        miaudit_version=__version__,
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        dataset=cfg.dataset.label,
+        data_fingerprint=ds.content_sha256,
+        n_records=len(ds),
+        model=model,
+        seed=cfg.seed,
+        **({} if references is None else {"references": references[0], "reference_training": references[1]}),
+        target=target,
+        calibration=calibration,
+        verdict=None,  # no membership test of the target: the verdict is the section's
+        attacks=[],
+        **({} if dp_audit is None else {"dp_audit": dp_audit}),
+        **({} if unlearning is None else {"unlearning": unlearning}),
+        config=config,
+        environment=environment(cfg.device),
+    )
 
 
 def environment(device: str) -> Environment:

@@ -100,9 +100,11 @@ class AuditReport(Section):
     canary_exposure: CanaryExposure | None = None
     """an LM audit's secret-sharer canaries"""
     unlearning: UnlearningSection | None = None
-    """an unlearning audit's verdict (``miaudit unlearn``): did the forgotten records leave the model"""
+    """``miaudit unlearn``'s answer: did the forgotten records leave the model (the verdict, its p-value, the
+    records still remembered or over-forgotten, and the null each figure rests on)"""
     dataset_inference: DatasetInference | None = None
-    """``miaudit infer-dataset``: was a suspect set of records used to train the model"""
+    """``miaudit infer-dataset``'s answer: was a suspect set of records used to train the model (the verdict,
+    its p-value, the blind guard, the fraction used)"""
     config: JsonObject
     """the run's config, as validated (a user's model: what was audited)"""
     environment: Environment

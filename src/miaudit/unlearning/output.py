@@ -7,17 +7,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 
 import jinja2
 import numpy as np
 
-from .._version import __version__
 from ..config.files import with_overrides
 from ..report import outdir
-from ..report.records import environment
-from ..results import SCHEMA_VERSION, AuditReport
+from ..report.records import without_attacks
+from ..results import AuditReport, Calibration, Target
 from ..results.unlearning import Estimate, UnlearningSection
 from ..stats.fdr import bh_qvalues
 from .audit import UnlearnFn, Verification, run
@@ -34,28 +32,20 @@ def results(u: UnlearnConfig, v: Verification) -> AuditReport:
     if u.members is not None:
         config["members"] = str(u.members)
     source = "trained" if s.method.name == "retrain" else s.method.label
-    return AuditReport(
-        schema_version=SCHEMA_VERSION,
-        miaudit_version=__version__,
-        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        dataset=cfg.dataset.label,
-        data_fingerprint=ds.content_sha256,
-        n_records=len(ds),
-        model=cfg.target_architecture,
-        seed=cfg.seed,
-        verdict=None,  # no membership audit of the target: the verdict is the unlearning section's
-        references=s.retrained_models,
-        reference_training="retrained on the retained records by miaudit's loop (the original's recipe)",
-        target={
-            "train_accuracy": s.utility.retained.unlearned,
-            "test_accuracy": s.utility.test.unlearned,
-            "source": f"unlearned: {source}",
-        },
-        calibration={"calibrated": True, "records": s.n_unseen},
-        attacks=[],
+    target = Target(
+        train_accuracy=s.utility.retained.unlearned,
+        test_accuracy=s.utility.test.unlearned,
+        source=f"unlearned: {source}",
+    )
+    return without_attacks(
+        cfg,
+        ds,
+        cfg.target_architecture,
+        target,
+        Calibration(calibrated=True, records=s.n_unseen),
+        config,
         unlearning=s,
-        config=config,
-        environment=environment(cfg.device),
+        references=(s.retrained_models, "retrained on the retained records by miaudit's loop (the original's recipe)"),
     )
 
 

@@ -1,0 +1,29 @@
+"""``miaudit unlearn CONFIG``: the command, registered by ``cli.py`` (typer and rich only at import, so
+``miaudit --help`` stays fast), with the flags and the error and interrupt handling of the others
+(``report.console.command``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+
+def unlearn_command(
+    config: Path = typer.Argument(..., help="YAML audit config with unlearning: {forget, method}"),
+    overrides: list[str] | None = typer.Option(None, "--set", "-s", help="override a config key (repeatable)"),
+    force: bool = typer.Option(False, "--force", "-f", help="write into a non-empty --out, replacing its files"),
+    out: Path | None = typer.Option(None, "--out", "-o", help="output directory (default miaudit-runs/<name>-unlearn)"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="print warnings and errors only"),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="also print debug lines"),
+) -> None:
+    """Verify unlearning: did the forgotten records leave the model (a verdict, the records still remembered)."""
+    from ..report.console import command
+    from .output import console_lines, verify_config
+
+    where = out or Path("miaudit-runs") / f"{config.stem}-unlearn"
+    result = command(lambda: verify_config(config, out=where, overrides=overrides or [], force=force), where, quiet,
+                     verbose)  # fmt: skip
+    if not quiet:
+        Console().print("\n".join(console_lines(result, where)), highlight=False, markup=False, soft_wrap=True)
