@@ -174,6 +174,8 @@ class AuditReport(Section):
             )
         if version == 0:
             data = migrate(data, where, kind_of)
+        elif version <= OPEN_SECTIONS and "verdict" not in data:
+            data = {**data, "verdict": None}  # version 1's DP audits wrote no verdict (their answer is dp_audit's)
         dropped: list[str] = []
         newer = version > SCHEMA_VERSION
         try:
