@@ -13,6 +13,8 @@ pytest.importorskip("opacus")
 
 from miaudit_bench import dp_gallery
 
+pytestmark = pytest.mark.slow  # every test here trains a model (or steps an optimizer)
+
 
 @pytest.fixture(autouse=True)
 def short(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,12 +10,15 @@ from typing import Any
 
 import jsonschema
 import numpy as np
+import pytest
 import yaml
 from typer.testing import CliRunner
 
 from miaudit.cli import app
 from miaudit.dataset_inference import blind, crossfit, infer
 from miaudit.results import AuditReport
+
+pytestmark = pytest.mark.slow  # every test here trains a model (or steps an optimizer)
 
 
 def _config(tmp_path: Path, tiny_raw: dict[str, Any], suspect: list[int]) -> Path:

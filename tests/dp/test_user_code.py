@@ -18,6 +18,8 @@ from miaudit.dp import canaries, output, user_code
 from miaudit.errors import ConfigError, ModelError
 from miaudit.experiment import datasets
 
+pytestmark = pytest.mark.slow  # every test here trains a model (or steps an optimizer)
+
 FACTS = {"noise_multiplier": 2.0, "sample_rate": 0.05, "steps": 50}
 
 

@@ -21,6 +21,8 @@ from typer.testing import CliRunner, Result
 
 from miaudit.cli import app
 
+pytestmark = pytest.mark.slow  # every test here trains a model (or steps an optimizer)
+
 
 @pytest.fixture(autouse=True)
 def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,6 +10,8 @@ import torch.nn as nn
 from miaudit.unlearning import methods
 from miaudit.unlearning.config import MethodConfig
 
+pytestmark = pytest.mark.slow  # every test here trains a model (or steps an optimizer)
+
 X_F, Y_F = np.array([[1.0, 0.0]], dtype=np.float32), np.array([0])  # one forgotten record
 X_R, Y_R = np.array([[0.0, 1.0], [1.0, 1.0]], dtype=np.float32), np.array([1, 0])  # two retained records
 

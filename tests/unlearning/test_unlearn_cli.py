@@ -70,6 +70,7 @@ def test_ctrl_c_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_plan_counts_the_models_of_an_unlearning_audit(tmp_path: Path) -> None:
     """``miaudit plan`` of an unlearning config: the original, the exact retrain and the 3 retrained models."""
     config = tmp_path / "u.yaml"
