@@ -62,7 +62,7 @@ def test_the_canaries_go_into_the_users_data_by_their_coins_and_nothing_is_remov
     ds = datasets.load(cfg)  # the same draw, made again from the config alone
     split = data.split_indices(len(ds), cfg.seed, cfg.split.as_tuple())
     ds_c, c = canaries.draw(cfg, ds, split.nonmembers)
-    inside, outside = c["idx"][c["included"]], c["idx"][~c["included"]]
+    inside, outside = c.idx[c.included], c.idx[~c.included]
     assert 0 < len(inside) < 30  # both coins fell
     x, y = fn.seen[0]  # the target's call
     want = np.sort(np.concatenate([split.members, inside]))
@@ -72,8 +72,8 @@ def test_the_canaries_go_into_the_users_data_by_their_coins_and_nothing_is_remov
     assert len(x) == len(split.members) + len(inside)
     assert not rows(ds_c.x[outside]) & rows(x)  # a canary whose coin said out is not trained on
     for xr, _ in fn.seen[1:]:  # the references: population records, never a canary
-        assert not rows(ds_c.x[c["idx"]]) & rows(xr) and not rows(ds.x[split.members]) & rows(xr)
-    section = res.dp_audit["training"]
+        assert not rows(ds_c.x[c.idx]) & rows(xr) and not rows(ds.x[split.members]) & rows(xr)
+    section = res.dp_audit.training
     assert (section.calls, len(fn.seen)) == (3, 3)  # the target and two references
     assert (section.target_records, section.canaries_inserted) == (len(want), len(inside))
 
@@ -106,7 +106,7 @@ def test_references_by_miaudits_loop_when_asked() -> None:
     fn = Recorder()
     cfg = cfg_for(dp_training={"function": "tests:recorder", "epsilon": 1.0, "delta": 1e-5, "references": "recipe"})
     res = user_code.run(cfg, fn)
-    assert len(fn.seen) == 1 and "miaudit's loop" in res.dp_audit["training"].references_by
+    assert len(fn.seen) == 1 and "miaudit's loop" in res.dp_audit.training.references_by
 
 
 def test_many_runs_of_a_function_are_refused_before_any_training() -> None:
@@ -171,18 +171,18 @@ def test_the_white_box_hook_joins_gradient_canaries_to_an_opacus_optimizer_of_th
     cfg = cfg_for(canaries={"count": 30, "kind": "crafted", "guesses": 5, "gradient": 40})
     res = user_code.run(cfg, opacus_training(seen))
     assert seen == [True, True, False, True, False, True]  # observed for the target; the references not
-    section = res.dp_audit["training"]
+    section = res.dp_audit.training
     assert section.white_box_steps > 0 and "white-box" in section.observed and "clipping" in section.not_observed
-    white = [b for b in res.dp_audit["bounds"] if b["threat_model"] == "white-box"]
-    assert white and white[0]["canaries"] == 40 and white[0]["guesses"] == 8  # 40 // 10 each way
+    white = [b for b in res.dp_audit.bounds if b.threat_model == "white-box"]
+    assert white and white[0].canaries == 40 and white[0].guesses == 8  # 40 // 10 each way
     assert user_code.dp_observe(object()) is False  # outside an audit: nothing, whatever it is given
 
 
 def test_gradient_canaries_the_function_never_joins_give_no_bound_and_say_so() -> None:
     cfg = cfg_for(canaries={"count": 30, "kind": "crafted", "guesses": 5, "gradient": 40})
     res = user_code.run(cfg, Recorder())
-    assert not [b for b in res.dp_audit["bounds"] if b["threat_model"] == "white-box"]
-    section = res.dp_audit["training"]
+    assert not [b for b in res.dp_audit.bounds if b.threat_model == "white-box"]
+    section = res.dp_audit.training
     assert section.white_box_steps == 0 and "never called miaudit.dp_observe" in section.not_observed
 
 
@@ -205,9 +205,9 @@ def test_plan_times_the_users_function_by_one_call_and_counts_its_models(monkeyp
     monkeypatch.setattr("miaudit.models.io.import_factory", lambda spec: fn)  # the config names it: tests:recorder
     cfg = cfg_for()
     found = forecast.training_time(cfg, build(cfg))
-    assert len(fn.seen) == 1 and "your function tests:recorder" in found["command"]  # one call, on the target's
-    assert [m["role"] for m in found["models"]][0] == "target (with canaries)" and len(found["models"]) == 3
-    assert found["estimated_training_seconds"] > 0
+    assert len(fn.seen) == 1 and "your function tests:recorder" in found.command  # one call, on the target's
+    assert [m.role for m in found.models][0] == "target (with canaries)" and len(found.models) == 3
+    assert found.estimated_training_seconds > 0
 
 
 def test_the_command_refuses_a_function_that_does_not_import_in_one_line_writing_nothing(tmp_path: Any) -> None:

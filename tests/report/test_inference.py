@@ -40,7 +40,8 @@ def _results() -> AuditReport:
     return AuditReport.model_validate({
         "miaudit_version": "0", "created": "2026-01-01T00:00:00+00:00", "dataset": "digits",
         "data_fingerprint": "x", "n_records": 10, "model": "mlp", "seed": 0, "references": 4,
-        "target": {"source": "trained"}, "calibration": {"calibrated": False, "records": 0}, "attacks": [],
+        "target": {"source": "trained"}, "calibration": {"calibrated": False, "records": 0}, "verdict": None,
+        "attacks": [],
         "config": {"dataset": "digits"}, "environment": environment("cpu"), "dataset_inference": SECTION,
     })  # fmt: skip
 

@@ -260,6 +260,7 @@ def _report(exp: Experiment, section: DatasetInference) -> AuditReport:
     rest = dict(
         target={**fit, "training_seconds": target.seconds, "source": target.source},
         calibration={"calibrated": False, "records": 0},
+        verdict=None,  # no membership test of the target: the answer is dataset_inference's
         attacks=[],
         dataset_inference=section.model_dump(),
         config=json.loads(cfg.model_dump_json()),
