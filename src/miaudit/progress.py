@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import signal
 import sys
 import threading
@@ -65,14 +66,26 @@ class Terminated(KeyboardInterrupt):
 
 
 def stop_on_sigterm() -> None:
-    """From now on SIGTERM raises ``Terminated`` in this (the main) thread, once; a second SIGTERM kills at once.
-    Left alone where a handler is already set (an embedding program's own) or off the main thread."""
+    """From now on SIGTERM raises ``Terminated`` in this (the main) thread, once; a second SIGTERM kills at once,
+    unless it comes within ``REPEAT_WINDOW`` seconds of the first (``timeout`` signals its child and then the
+    child's process group: one request, two signals). Left alone where a handler is already set (an embedding
+    program's own) or off the main thread."""
     if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _terminated)
 
 
+REPEAT_WINDOW = 2.0  # seconds within which a second SIGTERM is the same request
+
+
 def _terminated(signum: int, frame: object) -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    first = time.monotonic()
+
+    def again(signum: int, frame: object) -> None:
+        if time.monotonic() - first > REPEAT_WINDOW:  # a second request: stop at once, as the default would
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, again)
     raise Terminated(f"signal {signum}")
 
 
