@@ -149,7 +149,7 @@ def plan(
         config: as ``run`` takes it.
         halfwidth: the wanted half-width of the TPR interval, for the members it needs.
         runs: plan the many-run DP audit ``miaudit dp-audit CONFIG --runs R`` instead (its power line and the
-            training time of its 2R models, ``forecast.multi_run``).
+            training time of its 2R models, ``dp.runs_plan.forecast``).
 
     Raises:
         ConfigError, DataError: as ``run``.
@@ -158,7 +158,9 @@ def plan(
 
     cfg = _run_config(config)
     if runs is not None:
-        return forecast.multi_run(cfg, runs)
+        from .dp import runs_plan
+
+        return runs_plan.forecast(cfg, runs)
     return forecast.forecast(cfg, build(cfg), halfwidth=halfwidth)
 
 

@@ -241,6 +241,7 @@ def plan_audit(
 ) -> None:
     """Power before the run: interval widths, the smallest detectable TPR, records needed, estimated time."""
     from . import api, forecast
+    from .dp import runs_plan
     from .results import MultiRunPlan
 
     _logging(quiet, verbose)
@@ -251,7 +252,7 @@ def plan_audit(
             return
         cfg = _config(config, overrides)
         result = api.plan(cfg, halfwidth=halfwidth, runs=runs)
-        said = forecast.multi_run_lines(result) if isinstance(result, MultiRunPlan) else forecast.lines(result)
+        said = runs_plan.lines(result) if isinstance(result, MultiRunPlan) else forecast.lines(result)
     except MiauditError as e:
         _fail(e)
     except KeyboardInterrupt:

@@ -19,7 +19,7 @@ from .experiment import datasets
 from .experiment.base import AuditRecords
 from .experiment.recipes import ModelJob, ModelRecipe, builtin_recipe, entry_for, open_store, reference_recipe
 from .plan import Plan
-from .results import AuditPlan, LevelPower, MeasuredTime, MembersForHalfwidth, ModelTime, MultiRunPlan, QueryCost
+from .results import AuditPlan, LevelPower, MeasuredTime, MembersForHalfwidth, ModelTime, QueryCost
 from .stats import power
 from .training.store import Store
 
@@ -294,38 +294,6 @@ def _dp_power(cfg: RunConfig) -> str | None:
     from .dp.output import one_run_power
 
     return one_run_power(cfg)
-
-
-def multi_run(cfg: RunConfig, runs: int) -> MultiRunPlan:
-    """``miaudit plan CONFIG --runs R``: the many-run DP audit ``miaudit dp-audit --runs R`` would run: its power
-    line (said before any training, as dp-audit says it) and the training time of its 2R models, one epoch of
-    one stack timed on this machine (``dp.multi_run.training_seconds``); nothing is cached or written."""
-    from .dp import multi_run  # the module, within this function only
-    from .dp.output import multi_run_power
-
-    multi_run.check(cfg, runs)
-    seconds, epoch = multi_run.training_seconds(cfg, runs)
-    return MultiRunPlan(
-        command=f"dp-audit --runs {runs}",
-        runs=runs,
-        models=2 * runs,
-        canaries_per_run=multi_run.per_run(cfg),
-        power=multi_run_power(cfg, runs),
-        seconds_per_epoch_of_a_stack=epoch,
-        estimated_training_seconds=seconds,
-    )
-
-
-def multi_run_lines(f: MultiRunPlan) -> list[str]:
-    """What ``miaudit plan --runs R`` prints."""
-    return [
-        f"many-run DP audit (miaudit {f.command}): {f.models} runs (2 x {f.runs}) of DP-SGD, "
-        f"{f.canaries_per_run} canaries per run (each in its run by a fair coin), trained together by stacked "
-        "DP-SGD, not cached",
-        f.power,
-        f"training: about {f.estimated_training_seconds:.0f} s for {f.models} models (one epoch of a stack "
-        f"{f.seconds_per_epoch_of_a_stack:.2f} s, timed on this machine)",
-    ]
 
 
 def lines(f: AuditPlan) -> list[str]:

@@ -231,7 +231,9 @@ class MultiRunAudit:
     dp_audit: DPAudit
 
 
-def _canaries(ds: data.Dataset, split: data.Split, count: int) -> tuple[worst_case.WorstCase, np.ndarray, np.ndarray]:
+def with_canaries(
+    ds: data.Dataset, split: data.Split, count: int
+) -> tuple[worst_case.WorstCase, np.ndarray, np.ndarray]:
     """The worst-case canaries crafted on the public records, and the records with them appended (canary j:
     record len(ds) + j)."""
     public = ds.x[split.population] if len(split.population) else ds.x[split.nonmembers]
@@ -239,33 +241,6 @@ def _canaries(ds: data.Dataset, split: data.Split, count: int) -> tuple[worst_ca
     x = np.concatenate([ds.x, case.inputs.astype(ds.x.dtype)])
     y = np.concatenate([ds.y, case.labels.astype(ds.y.dtype)])
     return case, x, y
-
-
-def training_seconds(cfg: RunConfig, runs: int) -> tuple[float, float]:
-    """(the predicted training time of the 2 x ``runs`` models, the measured seconds of one epoch of one stack):
-    one epoch of a stack of min(2 x runs, CHUNK) models timed on this machine as ``run`` trains them (one thread),
-    scaled to the stacks and epochs. Nothing is kept."""
-    check(cfg, runs)
-    ds, split, spec = setting(cfg)
-    count, n = per_run(cfg), len(split.members)
-    case, x, y = _canaries(ds, split, count)
-    size = min(2 * runs, CHUNK)
-    trainer = dp_stacked.StackedDPSGD(
-        case.model, replace(spec, train=spec.train.model_copy(update={"epochs": 1})), chunk=CHUNK
-    )
-    included = coins(cfg.seed, 2 * size * count).reshape(2 * size, count)[:size]
-    canary_ids = len(ds) + np.arange(count)
-    train_idx = [np.append(split.members, canary_ids[inc]) for inc in included]
-    seeds = [model_seed(cfg.seed, RUN_ROLE + 1 + i) for i in range(size)]
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        started = time.perf_counter()
-        trainer.train(case.features(x), y, train_idx, seeds, n, start=case.start())
-        epoch = time.perf_counter() - started
-    finally:
-        torch.set_num_threads(threads)
-    return epoch * math.ceil(2 * runs / CHUNK) * spec.train.epochs, epoch
 
 
 def check(cfg: RunConfig, runs: int) -> None:
@@ -291,7 +266,7 @@ def run(cfg: RunConfig, runs: int) -> MultiRunAudit:
     dp = cfg.train.dp
     assert dp is not None  # setting refused it
     count, n = per_run(cfg), len(split.members)
-    case, x, y = _canaries(ds, split, count)
+    case, x, y = with_canaries(ds, split, count)
     trainer = dp_stacked.StackedDPSGD(case.model, spec_dp, chunk=CHUNK)
     slots = 2 * runs * count
     confidence, delta = audit.one_run_level(cfg)
