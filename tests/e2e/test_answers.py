@@ -53,6 +53,7 @@ def test_results_answer_with_verdict_records_at_risk_and_ppv(two_runs: tuple[Pat
         stem = slug_of(row["name"], label, row["references"])
         q = frame[f"{stem}.q_value"].to_numpy()
         np.testing.assert_allclose(q, stats.false_discovery_control(frame[f"{stem}.p_value"], method="bh"))
+        assert counted["bh_count"] == int((q <= risk["fdr"]).sum())  # BH on its own p-values, every query
         if counted["basis"] == "screened":  # Storey's adaptive BH on the screened queries' conformal p-values
             p, q = frame[f"{stem}.p_value_screened"].to_numpy(), frame[f"{stem}.q_value_screened"].to_numpy()
             tested = np.isfinite(p)
@@ -61,7 +62,7 @@ def test_results_answer_with_verdict_records_at_risk_and_ppv(two_runs: tuple[Pat
             by_hand = np.minimum(1.0, pi0 * stats.false_discovery_control(p[tested], method="bh"))
             np.testing.assert_allclose(q[tested], by_hand)
             q = np.where(tested, q, np.inf)
-        assert counted["count"] == int((q <= risk["fdr"]).sum())
+        assert counted["flagged"] == int((q <= risk["fdr"]).sum())
     flagged = frame["at_risk"].to_numpy() == 1
     assert flagged.sum() == risk["count"] and risk["attack"] in risk["by_attack"]
     fdp = risk["realized_fdp"]  # by hand from the member column

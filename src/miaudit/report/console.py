@@ -110,7 +110,7 @@ def _ranking_table(results: AuditReport) -> Table:
     by_attack = risk.by_attack if risk else {}
     for a in results.attacks:
         flagged = [str(a.n_p_below[k]) if a.n_p_below is not None else "-" for k in ("0.01", "0.05")]
-        counted = str(by_attack[a.label].count) if a.label in by_attack else "-"
+        counted = str(by_attack[a.label].flagged_count) if a.label in by_attack else "-"
         exposed = ", ".join(map(str, (a.most_exposed or [])[:5]))
         table.add_row(a.label, counted, *flagged, exposed, f"{a.seconds.attack:.2f}")
     return table

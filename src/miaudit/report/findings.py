@@ -13,6 +13,7 @@ from ..stats import fdr, precision, signals
 from ..stats.metrics import clopper_pearson, flagged_at_fpr
 from . import at_risk
 from .leak_verdict import membership_tests, pct
+from .ranking import headline_log_pvalues
 
 
 def n_calibration(res: RunResult) -> int | None:
@@ -70,7 +71,9 @@ def _p_values_basis(c: at_risk.Claim) -> str:
 def _claim(c: at_risk.Claim) -> Claim:
     sc = c.screened
     extra = {} if sc is None else {"tested": sc.m, "at_floor": sc.at_floor, "needed_at_floor": sc.needed_at_floor}
-    return Claim(count=int(c.flagged.sum()), procedure=c.procedure, basis=c.basis, **extra)
+    own = headline_log_pvalues(c.run)  # the p_value column; its q_value is Benjamini-Hochberg of it
+    bh = {} if own is None else {"bh_count": int((fdr.bh_qvalues(np.exp(own)) <= c.level).sum())}
+    return Claim(flagged=int(c.flagged.sum()), **bh, procedure=c.procedure, basis=c.basis, **extra)
 
 
 def why_none(c: at_risk.Claim, m: int) -> str:

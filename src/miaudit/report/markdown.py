@@ -97,7 +97,7 @@ def _ranking_table_md(results: AuditReport) -> list[str]:
     by_attack = results.records_at_risk.by_attack if results.records_at_risk else {}
     for a in results.attacks:
         flagged = [str(a.n_p_below[k]) if a.n_p_below is not None else "-" for k in ("0.01", "0.05")]
-        counted = by_attack[a.label].count if a.label in by_attack else "-"
+        counted = by_attack[a.label].flagged_count if a.label in by_attack else "-"
         lines.append(
             f"| {a.label} | {a.references} | {counted} | {' | '.join(flagged)} | "
             f"{', '.join(map(str, (a.most_exposed or [])[:5]))} | {a.seconds.reference_training:.1f} | "

@@ -135,14 +135,14 @@ def records_at_risk_md(results: AuditReport) -> list[str]:
         f"of scores.csv); in expectation at most {r.expected_false_discoveries_at_most or 0:.2g} of them are false "
         "discoveries.",
         "",
-        "| attack | records at q <= FDR | procedure | p-values | queries tested | at the p-value floor "
-        "| needed there |",
-        "|---|---|---|---|---|---|---|",
+        "| attack | records at q <= FDR | BH on its own p-values | procedure | p-values | queries tested "
+        "| at the p-value floor | needed there |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for label, a in r.by_attack.items():
         lines.append(
-            f"| {label} | {a.count} | {a.procedure} | {a.basis or '-'} | {_or_dash(a.tested)} | "
-            f"{_or_dash(a.at_floor)} | {_or_dash(a.needed_at_floor)} |"
+            f"| {label} | {a.flagged_count} | {_or_dash(a.bh_count)} | {a.procedure} | {a.basis or '-'} | "
+            f"{_or_dash(a.tested)} | {_or_dash(a.at_floor)} | {_or_dash(a.needed_at_floor)} |"
         )
     return [canary_words(line) for line in lines] if results.dp_audited else lines
 

@@ -140,8 +140,14 @@ class Claim(Section):
 
     model_config = ConfigDict(extra="forbid")
 
-    count: int
-    """records flagged at the run's FDR"""
+    flagged: int | None = None
+    """records this attack flags at the run's FDR under the headline's procedure (the screened conformal p-values
+    and Storey's BH: scores.csv's ``q_value_screened``)"""
+    bh_count: int | None = None
+    """records Benjamini-Hochberg flags at the run's FDR on this attack's own p-values, every query, no screen:
+    scores.csv's ``q_value`` at or below the FDR (what an auditor recomputes from the ``p_value`` column)"""
+    count: int | None = None
+    """files written before this version: records flagged at the run's FDR (now ``flagged``)"""
     procedure: str
     """the FDR procedure (bh, storey-bh, by: ``stats.fdr.PROCEDURES``)"""
     basis: Literal["screened", "raw"] | None = None
@@ -161,6 +167,11 @@ class Claim(Section):
     """files written before issue 45: records BH flagged on the attack's calibrated p-values"""
     calibration_check: PooledCheck | None = Field(default=None, alias="calibration_records_at_pooled_p_0.01")
     """files written before issue 45: the target's calibration records against the pooled null"""
+
+    @property
+    def flagged_count(self) -> int:
+        """Records this attack flags under the headline's procedure, whichever version wrote the file."""
+        return self.flagged if self.flagged is not None else self.count or 0
 
 
 class Screen(Section):
