@@ -14,10 +14,9 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
+from _cli import invoke, refused
 from markupsafe import escape
-from typer.testing import CliRunner, Result
-
-from miaudit.cli import app
+from typer.testing import Result
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,18 +25,6 @@ ROOT = Path(__file__).resolve().parents[2]
 def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("COLUMNS", raising=False)  # the width a pipe gets: rich's 80 columns
-
-
-def invoke(*args: str) -> Result:
-    return CliRunner().invoke(app, list(args))
-
-
-def refused(res: Result, *words: str) -> str:
-    """Exit 2 with one line naming every word; returns the line."""
-    lines = [line for line in res.output.splitlines() if line.strip()]
-    assert res.exit_code == 2 and len(lines) == 1, res.output
-    assert all(w in lines[0] for w in words), lines[0]
-    return lines[0]
 
 
 def outputs(path: str, seed: int = 0, n: int = 600, validation: bool = True) -> str:

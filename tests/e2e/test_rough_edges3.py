@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
-from typer.testing import CliRunner, Result
+from _cli import invoke, refused
+from typer.testing import CliRunner
 
 from miaudit.cli import app
 
@@ -27,18 +28,6 @@ pytestmark = pytest.mark.slow  # every test here trains a model (or steps an opt
 @pytest.fixture(autouse=True)
 def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-
-
-def invoke(*args: str) -> Result:
-    return CliRunner().invoke(app, list(args))
-
-
-def refused(res: Result, *words: str) -> str:
-    """Exit 2 with one line naming every word; returns the line."""
-    lines = [line for line in res.output.splitlines() if line.strip()]
-    assert res.exit_code == 2 and len(lines) == 1, res.output
-    assert all(w in lines[0] for w in words), lines[0]
-    return lines[0]
 
 
 def write(name: str, raw: dict[str, Any]) -> str:

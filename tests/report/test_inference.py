@@ -4,46 +4,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import numpy as np
+from _results import INFERENCE_SECTION, version_1_results
 
 from miaudit.report import inference
-from miaudit.report.records import environment
 from miaudit.results import AuditReport
 
-SECTION: dict[str, Any] = {
-    "verdict": "Used: ...",
-    "used": True,
-    "p_value": 0.001,
-    "level": 0.05,
-    "auc": 0.9,
-    "permutations": 999,
-    "n_suspect": 100,
-    "n_validation": 300,
-    "features": ["margin"],
-    "fraction": {"estimate": 0.9, "ci": [0.8, 1.0], "member_auc": 0.93, "suspect_auc": 0.9},
-    "blind": {"auc": 0.5, "ci": [0.43, 0.57], "shifted": False, "classifier": "lr"},
-    "power": {
-        "basis": "references",
-        "member_auc": 0.93,
-        "power": 0.8,
-        "smallest_suspect_set": 3,
-        "detectable_fraction": 0.19,
-        "power_if_all_used": 1.0,
-    },
-    "assumptions": ["exchangeable"],
-}
+SECTION = INFERENCE_SECTION
 
 
 def _results() -> AuditReport:
-    return AuditReport.model_validate({
-        "miaudit_version": "0", "created": "2026-01-01T00:00:00+00:00", "dataset": "digits",
-        "data_fingerprint": "x", "n_records": 10, "model": "mlp", "seed": 0, "references": 4,
-        "target": {"source": "trained"}, "calibration": {"calibrated": False, "records": 0}, "verdict": None,
-        "attacks": [],
-        "config": {"dataset": "digits"}, "environment": environment("cpu"), "dataset_inference": SECTION,
-    })  # fmt: skip
+    data = version_1_results(references=4, verdict=None, config={"dataset": "digits"}, dataset_inference=SECTION)
+    return AuditReport.model_validate({k: v for k, v in data.items() if k != "schema_version"})
 
 
 def test_the_verdict_leads_every_output(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _results import version_1_results
 
 from miaudit.errors import ConfigError, DataError
 from miaudit.results import AuditReport
@@ -111,21 +112,7 @@ def test_a_version_1_results_json_still_loads(tmp_path: Path) -> None:
     """Version 2 only added the optional unlearning section: a version 1 file reads as it is."""
     from miaudit.results import SCHEMA_VERSION
 
-    doc = {
-        "schema_version": 1,
-        "miaudit_version": "0",
-        "created": "2026-01-01T00:00:00+00:00",
-        "dataset": "digits",
-        "data_fingerprint": "x",
-        "n_records": 10,
-        "model": "mlp",
-        "seed": 0,
-        "target": {"source": "trained"},
-        "calibration": {"calibrated": False, "records": 0},
-        "attacks": [],
-        "config": {},
-        "environment": {"miaudit": "0", "python": "3", "platform": "linux", "torch_threads": None, "device": "cpu"},
-    }
+    doc = version_1_results()
     (tmp_path / "results.json").write_text(json.dumps(doc))
     r = AuditReport.load(tmp_path / "results.json")
     assert r.unlearning is None and r.schema_version == SCHEMA_VERSION == 3
