@@ -1,14 +1,15 @@
 """Dataset inference benchmark: false "used" rate under the null, power against suspect-set size, partial use with
 the fraction interval's coverage, and a shifted suspect set caught by the blind guard.
 
-One audit per data set (the same target and 4 references as `miaudit run` on its config, from the cache), every
-feature of its members and unused records measured once (`dataset_inference.infer.measure`), then many suspect and
-validation sets drawn from them and each decided by the same code as `miaudit infer-dataset`
+One audit per data set (digits, Location, the CIFAR-10 subset, a causal LM: the same target and 4 references as
+`miaudit run` on its config, from the cache), every feature of its members and unused records measured once
+(`dataset_inference.infer.measure`), then many suspect and validation sets drawn from them and each decided by
+the same code as `miaudit infer-dataset`
 (`dataset_inference.infer.decide`: the cross-fitted permutation test with 999 permutations, the blind guard, the
 fraction, the power). A record's features do not depend on the other records queried (checked below), so a draw is
 exactly what `infer-dataset` would answer on those files.
 
-    MIAUDIT_DATA_DIR=../shared/data python benchmarks/dataset_inference/run.py [--datasets digits location]
+    MIAUDIT_DATA_DIR=../shared/data python benchmarks/dataset_inference/run.py [--datasets digits location ...]
 
 Writes benchmarks/dataset_inference/results.json and results.md. Sized for 2 CPU cores (about 5-10 min a data set).
 """
@@ -20,6 +21,7 @@ import collections
 import json
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -29,7 +31,8 @@ import numpy as np
 
 from miaudit import pipeline
 from miaudit.config.run import from_dict
-from miaudit.dataset_inference.features import Features, PseudoTarget
+from miaudit.data.text import read_news
+from miaudit.dataset_inference.features import PseudoTarget
 from miaudit.dataset_inference.infer import Measured, decide, measure
 from miaudit.dataset_inference.request import InferenceOptions
 from miaudit.stats.metrics import clopper_pearson
@@ -38,9 +41,15 @@ HERE = Path(__file__).parent
 CONFIGS = {
     "digits": {"dataset": "digits", "model": "mlp", "seed": 0, "references": 4},
     "location": {"dataset": "location", "model": "mlp", "seed": 3, "references": 4},
-}
+    # examples/configs/cifar10.yaml's data, model and training (a 5,000-image subset, a small CNN)
+    "cifar10": {"dataset": {"name": "cifar10", "subset": 5000}, "model": "cnn", "seed": 0, "references": 4,
+                "train": {"epochs": 35, "batch_size": 32, "lr": 0.1}},
+    # examples/configs/ag_news-lm.yaml's causal LM (gpt-tiny from scratch on 2,000 AG News texts: 400 train it)
+    "ag_news-lm": {"dataset": {"name": "ag_news", "subset": 2000}, "model": "gpt-tiny", "seed": 0, "references": 4,
+                   "train": {"epochs": 3, "batch_size": 32, "lr": 0.001, "optimizer": "adamw"}},
+}  # fmt: skip
 N_VALIDATION = 300
-NULL_DRAWS, DRAWS = 40, 20
+NULL_DRAWS, DRAWS = 100, 20
 SIZES = (10, 30, 100, 300)
 PARTIAL = (0.25, 0.5)
 
@@ -48,9 +57,20 @@ PARTIAL = (0.25, 0.5)
 def sub(m: Measured, rows: np.ndarray, val_pos: np.ndarray) -> Measured:
     """The measured features of the records at ``rows`` (of the measured order), the validation records being the
     unused records at positions ``val_pos`` (the pseudo-targets' non-members)."""
-    pick = lambda f: Features(f.names, f.values[rows])
+    pick = lambda f: replace(f, values=f.values[rows])
     pseudo = [PseudoTarget(p.members, p.nonmembers[val_pos]) for p in m.pseudo]
-    return Measured(pick(m.test), None if m.target_k1 is None else pick(m.target_k1), pseudo)
+    texts = None if m.texts is None else [m.texts[i] for i in rows]
+    return Measured(pick(m.test), None if m.target_k1 is None else pick(m.target_k1), pseudo, texts=texts)
+
+
+def groups(exp) -> np.ndarray:
+    """Each record's group for the shifted suite: its label; a text's AG News topic (an LM's records have none)."""
+    texts = getattr(exp.dataset, "texts", None)
+    if texts is None:
+        return np.asarray(exp.dataset.y)
+    every, topics = read_news(Path(os.environ["MIAUDIT_DATA_DIR"]) / "ag_news" / "test.csv")
+    topic = dict(zip(every, topics.tolist()))
+    return np.array([topic[t] for t in texts])
 
 
 def bench(name: str, log) -> dict:
@@ -114,7 +134,7 @@ def bench(name: str, log) -> dict:
             val, rest = validation()
             s = np.r_[rng.choice(members, k, replace=False), rng.choice(rest, 100 - k, replace=False)]
             draw(f"partial {frac:g}", s, k, val, seed := seed + 1)
-    label = dict(zip(unused.tolist(), ds.y[unused].tolist()))
+    label = dict(zip(unused.tolist(), groups(exp)[unused].tolist()))
     for _ in range(DRAWS):
         val, rest = validation()
         counts = collections.Counter(label[r] for r in rest)

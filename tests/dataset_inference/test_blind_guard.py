@@ -73,3 +73,31 @@ def test_wide_records_without_a_shift_fire_at_about_the_level() -> None:
         fired += g.shifted
         aucs.append(g.auc)
     assert fired <= 4 and abs(np.mean(aucs) - 0.5) < 0.02
+
+
+def _texts(rng: np.random.Generator, n: int, words: list[str]) -> list[str]:
+    common = ["the", "a", "of", "and", "in", "on", "said", "new", "today", "year"]
+    return [" ".join(rng.choice(common + words, size=12)) for _ in range(n)]
+
+
+SPORT = ["team", "goal", "cup", "season", "win", "match"]
+MARKET = ["stock", "price", "oil", "bank", "shares", "profit"]
+
+
+def test_texts_of_another_topic_are_caught_by_their_words() -> None:
+    """Suspect texts of one topic against validation texts of two: the bag of words tells them apart."""
+    rng = np.random.default_rng(4)
+    texts = _texts(rng, 100, SPORT) + _texts(rng, 150, SPORT) + _texts(rng, 150, MARKET)
+    g = blind.guard(np.zeros((400, 1)), np.zeros(400, dtype=int), 2, np.arange(400) < 100, texts=texts)
+    assert g.shifted and g.ci[0] > 0.5 and g.classifier.startswith("TF-IDF")
+
+
+def test_texts_without_a_shift_rarely_fire() -> None:
+    """30 draws of exchangeable texts (40 suspects, 120 validation, both topics mixed): at most 3 fire."""
+    rng = np.random.default_rng(5)
+    fired = 0
+    for i in range(30):
+        texts = _texts(rng, 80, SPORT) + _texts(rng, 80, MARKET)
+        is_suspect = rng.permutation(np.arange(160) < 40)
+        fired += blind.guard(np.zeros((160, 1)), np.zeros(160, dtype=int), 2, is_suspect, seed=i, texts=texts).shifted
+    assert fired <= 3

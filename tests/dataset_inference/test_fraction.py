@@ -58,3 +58,29 @@ def test_no_leak_or_no_pseudo_target_gives_none() -> None:
     flat = [(np.zeros(10), np.zeros(10))]
     assert fraction.estimate(rng.normal(size=50), rng.normal(size=50), flat) is None
     assert fraction.estimate(rng.normal(size=50), rng.normal(size=50), []) is None
+
+
+def test_the_fraction_reads_the_models_own_outputs_only() -> None:
+    """A reference attack scores the pseudo-targets' members far higher than the target's (their references
+    trained on part of their records): on every column the fraction of a set used whole would come out near 0.7,
+    its interval below 1; on the reference-free signal alone it is near 1 and its interval covers 1."""
+    from miaudit.dataset_inference.features import Features, PseudoTarget
+    from miaudit.dataset_inference.infer import Measured, _fraction
+
+    rng = np.random.default_rng(8)
+    names = ["log_p_label", "lira"]
+
+    def records(n: int, signal: float, attack: float) -> np.ndarray:
+        return np.c_[rng.normal(signal, 1, n), rng.normal(attack, 1, n)]
+
+    pseudo = [PseudoTarget(records(400, 1.0, 3.0), records(300, 0.0, 0.0)) for _ in range(4)]
+    target = np.r_[records(200, 1.0, 1.0), records(300, 0.0, 0.0)]  # 200 suspects, all used; 300 validation
+    is_suspect = np.arange(500) < 200
+    own = Features(names, target, signals=1)
+    fr, member_auc = _fraction(Measured(own, own, pseudo), is_suspect, seed=0)
+    assert fr is not None and member_auc is not None
+    assert fr.ci[0] <= 1.0 <= fr.ci[1] and fr.estimate > 0.85
+    assert member_auc == pytest.approx(fr.member_auc) and 0.7 < member_auc < 0.8  # N(1,1) vs N(0,1): AUC 0.76
+    every = Features(names, target, signals=2)  # both columns read as signals: the attack's excess drags it down
+    low, _ = _fraction(Measured(every, every, pseudo), is_suspect, seed=0)
+    assert low is not None and low.estimate < 0.8 and low.ci[1] < 0.9

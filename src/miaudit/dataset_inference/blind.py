@@ -1,7 +1,8 @@
 """The blind guard: can the suspect records be told from the validation records without the model?
 
 A classifier that never queries the model (logistic regression on the records' inputs and labels: tabular
-features, pixels, the label one-hot) learns suspect-vs-validation on one half of the records and scores the other
+features, pixels, the label one-hot; for texts, the bag of words of the LM audits' blind baseline, TF-IDF, fitted
+on the training half only) learns suspect-vs-validation on one half of the records and scores the other
 half, and the other way round (stratified halves). Each half's AUC has DeLong's standard error, valid because the
 half's classifier never saw it; the guard's AUC is the mean of the two and its interval is as wide as one half's
 (the mean of their standard errors: valid whatever the two halves' correlation). Pooling the out-of-fold scores of
@@ -12,6 +13,7 @@ in the model's behaviour on them is no evidence of training: the verdict is "no 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,23 +64,45 @@ def delong_interval(
     return a, max(0.0, a - half), min(1.0, a + half)
 
 
-def guard(x: np.ndarray, y: np.ndarray, n_classes: int, is_suspect: np.ndarray, seed: int = 0) -> BlindGuard:
-    """The cross-fitted blind classifier's AUC for suspect-vs-validation, with its interval (module docstring)."""
+def guard(
+    x: np.ndarray,
+    y: np.ndarray,
+    n_classes: int,
+    is_suspect: np.ndarray,
+    seed: int = 0,
+    texts: Sequence[str] | None = None,
+) -> BlindGuard:
+    """The cross-fitted blind classifier's AUC for suspect-vs-validation, with its interval (module docstring);
+    ``texts``: the records are texts (a language model's), read as a bag of words instead of ``x`` and ``y``."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import StratifiedKFold
-    from sklearn.pipeline import make_pipeline
+    from sklearn.pipeline import Pipeline, make_pipeline
     from sklearn.preprocessing import StandardScaler
 
+    from ..lm.blind import make_classifier
+
     is_suspect = np.asarray(is_suspect, dtype=bool)
-    features = record_matrix(x, y, n_classes, seed)
     if min(int(is_suspect.sum()), int((~is_suspect).sum())) < 4:
         return BlindGuard(0.5, (0.0, 1.0), False, "none: fewer than 4 records on a side")
-    name = "logistic regression (L2, C=0.1) on the inputs and the label one-hot, 2-fold cross-fitted"
+    features: np.ndarray
+    if texts is not None:
+        features = np.asarray(list(texts), dtype=object)
+        name = "TF-IDF + logistic regression on the texts alone, 2-fold cross-fitted"
+    else:
+        features = record_matrix(x, y, n_classes, seed)
+        name = "logistic regression (L2, C=0.1) on the inputs and the label one-hot, 2-fold cross-fitted"
+
+    def classifier() -> Pipeline:
+        if texts is not None:
+            return make_classifier()
+        return make_pipeline(StandardScaler(), LogisticRegression(C=0.1, max_iter=2000))
+
     aucs, ses = [], []
     for train, test in StratifiedKFold(2, shuffle=True, random_state=seed).split(features, is_suspect):
-        model = make_pipeline(StandardScaler(), LogisticRegression(C=0.1, max_iter=2000))
-        model.fit(features[train], is_suspect[train])
-        a, se = delong(model.decision_function(features[test]), is_suspect[test])
+        model = classifier()
+        model.fit(features[train].tolist() if texts is not None else features[train], is_suspect[train])
+        held_out = features[test].tolist() if texts is not None else features[test]
+        a, se = delong(model.decision_function(held_out), is_suspect[test])
         aucs.append(a)
         ses.append(se)
     auc, half = float(np.mean(aucs)), float(stats.norm.ppf(0.5 + CONFIDENCE / 2)) * float(np.mean(ses))
