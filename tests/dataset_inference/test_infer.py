@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from miaudit.cli import app
 from miaudit.dataset_inference import blind, crossfit, infer
+from miaudit.dataset_inference import features as features_module
 from miaudit.results import AuditReport
 
 pytestmark = pytest.mark.slow  # every test here trains a model (or steps an optimizer)
@@ -91,3 +92,18 @@ def test_the_python_front_door(tiny_raw: dict[str, Any], tmp_path: Path) -> None
     assert answer.section.n_suspect == 20 and answer.section.n_validation == 40
     written = answer.report(tmp_path / "out")
     assert written.dataset_inference == answer.section and (tmp_path / "out" / "report.html").is_file()
+
+
+def test_every_reference_the_config_names_is_used(tiny_raw: dict[str, Any]) -> None:
+    """attacks: [attack-p] needs no reference, so `miaudit run` trains none; infer-dataset's features use the
+    config's `references: 2` all the same (reference attacks among the features, a fraction estimated)."""
+    from miaudit import config, pipeline
+
+    raw = {**tiny_raw, "attacks": [{"name": "attack-p"}]}
+    run = pipeline.prepare(config.from_dict(raw))
+    assert run.references == []  # what `miaudit run` trains for these attacks: the target alone
+    split = run.split
+    answer = infer.from_config(raw, suspect=split.members[:30], validation=split.nonmembers[:40])
+    assert answer.results.references == 2
+    assert any(name not in features_module.SIGNALS for name in answer.section.features)
+    assert answer.section.fraction is not None
