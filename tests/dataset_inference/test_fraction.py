@@ -84,3 +84,30 @@ def test_the_fraction_reads_the_models_own_outputs_only() -> None:
     every = Features(names, target, signals=2)  # both columns read as signals: the attack's excess drags it down
     low, _ = _fraction(Measured(every, every, pseudo), is_suspect, seed=0)
     assert low is not None and low.estimate < 0.8 and low.ci[1] < 0.9
+
+
+def test_no_fraction_when_the_records_differ_without_the_model() -> None:
+    """The fraction rests on the exchangeability the blind guard tests: a suspect set whose records alone are told
+    apart from the validation records gets no claim and no fraction; the same features without the shift get both."""
+    from miaudit.dataset_inference.features import Features, PseudoTarget
+    from miaudit.dataset_inference.infer import Measured, decide
+    from miaudit.dataset_inference.request import InferenceOptions
+
+    rng = np.random.default_rng(9)
+    values = np.c_[rng.normal(0.0, 1, (300, 1))]
+    values[:100] += 1.0  # the suspects stand out to the model
+    m = Measured(
+        Features(["log_p_label"], values, 1),
+        Features(["log_p_label"], values, 1),
+        [PseudoTarget(rng.normal(1, 1, (200, 1)), rng.normal(0, 1, (200, 1))) for _ in range(3)],
+    )
+    is_suspect = np.arange(300) < 100
+    y = rng.integers(0, 5, 300)
+    x = rng.normal(size=(300, 6))
+    options = InferenceOptions(permutations=99)
+    calm, _ = decide(m, is_suspect, x, y, 5, options, seed=0)
+    assert calm.used is True and calm.fraction is not None and not calm.blind.shifted
+    x[is_suspect, 2] += 1.5  # now the records themselves differ
+    shifted, _ = decide(m, is_suspect, x, y, 5, options, seed=0)
+    assert shifted.blind.shifted and shifted.used is None and shifted.fraction is None
+    assert shifted.power.basis == "references"  # the power still reads the references' members

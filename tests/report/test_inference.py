@@ -36,3 +36,14 @@ def test_the_verdict_leads_every_output(tmp_path: Path) -> None:
     assert (tmp_path / "out" / "scores.csv").read_text().splitlines() == [
         "record,suspect,combined_score", "1,1,0.5", "2,0,-0.25"
     ]  # fmt: skip
+
+
+def test_the_fraction_row_says_why_it_is_missing() -> None:
+    d = _results().dataset_inference
+    assert d is not None
+    rows = dict(inference.figure_rows(d))
+    assert rows["fraction used"].startswith("0.90 [0.80, 1.00]")
+    shifted = d.model_copy(update={"fraction": None, "blind": d.blind.model_copy(update={"shifted": True})})
+    assert "the blind guard" in dict(inference.figure_rows(shifted))["fraction used"]
+    alone = d.model_copy(update={"fraction": None})
+    assert "no references" in dict(inference.figure_rows(alone))["fraction used"]

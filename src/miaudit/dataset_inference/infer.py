@@ -204,6 +204,9 @@ def decide(
         guard = blind.guard(x, y, n_classes, is_suspect, seed, m.texts)
     with working("dataset inference: fraction used, on the references as pseudo-targets"):
         fr, member_auc = _fraction(m, is_suspect, seed)
+    if guard.shifted:  # the fraction rests on the exchangeability the guard found broken (a shifted set of unused
+        # records was put at 28% used on Location): not estimated; the power still reads the references' member AUC
+        fr = None
     level, n_s, n_v = options.level, int(is_suspect.sum()), int((~is_suspect).sum())
     basis = "references" if member_auc is not None else "observed"
     effect = member_auc if member_auc is not None else test.auc

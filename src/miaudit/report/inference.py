@@ -64,6 +64,8 @@ def figure_rows(d: DatasetInference) -> list[tuple[str, str]]:
         rows.append(
             ("fraction used", f"{f.estimate:.2f} [{f.ci[0]:.2f}, {f.ci[1]:.2f}] (member AUC {f.member_auc:.3f})")
         )
+    elif d.blind.shifted:
+        rows.append(("fraction used", "not estimated: the records differ without the model (the blind guard)"))
     else:
         rows.append(("fraction used", "not estimated: no references to measure a member's effect on"))
     return rows
