@@ -33,7 +33,17 @@ from .findings import (
     WorstCase,
     WorstCell,
 )
-from .plan import AuditPlan, LevelPower, MeasuredTime, MembersForHalfwidth, ModelTime, MultiRunPlan, QueryCost
+from .plan import (
+    AuditPlan,
+    InferencePlan,
+    LevelPower,
+    MeasuredTime,
+    MembersForHalfwidth,
+    ModelTime,
+    MultiRunPlan,
+    PowerAt,
+    QueryCost,
+)
 from .run import (
     Calibration,
     CanaryExposure,
@@ -83,6 +93,8 @@ __all__ = [
     "MeasuredTime",
     "MembersForHalfwidth",
     "MultiRunPlan",
+    "InferencePlan",
+    "PowerAt",
     "QueryCost",
     "Metrics",
     "ModelTime",
