@@ -15,7 +15,6 @@ from ..plan import Plan
 from ..progress import log
 from .base import AuditRecords
 
-
 _INFERENCE: ContextVar[tuple[int, int] | None] = ContextVar("dataset_inference", default=None)
 
 
