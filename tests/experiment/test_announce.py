@@ -33,8 +33,8 @@ def lines() -> Iterator[list[str]]:
         log.setLevel(level)
 
 
-def _start(cfg: RunConfig) -> None:
-    announce.start(cfg, build(cfg, config_roles(cfg)), forecast.audit_records(cfg), target_trains=True)
+def _start(cfg: RunConfig, target_trains: bool = True) -> None:
+    announce.start(cfg, build(cfg, config_roles(cfg)), forecast.audit_records(cfg), target_trains=target_trains)
 
 
 def test_the_run_line_names_the_attacks(tiny_config: RunConfig, lines: list[str]) -> None:
@@ -62,3 +62,7 @@ def test_the_inference_line_says_what_infer_dataset_does(tiny_config: RunConfig,
         _start(no_refs)
     assert lines[2].endswith("records; the target (mlp, 3 epochs) to train or load from the cache; then per record "
                              "the target's outputs, compared between the two sets")  # fmt: skip
+    with announce.dataset_inference(5, 6):  # the user's model (target:, an endpoint): only the references train
+        _start(tiny_config, target_trains=False)
+    assert lines[3].startswith("dataset inference on digits: 5 suspect and 6 validation records; your target as given; "
+                               "2 reference model(s) (mlp, ")  # fmt: skip

@@ -71,7 +71,7 @@ def start(
             "outputs%s, compared between the two sets",
             ds.name,
             *inference,
-            obtain,
+            obtain if target_trains else f"your target as given; {obtain}",
             " and the offline attacks against the references" if plan.references else "",
         )
         return
