@@ -243,7 +243,7 @@ def plan_audit(
     from . import api, forecast
     from .dataset_inference import planning
     from .dp import runs_plan
-    from .results import MultiRunPlan
+    from .results import InferencePlan, MultiRunPlan
 
     _logging(quiet, verbose)
     cfg: RunConfig | None = None
@@ -255,8 +255,8 @@ def plan_audit(
         if config is not None and {"suspect", "validation"} & set(raw):  # dataset inference (infer-dataset)
             said = planning.lines(planning.from_config(config, overrides or []))
         else:
-            cfg = _config(config, overrides)
-            result = api.plan(cfg, halfwidth=halfwidth, runs=runs)
+            result = api.plan(cfg := _config(config, overrides), halfwidth=halfwidth, runs=runs)
+            assert not isinstance(result, InferencePlan)  # a run config's plan
             said = runs_plan.lines(result) if isinstance(result, MultiRunPlan) else forecast.lines(result)
     except MiauditError as e:
         _fail(e)

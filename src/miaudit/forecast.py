@@ -19,7 +19,7 @@ from .experiment import datasets
 from .experiment.base import AuditRecords
 from .experiment.recipes import ModelJob, ModelRecipe, builtin_recipe, entry_for, open_store, reference_recipe
 from .plan import Plan
-from .results import AuditPlan, InferencePlan, LevelPower, MeasuredTime, MembersForHalfwidth, ModelTime, QueryCost
+from .results import AuditPlan, LevelPower, MeasuredTime, MembersForHalfwidth, ModelTime, PlannedTraining, QueryCost
 from .stats import power
 from .training.store import Store
 
@@ -338,7 +338,7 @@ def lines(f: AuditPlan) -> list[str]:
     return out
 
 
-def time_line(f: AuditPlan | InferencePlan) -> str:
+def time_line(f: PlannedTraining) -> str:
     """The training line of a plan: the models to train, their time, how it was found."""
     models = f.models
     if not models:

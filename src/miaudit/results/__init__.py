@@ -41,6 +41,7 @@ from .plan import (
     MembersForHalfwidth,
     ModelTime,
     MultiRunPlan,
+    PlannedTraining,
     PowerAt,
     QueryCost,
 )
@@ -94,6 +95,7 @@ __all__ = [
     "MembersForHalfwidth",
     "MultiRunPlan",
     "InferencePlan",
+    "PlannedTraining",
     "PowerAt",
     "QueryCost",
     "Metrics",

@@ -84,6 +84,29 @@ class MultiRunPlan(Section):
     """the predicted training time of the 2R models"""
 
 
+class PlannedTraining(Section):
+    """The models a planned command obtains and their training time (``forecast.models_time``), an endpoint's
+    queries: the keys ``AuditPlan`` and ``InferencePlan`` share."""
+
+    command: str
+    """the command the plan is for: run, run with your target, dp-audit (one run), or infer-dataset and whose models
+    it obtains"""
+    models: list[ModelTime]
+    """every model the audit obtains, the target first"""
+    seconds_per_epoch: dict[str, Number]
+    """target / reference -> one timed epoch"""
+    measured: dict[str, MeasuredTime] | None = None
+    """target / reference -> the training time measured on this machine for such models in the cache"""
+    workers: int | None = None
+    """worker processes training models (1: none)"""
+    references_by: str | None = None
+    """the user's train_fn that trains the references (not timed)"""
+    estimated_training_seconds: Number
+    """the predicted wall-clock training time"""
+    queries: QueryCost | None = None
+    """an endpoint's query cost"""
+
+
 class PowerAt(Section):
     """What the dataset-inference test of these set sizes sees at one per-record member AUC (``power.py``)."""
 
@@ -99,14 +122,12 @@ class PowerAt(Section):
     number would"""
 
 
-class InferencePlan(Section):
+class InferencePlan(PlannedTraining):
     """``miaudit plan`` of an infer-dataset config: the record sets, the test's power before the answer, and the
     models to train or load (those of ``miaudit run`` on the config) with their training time."""
 
     model_config = ConfigDict(title="miaudit plan (infer-dataset)")
 
-    command: str
-    """the command planned, and whose models it obtains"""
     dataset: str
     """the data set"""
     n_records: int
@@ -125,20 +146,6 @@ class InferencePlan(Section):
     """the power ``detectable_fraction`` and ``smallest_suspect_set`` are for"""
     power_at: list[PowerAt]
     """what the test sees at a few per-record member AUCs (the answer's own power uses the references' AUC)"""
-    models: list[ModelTime]
-    """every model the inference obtains, the target first (none for a target you give)"""
-    seconds_per_epoch: dict[str, Number]
-    """target / reference -> one timed epoch"""
-    measured: dict[str, MeasuredTime] | None = None
-    """target / reference -> the training time measured on this machine for such models in the cache"""
-    workers: int | None = None
-    """worker processes training models (1: none)"""
-    references_by: str | None = None
-    """the user's train_fn that trains the references (not timed)"""
-    estimated_training_seconds: Number
-    """the predicted wall-clock training time"""
-    queries: QueryCost | None = None
-    """an endpoint's query cost: the run's records and the suspect and validation records"""
 
     @classmethod
     def json_schema(cls) -> JsonObject:
@@ -147,7 +154,7 @@ class InferencePlan(Section):
         return {"$schema": SCHEMA_URI, **cls.model_json_schema(mode="validation")}
 
 
-class AuditPlan(Section):
+class AuditPlan(PlannedTraining):
     """``miaudit plan``: the audit's split, power at each FPR level, and training time, before it runs."""
 
     model_config = ConfigDict(title="miaudit plan")
@@ -168,22 +175,6 @@ class AuditPlan(Section):
     """FPR level -> what the audit can show there"""
     members_for_halfwidth: MembersForHalfwidth
     """members for a TPR interval of the wanted half-width"""
-    command: str
-    """the command the plan is for: run, run with your target, or dp-audit (one run)"""
-    models: list[ModelTime]
-    """every model the audit obtains, the target first"""
-    seconds_per_epoch: dict[str, Number]
-    """target / reference -> one timed epoch"""
-    measured: dict[str, MeasuredTime] | None = None
-    """target / reference -> the training time measured on this machine for such models in the cache"""
-    workers: int | None = None
-    """worker processes training models (1: none)"""
-    references_by: str | None = None
-    """the user's train_fn that trains the references (not timed)"""
-    estimated_training_seconds: Number
-    """the predicted wall-clock training time"""
-    queries: QueryCost | None = None
-    """an endpoint's query cost"""
     dp_power: str | None = None
     """a config with canaries: the one-run DP audit's power line, said before training"""
 
