@@ -158,8 +158,8 @@ def plan(
     from . import forecast
     from .dataset_inference import planning
 
-    if runs is None and not isinstance(config, RunConfig) and planning.asks_inference(config):
-        return planning.from_config(cast(dict | str | Path, config))
+    if not isinstance(config, RunConfig) and planning.asks_inference(config):
+        return planning.from_config(cast(dict | str | Path, config), runs=runs)
     cfg = _run_config(config)
     if runs is not None:
         from .dp import runs_plan

@@ -253,7 +253,7 @@ def plan_audit(
             print("\n".join(forecast.unlearning_lines(config, overrides or [])))
             return
         if config is not None and {"suspect", "validation"} & set(raw):  # dataset inference (infer-dataset)
-            said = planning.lines(planning.from_config(config, overrides or []))
+            said = planning.lines(planning.from_config(config, overrides or [], runs))
         else:
             result = api.plan(cfg := _config(config, overrides), halfwidth=halfwidth, runs=runs)
             assert not isinstance(result, InferencePlan)  # a run config's plan

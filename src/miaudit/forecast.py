@@ -219,9 +219,9 @@ def _own_model_time(cfg: RunConfig, plan: Plan, records: AuditRecords) -> Traini
     )
 
 
-def queries(cfg: RunConfig, records: AuditRecords, also: np.ndarray | None = None) -> QueryCost | None:
-    """An endpoint's query cost: the records whose answers the audit reads (and the records ``also``), and how
-    many the answer store lacks (each costs one query; nothing is asked here)."""
+def queries(cfg: RunConfig, records: AuditRecords) -> QueryCost | None:
+    """An endpoint's query cost: the records whose answers the audit reads, and how many the answer store
+    lacks (each costs one query; nothing is asked here)."""
     if cfg.target is None or cfg.target.endpoint is None:
         return None
     from .endpoint.client import EndpointClient
@@ -229,8 +229,6 @@ def queries(cfg: RunConfig, records: AuditRecords, also: np.ndarray | None = Non
 
     ds = records.dataset
     asked = asked_rows(records.split, records.query_idx)
-    if also is not None:
-        asked = np.union1d(asked, also)
     client = EndpointClient(cfg.target, open_store(cfg).root, ds.n_classes)
     try:
         to_ask = client.missing(ds.x[asked])

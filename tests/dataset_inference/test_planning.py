@@ -75,6 +75,7 @@ def test_a_record_outside_the_data_is_refused_in_one_line(tmp_path: Path, tiny_r
     path = _config(tmp_path, tiny_raw, suspect=[0, 1, 2, 5000])
     refused(invoke("plan", str(path)), "suspect: record 5000 is outside the data", "digits has 300 records")
     refused(invoke("plan", str(_config(tmp_path, tiny_raw)), "--set", "validation=[1, 2, 3, 1]"), "listed twice")
+    refused(invoke("plan", str(_config(tmp_path, tiny_raw)), "--runs", "5"), "--runs", "not an infer-dataset config")
 
 
 @pytest.mark.slow  # one epoch of each recipe is timed

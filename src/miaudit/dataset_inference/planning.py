@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
 from .. import forecast
+from ..errors import ConfigError
 from ..plan import build, config_roles
 from ..results import InferencePlan, PowerAt
 from . import power
@@ -45,7 +44,7 @@ def forecast_inference(req: Request) -> InferencePlan:
     records = forecast.audit_records(cfg)
     t = forecast.models_time(cfg, plan, records)
     n_s, n_v, level = len(req.suspect), len(req.validation), req.options.level
-    q = forecast.queries(cfg, records, also=np.concatenate([req.suspect, req.validation]))
+    q = forecast.queries(cfg, records)  # every record of a target you give: the suspects and validation among them
     return InferencePlan(
         command=f"infer-dataset: the models of miaudit {t.command}",
         dataset=records.dataset.name,
@@ -85,9 +84,9 @@ def lines(f: InferencePlan) -> list[str]:
     if f.queries is not None:
         q = f.queries
         out.append(
-            f"endpoint: the inference reads the answers for {q.records} records (the run's and the suspect and "
-            f"validation records); {q.to_ask} are not in the answer store: {q.to_ask} queries in {q.requests} "
-            f"requests of up to {q.batch_size}"
+            f"endpoint: the inference reads its answers for {q.records} records (those miaudit run reads, the "
+            f"suspect and validation records among them); {q.to_ask} are not in the answer store: {q.to_ask} queries "
+            f"in {q.requests} requests of up to {q.batch_size}"
         )
     return out
 
@@ -106,10 +105,16 @@ def asks_inference(config: object) -> bool:
     return isinstance(raw, dict) and ("suspect" in raw or "validation" in raw)
 
 
-def from_config(config: dict | str | Path, overrides: list[str] | tuple[str, ...] = ()) -> InferencePlan:
+def from_config(
+    config: dict | str | Path, overrides: list[str] | tuple[str, ...] = (), runs: int | None = None
+) -> InferencePlan:
     """``api.plan`` (and ``miaudit plan``) of an infer-dataset config: a dict (relative files as given) or a YAML
-    path (relative to its folder), with ``--set`` ``overrides``."""
+    path (relative to its folder), with ``--set`` ``overrides``; ``runs`` (``--runs``, the many-run DP audit's)
+    refused."""
     from ..config.files import with_overrides
+
+    if runs is not None:
+        raise ConfigError("--runs: plans the many-run DP audit (dp-audit --runs R), not an infer-dataset config")
 
     if isinstance(config, dict):
         return forecast_inference(from_raw(with_overrides(config, overrides), None))
