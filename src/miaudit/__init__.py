@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from .config.run import RunConfig
     from .dp.user_code import dp_observe
     from .report.compare import compare
-    from .results import AuditPlan, MultiRunPlan
+    from .results import AuditPlan, InferencePlan, MultiRunPlan
 
 __all__ = [
     "audit",
@@ -92,7 +92,7 @@ class _CallablePlan(types.ModuleType):
 
     def __call__(
         self, config: RunConfig | dict | str | Path | None = None, halfwidth: float = 0.01, runs: int | None = None
-    ) -> AuditPlan | MultiRunPlan:
+    ) -> AuditPlan | MultiRunPlan | InferencePlan:
         from .api import plan
 
         return plan(config, halfwidth, runs)

@@ -31,7 +31,7 @@ from .experiment.given import Records, given_sets, read_records
 from .experiment.run import RunResult
 from .plan import audit_roles, build, fewest_references
 from .report import outdir
-from .results import AuditPlan, AuditReport, MultiRunPlan
+from .results import AuditPlan, AuditReport, InferencePlan, MultiRunPlan
 
 if TYPE_CHECKING:  # torch and the training loop load in audit(): `miaudit score` never needs them (nor pandas)
     import pandas as pd
@@ -138,12 +138,13 @@ def _run_config(config: RunConfig | dict | str | Path | None) -> RunConfig:
 
 def plan(
     config: RunConfig | dict | str | Path | None = None, halfwidth: float = 0.01, runs: int | None = None
-) -> AuditPlan | MultiRunPlan:
+) -> AuditPlan | MultiRunPlan | InferencePlan:
     """The audit's power and cost before it runs (``miaudit plan``): nothing is trained, cached or written.
 
     Returns:
         ``forecast.forecast``'s answer: split sizes, interval widths and the detectable TPR per FPR level, the
-        members a wanted interval needs, and every model's training time (``forecast.lines`` prints it).
+        members a wanted interval needs, and every model's training time (``forecast.lines`` prints it). For an
+        infer-dataset config (``suspect:``, ``validation:``) ``InferencePlan``: the sets, the test's power, the time.
 
     Args:
         config: as ``run`` takes it.
@@ -155,7 +156,10 @@ def plan(
         ConfigError, DataError: as ``run``.
     """
     from . import forecast
+    from .dataset_inference import planning
 
+    if not isinstance(config, RunConfig) and planning.asks_inference(config):
+        return planning.from_config(cast(dict | str | Path, config), runs=runs)
     cfg = _run_config(config)
     if runs is not None:
         from .dp import runs_plan

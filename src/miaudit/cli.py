@@ -241,18 +241,23 @@ def plan_audit(
 ) -> None:
     """Power before the run: interval widths, the smallest detectable TPR, records needed, estimated time."""
     from . import api, forecast
+    from .dataset_inference import planning
     from .dp import runs_plan
-    from .results import MultiRunPlan
+    from .results import InferencePlan, MultiRunPlan
 
     _logging(quiet, verbose)
     cfg: RunConfig | None = None
     try:
-        if config is not None and "unlearning" in read(config):  # an unlearning audit (miaudit unlearn)
+        raw = read(config) if config is not None else {}
+        if config is not None and "unlearning" in raw:  # an unlearning audit (miaudit unlearn)
             print("\n".join(forecast.unlearning_lines(config, overrides or [])))
             return
-        cfg = _config(config, overrides)
-        result = api.plan(cfg, halfwidth=halfwidth, runs=runs)
-        said = runs_plan.lines(result) if isinstance(result, MultiRunPlan) else forecast.lines(result)
+        if config is not None and {"suspect", "validation"} & set(raw):  # dataset inference (infer-dataset)
+            said = planning.lines(planning.from_config(config, overrides or [], runs))
+        else:
+            result = api.plan(cfg := _config(config, overrides), halfwidth=halfwidth, runs=runs)
+            assert not isinstance(result, InferencePlan)  # a run config's plan
+            said = runs_plan.lines(result) if isinstance(result, MultiRunPlan) else forecast.lines(result)
     except MiauditError as e:
         _fail(e)
     except KeyboardInterrupt:
@@ -363,7 +368,7 @@ app.command("unlearn")(unlearn_command)  # unlearning/command.py: typer and rich
 
 
 @app.command()
-def schema(name: str = typer.Argument("results", help="results (the default), config, compare or plan")) -> None:
+def schema(name: str = typer.Argument("results", help="results, config, compare, plan, inference-plan")) -> None:
     """Print the JSON Schema (draft 2020-12) of results.json, a config, compare.json or plan's answer."""
     from .config import describe
 

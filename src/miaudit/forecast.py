@@ -19,7 +19,7 @@ from .experiment import datasets
 from .experiment.base import AuditRecords
 from .experiment.recipes import ModelJob, ModelRecipe, builtin_recipe, entry_for, open_store, reference_recipe
 from .plan import Plan
-from .results import AuditPlan, LevelPower, MeasuredTime, MembersForHalfwidth, ModelTime, QueryCost
+from .results import AuditPlan, LevelPower, MeasuredTime, MembersForHalfwidth, ModelTime, PlannedTraining, QueryCost
 from .stats import power
 from .training.store import Store
 
@@ -167,6 +167,12 @@ def _user_function_time(cfg: RunConfig, jobs: list[ModelJob]) -> TrainingTime:
     )
 
 
+def models_time(cfg: RunConfig, plan: Plan, records: AuditRecords) -> TrainingTime:
+    """The training time of the models ``miaudit run`` obtains on ``cfg``: the target and the references, or
+    with the user's target (``target:``) the references only."""
+    return training_time(cfg, plan) if cfg.target is None else _own_model_time(cfg, plan, records)
+
+
 def _own_model_time(cfg: RunConfig, plan: Plan, records: AuditRecords) -> TrainingTime:
     """A target the user trained or deployed (``target:``): only the references train, on the pool of the
     config's files (``experiment.build.reference_jobs``), each cached, measured or timed as ``training_time``
@@ -213,7 +219,7 @@ def _own_model_time(cfg: RunConfig, plan: Plan, records: AuditRecords) -> Traini
     )
 
 
-def _queries(cfg: RunConfig, records: AuditRecords) -> QueryCost | None:
+def queries(cfg: RunConfig, records: AuditRecords) -> QueryCost | None:
     """An endpoint's query cost: the records whose answers the audit reads, and how many the answer store
     lacks (each costs one query; nothing is asked here)."""
     if cfg.target is None or cfg.target.endpoint is None:
@@ -233,7 +239,7 @@ def _queries(cfg: RunConfig, records: AuditRecords) -> QueryCost | None:
                      requests=-(-to_ask // cfg.target.batch_size), label_only_extra=label)  # fmt: skip
 
 
-def _records(cfg: RunConfig) -> AuditRecords:
+def audit_records(cfg: RunConfig) -> AuditRecords:
     """The audit's records: a config's split, or for a target the user gives (``target:``) the sets its index
     files name (``experiment.own_model.membership_from_files``), as the run will have them."""
     ds = datasets.load(cfg)
@@ -250,7 +256,7 @@ def _records(cfg: RunConfig) -> AuditRecords:
 
 def forecast(cfg: RunConfig, plan: Plan, halfwidth: float = 0.01, at_tpr: float = 0.05) -> AuditPlan:
     """Split sizes, the intervals and detectable TPR at 0.1% and 1% FPR, records needed, and the run time."""
-    records = _records(cfg)
+    records = audit_records(cfg)
     ds, split = records.dataset, records.split
     n1, n0 = len(split.members), len(split.nonmembers)
     tests = sum(not a.info.is_ranking for a in plan.attacks) * 3  # the verdict's tests; 3 FPR levels: 0.1%, 1%, 5%
@@ -263,7 +269,7 @@ def forecast(cfg: RunConfig, plan: Plan, halfwidth: float = 0.01, at_tpr: float 
         )
         for a in LEVELS
     }
-    t = training_time(cfg, plan) if cfg.target is None else _own_model_time(cfg, plan, records)
+    t = models_time(cfg, plan, records)
     return AuditPlan(
         dataset=ds.name,
         n_members=n1,
@@ -282,7 +288,7 @@ def forecast(cfg: RunConfig, plan: Plan, halfwidth: float = 0.01, at_tpr: float 
         **({} if t.workers is None else {"workers": t.workers}),
         **({} if t.references_by is None else {"references_by": t.references_by}),
         estimated_training_seconds=t.estimated_training_seconds,
-        **({"queries": q} if (q := _queries(cfg, records)) is not None else {}),
+        **({"queries": q} if (q := queries(cfg, records)) is not None else {}),
         **({"dp_power": p} if (p := _dp_power(cfg)) is not None else {}),
     )
 
@@ -317,7 +323,7 @@ def lines(f: AuditPlan) -> list[str]:
         )
     m = f.members_for_halfwidth
     out.append(f"members for TPR {100 * m.at_tpr:g}% +-{100 * m.halfwidth:g}: {m.members}")
-    out.append(_time_line(f))
+    out.append(time_line(f))
     if f.dp_power is not None:
         out.append(f"dp-audit (one run): {f.dp_power}")
     if f.queries is not None:
@@ -330,7 +336,8 @@ def lines(f: AuditPlan) -> list[str]:
     return out
 
 
-def _time_line(f: AuditPlan) -> str:
+def time_line(f: PlannedTraining) -> str:
+    """The training line of a plan: the models to train, their time, how it was found."""
     models = f.models
     if not models:
         return "training: no model to train"

@@ -194,20 +194,22 @@ SCHEMAS = {
     "config": "a config (the same as `miaudit config --schema`)",
     "compare": "compare.json, which compare writes",
     "plan": "plan's answer (miaudit.forecast.forecast)",
+    "inference-plan": "plan's answer for an infer-dataset config (miaudit.dataset_inference.planning)",
 }
 
 
 def printed_schema(name: str) -> dict:
     """The JSON Schema ``miaudit schema NAME`` prints; an unknown name refused in one line (``ConfigError``)."""
     from ..errors import ConfigError, did_you_mean
-    from ..results import AuditPlan, AuditReport, Comparison
+    from ..results import AuditPlan, AuditReport, Comparison, InferencePlan
 
     if name not in SCHEMAS:
         hint = did_you_mean(name, list(SCHEMAS)) or f"; expected one of {', '.join(SCHEMAS)}"
         raise ConfigError(f"schema: {name!r} is not a schema miaudit prints{hint}")
     if name == "config":
         return schema()
-    outputs = {"results": AuditReport.json_schema, "compare": Comparison.json_schema, "plan": AuditPlan.json_schema}
+    outputs = {"results": AuditReport.json_schema, "compare": Comparison.json_schema, "plan": AuditPlan.json_schema,
+               "inference-plan": InferencePlan.json_schema}  # fmt: skip
     return outputs[name]()
 
 

@@ -32,9 +32,12 @@ def infer_command(
 
     def work() -> AuditReport:
         with outdir.reserved(where, force):  # first, as for run: nothing is written when anything fails
+            from ..experiment import announce
             from . import infer, request
 
-            answer = infer.infer(request.load(config, overrides or []))
+            req = request.load(config, overrides or [])
+            with announce.dataset_inference(len(req.suspect), len(req.validation)):  # its start line, not run's
+                answer = infer.infer(req)
             return inference.write(answer.results, answer.records, where)
 
     results = command(work, where, quiet, verbose)

@@ -6,10 +6,27 @@ what the next minutes are for (the per-model lines then count the models and est
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
 from ..config.run import RunConfig
 from ..plan import Plan
 from ..progress import log
 from .base import AuditRecords
+
+_INFERENCE: ContextVar[tuple[int, int] | None] = ContextVar("dataset_inference", default=None)
+
+
+@contextmanager
+def dataset_inference(n_suspect: int, n_validation: int) -> Iterator[None]:
+    """Within it, the start line says what ``miaudit infer-dataset`` does with the models (its own features of
+    ``n_suspect`` suspect and ``n_validation`` validation records), not the config's attacks, which it does not run."""
+    token = _INFERENCE.set((n_suspect, n_validation))
+    try:
+        yield
+    finally:
+        _INFERENCE.reset(token)
 
 
 def loop_recipe(cfg: RunConfig) -> str:
@@ -47,6 +64,17 @@ def start(
     if plan.references:
         models.append(f"{plan.references} reference model(s) ({reference_model or cfg.reference_architecture}, {loop})")
     obtain = " and ".join(models) + " to train or load from the cache" if models else "no model to train"
+    inference = _INFERENCE.get()
+    if inference is not None:
+        log.info(
+            "dataset inference on %s: %d suspect and %d validation records; %s; then per record the target's "
+            "outputs%s, compared between the two sets",
+            ds.name,
+            *inference,
+            obtain if target_trains else f"your target as given; {obtain}",
+            " and the offline attacks against the references" if plan.references else "",
+        )
+        return
     labels = ", ".join(a.label for a in plan.attacks)
     log.info(
         "auditing %s, %d records (%s): %s; then %d attack(s): %s",

@@ -33,7 +33,18 @@ from .findings import (
     WorstCase,
     WorstCell,
 )
-from .plan import AuditPlan, LevelPower, MeasuredTime, MembersForHalfwidth, ModelTime, MultiRunPlan, QueryCost
+from .plan import (
+    AuditPlan,
+    InferencePlan,
+    LevelPower,
+    MeasuredTime,
+    MembersForHalfwidth,
+    ModelTime,
+    MultiRunPlan,
+    PlannedTraining,
+    PowerAt,
+    QueryCost,
+)
 from .run import (
     Calibration,
     CanaryExposure,
@@ -83,6 +94,9 @@ __all__ = [
     "MeasuredTime",
     "MembersForHalfwidth",
     "MultiRunPlan",
+    "InferencePlan",
+    "PlannedTraining",
+    "PowerAt",
     "QueryCost",
     "Metrics",
     "ModelTime",

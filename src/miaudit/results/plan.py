@@ -84,7 +84,77 @@ class MultiRunPlan(Section):
     """the predicted training time of the 2R models"""
 
 
-class AuditPlan(Section):
+class PlannedTraining(Section):
+    """The models a planned command obtains and their training time (``forecast.models_time``), an endpoint's
+    queries: the keys ``AuditPlan`` and ``InferencePlan`` share."""
+
+    command: str
+    """the command the plan is for: run, run with your target, dp-audit (one run), or infer-dataset and whose models
+    it obtains"""
+    models: list[ModelTime]
+    """every model the audit obtains, the target first"""
+    seconds_per_epoch: dict[str, Number]
+    """target / reference -> one timed epoch"""
+    measured: dict[str, MeasuredTime] | None = None
+    """target / reference -> the training time measured on this machine for such models in the cache"""
+    workers: int | None = None
+    """worker processes training models (1: none)"""
+    references_by: str | None = None
+    """the user's train_fn that trains the references (not timed)"""
+    estimated_training_seconds: Number
+    """the predicted wall-clock training time"""
+    queries: QueryCost | None = None
+    """an endpoint's query cost"""
+
+
+class PowerAt(Section):
+    """What the dataset-inference test of these set sizes sees at one per-record member AUC (``power.py``)."""
+
+    member_auc: Number
+    """the AUC of a used record against unused ones, on the test's features (the leak per record)"""
+    power_if_all_used: Number
+    """the chance that the test says "used" when every suspect record was used"""
+    detectable_fraction: Number | None
+    """the smallest fraction of the suspect set whose use the test detects with ``InferencePlan.power``; None: not
+    even the whole set"""
+    smallest_suspect_set: int | None
+    """the fewest suspect records, all used, detected with that power against these validation records; None: no
+    number would"""
+
+
+class InferencePlan(PlannedTraining):
+    """``miaudit plan`` of an infer-dataset config: the record sets, the test's power before the answer, and the
+    models to train or load (those of ``miaudit run`` on the config) with their training time."""
+
+    model_config = ConfigDict(title="miaudit plan (infer-dataset)")
+
+    dataset: str
+    """the data set"""
+    n_records: int
+    """records in the data set"""
+    n_suspect: int
+    """suspect records"""
+    n_validation: int
+    """validation records (known not used)"""
+    level: Number
+    """the p-value below which the verdict is "used" (``inference.level``)"""
+    permutations: int
+    """label permutations of the test's null"""
+    references: int
+    """reference models the run config plans (their attacks give features; their members scale the fraction)"""
+    power: Number
+    """the power ``detectable_fraction`` and ``smallest_suspect_set`` are for"""
+    power_at: list[PowerAt]
+    """what the test sees at a few per-record member AUCs (the answer's own power uses the references' AUC)"""
+
+    @classmethod
+    def json_schema(cls) -> JsonObject:
+        """The JSON Schema (draft 2020-12) of ``miaudit plan``'s answer for an infer-dataset config (``miaudit schema
+        inference-plan``)."""
+        return {"$schema": SCHEMA_URI, **cls.model_json_schema(mode="validation")}
+
+
+class AuditPlan(PlannedTraining):
     """``miaudit plan``: the audit's split, power at each FPR level, and training time, before it runs."""
 
     model_config = ConfigDict(title="miaudit plan")
@@ -105,22 +175,6 @@ class AuditPlan(Section):
     """FPR level -> what the audit can show there"""
     members_for_halfwidth: MembersForHalfwidth
     """members for a TPR interval of the wanted half-width"""
-    command: str
-    """the command the plan is for: run, run with your target, or dp-audit (one run)"""
-    models: list[ModelTime]
-    """every model the audit obtains, the target first"""
-    seconds_per_epoch: dict[str, Number]
-    """target / reference -> one timed epoch"""
-    measured: dict[str, MeasuredTime] | None = None
-    """target / reference -> the training time measured on this machine for such models in the cache"""
-    workers: int | None = None
-    """worker processes training models (1: none)"""
-    references_by: str | None = None
-    """the user's train_fn that trains the references (not timed)"""
-    estimated_training_seconds: Number
-    """the predicted wall-clock training time"""
-    queries: QueryCost | None = None
-    """an endpoint's query cost"""
     dp_power: str | None = None
     """a config with canaries: the one-run DP audit's power line, said before training"""
 
