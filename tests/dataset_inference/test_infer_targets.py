@@ -2,10 +2,11 @@
 user gives (``target: {architecture, checkpoint}``, docs/own-model.md) and the same model behind an endpoint
 (``target: {endpoint: URL}``, docs/endpoint.md, served by ``miaudit.endpoint.serve.V2Server`` on 127.0.0.1).
 
-The data owner knows no membership: ``queries:`` lists the suspect and validation records (every other record of
-the data is population, on which the references train). The model overfits 300 digits (train accuracy 1.0, test
-about 0.94); the 100 suspects are all among them, the 100 validation records not. Each answer must say "used",
-validate against ``miaudit schema``, and the endpoint must be asked each record once, then never again."""
+The data owner knows no membership and names none: the suspect and validation records become the queries
+(membership unknown) and every other record of the data is population, on which the references train. The model
+overfits 300 digits (train accuracy 1.0, test about 0.94); the 100 suspects are all among them, the 100 validation
+records not. Each answer must say "used", validate against ``miaudit schema``, and the endpoint must be asked each
+record once, then never again."""
 
 from __future__ import annotations
 
@@ -52,9 +53,8 @@ def owner(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     np.savez(where / "data.npz", x=x, y=y)
     save_file({k: v.detach().contiguous() for k, v in model.state_dict().items()}, str(where / "model.safetensors"))
     suspect, validation = trained[:100], np.sort(others[:100])
-    np.save(where / "queries.npy", np.concatenate([suspect, validation]))
     np.savetxt(where / "suspect.txt", suspect, fmt="%d")
-    raw = {"dataset": {"path": "data.npz"}, "queries": "queries.npy", "references": 2, "train": TRAIN,
+    raw = {"dataset": {"path": "data.npz"}, "references": 2, "train": TRAIN,
            "suspect": "suspect.txt", "validation": [int(i) for i in validation]}  # fmt: skip
     return {"dir": where, "model": model, "raw": raw, "n": len(y)}
 

@@ -66,15 +66,18 @@ class SplitConfig(Strict):
 
 
 class QueriesConfig(Strict):
-    """How the audited records are queried. ``queries: FILE`` is shorthand for ``{indices: FILE}``."""
+    """How the audited records are queried. ``queries: FILE`` (or a list of indices) is shorthand for
+    ``{indices: ...}``."""
 
-    indices: Path | None = Field(default=None, description="record indices to audit, membership unknown")
+    indices: Path | list[int] | None = Field(
+        default=None, description="record indices to audit, membership unknown: a .npy or text file of them, or a list"
+    )
     augment: QueryAugment = "none"
 
 
 def queries_shorthand(v: object) -> object:
-    """``queries: FILE`` is shorthand for ``{indices: FILE}``; none, every default."""
-    return {} if v is None else {"indices": v} if isinstance(v, (str, Path)) else v
+    """``queries: FILE`` or ``queries: [indices]`` is shorthand for ``{indices: ...}``; none, every default."""
+    return {} if v is None else {"indices": v} if isinstance(v, (str, Path, list)) else v
 
 
 class CalibrationConfig(Strict):

@@ -33,6 +33,8 @@ from .records import CalibrationConfig, DataConfig, QueriesConfig, SplitConfig, 
 from .settings import AttacksOrAuto, Fdr, MinFpr, Mode, OffWhenNone, Seed
 from .target import TargetConfig
 
+AUDITED = ("members", "nonmembers", "queries")  # the keys naming the records a user's target is audited on
+
 
 class TrainConfig(options.TrainConfig):
     __doc__ = options.TrainConfig.__doc__  # training's options (training/options.py), the same keys and schema

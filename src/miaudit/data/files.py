@@ -12,6 +12,7 @@ import logging
 import warnings
 import zipfile
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -157,24 +158,16 @@ def _image_folder(root: Path) -> tuple[np.ndarray, np.ndarray]:
     return np.stack([_pixels(im, colour) for im in opened]), np.array([label for _, label in files], dtype=np.int64)
 
 
-def load_indices(path: str | Path, field: str, n_records: int) -> np.ndarray:
-    """Record indices (rows of the data set) from a ``.npy`` or text file (one integer per line)."""
-    path = Path(path).expanduser()
-    if not path.is_file():
-        raise DataError(f"{field}: file {path} not found")
-    try:
-        with warnings.catch_warnings():  # an empty text file: numpy warns, then the caller refuses it in one line
-            warnings.simplefilter("ignore", UserWarning)
-            raw = np.load(path, allow_pickle=False) if path.suffix.lower() == ".npy" else np.loadtxt(path, ndmin=1)
-    except (ValueError, OSError, EOFError) as e:
-        raise DataError(
-            f"{field}: {path.name} is not a list of record indices ({str(e).splitlines()[0][:100]})"
-        ) from None
+def load_indices(path: str | Path | Sequence[int], field: str, n_records: int) -> np.ndarray:
+    """Record indices (rows of the data set) from a ``.npy`` or text file (one integer per line), or given as a list."""
+    if not isinstance(path, str | Path):
+        raw, name = np.asarray(path), "the list"
+    else:
+        raw, name = _index_file(Path(path).expanduser(), field), Path(path).name
     raw = np.asarray(raw)
     if raw.ndim != 1 or raw.dtype.kind not in "iuf" or not np.all(np.isfinite(raw)) or not np.all(raw == np.round(raw)):
         raise DataError(
-            f"{field}: {path.name} must hold one integer record index per line, got shape {raw.shape}, "
-            f"dtype {raw.dtype}"
+            f"{field}: {name} must hold one integer record index per line, got shape {raw.shape}, dtype {raw.dtype}"
         )
     idx = raw.astype(np.int64)
     if idx.size and (idx.min() < 0 or idx.max() >= n_records):
@@ -184,3 +177,17 @@ def load_indices(path: str | Path, field: str, n_records: int) -> np.ndarray:
     if (counts > 1).any():
         raise DataError(f"{field}: index {unique[counts > 1][0]} is listed {counts.max()} times")
     return idx
+
+
+def _index_file(path: Path, field: str) -> np.ndarray:
+    """A file of record indices read without pickle (``load_indices`` checks what it holds)."""
+    if not path.is_file():
+        raise DataError(f"{field}: file {path} not found")
+    try:
+        with warnings.catch_warnings():  # an empty text file: numpy warns, then the caller refuses it in one line
+            warnings.simplefilter("ignore", UserWarning)
+            return np.load(path, allow_pickle=False) if path.suffix.lower() == ".npy" else np.loadtxt(path, ndmin=1)
+    except (ValueError, OSError, EOFError) as e:
+        raise DataError(
+            f"{field}: {path.name} is not a list of record indices ({str(e).splitlines()[0][:100]})"
+        ) from None

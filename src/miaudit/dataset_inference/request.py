@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..config.files import one_line, read, with_overrides
 from ..config.paths import anchored
-from ..config.run import RunConfig, from_dict
+from ..config.run import AUDITED, RunConfig, from_dict
 from ..errors import ConfigError
 
 KEYS = ("suspect", "validation", "inference")
@@ -105,6 +105,10 @@ def from_mapping(raw: Mapping[str, Any], folder: Path | None = None) -> Request:
         options = InferenceOptions.model_validate(raw.pop("inference", None) or {})
     except ValidationError as e:
         raise ConfigError(f"inference.{one_line(e, InferenceOptions)}") from None
+    if raw.get("target") is not None and not any(raw.get(k) for k in AUDITED):
+        # a data owner knows no membership: the suspect and validation records are the queries (membership
+        # unknown), every other record population
+        raw["queries"] = sorted(set(suspect.tolist()) | set(validation.tolist()))
     return Request(from_dict(raw), suspect, validation, options)
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from .. import lm
-from ..config.run import RunConfig
+from ..config.run import AUDITED, RunConfig
 from ..data import Dataset
 from ..errors import DataError, ModelError
 from ..lm import names
@@ -36,7 +36,6 @@ from .recipes import ModelRecipe
 if TYPE_CHECKING:
     import torch.nn as nn
 
-AUDITED = ("members", "nonmembers", "queries")
 NEW_WEIGHTS = "new weights"  # a reference of the target's architecture trained from scratch, as reports name it
 
 
