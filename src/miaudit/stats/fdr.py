@@ -78,7 +78,7 @@ def at_risk(p_values: np.ndarray, fdr: float, n_calibration: int | None) -> AtRi
     return AtRisk(fdr, int(np.sum(q <= fdr)), int(np.isfinite(p).sum()), floor)
 
 
-# --- the records-at-risk procedure on pooled-null p-values (docs/concepts.md, records at risk) -------------------
+# --- the FDR procedures the records at risk name (stats.screened; docs/concepts.md, records at risk) ---------------
 STOREY_LAMBDA = 0.5
 
 
