@@ -21,10 +21,8 @@ from .dp import (
 )
 from .findings import (
     AttackChoice,
-    CalibrationCheck,
     Candidate,
     Claim,
-    PseudoTargetFDP,
     PseudoTargets,
     RealizedFDP,
     RecordsAtRisk,
@@ -56,7 +54,6 @@ __all__ = [
     "BlindTest",
     "Bound",
     "Calibration",
-    "CalibrationCheck",
     "CanaryExposure",
     "Candidate",
     "Change",
@@ -90,7 +87,6 @@ __all__ = [
     "ObserverTest",
     "PPVByPrior",
     "PPVCell",
-    "PseudoTargetFDP",
     "PseudoTargets",
     "Ranking",
     "RealizedFDP",
