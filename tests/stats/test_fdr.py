@@ -17,7 +17,7 @@ def test_bh_by_hand() -> None:
     # then the running minimum from the top: 0.005 0.02 0.05125 0.05125 0.6.
     p = np.array([0.041, 0.001, 0.6, 0.008, 0.039])
     np.testing.assert_allclose(fdr.bh_qvalues(p), [0.05125, 0.005, 0.6, 0.02, 0.05125])
-    assert fdr.at_risk(p, 0.05, None).count == 2  # 0.001 and 0.008; 0.039 and 0.041 have q 0.05125
+    assert (fdr.bh_qvalues(p) <= 0.05).sum() == 2  # 0.001 and 0.008; 0.039 and 0.041 have q 0.05125
 
 
 def test_bh_matches_scipy_and_keeps_nan() -> None:
@@ -29,13 +29,10 @@ def test_bh_matches_scipy_and_keeps_nan() -> None:
     np.testing.assert_allclose(q[:-1], stats.false_discovery_control(p[:10], method="bh"))
 
 
-def test_floor_and_calibration_needed() -> None:
+def test_the_conformal_floor() -> None:
     assert fdr.smallest_pvalue(119) == pytest.approx(1 / 120)
-    # 300 queries at FDR 0.05: a lone record needs p <= 0.05 / 300, so 1 / (n + 1) <= 1/6000: n >= 5999.
-    assert fdr.calibration_needed(300, 0.05) == 5999
-    assert 1 / (fdr.calibration_needed(300, 0.05) + 1) <= 0.05 / 300 < 1 / fdr.calibration_needed(300, 0.05)
     p = np.exp(empirical_log_pvalues(np.array([9.0, 9.5, 0.0]), np.arange(5.0)))  # 1/6 1/6 1
-    assert fdr.at_risk(p, 0.5, 5).at_floor == 2
+    assert np.sum(p <= fdr.smallest_pvalue(5) * (1 + 1e-9)) == 2  # no score of 5 calibration records is lower
 
 
 def test_fdr_controlled_on_simulated_conformal_pvalues() -> None:
@@ -50,27 +47,18 @@ def test_fdr_controlled_on_simulated_conformal_pvalues() -> None:
         p = np.exp(empirical_log_pvalues(scores, rng.normal(size=2000)))
         flagged = fdr.bh_qvalues(p) <= level
         fdp.append((flagged & ~member).sum() / max(flagged.sum(), 1))
-        storey.append(fdr.realized_fdp(fdr.procedure_qvalues(p, "storey-bh") <= level, member).value)
+        storey_q = np.minimum(1.0, fdr.storey_null_share(p) * fdr.bh_qvalues(p))  # as stats.screened runs it
+        storey.append(fdr.realized_fdp(storey_q <= level, member).value)
         raw.append((~member & (p < level)).sum() / max((p < level).sum(), 1))
     for realized in (np.array(fdp), np.array(storey)):  # BH, and Storey's adaptive BH on the same p-values
         assert realized.mean() <= level + 2 * realized.std(ddof=1) / math.sqrt(reps)
     assert np.mean(raw) > 0.2  # flagging p < 0.05: ~13 of the 270 non-members among ~40 flags
 
 
-def test_scipy_procedures_match_bh_and_by() -> None:
-    p = np.random.default_rng(1).uniform(size=300) ** 2
-    np.testing.assert_allclose(fdr.scipy_qvalues(p, "bh"), fdr.bh_qvalues(p), rtol=1e-12)
-    by = fdr.procedure_qvalues(p, "by")
-    np.testing.assert_allclose(by, np.minimum(1, fdr.bh_qvalues(p) * np.sum(1 / np.arange(1, 301))), rtol=1e-12)
-    assert np.isnan(fdr.scipy_qvalues(np.r_[p[:3], np.nan], "bh")[-1])
-
-
 def test_storey_null_share_by_hand() -> None:
-    # m = 20, lambda = 0.5: 3 p-values above 0.5, so pi0 = (1 + 3) / (20 x 0.5) = 0.4;
-    # Storey's q = 0.4 x BH's q.
+    # m = 20, lambda = 0.5: 3 p-values above 0.5, so pi0 = (1 + 3) / (20 x 0.5) = 0.4.
     p = np.r_[np.full(12, 0.001), [0.1, 0.2, 0.3, 0.4, 0.45], [0.6, 0.8, 0.95]]
     assert fdr.storey_null_share(p) == pytest.approx(0.4)
-    np.testing.assert_allclose(fdr.procedure_qvalues(p, "storey-bh"), 0.4 * fdr.bh_qvalues(p))
     assert fdr.storey_null_share(np.full(10, 0.9)) == 1.0  # (1 + 10) / 5 capped at 1
 
 

@@ -17,8 +17,7 @@ from ..plan import PlannedAttack
 from ..progress import log, working
 from ..results import BlindBaseline, CanaryExposure, DPAudit
 from ..stats import metrics
-from ..stats.pooled_null import PseudoTargetScores
-from . import cached, choice, deployable, pseudo_targets
+from . import cached, choice, deployable
 from .base import Experiment
 
 
@@ -29,7 +28,6 @@ class AttackRun:
     metrics: metrics.AttackMetrics | None  # None when the queries' membership is unknown
     seconds: dict[str, float]
     deployable: dict | None = None  # thresholds set on the references alone (experiment.deployable)
-    pseudo_targets: list[PseudoTargetScores] | None = None  # the references' null pool (experiment.pseudo_targets)
     calibration_scores: np.ndarray | None = None  # the calibration records' scores (known non-members of the target)
 
 
@@ -66,7 +64,6 @@ def run_attack(exp: Experiment, attack: PlannedAttack, inputs: AttackInputs | No
         found,
         seconds,
         None if found is None else deployable_at(exp, attack, inputs, result),
-        pseudo_targets.scores(attack.info, attack.params, attack.references, inputs),
         calibration_scores,
     )
 

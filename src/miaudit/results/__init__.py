@@ -21,10 +21,8 @@ from .dp import (
 )
 from .findings import (
     AttackChoice,
-    CalibrationCheck,
     Candidate,
     Claim,
-    PseudoTargetFDP,
     PseudoTargets,
     RealizedFDP,
     RecordsAtRisk,
@@ -67,7 +65,6 @@ __all__ = [
     "BlindTest",
     "Bound",
     "Calibration",
-    "CalibrationCheck",
     "CanaryExposure",
     "Candidate",
     "Change",
@@ -104,7 +101,6 @@ __all__ = [
     "ObserverTest",
     "PPVByPrior",
     "PPVCell",
-    "PseudoTargetFDP",
     "PseudoTargets",
     "Ranking",
     "RealizedFDP",

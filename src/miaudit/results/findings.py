@@ -71,33 +71,9 @@ class RealizedFDP(Section):
     an expectation, so one audit's share above the level with the level inside its interval is no breach)"""
 
 
-class PseudoTargetFDP(RealizedFDP):
-    """The FDR procedure run on each pseudo-target against the pool of the others (``stats.pooled_null``)."""
-
-    procedure: str | None = None
-    """the FDR procedure run on the pseudo-targets (``stats.fdr.PROCEDURES``)"""
-    worst_pseudo_target: Number | None = None
-    """the highest single pseudo-target's realized FDP"""
-    members_flagged: int | None = None
-    """members flagged over all pseudo-targets: the procedure's power there"""
-
-
-class CalibrationCheck(Section):
-    """The target's own known non-members (its calibration records) against the pooled null
-    (``stats.pooled_null.calibration_check``)."""
-
-    records: int
-    """calibration records compared"""
-    share_at_p_0_01: Number | None = Field(alias="share_at_p_0.01")
-    """the share of them at pooled p <= 0.01; None without records"""
-    ci: Interval
-    """its exact (Clopper-Pearson) interval"""
-    anti_conservative: bool
-    """whether the interval's lower end is above 0.01: the pool is anti-conservative for this target in the tail"""
-
-
 class PooledFDP(RealizedFDP):
-    """Files written before issue 45: the pooled procedure's realized FDP on the pseudo-targets."""
+    """Read from files written before issue 45 only (nothing writes it now): the pooled procedure's realized FDP on
+    the pseudo-targets."""
 
     procedure: str
     """the FDR procedure"""
@@ -108,7 +84,8 @@ class PooledFDP(RealizedFDP):
 
 
 class PseudoTargets(Section):
-    """Files written before issue 45: the references as pseudo-targets of the pooled null."""
+    """Read from files written before issue 45 only (nothing writes it now): the references as pseudo-targets of the
+    pooled null."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -121,7 +98,8 @@ class PseudoTargets(Section):
 
 
 class PooledCheck(Section):
-    """Files written before issue 45: the target's calibration records against the pooled null."""
+    """Read from files written before issue 45 only (nothing writes it now): the target's calibration records against
+    the pooled null."""
 
     model_config = ConfigDict(extra="forbid")
 

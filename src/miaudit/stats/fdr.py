@@ -12,14 +12,11 @@ record alone only when 1 / (n + 1) <= q / m, and records tied at that floor cann
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from .. import results
-
-FDR_DEFAULT = 0.05
 
 
 def bh_qvalues(p_values: np.ndarray) -> np.ndarray:
@@ -49,51 +46,8 @@ def smallest_pvalue(n_calibration: int) -> float:
     return 1.0 / (n_calibration + 1)
 
 
-def calibration_needed(n_queries: int, fdr: float) -> int:
-    """Calibration records needed for BH at ``fdr`` to be able to flag a single record among ``n_queries``:
-    the floor 1 / (n + 1) must reach BH's first threshold fdr / m."""
-    return max(0, math.ceil(n_queries / fdr - 1e-9) - 1)
-
-
-@dataclass(frozen=True)
-class AtRisk:
-    """BH's answer for one attack's p-values."""
-
-    fdr: float
-    count: int  # records with q <= fdr
-    n_tested: int  # records with a finite p-value
-    at_floor: int  # records whose p-value is the conformal floor (0 without calibration)
-
-    @property
-    def false_discoveries_bound(self) -> float:
-        """BH's guarantee in counts: the expected number of false flags is at most fdr x count."""
-        return self.fdr * self.count
-
-
-def at_risk(p_values: np.ndarray, fdr: float, n_calibration: int | None) -> AtRisk:
-    """Count the records BH flags at ``fdr``; ``n_calibration`` None: raw p-values (no floor)."""
-    p = np.asarray(p_values, dtype=np.float64)
-    q = bh_qvalues(p)
-    floor = 0 if n_calibration is None else int(np.sum(p <= smallest_pvalue(n_calibration) * (1 + 1e-9)))
-    return AtRisk(fdr, int(np.sum(q <= fdr)), int(np.isfinite(p).sum()), floor)
-
-
-# --- the records-at-risk procedure on pooled-null p-values (docs/concepts.md, records at risk) -------------------
+# --- the FDR procedures the records at risk name (stats.screened; docs/concepts.md, records at risk) ---------------
 STOREY_LAMBDA = 0.5
-
-
-def scipy_qvalues(p_values: np.ndarray, method: str = "bh") -> np.ndarray:
-    """``scipy.stats.false_discovery_control`` (``"bh"`` or ``"by"``) over the finite p-values; NaN elsewhere.
-
-    BY (Benjamini-Yekutieli) holds under any dependence, at the price of a factor sum(1/i) ~ ln m + 0.58."""
-    from scipy.stats import false_discovery_control  # a second's import: only where records are tested
-
-    p = np.asarray(p_values, dtype=np.float64)
-    q = np.full(p.shape, np.nan)
-    finite = np.isfinite(p)
-    if finite.any():
-        q[finite] = false_discovery_control(p[finite], method=method)
-    return q
 
 
 def storey_null_share(p_values: np.ndarray, lam: float = STOREY_LAMBDA) -> float:
@@ -116,13 +70,6 @@ PROCEDURES = {
     "estimated share of non-members; valid for independent p-values and for conformal p-values sharing one null pool",
     "by": "Benjamini-Yekutieli: valid under any dependence, about ln(m) + 0.58 times stricter than BH",
 }
-
-
-def procedure_qvalues(p_values: np.ndarray, procedure: str) -> np.ndarray:
-    """q-values of ``procedure`` (a key of ``PROCEDURES``): a record is flagged at FDR q when its q-value <= q."""
-    if procedure == "storey-bh":
-        return np.minimum(1.0, storey_null_share(p_values) * scipy_qvalues(p_values, "bh"))
-    return scipy_qvalues(p_values, procedure)
 
 
 @dataclass(frozen=True)
