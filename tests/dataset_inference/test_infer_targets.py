@@ -95,10 +95,40 @@ def test_an_endpoint_asked_each_record_once(owner: dict[str, Any], tmp_path: Pat
         d = _infer(owner, "endpoint", target, tmp_path / "first")
         _used(d)
         assert srv.rows == owner["n"]  # each record of the data once: the suspects, validation and population
+        spent = AuditReport.load(tmp_path / "first" / "results.json").endpoint
+        assert spent is not None and spent.queries_spent == owner["n"]  # results.json says what the answer cost
         own = _infer(owner, "own", {"architecture": "mlp", "checkpoint": "model.safetensors"}, tmp_path / "own")
         assert d.features == own.features and d.auc == pytest.approx(own.auc, abs=0.01)  # the same model's answers
         again = _infer(owner, "endpoint", target, tmp_path / "again")
         assert srv.rows == owner["n"] and again.p_value == d.p_value  # answered from the store: no query
+        rerun = AuditReport.load(tmp_path / "again" / "results.json").endpoint
+        assert rerun is not None and rerun.queries_spent == 0
         assert "0 are not in the answer store" in invoke("plan", str(path)).output
     finally:
         srv.stop()
+
+
+def test_a_causal_language_model(tmp_path: Path) -> None:
+    """A gpt-tiny trained by miaudit on texts: the features are its token statistics and the reference attacks,
+    the blind guard reads the texts' words, and suspects it trained on many epochs over are found used."""
+    import pandas as pd
+
+    from miaudit import config, pipeline
+
+    rng = np.random.default_rng(0)
+    words = ["the", "a", "team", "market", "stock", "goal", "season", "price", "oil", "bank", "cup", "win", "rose"]
+    texts = [" ".join(rng.choice(words, size=int(rng.integers(6, 12)))) for _ in range(400)]
+    pd.DataFrame({"text": texts}).to_csv(tmp_path / "texts.csv", index=False)
+    train = {"epochs": 30, "batch_size": 16, "lr": 0.01, "optimizer": "adamw"}
+    raw = {"dataset": {"path": str(tmp_path / "texts.csv"), "text_column": "text"},
+           "model": "gpt-tiny[max_length=12,width=16]", "seed": 0, "references": 2, "train": train,
+           "attacks": ["attack-p"]}  # fmt: skip
+    split = pipeline.prepare(config.from_dict(raw)).split
+    raw |= {"suspect": [int(i) for i in split.members[:40]], "validation": [int(i) for i in split.nonmembers[:60]]}
+    (tmp_path / "lm.yaml").write_text(yaml.safe_dump(raw))
+    res = invoke("infer-dataset", str(tmp_path / "lm.yaml"), "--out", str(tmp_path / "out"))
+    assert res.exit_code == 0, res.output
+    d = AuditReport.load(tmp_path / "out" / "results.json").dataset_inference
+    assert d is not None and d.features[:4] == ["mean_loglik", "zlib", "min_k", "min_k_pp"]
+    assert {"lira", "rmia"} <= set(d.features) and d.blind.classifier.startswith("TF-IDF")
+    assert d.used is True and d.fraction is not None, (d.p_value, d.auc)

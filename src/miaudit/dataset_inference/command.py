@@ -32,12 +32,9 @@ def infer_command(
 
     def work() -> AuditReport:
         with outdir.reserved(where, force):  # first, as for run: nothing is written when anything fails
-            from ..experiment import announce
             from . import infer, request
 
-            req = request.load(config, overrides or [])
-            with announce.dataset_inference(len(req.suspect), len(req.validation)):  # its start line, not run's
-                answer = infer.infer(req)
+            answer = infer.infer(request.load(config, overrides or []))
             return inference.write(answer.results, answer.records, where)
 
     results = command(work, where, quiet, verbose)

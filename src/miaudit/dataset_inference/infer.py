@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import pipeline, plan
 from .._version import __version__
-from ..experiment import datasets
+from ..experiment import announce, datasets
 from ..experiment.base import Experiment
 from ..progress import log, working
 from ..report.records import environment
@@ -248,7 +248,8 @@ def infer(req: Request) -> Inference:
     # every reference the config names, whatever its attacks need: the features use them all (a run trains as many
     # as its attacks use; the first ones are the same models, from the cache)
     planned = plan.build(cfg, plan.config_roles(cfg))
-    exp = pipeline.prepare(cfg, replace(planned, references=max(planned.references, cfg.references or 0)))
+    with announce.dataset_inference(len(req.suspect), len(req.validation)):  # its own start line, not run's
+        exp = pipeline.prepare(cfg, replace(planned, references=max(planned.references, cfg.references or 0)))
     ds = exp.dataset
     idx = np.concatenate([req.suspect, req.validation])
     is_suspect = np.r_[np.ones(len(req.suspect), dtype=bool), np.zeros(len(req.validation), dtype=bool)]
@@ -282,6 +283,7 @@ def _report(exp: Experiment, section: DatasetInference) -> AuditReport:
         verdict=None,  # no membership test of the target: the answer is dataset_inference's
         attacks=[],
         dataset_inference=section.model_dump(),
+        **({"endpoint": exp.oracle.usage()} if exp.oracle is not None else {}),  # the queries the answer spent
         config=json.loads(cfg.model_dump_json()),
         environment=environment(exp.device),
     )
