@@ -28,6 +28,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 import numpy as np
+from scipy import stats
 
 from miaudit import pipeline
 from miaudit.config.run import from_dict
@@ -191,6 +192,11 @@ def main() -> None:
           "`MIAUDIT_DATA_DIR=../shared/data python benchmarks/dataset_inference/run.py` on 2 shared CPU cores; "
           "intervals are Clopper-Pearson 95%. Validation: 300 unused records per draw; suspects: 100 unless said.",
           "", table(results), ""]  # fmt: skip
+    for name, res in results.items():
+        null = np.array([r["p_value"] for r in res["draws"] if r["kind"] == "null"])
+        md.append(f"- {name}: the {len(null)} null draws' p-values against the uniform: Kolmogorov-Smirnov p = "
+                  f"{stats.kstest(null, 'uniform').pvalue:.2f}, {int((null < 0.05).sum())} below 0.05, "
+                  f"{int((null < 0.1).sum())} below 0.1, mean {null.mean():.3f}")  # fmt: skip
     for name, res in results.items():
         md.append(f"- {name}: config {res['config']}; {res['n_members']} members, {res['n_unused']} unused records; "
                   f"features {', '.join(res['features'])}; members' AUC on the pseudo-targets "
