@@ -94,3 +94,12 @@ def test_the_attacks_shared_choices_are_read_off_the_registries() -> None:
     assert lines["posterior"] == f"  posterior: ({', '.join(takers)}) {' | '.join(posteriors.names())}"
     assert {"bmia", "mr-bmia", "eb-bmia"} <= set(takers)
     assert "exp-family" in lines["family"] and "gaussian-equal-var" in lines["family"]
+
+
+@pytest.mark.parametrize(("key", "command"), [("suspect", "infer-dataset"), ("unlearning", "unlearn")])
+def test_another_commands_key_names_that_command(key: str, command: str) -> None:
+    """A run config holding an infer-dataset or unlearn key: the one line says which command reads it."""
+    with pytest.raises(ConfigError, match=rf"^{key}: a key of `miaudit {command}`, not of this command"):
+        config.from_dict({"dataset": "digits", "model": "mlp", key: [1, 2, 3, 4]})
+    with pytest.raises(ConfigError, match=r"^suspct: unknown key; known keys"):
+        config.from_dict({"dataset": "digits", "model": "mlp", "suspct": 1})

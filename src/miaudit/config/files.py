@@ -92,6 +92,14 @@ def _slot(node: object, part: str, key: str) -> tuple[Any, Any]:
     return node, part
 
 
+COMMAND_KEYS = {  # top-level keys another command reads besides a run config's: its name, for the hint
+    "suspect": "infer-dataset",
+    "validation": "infer-dataset",
+    "inference": "infer-dataset",
+    "unlearning": "unlearn",
+}
+
+
 def one_line(e: ValidationError, model: type[BaseModel] = BaseModel, also: tuple[str, ...] = ()) -> str:
     """A pydantic error as ``key.path: message (and N more)``; an unknown key of ``model`` (whose other
     accepted keys are ``also``) gets the closest known key as a suggestion."""
@@ -100,7 +108,9 @@ def one_line(e: ValidationError, model: type[BaseModel] = BaseModel, also: tuple
     msg = err["msg"].removeprefix("Value error, ")
     if err["loc"]:  # a message already naming its key (models' errors say "model: ..."): not named twice
         msg = re.sub(rf"^({re.escape(str(err['loc'][-1]))}|model): ", "", msg)
-    if err["type"] == "extra_forbidden":
+    if err["type"] == "extra_forbidden" and len(err["loc"]) == 1 and str(err["loc"][0]) in COMMAND_KEYS:
+        msg = f"a key of `miaudit {COMMAND_KEYS[str(err['loc'][0])]}`, not of this command: run that one on this config"
+    elif err["type"] == "extra_forbidden":
         known = [*_fields_at(model, err["loc"][:-1]), *also]
         msg = f"unknown key{did_you_mean(str(err['loc'][-1]), known) or f'; known keys: {sorted(known)}'}"
     more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""

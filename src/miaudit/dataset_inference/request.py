@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..config.files import one_line, read, with_overrides
+from ..config.files import COMMAND_KEYS, one_line, read, with_overrides
 from ..config.paths import anchored
 from ..config.run import AUDITED, RunConfig, from_dict
 from ..errors import ConfigError
 
-KEYS = ("suspect", "validation", "inference")
+KEYS = tuple(k for k, command in COMMAND_KEYS.items() if command == "infer-dataset")
 MIN_RECORDS = 4  # per set: two per half of the cross-fitting
 
 
