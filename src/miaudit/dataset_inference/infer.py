@@ -256,7 +256,7 @@ def infer(req: Request) -> Inference:
     with working("dataset inference: features"):
         m = measure(exp, idx, req.validation, cfg.seed)
     section, test = decide(m, is_suspect, ds.x[idx], ds.y[idx], ds.n_classes, req.options, cfg.seed)
-    log.info("dataset inference: %s", section.verdict)
+    log.debug("dataset inference: %s", section.verdict)  # the command prints it first; Python returns it
     records = {
         "record": idx,
         "suspect": is_suspect.astype(np.int64),
