@@ -113,6 +113,7 @@ def bench(name: str, log) -> dict:
             "kind": kind, "n_suspect": len(suspects), "true_fraction": truth, "used": d.used, "p_value": d.p_value,
             "auc": d.auc, "blind_auc": d.blind.auc, "blind_ci": d.blind.ci, "guard": d.blind.shifted,
             "fraction": None if f is None else f.estimate, "fraction_ci": None if f is None else f.ci,
+            "at_least": d.at_least,
             "covered": None if f is None else bool(f.ci[0] <= truth <= f.ci[1]),
             "detectable_fraction": d.power.detectable_fraction, "member_auc": d.power.member_auc, **extra,
         })  # fmt: skip
@@ -157,7 +158,8 @@ def rate(k: int, n: int) -> str:
 
 def table(results: dict) -> str:
     out = ["| data set | suite | draws | 'used' (p < 0.05, guard silent) | p < 0.01 | guard fired | fraction: mean "
-           "estimate (sd) | interval covers truth |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+           "estimate (sd) | interval covers truth | at least: mean | at least <= truth |",
+           "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for name, res in results.items():
         groups: dict[str, list[dict]] = collections.defaultdict(list)
         for r in res["draws"]:
@@ -170,8 +172,11 @@ def table(results: dict) -> str:
             fr = [r["fraction"] for r in rows if r["fraction"] is not None]
             cov = [r["covered"] for r in rows if r["covered"] is not None]
             fcell = f"{np.mean(fr):.2f} ({np.std(fr):.2f})" if fr else "-"
+            low = [(r["at_least"], r["true_fraction"]) for r in rows if r.get("at_least") is not None]
+            holds = sum(b <= t + 1e-9 for b, t in low)
+            lcells = f"{np.mean([b for b, _ in low]):.2f} | {rate(holds, len(low))}" if low else "- | -"
             out.append(f"| {name} | {kind} | {n} | {rate(used, n)} | {rate(p01, n)} | {rate(guard, n)} | {fcell} | "
-                       f"{rate(sum(cov), len(cov)) if cov else '-'} |")  # fmt: skip
+                       f"{rate(sum(cov), len(cov)) if cov else '-'} | {lcells} |")  # fmt: skip
     return "\n".join(out)
 
 

@@ -89,3 +89,21 @@ def estimate(
     lo, hi = np.percentile(pi_b, [tail, 100 - tail])
     est = float(np.clip((a_sv - 0.5) / (a1 - 0.5), 0.0, 1.0))
     return Fraction(est, (float(np.clip(lo, 0, 1)), float(np.clip(hi, 0, 1))), a1, a_sv)
+
+
+def at_least(scores: np.ndarray, is_suspect: np.ndarray, half: np.ndarray, confidence: float = CONFIDENCE) -> float:
+    """A one-sided lower confidence bound on the fraction of the suspect set used that assumes nothing of how far a
+    member stands out: on any fixed score ``A_SV = 1/2 + pi (A_1 - 1/2) <= 1/2 + pi / 2`` (``A_1 <= 1``), so
+    ``pi >= 2 A_SV - 1``. Read on the test's cross-fitted scores (each half scored by a combination fitted on the
+    other, so fixed for it): the halves' mean AUC less ``z`` times the mean of their DeLong standard errors (valid
+    whatever the halves' correlation, as the blind guard's interval), doubled, less 1, clipped to [0, 1]. It needs no
+    reference model, and so holds where the target leaks unlike them; it is loose when members stand out little.
+    """
+    from scipy import stats
+
+    from .blind import delong
+
+    is_suspect = np.asarray(is_suspect, dtype=bool)
+    aucs, ses = zip(*(delong(scores[half == h], is_suspect[half == h]) for h in (0, 1)), strict=True)
+    low = float(np.mean(aucs)) - float(stats.norm.ppf(confidence)) * float(np.mean(ses))
+    return float(np.clip(2 * low - 1, 0.0, 1.0))

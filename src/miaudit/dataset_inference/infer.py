@@ -87,6 +87,7 @@ def verdict(
     guard: blind.BlindGuard,
     fr: fraction.Fraction | None,
     detectable: float | None,
+    at_least: float | None = None,
 ) -> str:
     """The answer in one sentence (the first line of the console, report.md and report.html)."""
     p = _p(test.p_value, test.permutations)
@@ -98,6 +99,8 @@ def verdict(
         )
     if used:
         share = "" if fr is None else f"; about {_pct(fr.estimate)} of it [{_pct(fr.ci[0])}, {_pct(fr.ci[1])}] was used"
+        if fr is None and at_least:  # without references the bound that assumes nothing of the members is the answer
+            share = f"; at least {_pct(at_least)} of it was used (95% lower bound)"
         return (
             f"Used: the model treats the suspect records more like its training records than the validation records "
             f"({p}, cross-fitted AUC {test.auc:.2f}){share}."
@@ -204,15 +207,16 @@ def decide(
         guard = blind.guard(x, y, n_classes, is_suspect, seed, m.texts)
     with working("dataset inference: fraction used, on the references as pseudo-targets"):
         fr, member_auc = _fraction(m, is_suspect, seed)
+    at_least: float | None = fraction.at_least(test.scores, is_suspect, test.half)
     if guard.shifted:  # the fraction rests on the exchangeability the guard found broken (a shifted set of unused
         # records was put at 28% used on Location): not estimated; the power still reads the references' member AUC
-        fr = None
+        fr, at_least = None, None
     level, n_s, n_v = options.level, int(is_suspect.sum()), int((~is_suspect).sum())
     basis = "references" if member_auc is not None else "observed"
     effect = member_auc if member_auc is not None else test.auc
     detectable = power.detectable_fraction(effect, n_s, n_v, level)
     used = None if guard.shifted else bool(test.p_value < level)
-    sentence = verdict(used, test, guard, fr, detectable)
+    sentence = verdict(used, test, guard, fr, detectable, at_least)
     section = {
         "verdict": sentence,
         "used": used,
@@ -226,6 +230,7 @@ def decide(
         "fraction": None
         if fr is None
         else {"estimate": fr.estimate, "ci": list(fr.ci), "member_auc": fr.member_auc, "suspect_auc": fr.suspect_auc},
+        "at_least": at_least,
         "blind": {"auc": guard.auc, "ci": list(guard.ci), "shifted": guard.shifted, "classifier": guard.classifier},
         "power": {
             "basis": basis,

@@ -68,6 +68,8 @@ def figure_rows(d: DatasetInference) -> list[tuple[str, str]]:
         rows.append(("fraction used", "not estimated: the records differ without the model (the blind guard)"))
     else:
         rows.append(("fraction used", "not estimated: no references to measure a member's effect on"))
+    if d.at_least is not None:
+        rows.append(("fraction used, at least", f"{d.at_least:.2f} (one-sided 95%, from the test's AUC alone)"))
     return rows
 
 

@@ -88,7 +88,12 @@ class DatasetInference(Section):
     features: list[str]
     """the per-record features combined"""
     fraction: FractionUsed | None = None
-    """how much of the suspect set was used; None without references to measure a member's effect on"""
+    """how much of the suspect set was used; None without references to measure a member's effect on, or when the
+    blind guard fires"""
+    at_least: Number | None = None
+    """a one-sided 95% lower confidence bound on the fraction used that assumes nothing of how far a member stands
+    out (no reference model: twice the cross-fitted AUC's lower bound, less 1, at least 0); None when the blind guard
+    fires (schema version 4)"""
     blind: BlindTest
     """the blind guard"""
     power: InferencePower
