@@ -164,7 +164,6 @@ def load_indices(path: str | Path | Sequence[int], field: str, n_records: int) -
         raw, name = np.asarray(path), "the list"
     else:
         raw, name = _index_file(Path(path).expanduser(), field), Path(path).name
-    raw = np.asarray(raw)
     if raw.ndim != 1 or raw.dtype.kind not in "iuf" or not np.all(np.isfinite(raw)) or not np.all(raw == np.round(raw)):
         raise DataError(
             f"{field}: {name} must hold one integer record index per line, got shape {raw.shape}, dtype {raw.dtype}"

@@ -84,25 +84,26 @@ def guard(
     is_suspect = np.asarray(is_suspect, dtype=bool)
     if min(int(is_suspect.sum()), int((~is_suspect).sum())) < 4:
         return BlindGuard(0.5, (0.0, 1.0), False, "none: fewer than 4 records on a side")
-    features: np.ndarray
-    if texts is not None:
-        features = np.asarray(list(texts), dtype=object)
-        name = "TF-IDF + logistic regression on the texts alone, 2-fold cross-fitted"
-    else:
-        features = record_matrix(x, y, n_classes, seed)
-        name = "logistic regression (L2, C=0.1) on the inputs and the label one-hot, 2-fold cross-fitted"
 
-    def classifier() -> Pipeline:
-        if texts is not None:
-            return make_classifier()
+    def tabular() -> Pipeline:
         return make_pipeline(StandardScaler(), LogisticRegression(C=0.1, max_iter=2000))
 
+    records: list[str] | np.ndarray
+    if texts is not None:
+        records, classifier = list(texts), make_classifier
+        name = "TF-IDF + logistic regression on the texts alone, 2-fold cross-fitted"
+    else:
+        records, classifier = record_matrix(x, y, n_classes, seed), tabular
+        name = "logistic regression (L2, C=0.1) on the inputs and the label one-hot, 2-fold cross-fitted"
+
+    def take(idx: np.ndarray) -> list[str] | np.ndarray:
+        return [records[i] for i in idx] if isinstance(records, list) else records[idx]
+
     aucs, ses = [], []
-    for train, test in StratifiedKFold(2, shuffle=True, random_state=seed).split(features, is_suspect):
+    for train, test in StratifiedKFold(2, shuffle=True, random_state=seed).split(is_suspect, is_suspect):
         model = classifier()
-        model.fit(features[train].tolist() if texts is not None else features[train], is_suspect[train])
-        held_out = features[test].tolist() if texts is not None else features[test]
-        a, se = delong(model.decision_function(held_out), is_suspect[test])
+        model.fit(take(train), is_suspect[train])
+        a, se = delong(model.decision_function(take(test)), is_suspect[test])
         aucs.append(a)
         ses.append(se)
     auc, half = float(np.mean(aucs)), float(stats.norm.ppf(0.5 + CONFIDENCE / 2)) * float(np.mean(ses))

@@ -25,7 +25,7 @@ from ..progress import log, working
 from ..report.records import environment
 from ..results import SCHEMA_VERSION, AuditReport, DatasetInference
 from . import blind, crossfit, fraction, power
-from .features import Features, PseudoTarget, features, pseudo_targets, signals_of, with_queries
+from .features import Features, PseudoTarget, Signals, features, pseudo_targets, signals_of, with_queries
 from .request import InferenceOptions, Request, checked, from_raw
 
 ASSUMPTIONS = [
@@ -162,7 +162,9 @@ def measure(exp: Experiment, idx: np.ndarray, validation: np.ndarray, seed: int)
     test = features(inputs, k, own)
     if k < 2:
         return Measured(test, None, [], trained_references, texts)
-    target_k1 = features(inputs, k - 1, own)  # the target against K - 1 references, as each pseudo-target
+    # the target against K - 1 references, as each pseudo-target; its own signals do not depend on the references, so
+    # the test's are reused (a language model's cost a forward pass over every record)
+    target_k1 = features(inputs, k - 1, Signals(own.names, lambda _: test.values[:, : test.signals]))
     refs = exp.references
     pseudo = pseudo_targets(
         inputs, exp.record_set(validation), target_k1.attacks, seed, lambda j: signals_of(refs[j].module)
