@@ -5,6 +5,9 @@ label, the margin of the label's logit over the others and the entropy of the ou
 its mean token log-likelihood and the reference-free LM attacks' statistics (zlib, Min-K%, Min-K%++), read from the
 model's per-token outputs. With reference models, offline attacks that compare the target with them (LiRA, RMIA,
 BASE1) as well, each record's score a feature (higher: more member-like).
+Each reference's own reference-free signals on the same records (``reference_signals``): the references never
+trained on the suspect or validation records, so they say how easy each record is for a model of this kind, against
+which the target's signals are calibrated (``calibrated``).
 The same features on the references as pseudo-targets (each reference in the target's place, the other references
 as its references) give records of known membership: the population records it trained on (members) and the
 validation records (non-members), from which ``fraction`` and ``power`` read how much a member stands out.
@@ -138,6 +141,13 @@ def features(
     names, cols = _attack_columns(inputs.first(references), references, only)
     values = np.concatenate([own.of(inputs.queries), *(c[:, None] for c in cols)], axis=1)
     return Features([*own.names, *names], values, len(own.names))
+
+
+def reference_signals(queries: RecordSet, references: int, own: Callable[[int], Signals]) -> np.ndarray:
+    """(K, n, d) each of the first ``references`` references' own reference-free signals on ``queries`` (``own(k)``:
+    reference k's, read with it in the target's place): what models that never trained on the records say of them,
+    against which the target's are calibrated."""
+    return np.stack([own(k).of(as_pseudo_target(queries, k)) for k in range(references)])
 
 
 def with_queries(exp: Experiment, idx: np.ndarray) -> AttackInputs:

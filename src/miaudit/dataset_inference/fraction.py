@@ -19,6 +19,7 @@ import numpy as np
 
 RESAMPLES = 2000
 CONFIDENCE = 0.95
+RIDGE = 0.1  # added to the within-class covariance of standardised features
 MIN_LEAK = 0.01  # A_1 - 1/2 below this: the members are no different, the fraction is not identified
 
 
@@ -28,6 +29,17 @@ class Fraction:
     ci: tuple[float, float]
     member_auc: float  # A_1: the members' AUC against non-members on the pseudo-targets
     suspect_auc: float  # A_SV
+
+
+def fisher_direction(x: np.ndarray, positive: np.ndarray, ridge: float = RIDGE) -> np.ndarray:
+    """Fisher's discriminant direction (positives minus the rest) with a ridge on the within-class covariance: the
+    pseudo-targets' members against their non-members, whose membership is known (no suspect label enters it)."""
+    a, b = x[positive], x[~positive]
+    if len(a) == 0 or len(b) == 0:
+        return np.zeros(x.shape[1])
+    centred = np.concatenate([a - a.mean(axis=0), b - b.mean(axis=0)])
+    cov = centred.T @ centred / max(len(x) - 2, 1)
+    return np.linalg.solve(cov + ridge * np.eye(x.shape[1]), a.mean(axis=0) - b.mean(axis=0))
 
 
 def bootstrap_aucs(pos: np.ndarray, neg: np.ndarray, rng: np.random.Generator, resamples: int) -> np.ndarray:
@@ -91,19 +103,17 @@ def estimate(
     return Fraction(est, (float(np.clip(lo, 0, 1)), float(np.clip(hi, 0, 1))), a1, a_sv)
 
 
-def at_least(scores: np.ndarray, is_suspect: np.ndarray, half: np.ndarray, confidence: float = CONFIDENCE) -> float:
+def at_least(scores: np.ndarray, is_suspect: np.ndarray, confidence: float = CONFIDENCE) -> float:
     """A one-sided lower confidence bound on the fraction of the suspect set used that assumes nothing of how far a
     member stands out: on any fixed score ``A_SV = 1/2 + pi (A_1 - 1/2) <= 1/2 + pi / 2`` (``A_1 <= 1``), so
-    ``pi >= 2 A_SV - 1``. Read on the test's cross-fitted scores (each half scored by a combination fitted on the
-    other, so fixed for it): the halves' mean AUC less ``z`` times the mean of their DeLong standard errors (valid
-    whatever the halves' correlation, as the blind guard's interval), doubled, less 1, clipped to [0, 1]. It needs no
-    reference model, and so holds where the target leaks unlike them; it is loose when members stand out little.
+    ``pi >= 2 A_SV - 1``. Read on the test's score (fixed before the labels are read): its AUC less ``z`` times
+    DeLong's standard error, doubled, less 1, clipped to [0, 1]. It needs no reference model to scale by, and so
+    holds where the target leaks unlike them; it is loose when members stand out little.
     """
     from scipy import stats
 
     from .blind import delong
 
-    is_suspect = np.asarray(is_suspect, dtype=bool)
-    aucs, ses = zip(*(delong(scores[half == h], is_suspect[half == h]) for h in (0, 1)), strict=True)
-    low = float(np.mean(aucs)) - float(stats.norm.ppf(confidence)) * float(np.mean(ses))
+    a, se = delong(np.asarray(scores, dtype=np.float64), np.asarray(is_suspect, dtype=bool))
+    low = a - float(stats.norm.ppf(confidence)) * se
     return float(np.clip(2 * low - 1, 0.0, 1.0))

@@ -1,10 +1,10 @@
 """``miaudit infer-dataset``: was this suspect set of records used to train the model?
 
 The same Experiment as ``miaudit run`` on the config (the same target and references, from the cache), then per
-record of the suspect and validation sets the features the target allows (``features``); the cross-fitted
-permutation test (``crossfit``); the blind guard (``blind``); the fraction used (``fraction``) and the power
-(``power``) from the references as pseudo-targets; one verdict, the typed ``dataset_inference`` section and the
-per-record table.
+record of the suspect and validation sets the features the target allows and the references' own signals on the
+same records (``features``); the one-sided test calibrated against the references and the reference guard
+(``calibrated``); the blind guard (``blind``); the fraction used (``fraction``) and the power (``power``) from the
+references as pseudo-targets; one verdict, the typed ``dataset_inference`` section and the per-record table.
 """
 
 from __future__ import annotations
@@ -24,21 +24,38 @@ from ..experiment.base import Experiment
 from ..progress import log, working
 from ..report.records import environment
 from ..results import SCHEMA_VERSION, AuditReport, DatasetInference
-from . import blind, crossfit, fraction, power
-from .features import Features, PseudoTarget, Signals, features, pseudo_targets, signals_of, with_queries
+from . import blind, calibrated, fraction, power
+from .features import (
+    Features,
+    PseudoTarget,
+    Signals,
+    features,
+    pseudo_targets,
+    reference_signals,
+    signals_of,
+    with_queries,
+)
 from .request import InferenceOptions, Request, checked, from_raw
 
 ASSUMPTIONS = [
     "The validation records are of the same kind as the suspect records and were chosen the same way, so that, "
     "had the suspects not been used, the model would treat the two sets alike (the suspects and the validation "
-    "records are exchangeable). The p-value's promise, a false 'used' at most at the level, rests on this; the "
-    "blind guard checks the part of it that can be seen without the model.",
+    "records are exchangeable). The p-value's promise, a false 'used' at most at the level, rests on this. Where "
+    "it fails, the answer reads the target relative to reference models that saw neither set, so that a difference "
+    "any such model sees (easier records, other classes) is not taken for use; the reference guard makes no claim "
+    "when the references tell the sets apart, the blind guard when the records themselves do.",
     "The validation records were not used to train the model.",
     "'No evidence of use' is not proof of non-use: the power figures say what use this test could have seen.",
     "The fraction used assumes the target leaks like the reference models, trained the same way, whose known "
     "members scale the estimate (on the models' own outputs, which the other references do not enter).",
 ]
 
+
+UNCALIBRATED = (
+    "No reference model calibrates the target's signals: suspects chosen to be easier for models of this kind than "
+    "the validation records (clearer images, common cases) look like members to it and can be called 'used'; train "
+    "references (references: 4) to read the target relative to them."
+)
 
 LEFT_OUT = (
     "Some suspect or validation records were in a reference model's training set, so the references were left out: "
@@ -72,6 +89,9 @@ def check_records(req: Request) -> Request:
     return checked(req, len(ds), ds.name)
 
 
+WIDE = 0.5  # a fraction's interval wider than this says nothing useful of how much was used, and is said so
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
@@ -81,36 +101,61 @@ def _p(p: float, permutations: int) -> str:
     return f"p <= {floor:.2g}" if p <= floor + 1e-12 else f"p = {p:.2g}"
 
 
+def _informative(fr: fraction.Fraction) -> bool:
+    """Whether the fraction's interval says something: no wider than ``WIDE``."""
+    return fr.ci[1] - fr.ci[0] <= WIDE
+
+
 def verdict(
     used: bool | None,
-    test: crossfit.SetTest,
+    test: calibrated.SetTest,
     guard: blind.BlindGuard,
     fr: fraction.Fraction | None,
     detectable: float | None,
     at_least: float | None = None,
+    references: calibrated.ReferenceGuard | None = None,
+    unmeasured: str | None = None,
 ) -> str:
-    """The answer in one sentence (the first line of the console, report.md and report.html)."""
-    p = _p(test.p_value, test.permutations)
-    if used is None:
+    """The answer in one sentence (the first line of the console, report.md and report.html); ``unmeasured``: why
+    the power could not be measured (None: it was, and ``detectable`` is its figure)."""
+    p = f"{_p(test.p_value, test.permutations)}, AUC {test.auc:.2f}"
+    if used is None and guard.shifted:
         return (
             f"No claim: the suspect and validation records differ without the model (a blind classifier tells them "
             f"apart, AUC {guard.auc:.2f} [{guard.ci[0]:.2f}, {guard.ci[1]:.2f}]), so the model's behaviour on them "
             f"cannot show that the suspects were used ({p})."
         )
+    if used is None:
+        assert references is not None
+        return (
+            f"No claim: the reference models, which trained on neither set, already tell the suspect records from "
+            f"the validation records (AUC {references.auc:.2f} [{references.ci[0]:.2f}, {references.ci[1]:.2f}]): "
+            f"the sets differ in a way any such model sees (how easy the records are, their kind), so the target's "
+            f"behaviour on them cannot show that the suspects were used ({p})."
+        )
+    beyond = " beyond what reference models that saw neither set do" if references is not None else ""
     if used:
-        share = "" if fr is None else f"; about {_pct(fr.estimate)} of it [{_pct(fr.ci[0])}, {_pct(fr.ci[1])}] was used"
-        if fr is None and at_least:  # without references the bound that assumes nothing of the members is the answer
+        share = ""
+        if fr is not None and _informative(fr):
+            share = f"; about {_pct(fr.estimate)} of it [{_pct(fr.ci[0])}, {_pct(fr.ci[1])}] was used"
+        elif fr is not None:
+            share = (
+                f"; the test cannot tell how much of it was used (the fraction's interval, "
+                f"[{_pct(fr.ci[0])}, {_pct(fr.ci[1])}], is wider than half)"
+            )
+        elif at_least:  # without references the bound that assumes nothing of the members is the answer
             share = f"; at least {_pct(at_least)} of it was used (95% lower bound)"
         return (
-            f"Used: the model treats the suspect records more like its training records than the validation records "
-            f"({p}, cross-fitted AUC {test.auc:.2f}){share}."
+            f"Used: the model treats the suspect records more like its training records than the validation "
+            f"records{beyond} ({p}){share}."
         )
-    sees = (
-        "this test could not have detected use even of the whole set, so 'not used' cannot be read from it"
-        if detectable is None
-        else f"at this size the test detects use of {_pct(detectable)} of the set or more with 80% power"
-    )
-    return f"No evidence of use ({p}, cross-fitted AUC {test.auc:.2f}); {sees}."
+    if unmeasured is not None:
+        sees = f"its power is unknown ({unmeasured}), so 'not used' cannot be read from it"
+    elif detectable is None:
+        sees = "this test could not have detected use even of the whole set, so 'not used' cannot be read from it"
+    else:
+        sees = f"at this size the test detects use of {_pct(detectable)} of the set or more with 80% power"
+    return f"No evidence of use ({p}); {sees}."
 
 
 def _fraction_score(pseudo: list[PseudoTarget], columns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -129,7 +174,7 @@ def _fraction_score(pseudo: list[PseudoTarget], columns: int) -> tuple[np.ndarra
     mean, sd = np.nanmean(pooled, axis=0), np.nanstd(pooled, axis=0)
     sd = np.where(sd > 1e-12, sd, np.inf)
     z = np.nan_to_num((pooled - mean) / sd)
-    return mean, sd, crossfit.direction(z, is_member.astype(bool))
+    return mean, sd, fraction.fisher_direction(z, is_member.astype(bool))
 
 
 @dataclass(frozen=True)
@@ -144,6 +189,8 @@ class Measured:
     pseudo: list[PseudoTarget]
     references_left_out: bool = False  # some suspect or validation records trained a reference model
     texts: list[str] | None = None
+    references: np.ndarray | None = None  # (K, n, signals): each reference's own signals on the records; None: no
+    # reference to calibrate with
 
 
 def measure(exp: Experiment, idx: np.ndarray, validation: np.ndarray, seed: int) -> Measured:
@@ -160,16 +207,17 @@ def measure(exp: Experiment, idx: np.ndarray, validation: np.ndarray, seed: int)
                     "reference-free signals are used, and the fraction is not estimated")  # fmt: skip
         k = 0
     test = features(inputs, k, own)
+    refs = exp.references
+    mine = None if k == 0 else reference_signals(inputs.queries, k, lambda j: signals_of(refs[j].module))
     if k < 2:
-        return Measured(test, None, [], trained_references, texts)
+        return Measured(test, None, [], trained_references, texts, mine)
     # the target against K - 1 references, as each pseudo-target; its own signals do not depend on the references, so
     # the test's are reused (a language model's cost a forward pass over every record)
     target_k1 = features(inputs, k - 1, Signals(own.names, lambda _: test.values[:, : test.signals]))
-    refs = exp.references
     pseudo = pseudo_targets(
         inputs, exp.record_set(validation), target_k1.attacks, seed, lambda j: signals_of(refs[j].module)
     )
-    return Measured(test, target_k1 if pseudo else None, pseudo, texts=texts)
+    return Measured(test, target_k1 if pseudo else None, pseudo, texts=texts, references=mine)
 
 
 def _fraction(m: Measured, is_suspect: np.ndarray, seed: int) -> tuple[fraction.Fraction | None, float | None]:
@@ -192,6 +240,26 @@ def _fraction(m: Measured, is_suspect: np.ndarray, seed: int) -> tuple[fraction.
     return fr, member_auc
 
 
+def _tested(m: Measured, is_suspect: np.ndarray, seed: int, permutations: int) -> calibrated.SetTest:
+    """The one-sided test on the target's signals calibrated against the references' (raw without references) and
+    the reference attacks (``calibrated``'s docstring)."""
+    own = m.test.values[:, : m.test.signals]
+    if m.references is not None:
+        own = calibrated.calibrated(own, m.references)
+    return calibrated.set_test(
+        calibrated.score(np.c_[own, m.test.values[:, m.test.signals :]]), is_suspect, seed, permutations
+    )
+
+
+def _unmeasured(m: Measured) -> str | None:
+    """Why the power cannot be measured (None when it can: pseudo-targets with members)."""
+    if m.references_left_out:
+        return "the references trained on some of these records, so they cannot measure how far a used record stands out"
+    if m.target_k1 is None or not m.pseudo:
+        return "no reference models to measure how far a used record stands out (at least 2 are needed)"
+    return None
+
+
 def decide(
     m: Measured,
     is_suspect: np.ndarray,
@@ -200,31 +268,34 @@ def decide(
     n_classes: int,
     options: InferenceOptions,
     seed: int,
-) -> tuple[DatasetInference, crossfit.SetTest]:
+) -> tuple[DatasetInference, calibrated.SetTest]:
     """The statistics on measured features (``x``, ``y``: the records themselves, for the blind guard): the test,
-    the guard, the fraction, the power, the verdict."""
-    with working("dataset inference: cross-fitted permutation test"):
-        test = crossfit.set_test(m.test.values, is_suspect, seed, options.permutations)
+    the guards, the fraction, the power, the verdict."""
+    with working("dataset inference: one-sided permutation test, calibrated against the references"):
+        test = _tested(m, is_suspect, seed, options.permutations)
+    refs = None if m.references is None else calibrated.reference_guard(m.references, is_suspect)
     with working("dataset inference: blind guard"):
         guard = blind.guard(x, y, n_classes, is_suspect, seed, m.texts)
     with working("dataset inference: fraction used, on the references as pseudo-targets"):
         fr, member_auc = _fraction(m, is_suspect, seed)
-    at_least: float | None = fraction.at_least(test.scores, is_suspect, test.half)
-    if guard.shifted:  # the fraction rests on the exchangeability the guard found broken (a shifted set of unused
+    at_least: float | None = fraction.at_least(test.scores, is_suspect)
+    no_claim = guard.shifted or (refs is not None and refs.shifted)
+    if no_claim:  # the fraction rests on the exchangeability a guard found broken (a shifted set of unused
         # records was put at 28% used on Location): not estimated; the power still reads the references' member AUC
         fr, at_least = None, None
     level, n_s, n_v = options.level, int(is_suspect.sum()), int((~is_suspect).sum())
-    basis = "references" if member_auc is not None else "observed"
-    effect = member_auc if member_auc is not None else test.auc
-    detectable = power.detectable_fraction(effect, n_s, n_v, level)
-    used = None if guard.shifted else bool(test.p_value < level)
-    sentence = verdict(used, test, guard, fr, detectable, at_least)
+    unmeasured = _unmeasured(m) if member_auc is None else None
+    detectable = None if member_auc is None else power.detectable_fraction(member_auc, n_s, n_v, level)
+    used = None if no_claim else bool(test.p_value < level and test.direction > 0)
+    sentence = verdict(used, test, guard, fr, detectable, at_least, refs, unmeasured)
     section = {
         "verdict": sentence,
         "used": used,
         "p_value": test.p_value,
         "level": level,
         "auc": test.auc,
+        "direction": test.direction,
+        "calibrated": m.references is not None,
         "permutations": test.permutations,
         "n_suspect": n_s,
         "n_validation": n_v,
@@ -234,15 +305,18 @@ def decide(
         else {"estimate": fr.estimate, "ci": list(fr.ci), "member_auc": fr.member_auc, "suspect_auc": fr.suspect_auc},
         "at_least": at_least,
         "blind": {"auc": guard.auc, "ci": list(guard.ci), "shifted": guard.shifted, "classifier": guard.classifier},
+        "references_guard": None if refs is None else {"auc": refs.auc, "ci": list(refs.ci), "shifted": refs.shifted},
         "power": {
-            "basis": basis,
-            "member_auc": effect,
+            "basis": "unmeasured" if member_auc is None else "references",
+            "unmeasured_because": unmeasured,
+            "member_auc": member_auc,
             "power": power.POWER,
-            "smallest_suspect_set": power.smallest_suspect_set(effect, n_v, level),
+            "smallest_suspect_set": None if member_auc is None else power.smallest_suspect_set(member_auc, n_v, level),
             "detectable_fraction": detectable,
-            "power_if_all_used": power.power_at(effect, 1.0, n_s, n_v, level),
+            "power_if_all_used": None if member_auc is None else power.power_at(member_auc, 1.0, n_s, n_v, level),
         },
         "assumptions": (ASSUMPTIONS if fr is not None else ASSUMPTIONS[:3])
+        + ([UNCALIBRATED] if m.references is None else [])
         + ([LEFT_OUT] if m.references_left_out else []),
     }
     return DatasetInference.model_validate(section), test
@@ -268,8 +342,7 @@ def infer(req: Request) -> Inference:
         "record": idx,
         "suspect": is_suspect.astype(np.int64),
         "label": ds.y[idx],
-        "half": test.half,
-        "combined_score": test.scores,
+        "score": test.scores,
         **{f"feature.{n}": m.test.values[:, i] for i, n in enumerate(m.test.names)},
     }
     return Inference(_report(exp, section), records)

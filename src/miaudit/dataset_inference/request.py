@@ -81,8 +81,9 @@ def checked(req: Request, n_records: int, dataset: str) -> Request:
                 f"{key}: record {int(outside[0])} is outside the data ({dataset} has {n_records} records, "
                 f"indices 0 to {n_records - 1})"
             )
-        if len(np.unique(idx)) != len(idx):
-            raise ConfigError(f"{key}: record {int(idx[np.argmax(np.bincount(idx) > 1)])} is listed twice")
+        values, counts = np.unique(idx, return_counts=True)
+        if (counts > 1).any():  # the record itself (the first repeated one), never the array indexed by it
+            raise ConfigError(f"{key}: record {int(values[counts > 1][0])} is listed more than once")
         if len(idx) < MIN_RECORDS:
             raise ConfigError(f"{key}: {len(idx)} record(s); the test needs at least {MIN_RECORDS}")
     both = np.intersect1d(req.suspect, req.validation)

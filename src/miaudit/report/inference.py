@@ -25,14 +25,26 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
+WIDE = 0.5  # as dataset_inference.infer.WIDE (report sits below it in the layers): a fraction interval wider says
+# nothing of how much was used
+
+
 def power_line(d: DatasetInference) -> str:
-    """What the test could see, from the leak measured before the answer."""
+    """What the test could see, from the leak measured before the answer; what would help where it saw little."""
     p = d.power
-    basis = (
-        "known members of the references as pseudo-targets"
-        if p.basis == "references"
-        else "the effect observed on the suspects (no references to measure it on)"
+    wide = d.fraction is not None and d.fraction.ci[1] - d.fraction.ci[0] > WIDE
+    helps = (
+        f" The fraction's interval is wider than half: more suspect records (now {d.n_suspect}) or more reference "
+        f"models (they measure how far a used record stands out) would narrow it."
+        if wide
+        else ""
     )
+    if p.basis == "unmeasured" or p.member_auc is None:
+        return (
+            f"Power: not measured: {p.unmeasured_because or 'no reference models to measure it on'}; with 2 or more "
+            f"reference models that never trained on these records the report would say what use the test can see."
+            + helps
+        )
     need = (
         "no suspect set of any size would be detected against these validation records"
         if p.smallest_suspect_set is None
@@ -43,22 +55,30 @@ def power_line(d: DatasetInference) -> str:
         if p.detectable_fraction is None
         else f"use of {_pct(p.detectable_fraction)} or more of these {d.n_suspect} suspects is detected with that power"
     )
+    every = ""
+    if p.power_if_all_used is not None:
+        every = f"; had every suspect been used, the test would say so with probability {_pct(p.power_if_all_used)}"
     return (
-        f"Power (per-record effect AUC {p.member_auc:.2f}, from {basis}): at level {d.level:g}, {need}; {sees}; "
-        f"had every suspect been used, the test would say so with probability {_pct(p.power_if_all_used)}."
+        f"Power (per-record effect AUC {p.member_auc:.2f}, from known members of the references as pseudo-targets): "
+        f"at level {d.level:g}, {need}; {sees}{every}.{helps}"
     )
 
 
 def figure_rows(d: DatasetInference) -> list[tuple[str, str]]:
-    used = {True: "yes", False: "no evidence", None: "no claim (blind guard)"}[d.used]
+    which = "blind guard" if d.blind.shifted else "reference guard"
+    used = {True: "yes", False: "no evidence", None: f"no claim ({which})"}[d.used]
+    score = "calibrated against the references" if d.calibrated else "not calibrated: no references"
     rows = [
         ("used", used),
-        ("p-value", f"{d.p_value:.3g} (level {d.level:g}; {d.permutations} permutations)"),
-        ("cross-fitted AUC, suspects vs validation", f"{d.auc:.3f}"),
+        ("p-value", f"{d.p_value:.3g} (one-sided; level {d.level:g}; {d.permutations} permutations)"),
+        (f"AUC, suspects vs validation ({score})", f"{d.auc:.3f} (direction {d.direction:+.3f})"),
         ("records", f"{d.n_suspect} suspect, {d.n_validation} validation"),
         ("features", ", ".join(d.features)),
         ("blind guard AUC", f"{d.blind.auc:.3f} [{d.blind.ci[0]:.3f}, {d.blind.ci[1]:.3f}]"),
     ]
+    if d.references_guard is not None:
+        g = d.references_guard
+        rows.append(("reference guard AUC (the references' own signals)", f"{g.auc:.3f} [{g.ci[0]:.3f}, {g.ci[1]:.3f}]"))
     if d.fraction is not None:
         f = d.fraction
         rows.append(
@@ -66,6 +86,8 @@ def figure_rows(d: DatasetInference) -> list[tuple[str, str]]:
         )
     elif d.blind.shifted:
         rows.append(("fraction used", "not estimated: the records differ without the model (the blind guard)"))
+    elif d.references_guard is not None and d.references_guard.shifted:
+        rows.append(("fraction used", "not estimated: the references tell the sets apart (the reference guard)"))
     else:
         rows.append(("fraction used", "not estimated: no references to measure a member's effect on"))
     if d.at_least is not None:

@@ -6,7 +6,7 @@ from .attacks import AttackRow, BlindBaseline, DeployableAt, Kind, Metrics, PPVB
 from .audit_report import SCHEMA_VERSION, AuditReport, migrate
 from .base import JsonObject, Section
 from .compare import AttackChange, Change, ComparedData, Comparison
-from .dataset_inference import BlindTest, DatasetInference, FractionUsed, InferencePower
+from .dataset_inference import BlindTest, DatasetInference, FractionUsed, InferencePower, ReferenceTest
 from .dp import (
     Bound,
     ComparedWith,
@@ -105,6 +105,7 @@ __all__ = [
     "Ranking",
     "RealizedFDP",
     "RecordsAtRisk",
+    "ReferenceTest",
     "ReferenceModel",
     "Rejected",
     "Seconds",
