@@ -114,17 +114,15 @@ def test_no_fraction_when_the_records_differ_without_the_model() -> None:
     assert shifted.power.basis == "references"  # the power still reads the references' members
 
 
-def _crossfitted(rng: np.random.Generator, pi: float, shift: float, n_s: int = 100, n_v: int = 300) -> tuple:
+def _scored(rng: np.random.Generator, pi: float, shift: float, n_s: int = 100, n_v: int = 300) -> tuple:
     """A suspect set of which ``pi`` was used (members' one feature shifted by ``shift``) against validation
-    records, scored as the test scores them (cross-fitted halves)."""
-    from miaudit.dataset_inference import crossfit
+    records, scored as the test scores them (the fixed mean of standardised features)."""
+    from miaudit.dataset_inference import calibrated
 
     used = int(round(pi * n_s))
     x = rng.normal(size=(n_s + n_v, 3))
     x[:used, 0] += shift
-    is_suspect = np.arange(n_s + n_v) < n_s
-    _, scores, half = crossfit.crossfitted(crossfit.standardised(x), is_suspect, int(rng.integers(1 << 30)))
-    return scores, is_suspect, half
+    return calibrated.score(x[:, :1]), np.arange(n_s + n_v) < n_s
 
 
 @pytest.mark.parametrize("pi", [0.0, 0.5, 1.0])
@@ -133,10 +131,10 @@ def test_at_least_is_a_lower_bound_wherever_members_stand_out(pi: float) -> None
     of 150 simulated sets (its one-sided level is 5%: 7.5 expected); with members barely apart it is loose, above
     the truth only for an unused set, at about its level (at most 6 of 60). An unused set gives 0 in most draws."""
     rng = np.random.default_rng(21)
-    tight = [fraction.at_least(*_crossfitted(rng, pi, 6.0)) for _ in range(150)]
+    tight = [fraction.at_least(*_scored(rng, pi, 6.0)) for _ in range(150)]
     assert sum(b > pi + 1e-9 for b in tight) <= 12
     assert np.mean(tight) > pi - 0.25  # close to the truth when members stand far apart (0.34 at 0.5, 1.0 at 1)
-    loose = [fraction.at_least(*_crossfitted(rng, pi, 0.5)) for _ in range(60)]
+    loose = [fraction.at_least(*_scored(rng, pi, 0.5)) for _ in range(60)]
     assert sum(b > pi + 1e-9 for b in loose) <= 6
     if pi == 0.0:
         assert sum(b == 0.0 for b in tight) >= 120

@@ -15,7 +15,7 @@ import yaml
 from typer.testing import CliRunner
 
 from miaudit.cli import app
-from miaudit.dataset_inference import blind, crossfit, infer
+from miaudit.dataset_inference import blind, calibrated, fraction, infer
 from miaudit.dataset_inference import features as features_module
 from miaudit.results import AuditReport
 
@@ -55,18 +55,52 @@ def test_a_record_outside_the_data_is_refused_in_one_line(tmp_path: Path, tiny_r
     assert not (tmp_path / "out").exists()
 
 
-def _test(auc: float, p: float) -> crossfit.SetTest:
-    return crossfit.SetTest(auc, p, np.zeros(2), np.zeros(2, dtype=np.int64), 999)
+def _test(auc: float, p: float) -> calibrated.SetTest:
+    return calibrated.SetTest(auc, p, np.zeros(2), 999)
 
 
 def test_verdict_sentences() -> None:
     calm = blind.BlindGuard(0.5, (0.4, 0.6), False, "lr")
     shifted = blind.BlindGuard(0.8, (0.7, 0.9), True, "lr")
+    refs_calm = calibrated.ReferenceGuard(0.5, (0.43, 0.57), False)
+    refs_apart = calibrated.ReferenceGuard(0.86, (0.81, 0.91), True)
     assert infer.verdict(None, _test(0.7, 0.001), shifted, None, 0.2).startswith("No claim: the suspect and validation")
-    used = infer.verdict(True, _test(0.7, 0.001), calm, None, 0.2)
-    assert used.startswith("Used:") and "p <= 0.001" in used
+    by_refs = infer.verdict(None, _test(0.6, 0.01), calm, None, 0.2, None, refs_apart)
+    assert by_refs.startswith("No claim: the reference models") and "AUC 0.86 [0.81, 0.91]" in by_refs
+    used = infer.verdict(True, _test(0.7, 0.001), calm, None, 0.2, None, refs_calm)
+    assert used.startswith("Used:") and "p <= 0.001" in used and "beyond what reference models" in used
     assert "detects use of 20% of the set" in infer.verdict(False, _test(0.5, 0.4), calm, None, 0.2)
     assert "could not have detected use" in infer.verdict(False, _test(0.5, 0.4), calm, None, None)
+
+
+def test_a_wide_fraction_interval_is_said_to_be_uninformative() -> None:
+    calm = blind.BlindGuard(0.5, (0.4, 0.6), False, "lr")
+    narrow = fraction.Fraction(0.9, (0.8, 1.0), 0.9, 0.86)
+    wide = fraction.Fraction(0.9, (0.01, 0.98), 0.6, 0.59)
+    assert "about 90% of it [80%, 100%] was used" in infer.verdict(True, _test(0.8, 0.001), calm, narrow, 0.2)
+    said = infer.verdict(True, _test(0.6, 0.001), calm, wide, 0.9)
+    assert "cannot tell how much of it was used" in said and "[1%, 98%], is wider than half" in said
+    assert "about 90%" not in said
+
+
+def test_no_false_power_statement_without_a_measured_leak() -> None:
+    """Issue 54 item 11: references: 0 (the test's features only), or references that trained on some of the
+    records (left out): "no evidence" says the power is unknown and why, never that the whole set's use could not
+    have been detected, and never "no references" when there were some."""
+    from miaudit.dataset_inference.features import Features
+    from miaudit.dataset_inference.request import InferenceOptions
+
+    rng = np.random.default_rng(3)
+    values = rng.normal(size=(120, 3))
+    is_suspect = np.arange(120) < 40
+    x, y = rng.normal(size=(120, 4)), rng.integers(0, 3, 120)
+    for left_out, why in ((False, "no reference models"), (True, "the references trained on some of these records")):
+        m = infer.Measured(Features(["log_p_label", "margin", "neg_entropy"], values, 3), None, [], left_out)
+        d, _ = infer.decide(m, is_suspect, x, y, 3, InferenceOptions(permutations=99), 0)
+        assert d.used is False and d.power.basis == "unmeasured" and d.power.member_auc is None
+        assert d.power.unmeasured_because is not None and d.power.unmeasured_because.startswith(why)
+        assert "could not have detected" not in d.verdict and "its power is unknown" in d.verdict
+        assert not d.calibrated and d.references_guard is None
 
 
 def test_records_a_reference_trained_on_leave_the_references_out(tiny_config: Any) -> None:

@@ -71,14 +71,21 @@ def standardised(x: np.ndarray) -> np.ndarray:
 
 def calibrated(target: np.ndarray, references: np.ndarray) -> np.ndarray:
     """(n, d) the target's signals ``target`` less what the references' mean signals (``references``: (K, n, d))
-    predict of them: per column, the residual of the least-squares line fitted on the pooled records (label-free)."""
+    predict of them: per column, the residual of a line fitted on the pooled records (label-free). The references'
+    mean is a noisy reading of a record's difficulty, and a least-squares slope on a noisy regressor is too flat
+    (errors in variables): a selection by difficulty would survive in the residual. The slope is therefore
+    corrected for the noise of the mean, the references' spread around it divided by K (the reliability ratio)."""
     target = filled(target)
-    mean = filled(reference_mean(references))
+    refs = np.stack([filled(r) for r in references])
+    mean = refs.mean(axis=0)
+    k = len(refs)
+    noise = refs.var(axis=0, ddof=1).mean(axis=0) / k if k > 1 else np.zeros(target.shape[1])
     out = np.empty_like(target)
     for j in range(target.shape[1]):
         a, b = mean[:, j], target[:, j]
-        va = a.var()
-        slope = 0.0 if va < 1e-12 else float(np.mean((a - a.mean()) * (b - b.mean())) / va)
+        signal = a.var() - noise[j]  # the variance of the difficulty the mean reads, its noise taken out
+        cov = float(np.mean((a - a.mean()) * (b - b.mean())))
+        slope = 0.0 if a.var() < 1e-12 else cov / max(signal, a.var() / 10)  # at most 10x the plain slope
         out[:, j] = b - b.mean() - slope * (a - a.mean())
     return out
 
