@@ -61,7 +61,10 @@ def sub(m: Measured, rows: np.ndarray, val_pos: np.ndarray) -> Measured:
     pick = lambda f: replace(f, values=f.values[rows])
     pseudo = [PseudoTarget(p.members, p.nonmembers[val_pos]) for p in m.pseudo]
     texts = None if m.texts is None else [m.texts[i] for i in rows]
-    return Measured(pick(m.test), None if m.target_k1 is None else pick(m.target_k1), pseudo, texts=texts)
+    refs = None if m.references is None else m.references[:, rows]
+    return Measured(
+        pick(m.test), None if m.target_k1 is None else pick(m.target_k1), pseudo, texts=texts, references=refs
+    )
 
 
 def groups(exp) -> np.ndarray:

@@ -5,8 +5,8 @@ Why calibrated. A record the model finds easy looks member-like to any model, tr
 among the easy (or hard) records differ from the validation records in every model's eyes. The references never saw
 the suspects nor the validation records, so what they see is the records' doing, not training's. Each reference-free
 signal of the target (log p(label), the margin, minus the entropy; an LM's likelihoods) is therefore read relative
-to the references' mean signal on the same record: the residual of a least-squares line of the target's signal on
-the references' mean, fitted on the pooled suspect and validation records (no label enters it). The reference
+to the references' mean signal on the same record (their difference: the references are trained as the target
+was, which the answer assumes). The reference
 attacks (LiRA, RMIA, BASE1, offline) already compare the target with the references record by record and are kept
 as they are. Without references nothing calibrates: the raw signals are read, and the answer says so.
 
@@ -70,24 +70,15 @@ def standardised(x: np.ndarray) -> np.ndarray:
 
 
 def calibrated(target: np.ndarray, references: np.ndarray) -> np.ndarray:
-    """(n, d) the target's signals ``target`` less what the references' mean signals (``references``: (K, n, d))
-    predict of them: per column, the residual of a line fitted on the pooled records (label-free). The references'
-    mean is a noisy reading of a record's difficulty, and a least-squares slope on a noisy regressor is too flat
-    (errors in variables): a selection by difficulty would survive in the residual. The slope is therefore
-    corrected for the noise of the mean, the references' spread around it divided by K (the reliability ratio)."""
-    target = filled(target)
-    refs = np.stack([filled(r) for r in references])
-    mean = refs.mean(axis=0)
-    k = len(refs)
-    noise = refs.var(axis=0, ddof=1).mean(axis=0) / k if k > 1 else np.zeros(target.shape[1])
-    out = np.empty_like(target)
-    for j in range(target.shape[1]):
-        a, b = mean[:, j], target[:, j]
-        signal = a.var() - noise[j]  # the variance of the difficulty the mean reads, its noise taken out
-        cov = float(np.mean((a - a.mean()) * (b - b.mean())))
-        slope = 0.0 if a.var() < 1e-12 else cov / max(signal, a.var() / 10)  # at most 10x the plain slope
-        out[:, j] = b - b.mean() - slope * (a - a.mean())
-    return out
+    """(n, d) the target's signals ``target`` less the references' mean signals on the same records
+    (``references``: (K, n, d)).
+
+    The plain difference, not a fitted line: the references are trained as the target was, so on a record none of
+    them trained on, the target's signal and theirs have the same expectation and the difference none, whatever the
+    record's difficulty. A fitted slope would need correcting for the noise of the references' mean (errors in
+    variables) and follows the curvature of the pooled records' relation, which a selection of the easiest or the
+    hardest records reads as a shift (on digits, the hardest unused records came out member-like)."""
+    return filled(target) - filled(reference_mean(references))
 
 
 def filled(x: np.ndarray) -> np.ndarray:
