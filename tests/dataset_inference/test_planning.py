@@ -74,7 +74,8 @@ def test_the_answer_validates_against_the_printed_schema_and_refuses_unknown_key
 def test_a_record_outside_the_data_is_refused_in_one_line(tmp_path: Path, tiny_raw: dict[str, Any]) -> None:
     path = _config(tmp_path, tiny_raw, suspect=[0, 1, 2, 5000])
     refused(invoke("plan", str(path)), "suspect: record 5000 is outside the data", "digits has 300 records")
-    refused(invoke("plan", str(_config(tmp_path, tiny_raw)), "--set", "validation=[1, 2, 3, 1]"), "listed more than once")
+    twice = invoke("plan", str(_config(tmp_path, tiny_raw)), "--set", "validation=[1, 2, 3, 1]")
+    refused(twice, "validation: record 1 is listed more than once")
     refused(invoke("plan", str(_config(tmp_path, tiny_raw)), "--runs", "5"), "--runs", "not an infer-dataset config")
 
 

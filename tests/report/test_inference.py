@@ -62,8 +62,14 @@ def test_the_power_line_says_only_what_was_measured() -> None:
                 "the references trained on some of these records, so they cannot measure how far a used record "
                 "stands out"):  # fmt: skip
         power = d.power.model_copy(
-            update={"basis": "unmeasured", "unmeasured_because": why, "member_auc": None, "smallest_suspect_set": None,
-                    "detectable_fraction": None, "power_if_all_used": None}  # fmt: skip
+            update={
+                "basis": "unmeasured",
+                "unmeasured_because": why,
+                "member_auc": None,
+                "smallest_suspect_set": None,
+                "detectable_fraction": None,
+                "power_if_all_used": None,
+            }  # fmt: skip
         )
         line = inference.power_line(d.model_copy(update={"power": power}))
         assert line.startswith(f"Power: not measured: {why}")

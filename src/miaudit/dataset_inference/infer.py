@@ -133,7 +133,7 @@ def verdict(
             f"the sets differ in a way any such model sees (how easy the records are, their kind), so the target's "
             f"behaviour on them cannot show that the suspects were used ({p})."
         )
-    beyond = " beyond what reference models that saw neither set do" if references is not None else ""
+    beyond = ", beyond what reference models that saw neither set do" if references is not None else ""
     if used:
         share = ""
         if fr is not None and _informative(fr):
@@ -254,7 +254,9 @@ def _tested(m: Measured, is_suspect: np.ndarray, seed: int, permutations: int) -
 def _unmeasured(m: Measured) -> str | None:
     """Why the power cannot be measured (None when it can: pseudo-targets with members)."""
     if m.references_left_out:
-        return "the references trained on some of these records, so they cannot measure how far a used record stands out"
+        return (
+            "the references trained on some of these records, so they cannot measure how far a used record stands out"
+        )
     if m.target_k1 is None or not m.pseudo:
         return "no reference models to measure how far a used record stands out (at least 2 are needed)"
     return None

@@ -22,7 +22,7 @@ from ..config.run import AUDITED, RunConfig, from_dict
 from ..errors import ConfigError
 
 KEYS = tuple(k for k, command in COMMAND_KEYS.items() if command == "infer-dataset")
-MIN_RECORDS = 4  # per set: two per half of the cross-fitting
+MIN_RECORDS = 4  # per set: two per half of the blind guard's cross-fitting
 
 
 class InferenceOptions(BaseModel):

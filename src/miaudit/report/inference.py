@@ -78,7 +78,7 @@ def figure_rows(d: DatasetInference) -> list[tuple[str, str]]:
     ]
     if d.references_guard is not None:
         g = d.references_guard
-        rows.append(("reference guard AUC (the references' own signals)", f"{g.auc:.3f} [{g.ci[0]:.3f}, {g.ci[1]:.3f}]"))
+        rows.append(("reference guard AUC (their own signals)", f"{g.auc:.3f} [{g.ci[0]:.3f}, {g.ci[1]:.3f}]"))
     if d.fraction is not None:
         f = d.fraction
         rows.append(
@@ -123,7 +123,7 @@ def console_lines(d: DatasetInference) -> list[str]:
 
 def write(results: AuditReport, records: dict[str, np.ndarray], out_dir: Path) -> AuditReport:
     """results.json, report.md, report.html and scores.csv (one row per suspect and validation record: its
-    features, its half and its cross-fitted combined score), atomically."""
+    features and its score), atomically."""
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
