@@ -56,6 +56,14 @@ def test_checked_against_the_data() -> None:
             request.checked(bad, 10, "d")
 
 
+def test_a_record_listed_twice_is_named_itself() -> None:
+    """Issue 54 item 3: the message named ``idx[record]`` (an IndexError past the array's end, else another record):
+    [3, 3, 5, ...] named record 7; [50, 50, 1, 2] crashed. Both now name the repeated record, in one line."""
+    for suspect, named in (([3, 3, 5, 7, 11, 13, 17], 3), ([50, 50, 1, 2], 50), ([9, 4, 9, 9, 2], 9)):
+        with pytest.raises(ConfigError, match=rf"^suspect: record {named} is listed more than once$"):
+            request.checked(_req(suspect, [20, 21, 22, 23]), 100, "d")
+
+
 def test_keys_and_options() -> None:
     with pytest.raises(ConfigError, match="suspect: required"):
         request.from_mapping({"dataset": "digits", "validation": [1]})
