@@ -41,7 +41,7 @@ def test_calibration_removes_what_the_references_see() -> None:
     out = calibrated.calibrated(target, refs)
     for j in range(2):
         assert abs(stats.pearsonr(target[:, j], difficulty[:, j])[0]) > 0.9
-        assert abs(stats.pearsonr(out[50:, j], difficulty[50:, j])[0]) < 0.1
+        assert abs(stats.pearsonr(out[50:, j], difficulty[50:, j])[0]) < 0.15  # chance: sd 1 / sqrt(450) = 0.047
     assert out[:50, 0].mean() - out[50:, 0].mean() == pytest.approx(1.0, abs=0.15)
     refs[1, 3, 0] = np.nan  # a reference without a value on a record: the others' mean
     assert calibrated.calibrated(target, refs)[3, 0] == pytest.approx(target[3, 0] - np.delete(refs[:, 3, 0], 1).mean())

@@ -204,7 +204,7 @@ def measure(exp: Experiment, idx: np.ndarray, validation: np.ndarray, seed: int)
     if trained_references:  # a reference's own records look like members to it: the features would differ between
         # the sets for a reason other than the target's training, so the references are left out
         log.warning("dataset inference: some suspect or validation records trained a reference model; only the "
-                    "reference-free signals are used, and the fraction is not estimated")  # fmt: skip
+                    "target's own signals are used, uncalibrated, and the fraction is not estimated")  # fmt: skip
         k = 0
     test = features(inputs, k, own)
     refs = exp.references
