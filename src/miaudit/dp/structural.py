@@ -9,7 +9,9 @@ also above what a one-run statistical audit can ever show. A defect is a fact ab
 - ``noiseless_updates``: the last layer's gradient carries no noise. Softmax cross-entropy makes every per-example
   gradient of the classification layer sum to zero over the classes (sum_k (p_k - y_k) = 0), and clipping scales
   it; DP-SGD's Gaussian noise does not, so the class sums of that layer's gradient at each step are the noise
-  alone. Sums that vanish (below 1e-4 of the gradient's norm, where float rounding sits near 1e-7) mean no noise;
+  alone. Sums that vanish (below 1e-4 of the gradient's norm, where float rounding sits near 1e-7) in any step mean
+  a step without noise: the layer left out of DP, or a non-private pass after the private one (which is why
+  pre-training on public data belongs outside the function: a fixed public initialisation is never flagged);
 - ``repeated_noise``: those class sums, pure noise, repeat: across the steps of one run (a generator re-seeded with
   a constant) or, step by step, between the target and a reference the function trained (a constant seed per
   run: the same noise whatever miaudit seeds torch with). Fresh noise from a reproducible seed is not flagged:
@@ -227,12 +229,13 @@ def defects(
     if target.head is None:
         unchecked.append("noise on the last layer and its freshness (no linear layer with one output per class)")
     elif target.head_steps:
-        if target.noiseless_steps > target.head_steps // 2:
+        if target.noiseless_steps:  # Gaussian noise leaves class sums that vanish with probability 0
             add(
                 "noiseless_updates",
                 f"the last layer's gradient carried no noise in {target.noiseless_steps} of {target.head_steps} "
-                "optimizer steps (its class sums are exactly zero, which Gaussian noise never leaves): that layer "
-                "learns from the plain gradient; clip and noise every parameter's gradient",
+                "optimizer steps (its class sums are exactly zero, which Gaussian noise never leaves): it learned "
+                "from the plain gradient there (left out of DP, or a non-private pass); clip and noise every "
+                "parameter's gradient in every step, and pre-train on public data outside the function",
             )
         else:
             within = _repeats_within(target.noise)
