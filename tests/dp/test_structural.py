@@ -162,3 +162,19 @@ def test_the_observed_opacus_optimizer(bug: str | None, told: float, expected: l
         assert rate is None  # no noisy step drew a batch
     else:
         assert rate is not None and abs(rate - BATCH / N) < 0.03  # the batches drawn, not the rate it was told
+
+
+def test_a_defect_violates_the_claim_and_the_verdict_names_it() -> None:
+    from miaudit.dp.user_code import with_defects
+    from miaudit.results import Defect, DPAudit
+    from miaudit.results.dp import UserTraining
+
+    training = UserTraining(function="m:f", claimed_epsilon=4.0, claimed_delta=1e-5, calls=3, target_records=10,
+                            canaries_inserted=2, references_by="f", observed="-", not_observed="-")  # fmt: skip
+    audit = DPAudit(kind="one-run", verdict="no violation detected: ...", epsilon_lb=0.1, confidence=0.95,
+                    delta=1e-5, violated=False, training=training)  # fmt: skip
+    assert with_defects(audit) == audit  # no defect: the statistical verdict stands
+    found = training.model_copy(update={"defects": [Defect(kind="private_buffers", detail="BatchNorm statistics")]})
+    flagged = with_defects(audit.model_copy(update={"training": found}))
+    assert flagged.violated is True and flagged.verdict.startswith("violation")
+    assert "private buffers" in flagged.verdict and "no violation detected" in flagged.verdict  # both, in order
