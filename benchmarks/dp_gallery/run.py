@@ -19,6 +19,7 @@ import argparse
 import json
 import platform
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -114,27 +115,23 @@ def structural(name: str, epsilon: float, seed: int, epochs: int) -> dict[str, o
     }
 
 
-def run_structural(names: list[str], seeds: list[int], out: Path, epochs: int) -> None:
+def run(
+    names: list[str],
+    seeds: list[int],
+    out: Path,
+    one: Callable[[str, float, int], dict[str, object]],
+    epsilons: tuple[float, ...] = EPSILONS,
+) -> None:
+    """``one(name, epsilon, seed)`` for every seed, claim and function, each row appended to ``out`` as it ends."""
     torch.set_num_threads(1)
     for seed in seeds:
-        for epsilon in STRUCTURAL_EPSILONS:
+        for epsilon in epsilons:
             for name in names:
-                row = structural(name, epsilon, seed, epochs)
+                row = one(name, epsilon, seed)
                 with out.open("a") as f:
                     f.write(json.dumps(row) + "\n")
-                print(f"{name} eps {epsilon:g} seed {seed}: {row['defects']} ({row['seconds']} s)", flush=True)
-
-
-def run(names: list[str], seeds: list[int], out: Path, gradient: int | None = None) -> None:
-    torch.set_num_threads(1)
-    for seed in seeds:
-        for epsilon in EPSILONS:
-            for name in names:
-                row = audit(name, epsilon, seed, gradient)
-                with out.open("a") as f:
-                    f.write(json.dumps(row) + "\n")
-                print(f"{name} eps {epsilon:g} seed {seed}: violated {row['violated']} lb {row['epsilon_lb']:.3f} "
-                      f"({row['seconds']} s)", flush=True)  # fmt: skip
+                said = row["defects"] if "defects" in row else f"violated {row['violated']} lb {row['epsilon_lb']:.3f}"
+                print(f"{name} eps {epsilon:g} seed {seed}: {said} ({row['seconds']} s)", flush=True)
 
 
 def read(path: Path) -> list[dict]:
@@ -220,12 +217,13 @@ def main() -> None:
         return
     if args.part == "structural":
         names = args.only or list(dp_gallery.GALLERY)
-        run_structural(names, seeds_of(args.seeds), args.out or HERE / "structural.jsonl", args.epochs)
+        out = args.out or HERE / "structural.jsonl"
+        run(names, seeds_of(args.seeds), out, lambda n, e, s: structural(n, e, s, args.epochs), STRUCTURAL_EPSILONS)
         return
     default = {"gallery": list(dp_gallery.GALLERY), "alarms": ["correct", "opacus"]}
     names = args.only or default.get(args.part, ["opacus", "opacus_more_epochs"])
     gradient = WHITE_BOX if args.part == "whitebox" else None
-    run(names, seeds_of(args.seeds), args.out or HERE / f"{args.part}.jsonl", gradient)
+    run(names, seeds_of(args.seeds), args.out or HERE / f"{args.part}.jsonl", lambda n, e, s: audit(n, e, s, gradient))
 
 
 if __name__ == "__main__":
