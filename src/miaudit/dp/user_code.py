@@ -162,7 +162,7 @@ def fit(
         try:
             with structural.watch(model, training.n_classes, len(y)) as trace:
                 out = training.fn(model, x, y)  # torch's RNG was seeded with ``seed`` just before the model was built
-        except (KeyboardInterrupt, MemoryError, MiauditError):
+        except (MemoryError, MiauditError):  # miaudit's own one-line errors (dp_observe's) pass as they are
             raise
         except Exception as e:  # the user's code: one line naming it, no traceback of miaudit's frames
             raise ModelError(
