@@ -19,12 +19,15 @@ import argparse
 import json
 import platform
 import time
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import torch
 
 HERE = Path(__file__).parent
 EPSILONS = (1.0, 8.0)
+STRUCTURAL_EPSILONS = (1.0, 4.0, 8.0)
 CANARIES = {"count": 300, "kind": "crafted", "guesses": 50}
 WHITE_BOX = 2000  # part whitebox: gradient canaries joined to an Opacus optimizer by miaudit.dp_observe
 
@@ -69,16 +72,66 @@ def audit(name: str, epsilon: float, seed: int, gradient: int | None = None) -> 
     }
 
 
-def run(names: list[str], seeds: list[int], out: Path, gradient: int | None = None) -> None:
+def structural(name: str, epsilon: float, seed: int, epochs: int) -> dict[str, object]:
+    """What a run of gallery function ``name`` shows directly (``miaudit.dp.structural``, no canaries, no attack):
+    the function trains a target on a seeded half of digits and, as a reference, a model on the other half with
+    another torch seed (as ``dp-audit`` does with ``references: function``); the defects of the target's run."""
+    import numpy as np
+
+    from miaudit.config.dp_training import AccountantFacts
+    from miaudit.data import load
+    from miaudit.dp import structural as st
+    from miaudit.models.io import import_factory
+    from miaudit_bench import dp_gallery
+
+    dp_gallery.EPOCHS = epochs  # the CPU budget (README); the checks do not depend on the epochs
+    dp_gallery.ACCOUNTANT = "rdp"  # calibrates in milliseconds where PRV takes a minute; the checks need no exact sigma
+    recipe = dp_gallery.GALLERY[name]
+    if recipe.accounted_epochs:  # more_epochs: accounted for a third of the epochs trained, as at 10 of 30
+        dp_gallery.GALLERY[name] = replace(recipe, accounted_epochs=max(1, epochs // 3))
+    ds = load("digits")
+    order = np.random.default_rng(seed).permutation(len(ds))
+    halves = order[: len(ds) // 2], order[len(ds) // 2 :]
+    factory = import_factory(dp_gallery.model_of(name))
+    fn = dp_gallery.at(name, epsilon)
+    start = time.perf_counter()
+    traces, facts = [], []
+    for i, idx in enumerate(halves):
+        torch.manual_seed(1000 * seed + i)  # miaudit seeds torch per model
+        model = factory(ds.input_shape, ds.n_classes)
+        with st.watch(model, ds.n_classes, len(idx)) as trace:
+            facts.append(fn(model, ds.x[idx], ds.y[idx]))
+        traces.append(trace)
+    found, unchecked = st.defects(traces[0], traces[1:], AccountantFacts.model_validate(facts[0]), name)
+    return {
+        "function": name,
+        "claimed_epsilon": epsilon,
+        "seed": seed,
+        "epochs": epochs,
+        "defects": [d.kind for d in found],
+        "details": [d.detail for d in found],
+        "unchecked": unchecked,
+        "seconds": round(time.perf_counter() - start, 1),
+    }
+
+
+def run(
+    names: list[str],
+    seeds: list[int],
+    out: Path,
+    one: Callable[[str, float, int], dict[str, object]],
+    epsilons: tuple[float, ...] = EPSILONS,
+) -> None:
+    """``one(name, epsilon, seed)`` for every seed, claim and function, each row appended to ``out`` as it ends."""
     torch.set_num_threads(1)
     for seed in seeds:
-        for epsilon in EPSILONS:
+        for epsilon in epsilons:
             for name in names:
-                row = audit(name, epsilon, seed, gradient)
+                row = one(name, epsilon, seed)
                 with out.open("a") as f:
                     f.write(json.dumps(row) + "\n")
-                print(f"{name} eps {epsilon:g} seed {seed}: violated {row['violated']} lb {row['epsilon_lb']:.3f} "
-                      f"({row['seconds']} s)", flush=True)  # fmt: skip
+                said = row["defects"] if "defects" in row else f"violated {row['violated']} lb {row['epsilon_lb']:.3f}"
+                print(f"{name} eps {epsilon:g} seed {seed}: {said} ({row['seconds']} s)", flush=True)
 
 
 def read(path: Path) -> list[dict]:
@@ -102,11 +155,39 @@ def gallery_table(rows: list[dict], part: str) -> list[str]:
     return lines
 
 
+def structural_table(rows: list[dict], alarms: list[dict]) -> list[str]:
+    """Per function, the defects its run shows at each claimed epsilon; then the correct functions over seeds."""
+    if not rows:
+        return []
+    lines = ["", "### structural", "", "| function | " + " | ".join(f"claimed {e:g}" for e in STRUCTURAL_EPSILONS)]
+    lines[-1] += " |"
+    lines.append("|---|" + "---|" * len(STRUCTURAL_EPSILONS))
+    for name in sorted({r["function"] for r in rows}):
+        cells = []
+        for eps in STRUCTURAL_EPSILONS:
+            got = [r for r in rows if r["function"] == name and r["claimed_epsilon"] == eps]
+            cells.append(", ".join(f"**{k}**" for k in got[0]["defects"]) or "none" if got else "-")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    every = rows + alarms
+    correct = [r for r in every if r["function"] in ("correct", "opacus", "public_init", "opacus_public_init")]
+    if correct:
+        lines += ["", "| correct function | claimed eps | seeds | runs with a defect |", "|---|---|---|---|"]
+        for name in sorted({r["function"] for r in correct}):
+            for eps in STRUCTURAL_EPSILONS:
+                got = [r for r in correct if r["function"] == name and r["claimed_epsilon"] == eps]
+                if got:
+                    seeds = sorted(r["seed"] for r in got)
+                    flagged = sum(bool(r["defects"]) for r in got)
+                    lines.append(f"| {name} | {eps:g} | {seeds[0]}-{seeds[-1]} ({len(got)}) | {flagged} |")
+    return lines
+
+
 def table() -> str:
     """The gallery tables (black-box; white-box through the Opacus hook) and the false-alarm counts."""
     lines: list[str] = []
     for part in ("gallery", "whitebox"):
         lines += gallery_table(read(HERE / f"{part}.jsonl"), part)
+    lines += structural_table(read(HERE / "structural.jsonl"), read(HERE / "structural_alarms.jsonl"))
     rows = read(HERE / "alarms.jsonl")
     if rows:
         lines += ["", "### alarms", "", "| correct function | claimed eps | seeds | flagged | largest bound |",
@@ -125,7 +206,8 @@ def main() -> None:
     from miaudit_bench import dp_gallery
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("part", choices=["gallery", "alarms", "whitebox", "table"])
+    p.add_argument("part", choices=["gallery", "alarms", "whitebox", "structural", "table"])
+    p.add_argument("--epochs", type=int, default=30, help="structural: the functions' epochs")
     p.add_argument("--seeds", default="0")
     p.add_argument("--only", nargs="*", help="these gallery functions only")
     p.add_argument("--out", type=Path)
@@ -133,10 +215,15 @@ def main() -> None:
     if args.part == "table":
         print(table())
         return
+    if args.part == "structural":
+        names = args.only or list(dp_gallery.GALLERY)
+        out = args.out or HERE / "structural.jsonl"
+        run(names, seeds_of(args.seeds), out, lambda n, e, s: structural(n, e, s, args.epochs), STRUCTURAL_EPSILONS)
+        return
     default = {"gallery": list(dp_gallery.GALLERY), "alarms": ["correct", "opacus"]}
     names = args.only or default.get(args.part, ["opacus", "opacus_more_epochs"])
     gradient = WHITE_BOX if args.part == "whitebox" else None
-    run(names, seeds_of(args.seeds), args.out or HERE / f"{args.part}.jsonl", gradient)
+    run(names, seeds_of(args.seeds), args.out or HERE / f"{args.part}.jsonl", lambda n, e, s: audit(n, e, s, gradient))
 
 
 if __name__ == "__main__":

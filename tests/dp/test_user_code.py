@@ -170,9 +170,10 @@ def test_the_white_box_hook_joins_gradient_canaries_to_an_opacus_optimizer_of_th
     seen: list[bool] = []
     cfg = cfg_for(canaries={"count": 30, "kind": "crafted", "guesses": 5, "gradient": 40})
     res = user_code.run(cfg, opacus_training(seen))
-    assert seen == [True, True, False, True, False, True]  # observed for the target; the references not
+    assert seen == [True] * 6  # observed for the target and the references (defects); canaries joined the target's
     section = res.dp_audit.training
     assert section.white_box_steps > 0 and "white-box" in section.observed and "clipping" in section.not_observed
+    assert section.defects == [] and section.observed_sample_rate is not None
     white = [b for b in res.dp_audit.bounds if b.threat_model == "white-box"]
     assert white and white[0].canaries == 40 and white[0].guesses == 8  # 40 // 10 each way
     assert user_code.dp_observe(object()) is False  # outside an audit: nothing, whatever it is given
@@ -184,6 +185,38 @@ def test_gradient_canaries_the_function_never_joins_give_no_bound_and_say_so() -
     assert not [b for b in res.dp_audit.bounds if b.threat_model == "white-box"]
     section = res.dp_audit.training
     assert section.white_box_steps == 0 and "never called miaudit.dp_observe" in section.not_observed
+
+
+@pytest.mark.filterwarnings("ignore")  # Opacus' notes (secure RNG off)
+def test_an_observed_optimizer_that_never_steps_is_said_to_and_is_a_defect() -> None:
+    pytest.importorskip("opacus")
+
+    def train(model: nn.Module, x: np.ndarray, y: np.ndarray) -> None:
+        from opacus import PrivacyEngine
+        from torch.utils.data import DataLoader, TensorDataset
+
+        import miaudit
+
+        loader = DataLoader(TensorDataset(torch.as_tensor(x), torch.as_tensor(y)), batch_size=16)
+        base = torch.optim.SGD(model.parameters(), lr=0.05)
+        private, opt, loader = PrivacyEngine().make_private(
+            module=model, optimizer=base, data_loader=loader, noise_multiplier=1.0, max_grad_norm=1.0
+        )
+        miaudit.dp_observe(opt)
+        for xb, yb in loader:
+            if len(yb):
+                opt.zero_grad()
+                nn.functional.cross_entropy(private(xb), yb).backward()
+                base.step()  # the bug: the optimizer given to make_private
+        private.remove_hooks()
+
+    cfg = cfg_for(canaries={"count": 30, "kind": "crafted", "guesses": 5, "gradient": 40})
+    res = user_code.run(cfg, train)
+    section = res.dp_audit.training
+    assert "never called" not in section.not_observed and "never took a noisy step" in section.not_observed
+    kinds = [d.kind for d in section.defects]
+    assert "optimizer_never_stepped" in kinds and "steps_outside_dp" in kinds and res.dp_audit.violated is True
+    assert res.dp_audit.verdict.startswith("violation") and "optimizer never stepped" in res.dp_audit.verdict
 
 
 def test_the_hook_refuses_an_optimizer_that_is_no_dp_optimizer() -> None:
@@ -224,3 +257,32 @@ def test_the_command_refuses_a_function_that_does_not_import_in_one_line_writing
     assert result.exit_code == 2 and "does_not_exist" in result.output
     assert len([line for line in result.output.splitlines() if line.strip()]) == 1 and "Traceback" not in result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_a_function_that_raises_is_wrongly_signed_or_does_not_parse_is_one_line_writing_nothing(tmp_path: Any) -> None:
+    import sys
+
+    from typer.testing import CliRunner
+
+    from miaudit.cli import app
+
+    (tmp_path / "udp_fns.py").write_text(
+        "def raises(model, x, y):\n    raise ValueError('my DP training blew up')\n"
+        "def wrong_signature(model, loader):\n    return model\n"
+    )
+    (tmp_path / "udp_broken.py").write_text("def broken(model, x, y)\n    return model\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        for fn, says in [("udp_fns:raises", "blew up"), ("udp_fns:wrong_signature", "(model, loader)"),
+                         ("udp_broken:broken", "syntax error")]:  # fmt: skip
+            config_file = tmp_path / "audit.yaml"
+            config_file.write_text(
+                "dataset: {name: digits, subset: 300}\nreferences: 2\ncanaries: {count: 30, kind: crafted}\n"
+                f"dp_training: {{function: {fn}, epsilon: 1.0, delta: 1.0e-5}}\n"
+            )
+            result = CliRunner().invoke(app, ["dp-audit", str(config_file), "--out", str(tmp_path / "out")])
+            lines = [line for line in result.output.splitlines() if line.strip()]
+            assert result.exit_code == 2 and fn.partition(":")[2] in result.output and says in result.output, fn
+            assert len(lines) <= 3 and "Traceback" not in result.output and not (tmp_path / "out").exists()
+    finally:
+        sys.path.remove(str(tmp_path))

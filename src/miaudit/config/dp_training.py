@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
+from ..errors import ConfigError
 from ..training.options import Strict
 
 
@@ -48,5 +49,24 @@ class DPTrainingConfig(Strict):
         from ..models import io
 
         if not (info.context or {}).get("function_given"):
-            io.import_factory(v)
+            signature_checked(io.import_factory(v), v)
         return v
+
+
+def signature_checked(fn: object, name: str) -> object:
+    """``fn`` when it can be called as ``function(model, x, y)``, else a one-line error naming it (before any
+    training)."""
+    import inspect
+
+    try:
+        signature = inspect.signature(fn)  # type: ignore[arg-type]
+    except (TypeError, ValueError):  # a builtin without a signature: it will tell when called
+        return fn
+    try:
+        signature.bind(None, None, None)
+    except TypeError:
+        raise ConfigError(
+            f"dp_training.function: {name} takes {signature}; it is called as function(model, x, y) (the model, "
+            "the training inputs and labels as numpy arrays)"
+        ) from None
+    return fn

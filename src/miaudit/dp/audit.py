@@ -11,7 +11,7 @@ records. NaN scores are never flagged.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 from pydantic import JsonValue
@@ -103,14 +103,18 @@ def one_run_summary(
     privacy: dict | None,
     accuracies: dict[str, float],
     p_values: str | None = None,
+    classes: int | None = None,
 ) -> DPAudit:
     """results.json's ``dp_audit`` of a one-run audit: every bound, and the verdict over every observer
     (``verdict.decide``); ``accuracies`` the target's on its real records (and the canaries'), ``p_values`` how
-    the attacks' p-values on the canaries are."""
+    the attacks' p-values on the canaries are; ``classes``: the data's, to say when the target learned nothing
+    (``uninformative``)."""
     declared = declared_epsilon(cfg.dp_audit, cfg)
     claim = tightest(privacy, declared)
     confidence, delta = one_run_level(cfg)
     d = verdict.decide(entries, claim, confidence, privacy)
+    if not d.violated and (said := uninformative(accuracies, classes, entries)) is not None:
+        d = replace(d, verdict=f"{d.verdict}. {said}")
     return DPAudit(
         kind="one-run",
         bounds=entries,
@@ -122,6 +126,25 @@ def one_run_summary(
         ),
         **accuracies,
         **({"p_values": p_values} if p_values is not None else {}),
+    )
+
+
+def uninformative(accuracies: dict[str, float], classes: int | None, entries: list[Bound]) -> str | None:
+    """What to say when the target learned (almost) nothing: its accuracy on its own records within a tenth of the
+    way from chance (1 / classes) to perfect. Its outputs then carry nothing of its training records, so no
+    black-box observer could have seen a violation; a white-box observer (the noisy updates) still could."""
+    if not classes or any(e.threat_model == "white-box" for e in entries):
+        return None
+    chance = 1 / classes
+    seen = [a for k in ("target_train_accuracy", "target_test_accuracy") if (a := accuracies.get(k)) is not None]
+    best = max(seen, default=None)
+    if best is None or best > chance + 0.1 * (1 - chance):
+        return None
+    return (
+        f"This audit could not have seen a violation: the target is at chance accuracy ({best:.3f} on its own "
+        f"records, chance {chance:.3f} with {classes} classes), so it learned nothing its outputs could show, and "
+        "'no violation detected' says nothing about your training; audit a model that learns (more epochs, a "
+        "larger learning rate, the model your training is meant for)"
     )
 
 

@@ -230,4 +230,5 @@ def run(
     if observed is not None and observed.steps:
         entries += whitebox_bounds(cfg, observed, spec.gradient_guesses)
     target.privacy = dp_sgd.with_accountants(target.privacy)
-    return RunResult(exp, runs, audit.one_run_summary(cfg, entries, target.privacy, accuracies, RAW_PVALUES))
+    summary = audit.one_run_summary(cfg, entries, target.privacy, accuracies, RAW_PVALUES, ds.n_classes)
+    return RunResult(exp, runs, summary)

@@ -9,12 +9,13 @@ hold a canary (``dp_training.references: function``, the default: the auditor kn
 Steinke, Nasr & Jagielski's one-run audit assumes), or by miaudit's loop (``references: recipe``). User code is never
 cached: miaudit cannot hash it.
 
-What the audit sees is the final model's outputs (black-box): every fault that moves them (clipping that never runs,
-noise on the wrong scale, a non-private pass, more steps than accounted) can be caught, at the one-run audit's power.
-It does not see the noisy updates: a fault the final model hides (the accountant told the wrong sampling rate, half
-the noise at a small epsilon) is beyond its reach, and ``dp_audit.training.not_observed`` says so. The claim tested is
-the smallest of the claimed epsilon and, when the accountant's facts are given (``dp_training.accountant``, or a
-mapping the function returns), Opacus' accountants' figures for them.
+What the audit sees statistically is the final model's outputs (black-box): every fault that moves them (clipping
+that never runs, noise on the wrong scale, a non-private pass, more steps than accounted) can be caught, at the
+one-run audit's power. Beside it, every call of the function is watched (``structural``): the model before and after,
+each optimizer step, and the Opacus optimizer the function joins with ``miaudit.dp_observe``; the defects that shows
+directly (``dp_audit.training.defects``) make the claim violated at any epsilon. The claim tested is the smallest of
+the claimed epsilon and, when the accountant's facts are given (``dp_training.accountant``, or a mapping the
+function returns), Opacus' accountants' figures for them.
 """
 
 from __future__ import annotations
@@ -26,16 +27,16 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
-from ..config.dp_training import AccountantFacts, DPTrainingConfig
+from ..config.dp_training import AccountantFacts, DPTrainingConfig, signature_checked
 from ..config.run import RunConfig
 from ..data import Dataset
-from ..errors import ConfigError, ModelError
+from ..errors import ConfigError, MiauditError, ModelError
 from ..experiment import datasets
 from ..experiment.recipes import ModelRecipe, reference_recipe
 from ..experiment.run import RunResult
-from ..results.dp import UserTraining
+from ..results.dp import Defect, DPAudit, UserTraining
 from ..training.dp_sgd import NoisyStep
-from . import one_run
+from . import one_run, structural
 from .whitebox import GradientCanaries
 
 if TYPE_CHECKING:
@@ -51,16 +52,24 @@ OBSERVED = (
     "attack; any fault that moves them (clipping that never runs, noise on the wrong scale, a non-private pass, "
     "more steps than accounted) can be caught, at the one-run audit's power"
 )
+STRUCTURAL = (
+    "directly, at any claimed epsilon: the model before and after each call (parameters and normalisation "
+    "statistics that changed), the class sums of the last layer's gradient at every optimizer step (noise present "
+    "and fresh), and, with miaudit.dp_observe(optimizer), the DP optimizer's parameters, noisy steps and batches"
+)
 NOT_OBSERVED = (
-    "the noisy updates (white-box): your function's optimizer steps are not observed, so a fault the final model "
-    "hides (a sampling rate misreported to the accountant, noise a little too small at a small epsilon) is beyond "
-    "this audit's reach; the intermediate models; the accountant's arithmetic (only its figure, when its facts are "
-    "given)"
+    "the noisy updates as a statistical observer (no gradient canaries scored), so a fault the final model hides "
+    "(noise a little too small at a small epsilon) is beyond this audit's reach; the intermediate models; the "
+    "accountant's arithmetic (only its figure, when its facts are given)"
 )
 WHITE_BOX_BLIND = (
-    "clipping (the gradient canaries join each step after it), how the records are sampled into the steps, and "
-    "anything outside the optimizer's noisy steps (a non-private pass): the black-box observers cover those, at "
-    "their power"
+    "clipping (the gradient canaries join each step after it) and anything outside the optimizer's noisy steps "
+    "(a non-private pass): the black-box observers cover those, at their power"
+)
+NEVER_JOINED = "; canaries.gradient was given, but your function never called miaudit.dp_observe(optimizer)"
+NEVER_STEPPED = (
+    "; canaries.gradient was given and your function called miaudit.dp_observe(optimizer), but that optimizer "
+    "never took a noisy step (the model was stepped by another), so no gradient canary was scored"
 )
 FACT_KEYS = ("noise_multiplier", "sample_rate", "steps")
 
@@ -92,6 +101,9 @@ class Training:
     model: ModelFactory | None = None  # builds a fresh model (default: the config's model:)
     calls: int = 0
     returned: list[AccountantFacts] = field(default_factory=list)  # facts the calls returned, in call order
+    n_classes: int = 0
+    target: structural.Trace | None = None  # the target's call, watched
+    references: list[structural.Trace] = field(default_factory=list)  # the references' calls, watched
 
     def facts(self) -> AccountantFacts | None:
         """The accountant's facts: the config's, else what the first call (the target's) returned."""
@@ -112,6 +124,7 @@ def resolve(cfg: RunConfig, fn: TrainFn | None = None, model: ModelFactory | Non
         from ..models import io
 
         fn = io.import_factory(spec.function)
+    signature_checked(fn, spec.function)
     if not callable(fn):
         raise ConfigError(f"dp_training.function: {spec.function!r} is not callable")
     return Training(fn=fn, name=spec.function, spec=spec, model=model)
@@ -129,12 +142,14 @@ def returned_facts(out: object, name: str) -> AccountantFacts | None:
 
 
 def fit(
-    training: Training, whitebox: GradientCanaries | None = None
+    training: Training, whitebox: GradientCanaries | None = None, target: bool = False
 ) -> Callable[[nn.Module, np.ndarray, np.ndarray, int, ProgressFn], TrainReport]:
-    """The function as a recipe's fit: called on the model and the records, counted and timed, its training accuracy
-    measured. The model must be trained in place: a returned module other than it (or a wrapper of it, as Opacus'
-    GradSampleModule) is refused. ``whitebox``: the target's gradient canaries, which ``dp_observe`` joins to the
-    function's optimizer while it runs."""
+    """The function as a recipe's fit: called on the model and the records, counted, timed and watched
+    (``structural``: the target's call in ``training.target``, the references' in ``training.references``), its
+    training accuracy measured. The model must be trained in place: a returned module other than it (or a wrapper of
+    it, as Opacus' GradSampleModule) is refused. ``whitebox``: the target's gradient canaries, which ``dp_observe``
+    joins to the function's optimizer while it runs, scored at the rate of the batches it drew. An exception the
+    function raises is one line naming it."""
     from ..training.loop import TrainReport, accuracy, predict_logits
 
     def run(model: nn.Module, x: np.ndarray, y: np.ndarray, seed: int, progress: ProgressFn) -> TrainReport:
@@ -145,11 +160,25 @@ def fit(
         if whitebox is not None:
             _ACTIVE.append((whitebox, len(y)))
         try:
-            out = training.fn(model, x, y)  # torch's RNG was seeded with ``seed`` just before the model was built
+            with structural.watch(model, training.n_classes, len(y)) as trace:
+                out = training.fn(model, x, y)  # torch's RNG was seeded with ``seed`` just before the model was built
+        except (MemoryError, MiauditError):  # miaudit's own one-line errors (dp_observe's) pass as they are
+            raise
+        except Exception as e:  # the user's code: one line naming it, no traceback of miaudit's frames
+            raise ModelError(
+                f"dp_training.function: {training.name} raised {type(e).__name__}: {' '.join(str(e).split())[:200]}"
+            ) from None
         finally:
             if whitebox is not None:
                 _ACTIVE.pop()
         seconds = time.perf_counter() - start
+        if target:
+            training.target = trace
+            rate = structural.observed_rate(trace.observed, len(y))
+            if whitebox is not None and rate is not None:
+                whitebox.rescore(rate)
+        else:
+            training.references.append(trace)
         if isinstance(out, nn.Module) and out is not model and getattr(out, "_module", None) is not model:
             raise ModelError(
                 f"dp_training.function: {training.name} returned another model; train the model it is given in place"
@@ -196,15 +225,18 @@ _ACTIVE: list[tuple[GradientCanaries, int]] = []  # the target's gradient canari
 
 
 def dp_observe(optimizer: object, sample_rate: float | None = None) -> bool:
-    """The one-line white-box hook (``miaudit.dp_observe(optimizer)``): a training function adds it after building
-    its Opacus ``DPOptimizer`` (``PrivacyEngine.make_private``). While ``miaudit dp-audit`` trains the target with
-    ``canaries.gradient: N``, it joins N gradient canaries to every noisy step and scores them from the noisy updates
-    (``whitebox``, at the optimizer's noise multiplier, clipping norm and ``sample_rate``: default its expected batch
-    size over the records the function was given); the user's own step hook (Opacus' accountant) still runs first.
-    Anywhere else (the references, a run outside an audit) it does nothing. Returns whether it observes."""
-    if not _ACTIVE:
+    """The one-line hook (``miaudit.dp_observe(optimizer)``): a training function adds it after building its Opacus
+    ``DPOptimizer`` (``PrivacyEngine.make_private``). While ``miaudit dp-audit`` runs the function, it records the
+    optimizer's parameters, noise multiplier, noisy steps and the batches they drew (``structural``: the defects
+    that shows directly), and while it trains the target with ``canaries.gradient: N`` it joins N gradient canaries
+    to every noisy step and scores them from the noisy updates (``whitebox``, at the optimizer's noise multiplier and
+    clipping norm and the rate of the batches drawn: ``sample_rate`` is accepted for compatibility and ignored, so a
+    wrong one cannot hide a sampling bug); the user's own step hook (Opacus' accountant) still runs first. Outside
+    an audit it does nothing. Returns whether it observes."""
+    del sample_rate
+    trace = structural.current()
+    if trace is None:
         return False
-    canaries, n = _ACTIVE[-1]
     needed = ("noise_multiplier", "max_grad_norm", "expected_batch_size", "params", "attach_step_hook")
     missing = [a for a in needed if not hasattr(optimizer, a)]
     if missing:
@@ -213,16 +245,21 @@ def dp_observe(optimizer: object, sample_rate: float | None = None) -> bool:
             "optimizer PrivacyEngine.make_private returned"
         )
     opt: Any = optimizer
-    batch = float(opt.expected_batch_size)
-    rate = sample_rate if sample_rate is not None else batch / n
-    noisy = NoisyStep(rate, float(opt.noise_multiplier), float(opt.max_grad_norm), batch, canaries.seed)
-    step = canaries.hook(list(opt.params), noisy)
+    seen = structural.Observed(opt, {id(p) for p in opt.params}, float(opt.noise_multiplier))
+    trace.observed = seen
+    steps = [seen.noisy_step]
+    if _ACTIVE:
+        canaries, n = _ACTIVE[-1]
+        batch = float(opt.expected_batch_size)  # Opacus sets it from the loader: the rate records are drawn at
+        noisy = NoisyStep(batch / n, float(opt.noise_multiplier), float(opt.max_grad_norm), batch, canaries.seed)
+        steps.insert(0, canaries.hook(list(opt.params), noisy))
     previous = getattr(opt, "step_hook", None)
 
     def chained(o: object) -> None:
         if previous is not None:
             previous(o)  # the user's hook (Opacus' accountant) first: it reads the step as it was
-        step(o)
+        for step in steps:
+            step(o)
 
     opt.attach_step_hook(chained)
     return True
@@ -242,7 +279,10 @@ def recipes(
         return with_features(training.model(shape, k) if training.model else build_model(arch, shape, k), shape, k)
 
     name = arch if training.model is None else name_of(training.model)
-    target = ModelRecipe(architecture=name, build=build, fit=fit(training, whitebox), epochs=None, cache_spec=None)
+    training.n_classes = ds.n_classes
+    target = ModelRecipe(
+        architecture=name, build=build, fit=fit(training, whitebox, target=True), epochs=None, cache_spec=None
+    )
     own = ModelRecipe(architecture=name, build=build, fit=fit(training), epochs=None, cache_spec=None)
     refs = own if training.spec.references == "function" else reference_recipe(cfg, ds)
     return target, refs
@@ -269,16 +309,23 @@ def section(
     the function joined its optimizer (``dp_observe``)."""
     facts = training.facts()
     steps = None if whitebox is None else whitebox.steps
-    observed, not_observed = OBSERVED, NOT_OBSERVED
+    observed, not_observed = f"{OBSERVED}; {STRUCTURAL}", NOT_OBSERVED
+    trace = training.target
+    seen = None if trace is None else trace.observed
     if steps:
         assert whitebox is not None
         observed += (
             f"; white-box: {whitebox.count} gradient canaries in each of {steps} noisy steps of your DPOptimizer "
-            "(miaudit.dp_observe), scored at its noise multiplier and sampling rate"
+            "(miaudit.dp_observe), scored at its noise multiplier and the sampling rate of the batches it drew"
         )
         not_observed = WHITE_BOX_BLIND
     elif steps == 0:
-        not_observed += "; canaries.gradient was given, but your function never called miaudit.dp_observe(optimizer)"
+        not_observed += NEVER_JOINED if seen is None else NEVER_STEPPED
+    found: list[Defect] = []
+    if trace is not None:
+        found, unchecked = structural.defects(trace, training.references, facts, training.name)
+        if unchecked:
+            not_observed += "; not checked directly: " + ", ".join(unchecked)
     return UserTraining(
         function=training.name,
         claimed_epsilon=training.spec.epsilon,
@@ -297,7 +344,23 @@ def section(
         white_box_steps=steps,
         observed=observed,
         not_observed=not_observed,
+        defects=found,
+        observed_sample_rate=None if trace is None else structural.observed_rate(seen, trace.records),
     )
+
+
+def with_defects(audit: DPAudit) -> DPAudit:
+    """The audit with its verdict on the structural defects the training run shows: any defect violates the claim,
+    at any epsilon, and the sentence names each with what to fix; the statistical verdict follows."""
+    t = audit.training
+    if t is None or not t.defects:
+        return audit
+    said = "; ".join(f"{d.kind.replace('_', ' ')} ({d.kind}): {d.detail}" for d in t.defects)
+    verdict = (
+        f"violation: your training run shows {len(t.defects)} defect(s) directly, whatever the claimed epsilon "
+        f"(no statistics): {said}. The canaries' test: {audit.verdict}"
+    )
+    return audit.model_copy(update={"violated": True, "verdict": verdict})
 
 
 def run(cfg: RunConfig, fn: TrainFn | None = None, model: ModelFactory | None = None) -> RunResult:
@@ -320,8 +383,8 @@ def run(cfg: RunConfig, fn: TrainFn | None = None, model: ModelFactory | None = 
     inserted = int(exp.records.is_member.sum())
     accounted = (exp.target.privacy or {}).get("accounted")
     whitebox = observed[0] if observed else None
-    res.dp_audit = res.dp_audit.model_copy(
-        update={"training": section(training, len(target_idx), inserted, accounted, whitebox)}
+    res.dp_audit = with_defects(
+        res.dp_audit.model_copy(update={"training": section(training, len(target_idx), inserted, accounted, whitebox)})
     )
     return res
 

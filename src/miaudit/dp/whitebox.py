@@ -38,6 +38,9 @@ class GradientCanaries:
     seed: int
     scores: np.ndarray = field(init=False)  # (m,) the summed log-likelihood ratio after training
     steps: int = field(default=0, init=False)
+    # each step's (x - 1/2) / sigma^2, kept so the scores can be recomputed at the rate of the batches drawn
+    # (``rescore``): the log-likelihood ratio depends on the rate only through the sum's terms
+    _z: list[np.ndarray] = field(default_factory=list, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -59,6 +62,13 @@ class GradientCanaries:
         signs = rng.choice([-1.0, 1.0], size=(m, support)) if support > 1 else np.ones((m, 1))
         return torch.as_tensor(coords), torch.as_tensor(signs / np.sqrt(support), dtype=torch.float32)
 
+    def rescore(self, rate: float) -> None:
+        """The scores recomputed at sampling rate ``rate`` (a user's function: the rate of the batches its optimizer
+        drew, whatever rate it was told)."""
+        if self._z:
+            z = np.stack(self._z).astype(np.float64)
+            self.scores = np.logaddexp(np.log1p(-rate), np.log(rate) + z).sum(0)
+
     def hook(self, params: list[torch.Tensor], noisy: NoisyStep):
         """The step hook: observe every canary in the noisy update, then add the sampled included ones to it
         (sampled at the step's rate used, scored at its rate claimed: ``NoisyStep``)."""
@@ -76,6 +86,7 @@ class GradientCanaries:
             x = (flat[coords] * weights).sum(1) + sampled.float()
             z = ((x.double() - 0.5) / sigma**2).numpy()
             self.scores += np.logaddexp(log_out, log_in + z)
+            self._z.append(z.astype(np.float32))
             self.steps += 1
             add = torch.zeros_like(flat)
             add[coords[sampled].reshape(-1)] = (weights[sampled] * clip / batch).reshape(-1)

@@ -128,6 +128,10 @@ def import_factory(spec: str) -> Factory:
         factory = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as e:
         raise ModelError(f"cannot import {spec!r} ({e})") from None
+    except SyntaxError as e:  # the user's module does not parse: where, in one line
+        raise ModelError(f"cannot import {spec!r}: syntax error in {e.filename}, line {e.lineno} ({e.msg})") from None
+    except Exception as e:  # the user's module raised while importing: its error, in one line
+        raise ModelError(f"cannot import {spec!r}: importing it raised {type(e).__name__}: {e}") from None
     finally:
         if added:
             sys.path.remove(str(Path.cwd()))

@@ -103,6 +103,7 @@ def one_run_md(audit: DPAudit) -> list[str]:
             f"{t.target_records} records, {t.canaries_inserted} of them canaries; references by {t.references_by})",
             f"- the audit saw {t.observed}; it could not see {t.not_observed}",
         ]
+        lines += [f"- defect **{d.kind}** (seen directly, any claimed epsilon): {d.detail}" for d in t.defects]
     if audit.target_train_accuracy is not None and audit.target_test_accuracy is not None:
         lines.append(
             f"- model accuracy on its own records: train {audit.target_train_accuracy:.3f}, "

@@ -236,13 +236,15 @@ def attack_choice(res: RunResult) -> AttackChoice:
     plan = res.experiment.plan
     if res.attack_choice is not None:
         return AttackChoice.model_validate({"attacks": "auto", "why": plan.auto, **res.attack_choice.to_json()})
-    if plan.candidates:  # candidates planned, but no pseudo-targets: the leave-one-data-set-out rule ran
+    if plan.candidates:  # candidates planned, but nothing to measure them on: the leave-one-data-set-out rule ran
         ran = [r.attack.name for r in res.attacks if r.attack.name in plan.candidates]
+        every = len(ran) == len(plan.candidates)
         return AttackChoice(
             attacks="auto",
-            why=f"{plan.auto}; the audit has no pseudo-targets (no population records with known reference "
-            f"membership), so the leave-one-data-set-out rule ran {', '.join(ran)}",
-            rule="leave-one-data-set-out",
+            why=f"{', '.join(plan.candidates)} planned, but none could be ranked: no reference holds records of "
+            "known membership to measure them on (a one-run DP audit's references never train on a canary), so "
+            + ("every one of them ran" if every else f"the leave-one-data-set-out rule ran {', '.join(ran)}"),
+            rule="none: all ran" if every else "leave-one-data-set-out",
         )
     return AttackChoice(attacks="auto", why=plan.auto)
 
@@ -252,6 +254,9 @@ def _reference_training(exp: Experiment) -> str | None:
     if not exp.references:
         return None
     source = exp.references[0].source
+    own = exp.cfg.dp_training if isinstance(exp.cfg, RunConfig) else None
+    if source == "trained" and own is not None and own.references == "function":  # the user's DP function
+        return f"your function {own.function} (dp_training.references: function), on population records"
     if source == "trained" and isinstance(exp.cfg, RunConfig):  # miaudit's loop: the run config says how
         return announce.loop_recipe(exp.cfg)
     return source

@@ -165,6 +165,16 @@ class SelectionRecords(Section):
     """non-members in that half"""
 
 
+class Defect(Section):
+    """A defect of a user's DP training run seen directly (``dp.structural``): no statistics, any claimed epsilon."""
+
+    kind: str
+    """private_buffers, unprotected_parameters, optimizer_never_stepped, steps_outside_dp, accountant_mismatch,
+    noiseless_updates or repeated_noise (docs/dp-pipeline.md)"""
+    detail: str
+    """what the run showed, and what to fix"""
+
+
 class UserTraining(Section):
     """``dp_training``: whose code was audited (a user's DP training function, not miaudit's DP-SGD), what it was
     given, and what the audit could and could not see of it."""
@@ -197,6 +207,11 @@ class UserTraining(Section):
     function joined its optimizer (white-box)"""
     not_observed: str
     """what it could not see, so which faults its verdict cannot speak to"""
+    defects: list[Defect] = []
+    """the defects the target's training run shows directly (``dp.structural``), each making ``violated`` true"""
+    observed_sample_rate: Number | None = None
+    """the sampling rate of the batches the DP optimizer joined by ``miaudit.dp_observe`` drew (noisy steps and the
+    examples in them over the records given): the white-box observer scores at it"""
 
 
 class DPAudit(Section):
