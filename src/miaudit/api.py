@@ -58,14 +58,20 @@ class AuditResult:
     """
 
     run: RunResult
-    _results: AuditReport | None = field(default=None, init=False, repr=False, compare=False)
+    _decided: report.Decided | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def decided(self) -> report.Decided:
+        """Every decision of the audit, made once (``report.decide``): results.json's model and the per-record
+        table."""
+        if self._decided is None:
+            self._decided = report.decide(self.run)
+        return self._decided
 
     @property
     def results(self) -> AuditReport:
         """What results.json holds, typed (``miaudit.results.AuditReport``); built once."""
-        if self._results is None:
-            self._results = report.audit_report(self.run)
-        return self._results
+        return self.decided.results
 
     @property
     def metrics(self) -> dict[str, dict | None]:
@@ -75,7 +81,7 @@ class AuditResult:
     @property
     def scores(self) -> pd.DataFrame:
         """One row per audited record, most exposed first: scores, p-values and risk rank per attack."""
-        return report.scores_frame(self.run).to_pandas()
+        return self.decided.scores.to_pandas()
 
     def __repr__(self) -> str:
         exp = self.run.experiment
@@ -107,7 +113,7 @@ class AuditResult:
             OutputDirError: ``out_dir`` is not empty and ``force`` is False, or cannot be written.
         """
         outdir.check(Path(out_dir), force, force_hint="force=True")
-        return report.write(self.run, Path(out_dir), self.results)
+        return report.write_decided(self.decided, Path(out_dir))
 
 
 def run(config: RunConfig | dict | str | Path | None = None) -> AuditResult:

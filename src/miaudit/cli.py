@@ -10,6 +10,7 @@
     miaudit dp-audit CONFIG             one-run DP audit with canaries (miaudit.dp)
     miaudit unlearn CONFIG              did forgotten records leave the model (miaudit.unlearning)
     miaudit compare RUN_A RUN_B         B against A: TPR and AUC differences with intervals
+    miaudit report RUN_DIR              a finished run's report.md, report.html, roc.png again, from its files
     miaudit plan [CONFIG]               power before the run: intervals, detectable TPR, time
     miaudit infer-dataset CONFIG        was a suspect set of records used to train the model
     miaudit bench SUITE                 a benchmark suite
@@ -45,7 +46,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="Membership i
 err = Console(stderr=True)
 SET_HELP = "override a config key, e.g. --set train.epochs=5 --set attacks.0.samples=200 (repeatable)"
 QUIET_HELP = "print warnings and errors only: no progress lines, no summary"
-VERBOSE_HELP = "also print debug lines"
+VERBOSE_HELP = "also print debug lines, and the summary's procedures (as --explain)"
+EXPLAIN_HELP = "print how each answer was reached (the procedures and their numbers, as report.md), not only the answer"
 
 
 def _fail(e: Exception) -> NoReturn:
@@ -74,6 +76,7 @@ FORCE_OPTION = typer.Option(False, "--force", "-f", help="write into a non-empty
 SET_OPTION = typer.Option(None, "--set", "-s", help=SET_HELP)
 QUIET_OPTION = typer.Option(False, "--quiet", "-q", help=QUIET_HELP)
 VERBOSE_OPTION = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP)
+EXPLAIN_OPTION = typer.Option(False, "--explain", help=EXPLAIN_HELP)
 
 
 def _logging(quiet: bool, verbose: bool) -> None:
@@ -98,6 +101,7 @@ def run(
     overrides: list[str] | None = SET_OPTION,
     quiet: bool = QUIET_OPTION,
     verbose: bool = VERBOSE_OPTION,
+    explain: bool = EXPLAIN_OPTION,
 ) -> None:
     """Run one audit and write results.json, report.md, report.html, roc.png, scores.csv and scores.parquet."""
     from . import progress
@@ -119,7 +123,7 @@ def run(
     except KeyboardInterrupt:
         _interrupted(cfg, out)
     if not quiet:
-        console.summary(results, out, start)
+        console.summary(results, out, start, explain or verbose)
 
 
 def _say(line: str) -> None:
@@ -146,6 +150,7 @@ def score(
     force: bool = FORCE_OPTION,
     quiet: bool = QUIET_OPTION,
     verbose: bool = VERBOSE_OPTION,
+    explain: bool = EXPLAIN_OPTION,
 ) -> None:
     """Audit precomputed outputs (logits and membership masks of models trained elsewhere): no models needed."""
     from . import api, progress
@@ -164,7 +169,7 @@ def score(
     except KeyboardInterrupt:
         _interrupted(None, out, trains=False)
     if not quiet:
-        console.summary(results, out, start)
+        console.summary(results, out, start, explain or verbose)
 
 
 @app.command("export")
@@ -226,6 +231,39 @@ def compare_runs(
         return
     Console().print("\n".join(compare_files.lines(result)), highlight=False, markup=False, soft_wrap=True)
     Console().print(f"wrote {where}/compare.json, compare.md, compare.html", highlight=False)
+
+
+@app.command("report")
+def report_again(
+    run_dir: Path = typer.Argument(..., help="a finished run's directory (results.json, scores.parquet or scores.csv)"),
+    quiet: bool = QUIET_OPTION,
+) -> None:
+    """Render a finished run's report.md, report.html and roc.png again from its files alone (no model, no cache)."""
+    from . import report
+
+    try:
+        if not (run_dir / "results.json").is_file():
+            raise ConfigError(f"RUN_DIR: {run_dir} holds no results.json (expected a finished run's directory)")
+        written = _unlearning_reports(run_dir) or report.rebuild(run_dir)
+    except MiauditError as e:
+        _fail(e)
+    if not quiet:
+        Console().print(f"wrote {', '.join(written)} in {run_dir}/", highlight=False, markup=False, soft_wrap=True)
+
+
+def _unlearning_reports(run_dir: Path) -> list[str]:
+    """An unlearning audit's report.md and report.html from its results.json (``unlearning.output`` renders them);
+    nothing for any other run."""
+    from .report import load_results
+
+    results = load_results(run_dir / "results.json")
+    if results.unlearning is None:
+        return []
+    from .unlearning import output
+
+    (run_dir / "report.md").write_text(output.markdown(results), encoding="utf-8")
+    (run_dir / "report.html").write_text(output.html(results), encoding="utf-8")
+    return ["report.md", "report.html"]
 
 
 @app.command("plan")
