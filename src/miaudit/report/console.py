@@ -80,10 +80,7 @@ def _choice_line(results: AuditReport) -> list[str]:
         return []
     if not choice.chosen:
         return [f"Attacks: auto, {choice.why}."]
-    return [
-        f"Attacks: auto ran {', '.join(choice.chosen)}, the strongest with the reference models standing in for the "
-        "target (no target membership read)."
-    ]
+    return [f"Attacks: auto ran {', '.join(choice.chosen)}, the strongest with the references as stand-in targets."]
 
 
 def _records_at_risk(results: AuditReport, explain: bool) -> str:

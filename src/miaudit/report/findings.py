@@ -113,7 +113,8 @@ def summary(c: at_risk.Claim, count: int) -> str:
                 "expected to be false.")  # fmt: skip
     sc = c.screened
     if sc is None:
-        return f"none can be named at {level} FDR: no record's p-value under {c.run.attack.label} is small enough."
+        label = c.run.attack.label
+        return f"none can be named at {level} FDR by {label}: no p-value is small enough among the queries."
     if sc.m == 0 or sc.n_calibration == 0:
         return f"none can be named at {level} FDR: too few records to test."
     if sc.calibration_needed > sc.n_calibration:
