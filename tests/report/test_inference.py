@@ -47,3 +47,15 @@ def test_the_fraction_row_says_why_it_is_missing() -> None:
     assert "the blind guard" in dict(inference.figure_rows(shifted))["fraction used"]
     alone = d.model_copy(update={"fraction": None})
     assert "no references" in dict(inference.figure_rows(alone))["fraction used"]
+
+
+def test_miaudit_report_renders_an_inference_run_again_from_its_results_json(tmp_path: Path) -> None:
+    from miaudit import report
+
+    r = _results()
+    inference.write(r, {"record": np.array([1]), "suspect": np.array([1])}, tmp_path / "out")
+    md = (tmp_path / "out" / "report.md").read_text()
+    (tmp_path / "out" / "report.md").unlink()
+    (tmp_path / "out" / "report.html").unlink()
+    assert report.rebuild(tmp_path / "out") == ["report.md", "report.html"]
+    assert (tmp_path / "out" / "report.md").read_text() == md and (tmp_path / "out" / "report.html").is_file()
