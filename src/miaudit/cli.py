@@ -254,16 +254,14 @@ def report_again(
 def _unlearning_reports(run_dir: Path) -> list[str]:
     """An unlearning audit's report.md and report.html from its results.json (``unlearning.output`` renders them);
     nothing for any other run."""
-    from .report import load_results
+    from .report import load_results, write_texts
 
     results = load_results(run_dir / "results.json")
     if results.unlearning is None:
         return []
     from .unlearning import output
 
-    (run_dir / "report.md").write_text(output.markdown(results), encoding="utf-8")
-    (run_dir / "report.html").write_text(output.html(results), encoding="utf-8")
-    return ["report.md", "report.html"]
+    return write_texts(run_dir, {"report.md": output.markdown(results), "report.html": output.html(results)})
 
 
 @app.command("plan")

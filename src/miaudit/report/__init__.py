@@ -48,6 +48,7 @@ __all__ = [
     "write",
     "write_decided",
     "write_dp",
+    "write_texts",
 ]
 
 
@@ -102,15 +103,15 @@ def rebuild(run_dir: Path) -> list[str]:
     run_dir = Path(run_dir)
     results = load_results(run_dir / "results.json")
     if results.dataset_inference is not None:
-        return _replace(
+        return write_texts(
             run_dir, {"report.md": inference.report_md(results), "report.html": inference.render_html(results)}
         )
     if results.dp_audit is not None and not results.attacks:  # white-box or multi-run (``dp.output``)
         title = "multi-run DP audit" if results.dp_audit.kind == "multi-run" else "white-box DP audit"
         md = "\n".join(dp_section.report_md(results, title)) + "\n"
-        return _replace(run_dir, {"report.md": md, "report.html": html.render_dp(results, title)})
-    if results.unlearning is not None or not results.attacks:
-        raise DataError(f"{run_dir}: results.json holds no attack and no section miaudit report renders")
+        return write_texts(run_dir, {"report.md": md, "report.html": html.render_dp(results, title)})
+    if results.unlearning is not None or not results.attacks:  # unlearning: ``unlearning.output`` renders it
+        raise DataError(f"{run_dir}: results.json holds no attack and no section miaudit.report renders")
     found = [run_dir / name for name in ("scores.parquet", "scores.csv") if (run_dir / name).is_file()]
     if not found:
         raise DataError(f"{run_dir}: no scores.parquet or scores.csv beside results.json (the per-record table)")
@@ -126,8 +127,8 @@ def rebuild(run_dir: Path) -> list[str]:
     return written
 
 
-def _replace(run_dir: Path, texts: dict[str, str]) -> list[str]:
-    """Write each file beside it, then rename it into place; the files' names."""
+def write_texts(run_dir: Path, texts: dict[str, str]) -> list[str]:
+    """Write each text file into ``run_dir`` atomically (beside it, then renamed into place); the files' names."""
     for name, text in texts.items():
         fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=run_dir)
         with os.fdopen(fd, "w", encoding="utf-8") as f:

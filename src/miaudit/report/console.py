@@ -60,8 +60,9 @@ def summary(results: AuditReport, out: Path, start: float, explain: bool = False
 
 
 def _say(line: str) -> None:
-    """One line of the summary, unwrapped (a blank one where the line is empty)."""
-    Console().print(line, highlight=False, markup=False, soft_wrap=True)
+    """One line of the summary, unwrapped; nothing for an empty one (report.md's paragraph breaks)."""
+    if line:
+        Console().print(line, highlight=False, markup=False, soft_wrap=True)
 
 
 def _verdict_lines(results: AuditReport, explain: bool) -> list[str]:
