@@ -17,7 +17,8 @@ builds them, trained on random halves of ``population`` by miaudit's loop
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -49,28 +50,21 @@ TrainFn = Callable[["nn.Module", np.ndarray, np.ndarray], Any]
 
 @dataclass
 class AuditResult:
-    """One audit in memory: metrics, the per-record table, and the files on request.
-
-    What ``audit``, ``run`` and ``score`` return.
+    """One audit in memory (what ``audit``, ``run`` and ``score`` return): metrics, the per-record table, the files.
 
     Attributes:
         run: the pipeline's result: the Experiment (data, split, models) and every attack's run.
     """
 
     run: RunResult
-    _decided: report.Decided | None = field(default=None, init=False, repr=False, compare=False)
 
-    @property
-    def decided(self) -> report.Decided:
-        """Every decision of the audit, made once (``report.decide``): results.json's model and the per-record
-        table."""
-        if self._decided is None:
-            self._decided = report.decide(self.run)
-        return self._decided
+    @cached_property
+    def decided(self) -> report.Decided:  # every decision, made once (report.decide): results and per-record table
+        return report.decide(self.run)
 
     @property
     def results(self) -> AuditReport:
-        """What results.json holds, typed (``miaudit.results.AuditReport``); built once."""
+        """What results.json holds, typed (``miaudit.results.AuditReport``); decided once (``decided``)."""
         return self.decided.results
 
     @property

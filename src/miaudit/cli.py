@@ -40,6 +40,7 @@ from .config.files import read, with_overrides
 from .config.run import DEFAULT_RUN, RunConfig, from_dict, load
 from .dataset_inference.command import infer_command
 from .errors import ConfigError, MiauditError
+from .report.command import report_command
 from .unlearning.command import unlearn_command
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Membership inference auditing.")
@@ -47,7 +48,6 @@ err = Console(stderr=True)
 SET_HELP = "override a config key, e.g. --set train.epochs=5 --set attacks.0.samples=200 (repeatable)"
 QUIET_HELP = "print warnings and errors only: no progress lines, no summary"
 VERBOSE_HELP = "also print debug lines, and the summary's procedures (as --explain)"
-EXPLAIN_HELP = "print how each answer was reached (the procedures and their numbers, as report.md), not only the answer"
 
 
 def _fail(e: Exception) -> NoReturn:
@@ -76,7 +76,7 @@ FORCE_OPTION = typer.Option(False, "--force", "-f", help="write into a non-empty
 SET_OPTION = typer.Option(None, "--set", "-s", help=SET_HELP)
 QUIET_OPTION = typer.Option(False, "--quiet", "-q", help=QUIET_HELP)
 VERBOSE_OPTION = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP)
-EXPLAIN_OPTION = typer.Option(False, "--explain", help=EXPLAIN_HELP)
+EXPLAIN_OPTION = typer.Option(False, "--explain", help="also print how each answer was reached (as report.md says)")
 
 
 def _logging(quiet: bool, verbose: bool) -> None:
@@ -233,37 +233,6 @@ def compare_runs(
     Console().print(f"wrote {where}/compare.json, compare.md, compare.html", highlight=False)
 
 
-@app.command("report")
-def report_again(
-    run_dir: Path = typer.Argument(..., help="a finished run's directory (results.json, scores.parquet or scores.csv)"),
-    quiet: bool = QUIET_OPTION,
-) -> None:
-    """Render a finished run's report.md, report.html and roc.png again from its files alone (no model, no cache)."""
-    from . import report
-
-    try:
-        if not (run_dir / "results.json").is_file():
-            raise ConfigError(f"RUN_DIR: {run_dir} holds no results.json (expected a finished run's directory)")
-        written = _unlearning_reports(run_dir) or report.rebuild(run_dir)
-    except MiauditError as e:
-        _fail(e)
-    if not quiet:
-        Console().print(f"wrote {', '.join(written)} in {run_dir}/", highlight=False, markup=False, soft_wrap=True)
-
-
-def _unlearning_reports(run_dir: Path) -> list[str]:
-    """An unlearning audit's report.md and report.html from its results.json (``unlearning.output`` renders them);
-    nothing for any other run."""
-    from .report import load_results, write_texts
-
-    results = load_results(run_dir / "results.json")
-    if results.unlearning is None:
-        return []
-    from .unlearning import output
-
-    return write_texts(run_dir, {"report.md": output.markdown(results), "report.html": output.html(results)})
-
-
 @app.command("plan")
 def plan_audit(
     config: Path | None = typer.Argument(None, help="YAML config; omit for the built-in default audit"),
@@ -374,7 +343,7 @@ def dp_audit(
 ) -> None:
     """DP audit: canaries in one training run (or R pairs of runs), epsilon lower bounds, a verdict with its power."""
     from . import api, progress
-    from .report import dp_section, outdir
+    from .report import console, outdir
 
     _logging(quiet, verbose)
     out = out or Path("miaudit-runs") / f"{config.stem}-dp"
@@ -388,19 +357,14 @@ def dp_audit(
     except KeyboardInterrupt:
         _interrupted(cfg, out)
     if not quiet:
-        a = results.dp_audit
-        assert a is not None  # a dp-audit's results always hold its section
-        for line in dp_section.verdict_lines(a):  # the answer first, as in report.md and report.html
-            Console().print(
-                line.replace("**", ""), highlight=False, markup=False, soft_wrap=True, end="\n" if line else ""
-            )
-        Console().print(f"{dp_section.console_line(a)}\nwrote {out}/", highlight=False, markup=False, soft_wrap=True)
+        console.dp_summary(results, out)
 
 
 app.command("infer-dataset")(infer_command)  # dataset_inference/command.py: typer and rich only at import
 
 
 app.command("unlearn")(unlearn_command)  # unlearning/command.py: typer and rich only at import
+app.command("report")(report_command)  # report/command.py: a finished run's reports again, from its files
 
 
 @app.command()

@@ -98,8 +98,8 @@ def rebuild(run_dir: Path) -> list[str]:
     """``miaudit report DIR``: a finished run's report.md, report.html and (membership known) roc.png rendered again
     from its files alone, no model, no cache, no data set (report.html then shows no record thumbnails): a
     membership audit's from results.json and scores.parquet (else scores.csv), a dataset-inference run's and a DP
-    audit's without attacks from results.json. An unlearning audit's are rendered by ``miaudit.unlearning.output``
-    (the CLI's ``report`` asks it). Each file replaced atomically; returns the files written."""
+    audit's without attacks from results.json; an unlearning audit's (``miaudit.unlearning.output`` renders them, a
+    layer above) refused in one line. Each file replaced atomically; returns the files written."""
     run_dir = Path(run_dir)
     results = load_results(run_dir / "results.json")
     if results.dataset_inference is not None:
@@ -110,8 +110,10 @@ def rebuild(run_dir: Path) -> list[str]:
         title = "multi-run DP audit" if results.dp_audit.kind == "multi-run" else "white-box DP audit"
         md = "\n".join(dp_section.report_md(results, title)) + "\n"
         return write_texts(run_dir, {"report.md": md, "report.html": html.render_dp(results, title)})
-    if results.unlearning is not None or not results.attacks:  # unlearning: ``unlearning.output`` renders it
-        raise DataError(f"{run_dir}: results.json holds no attack and no section miaudit.report renders")
+    if results.unlearning is not None:
+        raise DataError(f"{run_dir}: an unlearning audit; miaudit report does not render it yet (run miaudit unlearn)")
+    if not results.attacks:
+        raise DataError(f"{run_dir}: results.json holds no attack and no section miaudit report renders")
     found = [run_dir / name for name in ("scores.parquet", "scores.csv") if (run_dir / name).is_file()]
     if not found:
         raise DataError(f"{run_dir}: no scores.parquet or scores.csv beside results.json (the per-record table)")

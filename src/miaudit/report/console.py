@@ -18,7 +18,7 @@ from rich.table import Table
 from .. import progress
 from ..errors import MiauditError
 from ..results import AuditReport, Metrics
-from . import sections
+from . import dp_section, sections
 
 T = TypeVar("T")
 
@@ -57,6 +57,15 @@ def summary(results: AuditReport, out: Path, start: float, explain: bool = False
         _say(said)
     more = "" if explain else "; how each answer was reached: report.md, or --explain"
     _say(f"wrote {out}/ in {time.perf_counter() - start:.0f} s{more}")
+
+
+def dp_summary(results: AuditReport, out: Path) -> None:
+    """What ``miaudit dp-audit`` prints when done: its DP verdict first (as report.md and report.html), the line
+    under it (the kind, the bounds, the claims), where it wrote."""
+    a = results.dp_audit
+    assert a is not None  # a dp-audit's results always hold its section
+    for line in [*dp_section.verdict_lines(a), dp_section.console_line(a), f"wrote {out}/"]:
+        _say(line.replace("**", ""))
 
 
 def _say(line: str) -> None:
