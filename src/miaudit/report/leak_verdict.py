@@ -66,8 +66,6 @@ def verdict(res: RunResult) -> Verdict | None:
         )
     return Verdict(
         statement=statement,
-        summary=said,
-        detail=detail,
         leaks=v.leaks,
         attack=t.attack,
         fpr_level=t.level,
@@ -88,4 +86,6 @@ def verdict(res: RunResult) -> Verdict | None:
             Rejected(attack=r.attack, fpr_level=r.level, tpr=r.tp / r.n_members, adjusted_p_value=r.adjusted)
             for r in v.rejected
         ],
+        summary=said,  # the console's plain sentence
+        detail=detail,
     )
