@@ -17,7 +17,8 @@ builds them, trained on random halves of ``population`` by miaudit's loop
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -49,23 +50,22 @@ TrainFn = Callable[["nn.Module", np.ndarray, np.ndarray], Any]
 
 @dataclass
 class AuditResult:
-    """One audit in memory: metrics, the per-record table, and the files on request.
-
-    What ``audit``, ``run`` and ``score`` return.
+    """One audit in memory (what ``audit``, ``run`` and ``score`` return): metrics, the per-record table, the files.
 
     Attributes:
         run: the pipeline's result: the Experiment (data, split, models) and every attack's run.
     """
 
     run: RunResult
-    _results: AuditReport | None = field(default=None, init=False, repr=False, compare=False)
+
+    @cached_property
+    def decided(self) -> report.Decided:  # every decision, made once (report.decide): results and per-record table
+        return report.decide(self.run)
 
     @property
     def results(self) -> AuditReport:
-        """What results.json holds, typed (``miaudit.results.AuditReport``); built once."""
-        if self._results is None:
-            self._results = report.audit_report(self.run)
-        return self._results
+        """What results.json holds, typed (``miaudit.results.AuditReport``); decided once (``decided``)."""
+        return self.decided.results
 
     @property
     def metrics(self) -> dict[str, dict | None]:
@@ -75,7 +75,7 @@ class AuditResult:
     @property
     def scores(self) -> pd.DataFrame:
         """One row per audited record, most exposed first: scores, p-values and risk rank per attack."""
-        return report.scores_frame(self.run).to_pandas()
+        return self.decided.scores.to_pandas()
 
     def __repr__(self) -> str:
         exp = self.run.experiment
@@ -107,7 +107,7 @@ class AuditResult:
             OutputDirError: ``out_dir`` is not empty and ``force`` is False, or cannot be written.
         """
         outdir.check(Path(out_dir), force, force_hint="force=True")
-        return report.write(self.run, Path(out_dir), self.results)
+        return report.write_decided(self.decided, Path(out_dir))
 
 
 def run(config: RunConfig | dict | str | Path | None = None) -> AuditResult:

@@ -10,6 +10,7 @@
     miaudit dp-audit CONFIG             one-run DP audit with canaries (miaudit.dp)
     miaudit unlearn CONFIG              did forgotten records leave the model (miaudit.unlearning)
     miaudit compare RUN_A RUN_B         B against A: TPR and AUC differences with intervals
+    miaudit report RUN_DIR              a finished run's report.md, report.html, roc.png again, from its files
     miaudit plan [CONFIG]               power before the run: intervals, detectable TPR, time
     miaudit infer-dataset CONFIG        was a suspect set of records used to train the model
     miaudit bench SUITE                 a benchmark suite
@@ -39,13 +40,14 @@ from .config.files import read, with_overrides
 from .config.run import DEFAULT_RUN, RunConfig, from_dict, load
 from .dataset_inference.command import infer_command
 from .errors import ConfigError, MiauditError
+from .report.command import report_command
 from .unlearning.command import unlearn_command
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Membership inference auditing.")
 err = Console(stderr=True)
 SET_HELP = "override a config key, e.g. --set train.epochs=5 --set attacks.0.samples=200 (repeatable)"
 QUIET_HELP = "print warnings and errors only: no progress lines, no summary"
-VERBOSE_HELP = "also print debug lines"
+VERBOSE_HELP = "also print debug lines, and the summary's procedures (as --explain)"
 
 
 def _fail(e: Exception) -> NoReturn:
@@ -74,6 +76,7 @@ FORCE_OPTION = typer.Option(False, "--force", "-f", help="write into a non-empty
 SET_OPTION = typer.Option(None, "--set", "-s", help=SET_HELP)
 QUIET_OPTION = typer.Option(False, "--quiet", "-q", help=QUIET_HELP)
 VERBOSE_OPTION = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP)
+EXPLAIN_OPTION = typer.Option(False, "--explain", help="also print how each answer was reached (as report.md says)")
 
 
 def _logging(quiet: bool, verbose: bool) -> None:
@@ -98,6 +101,7 @@ def run(
     overrides: list[str] | None = SET_OPTION,
     quiet: bool = QUIET_OPTION,
     verbose: bool = VERBOSE_OPTION,
+    explain: bool = EXPLAIN_OPTION,
 ) -> None:
     """Run one audit and write results.json, report.md, report.html, roc.png, scores.csv and scores.parquet."""
     from . import progress
@@ -119,7 +123,7 @@ def run(
     except KeyboardInterrupt:
         _interrupted(cfg, out)
     if not quiet:
-        console.summary(results, out, start)
+        console.summary(results, out, start, explain or verbose)
 
 
 def _say(line: str) -> None:
@@ -146,6 +150,7 @@ def score(
     force: bool = FORCE_OPTION,
     quiet: bool = QUIET_OPTION,
     verbose: bool = VERBOSE_OPTION,
+    explain: bool = EXPLAIN_OPTION,
 ) -> None:
     """Audit precomputed outputs (logits and membership masks of models trained elsewhere): no models needed."""
     from . import api, progress
@@ -164,7 +169,7 @@ def score(
     except KeyboardInterrupt:
         _interrupted(None, out, trains=False)
     if not quiet:
-        console.summary(results, out, start)
+        console.summary(results, out, start, explain or verbose)
 
 
 @app.command("export")
@@ -338,7 +343,7 @@ def dp_audit(
 ) -> None:
     """DP audit: canaries in one training run (or R pairs of runs), epsilon lower bounds, a verdict with its power."""
     from . import api, progress
-    from .report import dp_section, outdir
+    from .report import console, outdir
 
     _logging(quiet, verbose)
     out = out or Path("miaudit-runs") / f"{config.stem}-dp"
@@ -352,19 +357,14 @@ def dp_audit(
     except KeyboardInterrupt:
         _interrupted(cfg, out)
     if not quiet:
-        a = results.dp_audit
-        assert a is not None  # a dp-audit's results always hold its section
-        for line in dp_section.verdict_lines(a):  # the answer first, as in report.md and report.html
-            Console().print(
-                line.replace("**", ""), highlight=False, markup=False, soft_wrap=True, end="\n" if line else ""
-            )
-        Console().print(f"{dp_section.console_line(a)}\nwrote {out}/", highlight=False, markup=False, soft_wrap=True)
+        console.dp_summary(results, out)
 
 
 app.command("infer-dataset")(infer_command)  # dataset_inference/command.py: typer and rich only at import
 
 
 app.command("unlearn")(unlearn_command)  # unlearning/command.py: typer and rich only at import
+app.command("report")(report_command)  # report/command.py: a finished run's reports again, from its files
 
 
 @app.command()

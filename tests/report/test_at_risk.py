@@ -47,3 +47,25 @@ def test_why_none_gives_the_records_needed_at_the_floor_and_those_there() -> Non
     why = findings.why_none(c, 100)
     assert f"at least {out.needed_at_floor} of them are; 3 are" in why and "1/100 = 0.01" in why
     assert out.needed_at_floor > 3
+
+
+def test_the_summary_names_no_procedure_and_says_what_decides() -> None:
+    """``summary``: one plain sentence, the number that decides it, no procedure named (the console's line)."""
+    scores = np.r_[np.full(3, 50.0), np.linspace(-0.99, 0.99, 97)]
+    cal = np.linspace(-1, 1, 99)
+    out = screened.screened_conformal(scores, cal, np.ones(100, bool), np.ones(99, bool), 0.05)
+    c = at_risk.Claim(run("lira"), "screened", out.log_p, "storey-bh", out.q, 0.05, out)
+    said = findings.summary(c, 0)
+    assert out.calibration_needed > 99
+    assert said == (
+        "none can be named at 5% FDR: 99 calibration records are too few to single one out "
+        f"(about {findings._about(out.calibration_needed)} needed)."
+    )
+    assert findings._about(6439) == "6,400" and findings._about(35) == "35"
+    raw = claim(run("rmia"), 0, "raw")
+    assert findings.summary(raw, 0).startswith("none can be named at 5% FDR by rmia (n=4)")
+    assert findings.summary(claim(run("lira"), 2), 2) == (
+        "2 named at 5% FDR by lira (n=4) (at_risk.csv); at most 0.1 of them expected to be false."
+    )
+    for text in (said, findings.summary(raw, 0)):
+        assert not any(w in text.lower() for w in ("storey", "benjamini", "conformal", "screen"))

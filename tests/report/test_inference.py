@@ -82,3 +82,15 @@ def test_a_wide_fraction_interval_says_what_would_narrow_it() -> None:
     wide = d.model_copy(update={"fraction": d.fraction.model_copy(update={"ci": [0.01, 0.98]})})
     line = inference.power_line(wide)
     assert "wider than half" in line and "more suspect records (now 100) or more reference models" in line
+
+
+def test_miaudit_report_renders_an_inference_run_again_from_its_results_json(tmp_path: Path) -> None:
+    from miaudit import report
+
+    r = _results()
+    inference.write(r, {"record": np.array([1]), "suspect": np.array([1])}, tmp_path / "out")
+    md = (tmp_path / "out" / "report.md").read_text()
+    (tmp_path / "out" / "report.md").unlink()
+    (tmp_path / "out" / "report.html").unlink()
+    assert report.rebuild(tmp_path / "out") == ["report.md", "report.html"]
+    assert (tmp_path / "out" / "report.md").read_text() == md and (tmp_path / "out" / "report.html").is_file()

@@ -56,13 +56,13 @@ def test_results_json_is_a_complete_record(calibrated: pipeline.RunResult) -> No
 
 
 def test_twin_rows_get_their_own_columns(calibrated: pipeline.RunResult) -> None:
-    frame = report.scores_frame(calibrated).to_pandas()
+    frame = report.decide(calibrated).scores.to_pandas()
     assert {"lira_n_2_center_mean.score", "lira_n_2_center_median.score"} <= set(frame.columns)
     assert [report.slug(r) for r in calibrated.attacks][0] == "attack-p_n0"
 
 
 def test_the_headline_p_value_is_the_calibrated_one(calibrated: pipeline.RunResult) -> None:
-    frame = report.scores_frame(calibrated).to_pandas()
+    frame = report.decide(calibrated).scores.to_pandas()
     run = calibrated.attacks[1]
     by_record = frame.set_index("record").loc[calibrated.experiment.query_idx]
     slug = report.slug(run)
@@ -76,9 +76,10 @@ def test_uncalibrated_runs_say_so_first(uncalibrated: pipeline.RunResult) -> Non
     assert results["calibration"]["calibrated"] is False
     assert all(a["p_values"] == "raw" for a in results["attacks"])
     assert any("NOT calibrated" in note for note in results["notes"])
-    text = report_md(uncalibrated, report.audit_report(uncalibrated), report.scores_frame(uncalibrated))
+    decided = report.decide(uncalibrated)
+    text = report_md(decided.results, decided.scores)
     assert "NOT calibrated" in "\n".join(text.splitlines()[:6])  # right after the verdict (which rests on the ROC)
-    frame = report.scores_frame(uncalibrated).to_pandas()
+    frame = decided.scores.to_pandas()
     assert not any(c.endswith("p_value_raw") for c in frame.columns)
 
 

@@ -257,3 +257,18 @@ def test_the_schema_requires_the_verdict_and_states_the_ranges(run_dir: tuple[Au
         with pytest.raises(DataError):
             AuditReport.from_dict(case)
     assert schema_errors({**good, "verdict": None}) == []
+
+
+def test_a_file_of_schema_version_4_loads_without_the_summaries(tmp_path: Path) -> None:
+    """Version 5 added verdict.summary/.detail and records_at_risk.summary, optional: a version-4 file reads as it
+    is, and the console says its records at risk by the note it holds."""
+    from miaudit.report import console
+
+    data = {**json.loads(PREVIOUS.read_text()), "schema_version": 4}
+    (tmp_path / "results.json").write_text(json.dumps(data))
+    loaded = AuditReport.load(tmp_path / "results.json")
+    assert loaded.verdict is not None and loaded.verdict.summary is None and loaded.verdict.detail is None
+    assert loaded.records_at_risk is not None and loaded.records_at_risk.summary is None
+    said = console._records_at_risk(loaded, explain=False)
+    assert said == f"records at risk: {loaded.records_at_risk.note}"
+    assert console._verdict_lines(loaded, explain=False) == [f"Verdict: {loaded.verdict.statement}"]

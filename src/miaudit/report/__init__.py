@@ -1,44 +1,54 @@
 """The report stage: every output file of a run, written atomically.
 
-results.json (``records`` builds the typed ``miaudit.results.AuditReport`` once; every file below renders it),
-report.md (``markdown``), report.html (``html``), roc.png
-(``plots``), scores.csv and scores.parquet (``ranking``), at_risk.csv (``at_risk``). Everything is first written
-into a temporary sibling folder and moved into place at the end (``outdir.publish``),
+``records.decide`` makes every decision of the audit once (the verdict, the records at risk and why none, the worst
+case, PPV, the headline attack of ``auto``), before anything is written: results.json (the typed
+``miaudit.results.AuditReport``) and the per-record table, scores.csv and scores.parquet (``ranking``). Every other
+file renders those two alone: report.md (``markdown``), report.html (``html``), roc.png (``plots``), at_risk.csv
+(``at_risk``); so ``rebuild`` (``miaudit report DIR``) renders them again from a finished run's files, with no model.
+Everything is first written into a temporary sibling folder and moved into place at the end (``outdir.publish``),
 so a failure never leaves a half-written output directory.
 """
 
 from __future__ import annotations
 
 import csv
+import os
 import shutil
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from ..errors import DataError
 from ..experiment.run import RunResult
 from ..results import AuditReport
-from . import at_risk, dp_section, html, outdir
+from . import at_risk, dp_section, html, inference, outdir
 from .leak_verdict import attack_kind
 from .markdown import report_md
 from .plots import roc_plot
 from .ranking import risk_basis, slug
-from .records import audit_report, results_json
+from .records import Decided, audit_report, decide, results_json
 from .scores import scores_frame
+from .table import ScoresTable
 
 OUTPUT_FILES = outdir.OUTPUT_FILES
 
 __all__ = [
     "OUTPUT_FILES",
+    "Decided",
     "attack_kind",
     "audit_report",
+    "decide",
+    "rebuild",
     "load_results",
     "results_json",
     "risk_basis",
     "scores_frame",
     "slug",
     "write",
+    "write_decided",
     "write_dp",
+    "write_texts",
 ]
 
 
@@ -48,27 +58,85 @@ def load_results(path: str | Path) -> AuditReport:
     return AuditReport.load(path, kind_of=attack_kind)
 
 
-def write(res: RunResult, out_dir: Path, results: AuditReport | None = None) -> AuditReport:
-    """Write every output file atomically; return the report (``results``: the run's, already built)."""
+def write(res: RunResult, out_dir: Path) -> AuditReport:
+    """Decide (``records.decide``) and write every output file atomically; return the report."""
+    return write_decided(decide(res), out_dir)
+
+
+def write_decided(decided: Decided, out_dir: Path) -> AuditReport:
+    """Write every output file of a decided run atomically: results.json and the per-record table as decided, the
+    others rendered from those two alone; return the report."""
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    results = results if results is not None else audit_report(res)
+    results, frame = decided.results, decided.scores
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
         results.write(tmp / "results.json")
-        claims = at_risk.named(res)
-        frame = scores_frame(res, claims)
-        (tmp / "report.md").write_text(report_md(res, results, frame))
-        if res.experiment.membership_known:  # no ROC without membership
-            roc_plot(res, tmp / "roc.png")
         frame.write_csv(tmp / "scores.csv")
         frame.write_parquet(tmp / "scores.parquet")
-        at_risk.flagged_table(res, claims[1]).write_csv(tmp / "at_risk.csv")
-        html.write(res, results, frame, claims[1], tmp)
+        at_risk.flagged_table(results, frame).write_csv(tmp / "at_risk.csv")
+        _render(results, frame, tmp, decided.preview)
         outdir.publish(tmp, out_dir)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return results
+
+
+def _render(results: AuditReport, frame: ScoresTable, out_dir: Path, preview: html.Preview | None = None) -> None:
+    """report.md, roc.png (membership known) and report.html of a membership audit, from results.json's model and
+    the per-record table alone."""
+    (out_dir / "report.md").write_text(report_md(results, frame))
+    if results.membership_known:  # no ROC without membership
+        roc_plot(results, frame, out_dir / "roc.png")
+    html.write(results, frame, out_dir, preview)
+
+
+REBUILT = ("report.md", "report.html", "roc.png")
+
+
+def rebuild(run_dir: Path) -> list[str]:
+    """``miaudit report DIR``: a finished run's report.md, report.html and (membership known) roc.png rendered again
+    from its files alone, no model, no cache, no data set (report.html then shows no record thumbnails): a
+    membership audit's from results.json and scores.parquet (else scores.csv), a dataset-inference run's and a DP
+    audit's without attacks from results.json; an unlearning audit's (``miaudit.unlearning.output`` renders them, a
+    layer above) refused in one line. Each file replaced atomically; returns the files written."""
+    run_dir = Path(run_dir)
+    results = load_results(run_dir / "results.json")
+    if results.dataset_inference is not None:
+        return write_texts(
+            run_dir, {"report.md": inference.report_md(results), "report.html": inference.render_html(results)}
+        )
+    if results.dp_audit is not None and not results.attacks:  # white-box or multi-run (``dp.output``)
+        title = "multi-run DP audit" if results.dp_audit.kind == "multi-run" else "white-box DP audit"
+        md = "\n".join(dp_section.report_md(results, title)) + "\n"
+        return write_texts(run_dir, {"report.md": md, "report.html": html.render_dp(results, title)})
+    if results.unlearning is not None:
+        raise DataError(f"{run_dir}: an unlearning audit; miaudit report does not render it yet (run miaudit unlearn)")
+    if not results.attacks:
+        raise DataError(f"{run_dir}: results.json holds no attack and no section miaudit report renders")
+    found = [run_dir / name for name in ("scores.parquet", "scores.csv") if (run_dir / name).is_file()]
+    if not found:
+        raise DataError(f"{run_dir}: no scores.parquet or scores.csv beside results.json (the per-record table)")
+    frame = ScoresTable.read(found[0])
+    tmp = Path(tempfile.mkdtemp(prefix=f".{run_dir.name}.", dir=run_dir.parent))
+    try:
+        _render(results, frame, tmp)
+        written = [name for name in REBUILT if (tmp / name).exists()]
+        for name in written:
+            os.replace(tmp / name, run_dir / name)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return written
+
+
+def write_texts(run_dir: Path, texts: dict[str, str]) -> list[str]:
+    """Write each text file into ``run_dir`` atomically (beside it, then renamed into place); the files' names."""
+    for name, text in texts.items():
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=run_dir)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, run_dir / name)
+    return list(texts)
 
 
 def write_dp(results: AuditReport, columns: dict[str, np.ndarray], title: str, out_dir: Path) -> AuditReport:

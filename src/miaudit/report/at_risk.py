@@ -18,8 +18,9 @@ from typing import Any, Literal
 import numpy as np
 
 from ..experiment.run import AttackRun, RunResult
+from ..results import AuditReport
 from ..stats import fdr, screened, signals
-from .ranking import risk_basis
+from .ranking import risk_basis, slug_of
 from .table import ScoresTable
 
 Basis = Literal["screened", "raw"]
@@ -34,6 +35,7 @@ class Screen:
     fraction: float
     queries: np.ndarray  # bool per query
     calibration: np.ndarray  # bool per calibration record
+    query_vulnerability: np.ndarray | None = None  # the references' mean loss per query (the worst case reuses it)
 
 
 @dataclass(frozen=True)
@@ -70,8 +72,9 @@ def screen(res: RunResult) -> Screen | None:
         losses = signals.compute("loss", records.ref_logits, records.labels)  # type: ignore[attr-defined]
         return np.nanmean(np.asarray(losses, dtype=np.float64), axis=0)
 
-    keep_q, keep_c = screened.screen(mean_loss(inputs.queries), mean_loss(cal), screened.SCREEN_FRACTION)
-    return Screen(VULNERABILITY, screened.SCREEN_FRACTION, keep_q, keep_c)
+    on_queries = mean_loss(inputs.queries)
+    keep_q, keep_c = screened.screen(on_queries, mean_loss(cal), screened.SCREEN_FRACTION)
+    return Screen(VULNERABILITY, screened.SCREEN_FRACTION, keep_q, keep_c, on_queries)
 
 
 def _claim(run: AttackRun, level: float, where: Screen | None) -> Claim | None:
@@ -85,11 +88,10 @@ def _claim(run: AttackRun, level: float, where: Screen | None) -> Claim | None:
     return Claim(run, "raw", lp, "bh", fdr.bh_qvalues(np.exp(lp)), level)
 
 
-def claims(res: RunResult) -> list[Claim]:
-    """Each membership test's claim (risk rankings left out): screened conformal where the run calibrates, else BH
-    on its raw p-values."""
+def claims(res: RunResult, where: Screen | None) -> list[Claim]:
+    """Each membership test's claim (risk rankings left out): screened conformal where the run calibrates
+    (``where``: ``screen(res)``), else BH on its raw p-values."""
     level = float(res.experiment.cfg.fdr)
-    where = screen(res)
     out = []
     for run in res.attacks:
         if run.attack.info.is_ranking:
@@ -121,30 +123,34 @@ def chosen(res: RunResult, found: list[Claim]) -> Claim | None:
     return next((c for c in pool if c.run is basis), pool[0])
 
 
-def named(res: RunResult) -> tuple[list[Claim], Claim | None]:
+def named(res: RunResult, where: Screen | None) -> tuple[list[Claim], Claim | None]:
     """Every attack's claim and the one the run headlines."""
-    found = claims(res)
+    found = claims(res, where)
     return found, chosen(res, found)
 
 
-def flagged_table(res: RunResult, head: Claim | None) -> ScoresTable:
-    """at_risk.csv: the flagged records, smallest q first: ID, membership where known, label, the attack that
-    flagged them, its p-value and q-value."""
-    exp = res.experiment
-    if head is None:
+def flagged_table(results: AuditReport, frame: ScoresTable) -> ScoresTable:
+    """at_risk.csv, from results.json and the per-record table alone: the records named at risk (column
+    ``at_risk``), smallest q first (ties in the table's order, most exposed first): ID, membership where known,
+    label, the attack that flagged them, the procedure, its p-value and q-value."""
+    risk = results.records_at_risk
+    row = next((a for a in results.attacks if risk is not None and a.label == risk.attack), None)
+    if risk is None or row is None or risk.procedure is None or "at_risk" not in frame:
         return ScoresTable({"record": np.empty(0, dtype=np.int64)})
-    rows = np.flatnonzero(head.flagged)
-    rows = rows[np.argsort(head.q[rows], kind="stable")]
-    cols: dict[str, np.ndarray] = {"record": exp.query_idx, **exp.query_info}
-    if exp.is_member is not None:
-        cols["member"] = exp.is_member.astype(int)
-    n = len(exp.query_idx)
+    s = slug_of(row.name, row.label, row.references)
+    claim = risk.by_attack.get(row.label)
+    suffix = "_screened" if claim is not None and claim.basis == "screened" else ""
+    p, q = frame[f"{s}.p_value{suffix}"], frame[f"{s}.q_value{suffix}"]
+    rows = np.flatnonzero(frame["at_risk"] == 1)
+    rows = rows[np.argsort(q[rows], kind="stable")]
+    shown = ("record", "set", "position", "original_record", "member", "label")
+    cols: dict[str, np.ndarray] = {c: frame[c] for c in frame.columns if c in shown}
+    n = len(frame)
     cols |= {
-        "label": exp.dataset.y[exp.query_idx],
-        "attack": np.full(n, head.run.attack.label, dtype=object),
-        "procedure": np.full(n, head.procedure, dtype=object),
-        "p_value": np.exp(head.log_p),
-        "q_value": head.q,
+        "attack": np.full(n, row.label, dtype=object),
+        "procedure": np.full(n, risk.procedure, dtype=object),
+        "p_value": p,
+        "q_value": q,
     }
     return ScoresTable(cols).take(rows)
 

@@ -18,7 +18,7 @@ from rich.table import Table
 from .. import progress
 from ..errors import MiauditError
 from ..results import AuditReport, Metrics
-from . import sections
+from . import dp_section, sections
 
 T = TypeVar("T")
 
@@ -42,19 +42,66 @@ def command(work: Callable[[], T], out: Path, quiet: bool, verbose: bool) -> T:
         raise SystemExit(143 if isinstance(sys.exc_info()[1], progress.Terminated) else 130) from None
 
 
-def summary(results: AuditReport, out: Path, start: float) -> None:
-    """What ``miaudit run`` and ``miaudit score`` print when done: the verdict first, as report.md, then the
-    notes, the attack choice, the table and the records at risk."""
-    for line in sections.verdict_lines(results):  # the answer first, as in report.md
-        Console().print(line.replace("**", ""), highlight=False, markup=False, end="\n" if line else "")
+def summary(results: AuditReport, out: Path, start: float, explain: bool = False) -> None:
+    """What ``miaudit run`` and ``miaudit score`` print when done: the answer a newcomer reads in ten seconds, the
+    verdict first, then the notes, the attacks ``auto`` ran, the table and the records at risk, each in plain words;
+    the procedures and their numbers stay in report.md, unless ``explain`` (``--explain``, ``-v``) prints them here."""
+    for line in _verdict_lines(results, explain):
+        _say(line)
     for note in results.notes or []:  # then what the numbers below do not promise
-        Console().print(f"[bold yellow]note:[/bold yellow] {note}", highlight=False)
-    for line in sections.choice_lines(results, table=False):
-        Console().print(line, highlight=False, markup=False, end="\n" if line else "")
+        Console().print(f"[bold yellow]note:[/bold yellow] {note}", highlight=False, soft_wrap=True)
+    for line in sections.choice_lines(results, table=False) if explain else _choice_line(results):
+        _say(line)
     _print_table(_metrics_table(results) if results.membership_known else _ranking_table(results))
-    if note := sections.records_at_risk_note(results):
-        Console().print(f"records at risk: {note}", highlight=False, markup=False)
-    Console().print(f"wrote {out}/ in {time.perf_counter() - start:.0f} s")
+    if said := _records_at_risk(results, explain):
+        _say(said)
+    more = "" if explain else "; how each answer was reached: report.md, or --explain"
+    _say(f"wrote {out}/ in {time.perf_counter() - start:.0f} s{more}")
+
+
+def dp_summary(results: AuditReport, out: Path) -> None:
+    """What ``miaudit dp-audit`` prints when done: its DP verdict first (as report.md and report.html), the line
+    under it (the kind, the bounds, the claims), where it wrote."""
+    a = results.dp_audit
+    assert a is not None  # a dp-audit's results always hold its section
+    for line in [*dp_section.verdict_lines(a), dp_section.console_line(a), f"wrote {out}/"]:
+        _say(line.replace("**", ""))
+
+
+def _say(line: str) -> None:
+    """One line of the summary, unwrapped; nothing for an empty one (report.md's paragraph breaks)."""
+    if line:
+        Console().print(line, highlight=False, markup=False, soft_wrap=True)
+
+
+def _verdict_lines(results: AuditReport, explain: bool) -> list[str]:
+    """The verdict: its plain sentence (``summary``), or with ``explain`` the statement report.md heads with, the
+    procedure's numbers in it. A DP audit's DP verdict (its own section's words) comes first."""
+    v = results.verdict
+    if explain or v is None or v.summary is None or results.dp_audited:
+        return [line.replace("**", "") for line in sections.verdict_lines(results) if line]
+    return [f"Verdict: {v.summary}"]
+
+
+def _choice_line(results: AuditReport) -> list[str]:
+    """``attacks: auto`` in one line: what it ran, and how it chose without reading the target's membership."""
+    choice = results.attack_choice
+    if not choice:
+        return []
+    if not choice.chosen:
+        return [f"Attacks: auto, {choice.why}."]
+    return [f"Attacks: auto ran {', '.join(choice.chosen)}, the strongest with the references as stand-in targets."]
+
+
+def _records_at_risk(results: AuditReport, explain: bool) -> str:
+    """The records at risk in one sentence (``summary``), or with ``explain`` (and in files older than the summary)
+    the procedure and its numbers (``note``); in canary words in a DP audit."""
+    risk = results.records_at_risk
+    if risk is not None and risk.summary and not explain:
+        said = f"Records at risk: {risk.summary}"
+        return sections.canary_words(said) if results.dp_audited else said
+    note = sections.records_at_risk_note(results)
+    return f"records at risk: {note}" if note else ""
 
 
 def _print_table(table: Table) -> None:

@@ -22,16 +22,19 @@ def n_calibration(res: RunResult) -> int | None:
     return len(getattr(exp.split, exp.calibration_part)) if calibrates else None
 
 
-def records_at_risk(res: RunResult) -> RecordsAtRisk:
-    """results.json's ``records_at_risk``: the records named at the run's FDR (``report.at_risk``), by which attack
-    (and the rule that chose it), which procedure on which p-values, what it assumes, every other attack's count
-    under it, why none where none is flagged, and (membership known) the realized FDP with its exact interval."""
+def records_at_risk(res: RunResult, found: list[at_risk.Claim], head: at_risk.Claim | None) -> RecordsAtRisk:
+    """results.json's ``records_at_risk``: the records named at the run's FDR (``found``, ``head``:
+    ``at_risk.named``), by which attack (and the rule that chose it), which procedure on which p-values, what it
+    assumes, every other attack's count under it, why none where none is flagged, (membership known) the realized
+    FDP with its exact interval, and the answer in one plain sentence (``summary``)."""
     level = float(res.experiment.cfg.fdr)
     n_cal = n_calibration(res)
-    found, head = at_risk.named(res)
     if head is None:
         nothing = "no attack in this run gives p-values: no records can be flagged"
-        return RecordsAtRisk(fdr=level, attack=None, count=0, why_none=nothing, note=nothing)
+        return RecordsAtRisk(
+            fdr=level, attack=None, count=0, why_none=nothing, note=nothing,
+            summary=f"none can be named at {pct(level)} FDR: no attack in this run gives p-values.",
+        )  # fmt: skip
     count = int(head.flagged.sum())
     sc = head.screened
     where = head.where
@@ -59,6 +62,7 @@ def records_at_risk(res: RunResult) -> RecordsAtRisk:
         **({"calibration_records_needed": sc.calibration_needed} if sc is not None else {}),
         by_attack={c.run.attack.label: _claim(c) for c in found},
         note=note(head, count, realized, why, m),
+        summary=summary(head, count),
     )  # fmt: skip
 
 
@@ -98,6 +102,30 @@ def why_none(c: at_risk.Claim, m: int) -> str:
         f"calibration records in the screen, or a leak that puts {sc.needed_at_floor} screened records above every "
         "calibration record"
     )
+
+
+def summary(c: at_risk.Claim, count: int) -> str:
+    """The records at risk in one plain sentence, no procedure named (the console's line; ``note``: the detail)."""
+    level = pct(c.level)
+    if count:
+        expected = c.level * count
+        return (f"{count} named at {level} FDR by {c.run.attack.label} (at_risk.csv); at most {expected:.2g} of them "
+                "expected to be false.")  # fmt: skip
+    sc = c.screened
+    if sc is None:
+        label = c.run.attack.label
+        return f"none can be named at {level} FDR by {label}: no p-value is small enough among the queries."
+    if sc.m == 0 or sc.n_calibration == 0:
+        return f"none can be named at {level} FDR: too few records to test."
+    if sc.calibration_needed > sc.n_calibration:
+        return (f"none can be named at {level} FDR: {sc.n_calibration} calibration records are too few to single one "
+                f"out (about {_about(sc.calibration_needed)} needed).")  # fmt: skip
+    return f"none can be named at {level} FDR: no record stands out enough from the calibration records."
+
+
+def _about(n: int) -> str:
+    """A count to two significant digits, with thousands separators: 6439 -> '6,400'."""
+    return f"{int(float(f'{n:.2g}')):,}"
 
 
 def note(c: at_risk.Claim, count: int, realized: RealizedFDP | None, why: str | None, m: int) -> str:
@@ -148,25 +176,27 @@ WORST_CASE_SHARES = (0.01, 0.1)
 WORST_CASE_FPR = 0.01
 
 
-def vulnerability(res: RunResult) -> tuple[str, np.ndarray] | None:
+def vulnerability(res: RunResult, where: at_risk.Screen | None = None) -> tuple[str, np.ndarray] | None:
     """A per-query vulnerability score that reads no target membership: the references' mean loss on the record
-    (records the references find hard, the atypical ones, leak most: Carlini et al. 2022, Aerni et al. 2024);
-    without references, GLS on the target. None when neither is there."""
+    (records the references find hard, the atypical ones, leak most: Carlini et al. 2022, Aerni et al. 2024; the
+    screen's, ``where``, when it computed it); without references, GLS on the target. None when neither is there."""
     exp = res.experiment
+    if where is not None and where.query_vulnerability is not None:
+        return at_risk.VULNERABILITY, where.query_vulnerability
     if exp.references:
         queries = exp.attack_inputs().queries
         losses = signals.compute("loss", queries.ref_logits, queries.labels)
-        return "the references' mean loss", np.nanmean(np.asarray(losses, dtype=np.float64), axis=0)
+        return at_risk.VULNERABILITY, np.nanmean(np.asarray(losses, dtype=np.float64), axis=0)
     ranking = next((r for r in res.attacks if r.attack.info.is_ranking), None)
     return None if ranking is None else (ranking.attack.label, ranking.result.scores)
 
 
-def worst_case(res: RunResult) -> WorstCase | None:
+def worst_case(res: RunResult, where: at_risk.Screen | None = None) -> WorstCase | None:
     """results.json's ``worst_case`` (Aerni et al. 2024): each membership test's TPR at 1% FPR on the members among
     the records a membership-free vulnerability score puts most at risk (the top 1% and 10% of the queries), with
     the attack table's threshold at that level (``stats.metrics.flagged_at_fpr``: its "average" is the table's TPR).
     None without such a score, membership, or a membership test (a reference-free GLS-only audit)."""
-    exp, found, tests = res.experiment, vulnerability(res), membership_tests(res)
+    exp, found, tests = res.experiment, vulnerability(res, where), membership_tests(res)
     if found is None or exp.is_member is None or not tests:
         return None
     member = np.asarray(exp.is_member, dtype=bool)

@@ -1,23 +1,25 @@
 """report.html: one self-contained page (images as data: URIs, no script, no external file)
 for a reviewer: the metrics table, the ROC, each attack's score distributions, the
-non-members' p-value histograms, the most exposed records, the config and environment.
+non-members' p-value histograms, the most exposed records, the config and environment; rendered from results.json's
+typed model and the per-record table alone (a record's thumbnail or text only where the data set is at hand).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import jinja2
 import numpy as np
 import yaml
 
-from ..experiment.run import RunResult
 from ..results import AttackRow, AuditReport
 from . import at_risk, dp_section, sections
 from .plots import png_uri, pvalue_histograms, score_histograms
-from .ranking import ranked_by, risk_basis, slug
+from .ranking import basis_row, ranked_by, row_slug
 from .table import ScoresTable
+
+Preview = Callable[[int], tuple[str, str] | None]  # a record's ID -> ("image", data URI) or ("text", its text)
 
 TOP_RECORDS = 20
 LISTED_AT_RISK = 500  # flagged records listed in the page (all of them: at_risk.csv)
@@ -65,30 +67,30 @@ def _test_cells(a: AttackRow) -> list[str]:
 
 
 def exposed_records(
-    res: RunResult, frame: ScoresTable, named: str | None = None
+    results: AuditReport, frame: ScoresTable, named: str | None = None
 ) -> tuple[str, list[str], list[list[str]]]:
     """The most exposed records: ranked by the test that names the records at risk (``named``), as in report.md."""
-    basis = risk_basis(res, named)
+    basis = basis_row(results, named)
     col, extra, why = ranked_by(basis, frame, named)
     shown = ("risk_rank", "record", "set", "position", "member", "label", "at_risk")
     columns = [c for c in frame.columns if c in shown]
-    columns += [col, *extra] + ([f"{slug(basis)}.score"] if not col.endswith(".score") else [])
+    columns += [col, *extra] + ([f"{row_slug(basis)}.score"] if not col.endswith(".score") else [])
     columns = [c for c in dict.fromkeys(columns) if c in frame.columns]
     top = frame.head(TOP_RECORDS)
     cells = [[_cell(row[c]) for c in columns] for row in top.rows(columns)]
-    return basis.attack.label + why, columns, cells
+    return basis.label + why, columns, cells
 
 
-def flagged_records(res: RunResult, head: at_risk.Claim | None) -> tuple[list[str], list[dict]]:
-    """The records named at risk by the headline claim (``at_risk.named``, computed once by ``report.write``),
-    smallest q first: their cells and a preview (thumbnail or text) where the data set has one."""
-    table = at_risk.flagged_table(res, head).head(LISTED_AT_RISK)
+def flagged_records(results: AuditReport, frame: ScoresTable, preview: Preview | None) -> tuple[list[str], list[dict]]:
+    """The records named at risk (``at_risk.flagged_table``), smallest q first: their cells and a preview (thumbnail
+    or text) where the data set is at hand and has one."""
+    table = at_risk.flagged_table(results, frame).head(LISTED_AT_RISK)
     columns = [c for c in table.columns if c not in ("procedure",)]
     rows = []
     for row in table.rows(columns):
         record = row["record"]
         assert isinstance(record, int), "scores.csv's record column holds ints"
-        shown = at_risk.preview(res.experiment.dataset, record)
+        shown = preview(record) if preview is not None else None
         rows.append({"cells": [_cell(row[c]) for c in columns], "preview": shown})
     return columns, rows
 
@@ -105,17 +107,13 @@ def _cell(v: object) -> str:
 
 
 def render(
-    res: RunResult,
-    results: AuditReport,
-    frame: ScoresTable,
-    head: at_risk.Claim | None,
-    roc_png: Path | None = None,
+    results: AuditReport, frame: ScoresTable, roc_png: Path | None = None, preview: Preview | None = None
 ) -> str:
     known = results.membership_known
-    pvalue_uri, pvalue_kinds = pvalue_histograms(res)
+    pvalue_uri, pvalue_kinds = pvalue_histograms(results, frame)
     named = results.records_at_risk.attack if results.records_at_risk else None
-    basis, columns, records = exposed_records(res, frame, named)
-    flagged_columns, flagged = flagged_records(res, head)
+    basis, columns, records = exposed_records(results, frame, named)
+    flagged_columns, flagged = flagged_records(results, frame, preview)
     return _env.get_template("report.html.j2").render(
         r=results,
         known=known,
@@ -125,7 +123,7 @@ def render(
         rows=metric_rows(results.attacks, known),
         unreliable=sorted({lv for a in results.attacks for lv in a.unreliable_fpr_levels or []}),
         roc=png_uri(roc_png) if roc_png is not None and roc_png.is_file() else None,
-        scores=score_histograms(res),
+        scores=score_histograms(results, frame),
         pvalues=pvalue_uri,
         pvalue_kinds=pvalue_kinds,
         basis=basis,
@@ -171,8 +169,8 @@ def dp_context(results: AuditReport) -> dp_section.HTMLContext:
     return dp_section.html_context(results.dp_audit, head)
 
 
-def write(res: RunResult, results: AuditReport, frame: ScoresTable, head: at_risk.Claim | None, out_dir: Path) -> Path:
+def write(results: AuditReport, frame: ScoresTable, out_dir: Path, preview: Preview | None = None) -> Path:
     """Write ``out_dir/report.html`` (embedding ``out_dir/roc.png`` when it is there)."""
     path = Path(out_dir) / "report.html"
-    path.write_text(render(res, results, frame, head, Path(out_dir) / "roc.png"), encoding="utf-8")
+    path.write_text(render(results, frame, Path(out_dir) / "roc.png", preview), encoding="utf-8")
     return path

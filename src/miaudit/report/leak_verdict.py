@@ -43,20 +43,26 @@ def verdict(res: RunResult) -> Verdict | None:
     where = f"{t.attack} identifies {pct(tpr)} [{pct(ci[0])}, {pct(ci[1])}] of members at {pct(t.level)} FPR"
     tests = f"{len(v.tests)} tests ({len(runs)} attacks x {len(levels)} FPR levels)"
     if v.leaks:
-        statement = (
-            f"Leaks: {where}, more than chance allows (exact p = {t.p_value:.2g}; Holm-adjusted over {tests}: "
-            f"{t.adjusted:.2g} <= {v.alpha:g})."
-        )
+        said = f"Leaks: {where}, more than chance allows."
+        detail = f"exact p = {t.p_value:.2g}; Holm-adjusted over {tests}: {t.adjusted:.2g} <= {v.alpha:g}"
+        statement = f"{said[:-1]} ({detail})."
     else:
         need = power.get(str(HEADLINE_LEVEL))
+        can = (
+            f"This audit would detect a TPR@{pct(HEADLINE_LEVEL)} of {pct(need)} or more."
+            if need is not None
+            else f"With these numbers of records no TPR@{pct(HEADLINE_LEVEL)} could be told from chance."
+        )
+        said = (
+            "No leak detected: no attack tells members from non-members better than chance; best at "
+            f"{pct(t.level)} FPR: {where}. {can}"
+        )
+        detail = (
+            f"family-wise error {v.alpha:g} over {tests}; exact p = {t.p_value:.2g}, Holm-adjusted {t.adjusted:.2g}"
+        )
         statement = (
             f"No leak detected: no attack tells members from non-members better than chance at family-wise error "
-            f"{v.alpha:g} over {tests}; best at {pct(t.level)} FPR: {where}. "
-            + (
-                f"This audit would detect a TPR@{pct(HEADLINE_LEVEL)} of {pct(need)} or more."
-                if need is not None
-                else f"With these numbers of records no TPR@{pct(HEADLINE_LEVEL)} could be told from chance."
-            )
+            f"{v.alpha:g} over {tests}; best at {pct(t.level)} FPR: {where}. {can}"
         )
     return Verdict(
         statement=statement,
@@ -80,4 +86,6 @@ def verdict(res: RunResult) -> Verdict | None:
             Rejected(attack=r.attack, fpr_level=r.level, tpr=r.tp / r.n_members, adjusted_p_value=r.adjusted)
             for r in v.rejected
         ],
+        summary=said,  # the console's plain sentence
+        detail=detail,
     )

@@ -1,26 +1,26 @@
-"""report.md: the metrics table with intervals, operating points and the most exposed records."""
+"""report.md: the metrics table with intervals, operating points and the most exposed records, rendered from
+results.json's typed model and the per-record table alone (what ``miaudit report DIR`` reads back)."""
 
 from __future__ import annotations
 
-from ..experiment.run import RunResult
 from ..lm.canaries import exposure_md
 from ..results import AttackRow, AuditReport, BlindBaseline
 from ..stats import metrics
 from . import dp_section, sections
-from .ranking import ranked_by, risk_basis
+from .ranking import basis_row, ranked_by
 from .table import ScoresTable
 
 
-def exposed_records_md(res: RunResult, frame: ScoresTable, named: str | None = None, top: int = 10) -> list[str]:
+def exposed_records_md(results: AuditReport, frame: ScoresTable, named: str | None = None, top: int = 10) -> list[str]:
     """The report section listing the most exposed records: ranked by the test that names the records at risk
     (``named``: ``records_at_risk.attack``), on the p-values that named them."""
-    basis = risk_basis(res, named)
+    basis = basis_row(results, named)
     col, extra, why = ranked_by(basis, frame, named)
     extra += [c for c in sections.ranking_columns(frame) if c != col]
     known = [c for c in ("label", "member", "at_risk") if c in frame.columns]
     lines = [
         "",
-        f"## Most exposed records (ranked by {basis.attack.label}: "
+        f"## Most exposed records (ranked by {basis.label}: "
         f"{'smallest p-value' if 'p_value' in col else 'highest score'}{why})",
         "",
         "| rank | record | " + " | ".join([*known, col, *extra]) + " |",
@@ -106,7 +106,7 @@ def _ranking_table_md(results: AuditReport) -> list[str]:
     return ["", *lines]
 
 
-def report_md(res: RunResult, results: AuditReport, frame: ScoresTable) -> str:
+def report_md(results: AuditReport, frame: ScoresTable) -> str:
     t = results.target
     known = results.membership_known
     audited = sections.audited_records(results) if known else f"{results.n_queries} queries of unknown membership"
@@ -128,7 +128,7 @@ def report_md(res: RunResult, results: AuditReport, frame: ScoresTable) -> str:
     ]
     if not known:
         lines += [*_ranking_table_md(results), *_nan_note(results), *sections.records_at_risk_md(results)]
-        lines += exposed_records_md(res, frame, _named(results))
+        lines += exposed_records_md(results, frame, _named(results))
         return "\n".join(lines) + "\n"
     levels = sorted(_levels(results), key=float)  # the standard ones and min_fpr
     lines += [
@@ -159,7 +159,9 @@ def report_md(res: RunResult, results: AuditReport, frame: ScoresTable) -> str:
         lines += dp_section.section_md(results.dp_audit)
     lines += sections.records_at_risk_md(results) + sections.worst_case_md(results)
     lines += sections.ppv_md(results) + sections.deployable_md(results)
-    lines += _operating_points_md(results) + exposed_records_md(res, frame, _named(results)) + sections.gls_md(frame)
+    lines += (
+        _operating_points_md(results) + exposed_records_md(results, frame, _named(results)) + sections.gls_md(frame)
+    )
     if results.canary_exposure is not None:
         lines += exposure_md(results.canary_exposure)
     return "\n".join(lines) + "\n"

@@ -4,7 +4,8 @@ Each figure's PNG is kept in the store by the content of what it draws (``stats.
 of the same results draws nothing, and imports no matplotlib. Figures are drawn with fixed margins (the
 labels' sizes are fixed; matplotlib's tight_layout measured every text and took most of a figure's time), and
 the ROC curve keeps the first and last operating point within each 1/200 of a decade of FPR: at most ~2,000
-vertices instead of one per record, a 5.5-inch curve identical to the eye."""
+vertices instead of one per record, a 5.5-inch curve identical to the eye. Every figure is drawn from results.json's
+typed model and the per-record table alone (scores.parquet: each attack's score and p-value columns)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..experiment.run import RunResult
+from ..results import AttackRow, AuditReport
 from ..stats import memo, metrics
+from .ranking import row_slug
+from .table import ScoresTable
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -41,32 +44,38 @@ def _figure(kind: str, parts: list[memo.Part], draw: Callable[[], bytes]) -> byt
     return memo.memoized(f"figure-{kind}", [metadata.version("matplotlib"), *parts], draw)
 
 
-def roc_plot(res: RunResult, path: Path) -> None:
-    is_member = res.experiment.is_member
+def _membership(frame: ScoresTable) -> np.ndarray | None:
+    """The queries' membership from the table's ``member`` column; None when unknown."""
+    return None if "member" not in frame else np.asarray(frame["member"]).astype(bool)
+
+
+def _scores(frame: ScoresTable, row: AttackRow) -> np.ndarray:
+    return np.asarray(frame[f"{row_slug(row)}.score"], dtype=np.float64)
+
+
+def roc_plot(results: AuditReport, frame: ScoresTable, path: Path) -> None:
+    is_member = _membership(frame)
     if is_member is None:
         raise ValueError("roc_plot: no ROC without the queries' membership")
-    parts: list[memo.Part] = [is_member, res.experiment.cfg.data_label]
-    for r in res.attacks:
-        if r.metrics is not None:
-            parts += [r.attack.label, np.asarray(r.result.scores, dtype=np.float64), r.metrics.auc]
-            parts.append(r.metrics.tpr_at_fpr["0.01"])
-    path.write_bytes(_figure("roc", parts, lambda: _draw_roc(res, is_member)))
+    curves = [a for a in results.attacks if a.auc is not None and a.tpr_at_fpr is not None]
+    parts: list[memo.Part] = [is_member, results.dataset]
+    for a in curves:
+        parts += [a.label, _scores(frame, a), a.auc, (a.tpr_at_fpr or {})["0.01"]]
+    path.write_bytes(_figure("roc", parts, lambda: _draw_roc(results, frame, curves, is_member)))
 
 
-def _draw_roc(res: RunResult, is_member: np.ndarray) -> bytes:
+def _draw_roc(results: AuditReport, frame: ScoresTable, curves: list[AttackRow], is_member: np.ndarray) -> bytes:
     fig = _new_figure((5.5, 5))
     ax = fig.add_subplot()
     n_non = int((~is_member).sum())
-    for r in res.attacks:
-        if r.metrics is None:
-            continue  # not reached: with membership known every attack has metrics
-        fpr, tpr = thinned_roc(*metrics.roc(r.result.scores, is_member))
+    for a in curves:
+        fpr, tpr = thinned_roc(*metrics.roc(_scores(frame, a), is_member))
         ax.plot(
             fpr,
             tpr,
             lw=1.4,
             drawstyle="steps-post",
-            label=f"{r.attack.label}  AUC {r.metrics.auc:.3f}, TPR@1% {100 * r.metrics.tpr_at_fpr['0.01']:.1f}%",
+            label=f"{a.label}  AUC {a.auc:.3f}, TPR@1% {100 * (a.tpr_at_fpr or {})['0.01']:.1f}%",
         )
     ax.plot([1e-5, 1], [1e-5, 1], "k:", lw=0.8)
     ax.axvline(1.0 / max(n_non, 1), color="grey", lw=0.6, ls="--")
@@ -78,7 +87,7 @@ def _draw_roc(res: RunResult, is_member: np.ndarray) -> bytes:
         xlabel="false positive rate",
         ylabel="true positive rate",
     )
-    ax.set_title(f"{res.experiment.cfg.data_label}: membership inference ROC", fontsize=10)
+    ax.set_title(f"{results.dataset}: membership inference ROC", fontsize=10)
     ax.legend(fontsize=7, loc="lower right")
     fig.subplots_adjust(left=0.14, right=0.97, bottom=0.1, top=0.93)
     return _png(fig, dpi=130)
@@ -128,19 +137,19 @@ def _grid(n: int) -> tuple[Figure, list[Axes]]:
     return fig, list(axes.flat[:n])
 
 
-def score_histograms(res: RunResult) -> str:
+def score_histograms(results: AuditReport, frame: ScoresTable) -> str:
     """Per attack: members' and non-members' scores on shared bins (all queries when membership is unknown)."""
-    parts: list[memo.Part] = [res.experiment.is_member]
-    for r in res.attacks:
-        parts += [r.attack.label, np.asarray(r.result.scores, dtype=np.float64)]
-    return _uri(_figure("scores", parts, lambda: _draw_scores(res)))
+    is_member = _membership(frame)
+    drawn = [(a.label, _scores(frame, a)) for a in results.attacks]
+    parts: list[memo.Part] = [is_member]
+    for label, scores in drawn:
+        parts += [label, scores]
+    return _uri(_figure("scores", parts, lambda: _draw_scores(drawn, is_member)))
 
 
-def _draw_scores(res: RunResult) -> bytes:
-    fig, axes = _grid(len(res.attacks))
-    is_member = res.experiment.is_member
-    for ax, r in zip(axes, res.attacks):
-        scores = np.asarray(r.result.scores, dtype=float)
+def _draw_scores(drawn: list[tuple[str, np.ndarray]], is_member: np.ndarray | None) -> bytes:
+    fig, axes = _grid(len(drawn))
+    for ax, (label, scores) in zip(axes, drawn):
         finite = np.isfinite(scores)
         bins = np.histogram_bin_edges(scores[finite], bins=40).tolist() if finite.any() else 10
         if is_member is None:
@@ -148,40 +157,39 @@ def _draw_scores(res: RunResult) -> bytes:
         else:
             for mask, name, color in ((is_member, "members", "tab:red"), (~is_member, "non-members", "tab:blue")):
                 ax.hist(scores[finite & mask], bins=bins, alpha=0.55, color=color, label=name)
-        ax.set_title(r.attack.label, fontsize=9)
+        ax.set_title(label, fontsize=9)
         ax.set_xlabel("score (higher = more likely member)", fontsize=8)
         ax.tick_params(labelsize=7)
         ax.legend(fontsize=7)
     return _png(fig)
 
 
-def pvalue_histograms(res: RunResult) -> tuple[str | None, list[str]]:
-    """Per test: the non-members' p-values, calibrated where the attack calibrates them. Under the null
-    they are uniform, so a calibrated test's histogram is flat at density 1. Also which set each shows."""
-    tests = [r for r in res.attacks if r.result.log_pvalues is not None]
+def pvalue_histograms(results: AuditReport, frame: ScoresTable) -> tuple[str | None, list[str]]:
+    """Per test: the non-members' p-values, calibrated where the attack calibrates them (the table's ``log_p``
+    column: the p-values miaudit quotes). Under the null they are uniform, so a calibrated test's histogram is flat
+    at density 1. Also which set each shows."""
+    tests = [a for a in results.attacks if a.p_values is not None and f"{row_slug(a)}.log_p" in frame]
     if not tests:
         return None, []
-    is_member = res.experiment.is_member
-    shown = np.ones(len(res.experiment.query_idx), bool) if is_member is None else ~is_member
+    is_member = _membership(frame)
+    shown = np.ones(len(frame), bool) if is_member is None else ~is_member
     who = "queries" if is_member is None else "non-members"
-    kinds = ["calibrated" if r.result.log_pvalues_calibrated is not None else "raw" for r in tests]
-    log_ps = [
-        np.asarray(r.result.log_pvalues_calibrated if kind == "calibrated" else r.result.log_pvalues)
-        for r, kind in zip(tests, kinds)
-    ]
+    kinds = [str(a.p_values) for a in tests]
+    labels = [a.label for a in tests]
+    log_ps = [np.asarray(frame[f"{row_slug(a)}.log_p"], dtype=np.float64) for a in tests]
     parts: list[memo.Part] = [who, shown]
-    for r, kind, log_p in zip(tests, kinds, log_ps):
-        parts += [r.attack.label, kind, log_p]
-    png = _figure("pvalues", parts, lambda: _draw_pvalues(tests, kinds, log_ps, shown, who))
-    return _uri(png), [f"{r.attack.label}: {kind}" for r, kind in zip(tests, kinds)]
+    for label, kind, log_p in zip(labels, kinds, log_ps):
+        parts += [label, kind, log_p]
+    png = _figure("pvalues", parts, lambda: _draw_pvalues(labels, kinds, log_ps, shown, who))
+    return _uri(png), [f"{label}: {kind}" for label, kind in zip(labels, kinds)]
 
 
-def _draw_pvalues(tests: list, kinds: list[str], log_ps: list[np.ndarray], shown: np.ndarray, who: str) -> bytes:
-    fig, axes = _grid(len(tests))
-    for ax, r, kind, log_p in zip(axes, tests, kinds, log_ps):
+def _draw_pvalues(labels: list[str], kinds: list[str], log_ps: list[np.ndarray], shown: np.ndarray, who: str) -> bytes:
+    fig, axes = _grid(len(labels))
+    for ax, label, kind, log_p in zip(axes, labels, kinds, log_ps):
         ax.hist(np.exp(np.asarray(log_p)[shown]), bins=20, range=(0, 1), density=True, color="tab:blue", alpha=0.7)
         ax.axhline(1.0, color="k", ls=":", lw=1, label="uniform")
-        ax.set_title(f"{r.attack.label}: {kind} p-values, {who}", fontsize=9)
+        ax.set_title(f"{label}: {kind} p-values, {who}", fontsize=9)
         ax.set_xlabel("p-value", fontsize=8)
         ax.set_ylabel("density", fontsize=8)
         ax.tick_params(labelsize=7)

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..attacks import recommended
 from ..experiment.run import AttackRun, RunResult
+from ..results import AttackRow, AuditReport
 from .table import ScoresTable
 
 
@@ -26,14 +27,29 @@ def risk_basis(res: RunResult, named: str | None = None) -> AttackRun:
     """The attack row whose output orders the per-record risk table: the attack the records at risk are named by
     (``named``: results.json's ``records_at_risk.attack``, the audit's strongest test), else the first of
     ``recommended.RISK_BASIS`` that ran (with the most references), else the first row."""
-    found = [r for r in res.attacks if named is not None and r.attack.label == named]
+    return res.attacks[_basis_index([(r.attack.name, r.attack.label, r.attack.references) for r in res.attacks], named)]
+
+
+def basis_row(results: AuditReport, named: str | None = None) -> AttackRow:
+    """``risk_basis`` read from results.json: the row whose output orders the per-record table."""
+    return results.attacks[_basis_index([(a.name, a.label, a.references) for a in results.attacks], named)]
+
+
+def _basis_index(rows: list[tuple[str, str, int]], named: str | None) -> int:
+    """``risk_basis``'s rule on (name, label, references) rows: the row's position."""
+    found = [i for i, (_, label, _) in enumerate(rows) if named is not None and label == named]
     if found:
         return found[0]
     for name in recommended.RISK_BASIS:
-        rows = [r for r in res.attacks if r.attack.name == name]
-        if rows:
-            return max(rows, key=lambda r: r.attack.references)
-    return res.attacks[0]
+        at = [i for i, row in enumerate(rows) if row[0] == name]
+        if at:
+            return max(at, key=lambda i: rows[i][2])
+    return 0
+
+
+def row_slug(row: AttackRow) -> str:
+    """The column prefix of a results.json attack row in the per-record table."""
+    return slug_of(row.name, row.label, row.references)
 
 
 def risk_values(run: AttackRun) -> np.ndarray:
@@ -51,17 +67,17 @@ def risk_order(run: AttackRun, log_p: np.ndarray | None = None) -> np.ndarray:
     return np.lexsort((np.arange(len(primary)), -score, -primary))
 
 
-def ranked_by(basis: AttackRun, frame: ScoresTable, named: str | None) -> tuple[str, list[str], str]:
+def ranked_by(basis: AttackRow, frame: ScoresTable, named: str | None) -> tuple[str, list[str], str]:
     """The column the records are ranked by, the columns shown beside it, and why this attack ranks them."""
-    s = slug(basis)
-    screened = named == basis.attack.label and f"{s}.p_value_screened" in frame.columns
+    s = row_slug(basis)
+    screened = named == basis.label and f"{s}.p_value_screened" in frame.columns
     if screened:
         col, extra = f"{s}.p_value_screened", [f"{s}.q_value_screened"]
-    elif basis.result.log_pvalues is not None:
+    elif basis.p_values is not None and f"{s}.p_value" in frame.columns:
         col, extra = f"{s}.p_value", [c for c in (f"{s}.q_value",) if c in frame.columns]
     else:
         col, extra = f"{s}.score", []
-    why = ", the test that names the records at risk" if named == basis.attack.label else ""
+    why = ", the test that names the records at risk" if named == basis.label else ""
     return col, extra, why
 
 

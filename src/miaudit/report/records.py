@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import platform
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib import metadata
 
@@ -33,8 +35,10 @@ from ..results import (
 )
 from ..results.unlearning import UnlearningSection
 from ..stats import metrics
-from . import findings, leak_verdict
+from . import at_risk, findings, leak_verdict
 from .ranking import headline_log_pvalues, risk_values
+from .scores import scores_frame
+from .table import ScoresTable
 
 UNKNOWN_MEMBERSHIP_NOTE = (
     "membership of the queries is unknown: no ROC metrics; each attack's p-values and "
@@ -155,13 +159,44 @@ def _membership_counts(r: AttackRun, exp: Experiment) -> tuple[int, int] | None:
     return int(exp.is_member.sum()), int((~exp.is_member).sum())
 
 
+@dataclass(frozen=True)
+class Decided:
+    """Every decision of a membership audit, made once before anything is written: results.json's typed model
+    (the verdict, the records at risk and why none, the worst case, PPV, the headline attack of ``auto``) and the
+    per-record table (scores.csv, scores.parquet: its ``at_risk`` column the records named). The reports render
+    these two alone (``miaudit report DIR`` reads them back from the files); ``preview`` shows a record in
+    report.html (a thumbnail or its text) where the data set is at hand."""
+
+    results: AuditReport
+    scores: ScoresTable
+    preview: Callable[[int], tuple[str, str] | None] | None = None
+
+
+def decide(res: RunResult) -> Decided:
+    """A run's every decision, once: the screen on the references (its mean loss also ranks the worst case), the
+    claims of records at risk, results.json and the per-record table from the same claims."""
+    where = at_risk.screen(res)
+    found, head = at_risk.named(res, where)
+    results = _audit_report(res, found, head, where)
+    dataset = res.experiment.dataset
+    return Decided(results, scores_frame(res, found, head), lambda record: at_risk.preview(dataset, record))
+
+
 def audit_report(res: RunResult) -> AuditReport:
+    """The run's results.json, typed, without the per-record table (``decide``: both)."""
+    where = at_risk.screen(res)
+    return _audit_report(res, *at_risk.named(res, where), where)
+
+
+def _audit_report(
+    res: RunResult, found: list[at_risk.Claim], head: at_risk.Claim | None, where: at_risk.Screen | None
+) -> AuditReport:
     """The run's results.json, typed: every section built here once, by the code that computes it (``findings``,
     ``leak_verdict``, ``stats.metrics``, ``miaudit.dp``, ``miaudit.lm``)."""
     exp, cfg = res.experiment, res.experiment.cfg
     member = exp.is_member
     reference_training = _reference_training(exp)
-    worst = findings.worst_case(res)
+    worst = findings.worst_case(res, where)
     # an LM's two-class "sequence logits" have no accuracy worth the name: its loss and perplexity instead
     fit: dict[str, float | None] = dict(lm.perplexities(exp) or exp.target_accuracy())
     dp = res.dp_audit
@@ -213,7 +248,7 @@ def audit_report(res: RunResult) -> AuditReport:
         ),
         **({"attack_choice": attack_choice(res)} if getattr(exp.plan, "auto", None) else {}),
         verdict=leak_verdict.verdict(res),
-        records_at_risk=findings.records_at_risk(res),
+        records_at_risk=findings.records_at_risk(res, found, head),
         **({"worst_case": worst} if worst else {}),
         attacks=[_attack_row(r, exp) for r in res.attacks],
         **({"dp_audit": res.dp_audit} if res.dp_audit else {}),

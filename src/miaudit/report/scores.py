@@ -7,16 +7,15 @@ import numpy as np
 
 from ..experiment.run import RunResult
 from ..stats.fdr import bh_qvalues
-from .at_risk import Claim, named
+from .at_risk import Claim
 from .ranking import headline_log_pvalues, risk_basis, risk_order, slug
 from .table import ScoresTable
 
 
-def scores_frame(res: RunResult, claims: tuple[list[Claim], Claim | None] | None = None) -> ScoresTable:
-    """The per-record risk table: one row per query, most exposed first. ``claims``: ``at_risk.named(res)``,
-    when the caller has it already."""
+def scores_frame(res: RunResult, found: list[Claim], head: Claim | None) -> ScoresTable:
+    """The per-record risk table: one row per query, most exposed first; ``found``, ``head``: the run's claims of
+    records at risk (``at_risk.named``, made once by ``records.decide``)."""
     exp = res.experiment
-    found, head = claims if claims is not None else named(res)
     screened = {c.run.attack.label: c for c in found if c.screened is not None}
     # most exposed first: by the test that names the records at risk, on the p-values that named them
     basis = risk_basis(res, None if head is None else head.run.attack.label)

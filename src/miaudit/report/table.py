@@ -90,6 +90,32 @@ class ScoresTable:
 
         parquet.write_table(self.to_arrow(), str(path))
 
+    @classmethod
+    def read(cls, path: Path) -> ScoresTable:
+        """scores.parquet or scores.csv read back as written: numbers as numpy arrays (a null float as NaN), text as
+        strings."""
+        if Path(path).suffix == ".parquet":
+            from pyarrow import parquet
+
+            table = parquet.read_table(str(path))
+        else:
+            from pyarrow import csv
+
+            table = csv.read_csv(str(path))
+        return cls({name: _numpy_column(table.column(name)) for name in table.column_names})
+
+
+def _numpy_column(column: pa.ChunkedArray) -> np.ndarray:
+    """An arrow column as numpy: floats with nulls as NaN, integers and booleans as they are, text as str."""
+    import pyarrow as pa
+
+    kind = column.type
+    if pa.types.is_floating(kind) or (column.null_count and (pa.types.is_integer(kind) or pa.types.is_null(kind))):
+        return np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.float64)
+    if pa.types.is_integer(kind) or pa.types.is_boolean(kind):
+        return np.asarray(column.to_numpy(zero_copy_only=False))
+    return np.asarray([str(v) for v in column.to_pylist()], dtype=object)
+
 
 def _arrow_column(values: np.ndarray) -> pa.Array:
     """A column as an arrow array, NaN as null, built from its buffers.

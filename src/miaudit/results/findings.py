@@ -26,6 +26,11 @@ class Verdict(Section):
 
     statement: str
     """the verdict in one or two sentences"""
+    summary: str | None = None
+    """the verdict in one plain sentence, no procedure named (the console's first line); absent in files of schema
+    version 4 and earlier"""
+    detail: str | None = None
+    """the procedure and its numbers behind ``summary`` (``rule`` says what they assume)"""
     leaks: bool
     """whether Holm's procedure rejects at least one test at family_alpha"""
     attack: str | None = None
@@ -211,7 +216,11 @@ class RecordsAtRisk(Section):
     pseudo_targets: PseudoTargets | None = None
     """files written before issue 45: the pooled null's references and how its procedure did on them"""
     note: str = ""
-    """one sentence: whose count, on which p-values, by which procedure"""
+    """the detail: whose count, on which p-values, by which procedure, and why none where none is flagged"""
+    summary: str | None = None
+    """the answer in one plain sentence, no procedure named (the console's line), e.g. "none can be named at 5% FDR:
+    188 calibration records are too few to single one out (about 6,400 needed)."; absent in files of schema version
+    4 and earlier"""
 
 
 class WorstCell(Section):
