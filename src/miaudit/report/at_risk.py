@@ -18,7 +18,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..experiment.run import AttackRun, RunResult
-from ..stats import fdr, screened, signals
+from ..stats import multiple_testing, screened, signals
 from .ranking import risk_basis
 from .table import ScoresTable
 
@@ -82,7 +82,7 @@ def _claim(run: AttackRun, level: float, where: Screen | None) -> Claim | None:
     if run.result.log_pvalues is None:
         return None
     lp = run.result.log_pvalues
-    return Claim(run, "raw", lp, "bh", fdr.bh_qvalues(np.exp(lp)), level)
+    return Claim(run, "raw", lp, "bh", multiple_testing.bh_qvalues(np.exp(lp)), level)
 
 
 def claims(res: RunResult) -> list[Claim]:

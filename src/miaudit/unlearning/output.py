@@ -17,7 +17,7 @@ from ..report import outdir
 from ..report.records import without_attacks
 from ..results import AuditReport, Calibration, Target
 from ..results.unlearning import Estimate, UnlearningSection
-from ..stats.fdr import bh_qvalues
+from ..stats.multiple_testing import bh_qvalues
 from .audit import UnlearnFn, Verification, run
 from .config import UnlearnConfig, from_mapping, load
 
