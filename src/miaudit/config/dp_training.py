@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from ..training.options import Strict
+from ..strict import Strict
 
 
 class AccountantFacts(Strict):

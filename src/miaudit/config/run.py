@@ -14,6 +14,7 @@ from typing import Annotated, Any
 from pydantic import Field, field_validator, model_validator
 
 from ..lm.canaries import CanaryExposureConfig  # the LM layer defines it; composed here
+from ..strict import Strict
 from ..training import options
 from ..training.options import ExecutorConfig
 from .checks import (
@@ -27,7 +28,7 @@ from .checks import (
 )
 from .dp_training import DPTrainingConfig
 from .files import read, validated, with_overrides
-from .options import CanaryConfig, DPAuditConfig, Strict
+from .options import CanaryConfig, DPAuditConfig
 from .paths import anchored, modules_beside
 from .records import CalibrationConfig, DataConfig, QueriesConfig, SplitConfig, queries_shorthand
 from .settings import AttacksOrAuto, Fdr, MinFpr, Mode, OffWhenNone, Seed

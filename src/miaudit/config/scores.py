@@ -17,8 +17,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from ..strict import Strict
 from .files import read, validated, with_overrides
-from .options import Strict
 from .paths import anchored
 from .settings import AttackRows, Fdr, MinFpr, Mode, OffWhenNone, Seed
 
