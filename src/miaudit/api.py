@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from . import pipeline, report
+from .attack_plan import audit_roles, build, fewest_references
 from .config.run import DEFAULT_RUN, RunConfig, TrainConfig, from_dict, load
 from .config.target import Endpoint
 from .errors import ConfigError
 from .experiment.given import Records, given_sets, read_records
 from .experiment.run import RunResult
-from .plan import audit_roles, build, fewest_references
 from .report import outdir
 from .results import AuditPlan, AuditReport, InferencePlan, MultiRunPlan
 

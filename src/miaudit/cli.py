@@ -293,7 +293,7 @@ def show_config(
         return
     try:
         cfg = _config(config, overrides)
-        from .plan import build
+        from .attack_plan import build
 
         build(cfg)  # attack parameters and requirements, checked as `run` would
     except MiauditError as e:

@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 
 from . import data
+from .attack_plan import Plan
 from .config.run import RunConfig
 from .experiment import datasets
 from .experiment.base import AuditRecords
 from .experiment.recipes import ModelJob, ModelRecipe, builtin_recipe, entry_for, open_store, reference_recipe
-from .plan import Plan
 from .results import AuditPlan, LevelPower, MeasuredTime, MembersForHalfwidth, ModelTime, PlannedTraining, QueryCost
 from .stats import power
 from .training.store import Store

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 
 from . import data
+from .attack_plan import Plan, audit_roles, build, config_roles
 from .config.run import RunConfig
 from .config.target import TargetConfig
 from .data.base import validate_arrays
@@ -23,7 +24,6 @@ from .experiment.build import reference_jobs, shuffled_queries, with_calibration
 from .experiment.given import audit_records, checked_sets
 from .experiment.recipes import ModelJob, ModelRecipe, open_store, reference_recipe, target_job, trained_target
 from .experiment.run import AttackRun, RunResult
-from .plan import Plan, audit_roles, build, config_roles
 from .progress import ModelProgress, log
 from .results import DPAudit
 from .training import executor

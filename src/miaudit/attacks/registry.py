@@ -2,7 +2,7 @@
 
 An attack is a pure function ``fn(inputs, params) -> AttackResult`` registered with
 ``@register(name, params=..., ...)`` in a module of this package. Pipelines run
-attacks through a ``Plan`` (``miaudit.plan``), which checks every requirement once,
+attacks through a ``Plan`` (``miaudit.attack_plan``), which checks every requirement once,
 before any work; ``score`` runs one attack on arrays you hold, with the same checks.
 """
 

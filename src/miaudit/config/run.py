@@ -48,7 +48,7 @@ class RunConfig(Strict):
 
     Every key has a default (``miaudit init`` writes them all, commented), so ``RunConfig()`` is a valid
     audit; unknown keys are refused, and the object is immutable once validated. Attack rows stay plain
-    mappings here: ``plan.build`` validates them against each attack's parameters. It satisfies
+    mappings here: ``attack_plan.build`` validates them against each attack's parameters. It satisfies
     ``settings.AuditSettings``, as ``ScoreConfig`` does.
 
     Attributes:

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import pipeline, plan
+from .. import attack_plan, pipeline
 from .._version import __version__
 from ..experiment import announce, datasets
 from ..experiment.base import Experiment
@@ -254,7 +254,7 @@ def infer(req: Request) -> Inference:
     cfg = req.cfg
     # every reference the config names, whatever its attacks need: the features use them all (a run trains as many
     # as its attacks use; the first ones are the same models, from the cache)
-    planned = plan.build(cfg, plan.config_roles(cfg))
+    planned = attack_plan.build(cfg, attack_plan.config_roles(cfg))
     with announce.dataset_inference(len(req.suspect), len(req.validation)):  # its own start line, not run's
         exp = pipeline.prepare(cfg, replace(planned, references=max(planned.references, cfg.references or 0)))
     ds = exp.dataset

@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import forecast
+from ..attack_plan import build, config_roles
 from ..errors import ConfigError
-from ..plan import build, config_roles
 from ..results import InferencePlan, PowerAt
 from . import power
 from .infer import check_records

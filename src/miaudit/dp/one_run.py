@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .. import data
+from ..attack_plan import build
 from ..config.run import RunConfig
 from ..errors import ConfigError
 from ..experiment import datasets
@@ -40,7 +41,6 @@ from ..experiment.recipes import (
     trained_target,
 )
 from ..experiment.run import RunResult, run_attack
-from ..plan import build
 from ..progress import ModelProgress
 from ..results import Bound, DPAudit
 from ..training import dp_sgd

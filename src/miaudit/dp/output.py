@@ -100,7 +100,7 @@ def one_run_power(cfg: RunConfig) -> str | None:
     """What the one-run audit can show at most, said before any training: every observer's guesses all right,
     Bonferroni-corrected over the observers as the verdict is (``verdict.tests``), against the declared epsilon.
     None without canaries or a declared epsilon to compare with."""
-    from ..plan import build
+    from ..attack_plan import build
 
     spec, declared = cfg.canaries, declared_epsilon(cfg.dp_audit, cfg)
     if spec is None:

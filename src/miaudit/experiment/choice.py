@@ -49,9 +49,9 @@ from typing import Any
 
 import numpy as np
 
+from ..attack_plan import PlannedAttack
 from ..attacks import AttackInputs, RecordSet, registry
 from ..errors import AttackRequirementError
-from ..plan import PlannedAttack
 from ..stats.metrics import clopper_pearson, nan_lowest
 from . import deployable
 

@@ -19,12 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ..attack_plan import build
 from ..attacks import RecordSet, registry
 from ..config.scores import PRECOMPUTED, ScoreConfig, from_dict, load
 from ..data import Dataset, Split, hold_out_validation
 from ..data.files import load_indices
 from ..errors import AttackRequirementError, ConfigError, DataError
-from ..plan import build
 from ..storage import default_cache_dir
 from ..training.signal_store import SignalCache
 from . import layouts, validate

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..attack_plan import PlannedAttack
 from ..attacks import AttackInputs, AttackResult, calibration, recommended
 from ..config.settings import AuditSettings
-from ..plan import PlannedAttack
 from ..progress import log, working
 from ..results import BlindBaseline, CanaryExposure, DPAudit
 from ..stats import metrics

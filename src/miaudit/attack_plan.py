@@ -86,12 +86,12 @@ def build(cfg: AuditSettings, roles: Iterable[str] | None = None) -> Plan:
     """
     if roles is None:
         if not isinstance(cfg, RunConfig):
-            raise TypeError("plan.build: a scores-only audit's record sets come from its outputs: give roles")
+            raise TypeError("attack_plan.build: a scores-only audit's record sets come from its outputs: give roles")
         roles = config_roles(cfg)
     roles = frozenset(roles)
     available = cfg.references
     if available is None:
-        raise TypeError("plan.build: resolve a scores-only config's references from its outputs first")
+        raise TypeError("attack_plan.build: resolve a scores-only config's references from its outputs first")
     output, provided = target_output(cfg)
     auto: recommended.AutoRows | None = None
     if cfg.attacks == "auto":
