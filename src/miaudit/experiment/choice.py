@@ -74,8 +74,9 @@ class CandidateEstimate:
 
 
 @dataclass(frozen=True)
-class AttackChoice:
-    """What ``attacks: auto`` measured on the references and what it chose."""
+class PseudoTargetEstimates:
+    """What ``attacks: auto`` measured on the references (each in turn the target) and what it chose; results.json
+    records it as ``results.AttackChoice``."""
 
     level: float
     pseudo_targets: int
@@ -227,7 +228,7 @@ def decide(
 
 def choose(
     candidates: list[PlannedAttack], inputs: AttackInputs, references: int, levels: tuple[float, ...], level: float
-) -> AttackChoice | None:
+) -> PseudoTargetEstimates | None:
     """Each candidate's pseudo-target TPR at ``levels`` and which run (module docstring); None when the audit
     has no pseudo-targets (online, one reference, or no population records with known reference membership)."""
     return estimate(candidates, pseudo_audits(inputs.first(references), references), levels, level,
@@ -251,7 +252,7 @@ def estimate(
     levels: tuple[float, ...],
     level: float,
     barred: dict[str, str] | None = None,
-) -> AttackChoice | None:
+) -> PseudoTargetEstimates | None:
     """``choose`` on given pseudo-audits (None without any); ``barred``: candidates their own guard flags."""
     if not audits:
         return None
@@ -280,7 +281,7 @@ def estimate(
         )
         for name, run, why in decide({n: p[level] for n, p in pooled.items()}, level, barred)
     ]
-    return AttackChoice(
+    return PseudoTargetEstimates(
         level=level,
         pseudo_targets=len(audits),
         references_per_run=m,

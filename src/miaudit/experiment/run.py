@@ -38,7 +38,9 @@ class RunResult:
     dp_audit: DPAudit | None = None  # the epsilon lower bound (miaudit.dp.audit; pipeline.dp_audit), when asked
     blind_baseline: BlindBaseline | None = None  # LM audits: the text-only classifier beside the attacks (lm.blind)
     canary_exposure: CanaryExposure | None = None  # LM audits with canaries: their exposure (miaudit.lm.canaries)
-    attack_choice: choice.AttackChoice | None = None  # attacks: auto's pseudo-target estimates (experiment.choice)
+    attack_choice: choice.PseudoTargetEstimates | None = (
+        None  # attacks: auto's pseudo-target estimates (experiment.choice)
+    )
 
 
 def run_attack(exp: Experiment, attack: PlannedAttack, inputs: AttackInputs | None = None) -> AttackRun:
@@ -111,7 +113,9 @@ def run_experiment(exp: Experiment) -> RunResult:
     return RunResult(exp, runs, None, blind_baseline(exp, runs), canary_exposure(exp), chosen)  # dp_audit: pipeline's
 
 
-def chosen_attacks(exp: Experiment, inputs: AttackInputs) -> tuple[list[PlannedAttack], choice.AttackChoice | None]:
+def chosen_attacks(
+    exp: Experiment, inputs: AttackInputs
+) -> tuple[list[PlannedAttack], choice.PseudoTargetEstimates | None]:
     """The planned attacks to run: ``attacks: auto``'s candidates narrowed on the references as pseudo-targets
     (``experiment.choice``), or by the leave-one-data-set-out rule where the audit has no pseudo-targets."""
     plan = exp.plan
