@@ -365,9 +365,10 @@ def time_line(f: PlannedTraining) -> str:
 def unlearning_lines(path: str | Path, overrides: list[str]) -> list[str]:
     """``miaudit plan`` of an unlearning config (``miaudit unlearn``): the models it obtains and their training time
     (one timed epoch of the original's recipe, scaled to each model's records and epochs; cached models free)."""
+    from .config.files import load_config
     from .unlearning import audit, config
 
-    u = config.load(path, overrides)
+    u = load_config(path, overrides, RunConfig, config.from_mapping)
     cfg = u.cfg
     ds = datasets.load(cfg)
     rec = audit.records(u, ds)

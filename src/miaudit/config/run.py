@@ -27,9 +27,8 @@ from .checks import (
     target_shorthand,
 )
 from .dp_training import DPTrainingConfig
-from .files import read, validated, with_overrides
+from .files import load_config, validated
 from .options import CanaryConfig, DPAuditConfig
-from .paths import anchored, modules_beside
 from .records import CalibrationConfig, DataConfig, QueriesConfig, SplitConfig, queries_shorthand
 from .settings import AttacksOrAuto, Fdr, MinFpr, Mode, OffWhenNone, Seed
 from .target import TargetConfig
@@ -277,10 +276,7 @@ def load(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> RunCo
     Raises:
         ConfigError: a missing or unreadable file, YAML errors (with line and column), a bad key.
     """
-    folder = Path(path).absolute().parent
-    modules_beside(folder)  # before validation, which imports the modules the config names
-    raw = anchored(read(path), folder, RunConfig)
-    return from_dict(with_overrides(raw, overrides))
+    return load_config(path, overrides, RunConfig, lambda raw, _folder: from_dict(raw))
 
 
 # The built-in default audit: scikit-learn's digits (ships with a dependency, so it

@@ -26,7 +26,7 @@ from ..report.records import environment
 from ..results import SCHEMA_VERSION, AuditReport, DatasetInference
 from . import blind, crossfit, fraction, power
 from .features import Features, PseudoTarget, Signals, features, pseudo_targets, signals_of, with_queries
-from .request import InferenceOptions, Request, checked, from_raw
+from .request import InferenceOptions, Request, checked, from_mapping
 
 ASSUMPTIONS = [
     "The validation records are of the same kind as the suspect records and were chosen the same way, so that, "
@@ -299,13 +299,15 @@ def _report(exp: Experiment, section: DatasetInference) -> AuditReport:
 
 def from_config(config: str | Path | dict, suspect: Any = None, validation: Any = None) -> Inference:
     """``miaudit.infer_dataset``: a config (a YAML path or a dict), the record sets given replacing its own."""
-    from ..config.files import read
+    from ..config.files import load_config
+    from ..config.run import RunConfig
 
     def as_spec(v: Any) -> list[int] | str:
         return str(v) if isinstance(v, str | Path) else [int(i) for i in np.asarray(v).reshape(-1)]
 
-    raw, folder = (dict(config), None) if isinstance(config, dict) else (read(config), Path(config).absolute().parent)
-    for key, value in (("suspect", suspect), ("validation", validation)):
-        if value is not None:
-            raw[key] = as_spec(value)
-    return infer(from_raw(raw, folder))
+    given = {
+        key: as_spec(value) for key, value in (("suspect", suspect), ("validation", validation)) if value is not None
+    }
+    if isinstance(config, dict):
+        return infer(from_mapping({**config, **given}))
+    return infer(load_config(config, (), RunConfig, lambda raw, folder: from_mapping({**raw, **given}, folder)))
