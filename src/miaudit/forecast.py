@@ -96,7 +96,7 @@ def training_time(cfg: RunConfig, plan: Plan) -> TrainingTime:
     if cfg.dp_training is not None:
         return _user_function_time(cfg, jobs)
     store = open_store(cfg)
-    one = cfg.model_copy(update={"train": cfg.train.model_copy(update={"epochs": 1})})
+    one = cfg.revised(train=cfg.train.revised(epochs=1))
     pending = {i for i, job in enumerate(jobs) if not job.in_store(store)}
     in_workers, workers = together.worker_jobs(store, jobs, cfg.device)
     per_epoch: dict[str, float] = {}  # "target" / "reference": one timed epoch on the first such model's records
@@ -201,7 +201,7 @@ def _own_model_time(cfg: RunConfig, plan: Plan, records: AuditRecords) -> Traini
             if found:
                 measured["reference"] = MeasuredTime(seconds=float(np.median(found)), models=len(found))
             else:
-                one = cfg.model_copy(update={"train": cfg.train.model_copy(update={"epochs": 1})})
+                one = cfg.revised(train=cfg.train.revised(epochs=1))
                 per_epoch["reference"] = _epoch_seconds(reference_recipe(one, ds, plan.head_dropout), job, 0)
         seconds = (
             measured["reference"].seconds
@@ -380,7 +380,7 @@ def unlearning_lines(path: str | Path, overrides: list[str]) -> list[str]:
     )
     if not pending:
         return [head, "training: all in the cache, nothing to train: about 0 s of training"]
-    one = cfg.model_copy(update={"train": cfg.train.model_copy(update={"epochs": 1})})
+    one = cfg.revised(train=cfg.train.revised(epochs=1))
     epoch = _epoch_seconds(builtin_recipe(one, ds, cfg.model, dp=cfg.train.dp), pending[0], cfg.seed)
     per_record = epoch / max(len(pending[0].train_idx), 1)
     seconds = sum(per_record * len(j.train_idx) * cfg.train.epochs for j in pending)

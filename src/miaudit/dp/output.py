@@ -110,7 +110,7 @@ def one_run_power(cfg: RunConfig) -> str | None:
     if spec.implied_threat_model == "white-box":
         observers.append((spec.count, spec.guesses or max(1, spec.count // 10)))
     else:
-        tests = sum(not a.info.is_ranking for a in build(cfg.model_copy(update={"calibration": None})).attacks)
+        tests = sum(not a.info.is_ranking for a in build(cfg.revised(calibration=None)).attacks)
         observers += [(spec.count, spec.guesses or max(1, spec.count // 10))] * tests
         if spec.gradient:
             observers.append((spec.gradient, spec.gradient_guesses or max(1, spec.gradient // 10)))

@@ -142,7 +142,7 @@ def from_mapping(raw: Mapping[str, Any], folder: Path | None = None) -> UnlearnC
         raise ConfigError(f"unlearning: expected a mapping such as {{forget: 100, method: retrain}}, got {section!r}")
     unl = validated(UnlearningConfig, dict(section), "unlearning", within="unlearning")
     if isinstance(unl.forget, Path) and folder is not None and not unl.forget.expanduser().is_absolute():
-        unl = unl.model_copy(update={"forget": folder / unl.forget})
+        unl = unl.revised(forget=folder / unl.forget)
     member_path = None if members is None else Path(str(members)).expanduser()
     if member_path is not None and folder is not None and not member_path.is_absolute():
         member_path = folder / member_path
