@@ -150,21 +150,21 @@ def plan(
         config: as ``run`` takes it.
         halfwidth: the wanted half-width of the TPR interval, for the members it needs.
         runs: plan the many-run DP audit ``miaudit dp-audit CONFIG --runs R`` instead (its power line and the
-            training time of its 2R models, ``dp.runs_plan.forecast``).
+            training time of its 2R models, ``dp.runs_forecast.forecast``).
 
     Raises:
         ConfigError, DataError: as ``run``.
     """
     from . import forecast
-    from .dataset_inference import planning
+    from .dataset_inference import inference_forecast
 
-    if not isinstance(config, RunConfig) and planning.asks_inference(config):
-        return planning.from_config(cast(dict | str | Path, config), runs=runs)
+    if not isinstance(config, RunConfig) and inference_forecast.asks_inference(config):
+        return inference_forecast.from_config(cast(dict | str | Path, config), runs=runs)
     cfg = _run_config(config)
     if runs is not None:
-        from .dp import runs_plan
+        from .dp import runs_forecast
 
-        return runs_plan.forecast(cfg, runs)
+        return runs_forecast.forecast(cfg, runs)
     return forecast.forecast(cfg, build(cfg), halfwidth=halfwidth)
 
 
