@@ -55,26 +55,9 @@ __all__ = [
 ]
 
 
-# the names ``api`` defines, loaded on first use (``import miaudit`` stays light)
-API = (
-    "audit",
-    "run",
-    "score",
-    "plan",
-    "export",
-    "dp_audit",
-    "verify_unlearning",
-    "infer_dataset",
-    "AuditResult",
-    "Endpoint",
-)
-
-
 def __getattr__(name: str) -> object:
-    if name in API:
-        from . import api
-
-        return getattr(api, name)
+    """The front doors, loaded on first use (``import miaudit`` stays light): ``dp_observe`` and ``compare`` from
+    their modules, every other name of ``__all__`` from ``api``."""
     if name == "dp_observe":
         from .dp.user_code import dp_observe
 
@@ -83,4 +66,8 @@ def __getattr__(name: str) -> object:
         from .report.compare import compare
 
         return compare
+    if name in __all__:
+        from . import api
+
+        return getattr(api, name)
     raise AttributeError(f"module 'miaudit' has no attribute {name!r}")
