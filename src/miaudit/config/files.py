@@ -135,7 +135,7 @@ def one_line(e: ValidationError, model: type[BaseModel] = BaseModel, also: tuple
     """A pydantic error as ``key.path: message (and N more)``; an unknown key of ``model`` (whose other
     accepted keys are ``also``) gets the closest known key as a suggestion."""
     err = e.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"])
+    loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith("function-"))  # pydantic's validator names
     msg = err["msg"].removeprefix("Value error, ")
     if err["loc"]:  # a message already naming its key (models' errors say "model: ..."): not named twice
         msg = re.sub(rf"^({re.escape(str(err['loc'][-1]))}|model): ", "", msg)
