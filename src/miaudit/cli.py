@@ -241,8 +241,8 @@ def plan_audit(
 ) -> None:
     """Power before the run: interval widths, the smallest detectable TPR, records needed, estimated time."""
     from . import api, forecast
-    from .dataset_inference import inference_forecast
     from .dp import runs_forecast
+    from .forecast import inference_forecast
     from .results import InferencePlan, MultiRunPlan
 
     _logging(quiet, verbose)

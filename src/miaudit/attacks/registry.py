@@ -45,7 +45,7 @@ class AttackInfo:
     kind: Kind = "test"
     warmup: Callable[[], None] | None = None  # one-time setup (heavy imports) kept out of the attack's timing
     # the attack's own guard: why it cannot be trusted on these inputs (a warning it would give), or None; attacks:
-    # auto never chooses a candidate its guard flags on the target's inputs (experiment.choice)
+    # auto never chooses a candidate its guard flags on the target's inputs (membership.choice)
     guard: Callable[[AttackInputs, Any], str | None] | None = None
 
     def __post_init__(self) -> None:

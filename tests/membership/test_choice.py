@@ -10,7 +10,7 @@ import numpy as np
 from miaudit import attack_plan
 from miaudit.attacks import recommended
 from miaudit.config import run as config
-from miaudit.experiment import choice
+from miaudit.membership import choice
 from tests.attacks.test_pair import SHIFT, logits_of, synthetic
 
 

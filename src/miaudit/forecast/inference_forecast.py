@@ -13,11 +13,11 @@ from pathlib import Path
 
 from .. import forecast
 from ..attack_plan import build, config_roles
+from ..dataset_inference import power
+from ..dataset_inference.infer import check_records
+from ..dataset_inference.request import Request, from_mapping
 from ..errors import ConfigError
 from ..results import InferencePlan, PowerAt
-from . import power
-from .infer import check_records
-from .request import Request, from_mapping
 
 MEMBER_AUCS = (0.55, 0.6, 0.7, 0.8, 0.9)
 

@@ -14,7 +14,8 @@ from _cli import invoke, refused
 
 import miaudit
 from miaudit.config import describe
-from miaudit.dataset_inference import inference_forecast, power
+from miaudit.dataset_inference import power
+from miaudit.forecast import inference_forecast
 from miaudit.results import InferencePlan, ModelTime
 
 SUSPECT, VALIDATION = list(range(30)), list(range(200, 240))
