@@ -49,7 +49,7 @@ class Plan:
     roles: frozenset[str]  # record sets besides the queries: "population", "validation"
     head_dropout: float = 0.0  # references train with dropout before the head (an attack samples them by MC Dropout)
     auto: str | None = None  # attacks: auto: why these attacks (None: the config named them)
-    candidates: tuple[str, ...] = ()  # attacks: auto rows the audit's own data decides on (experiment/choice.py)
+    candidates: tuple[str, ...] = ()  # attacks: auto rows the audit's own data decides on (membership/choice.py)
 
     @property
     def needs_last_layer(self) -> str | None:

@@ -38,7 +38,7 @@ def run_config(cfg: RunConfig) -> RunResult:
 
 
 def run_experiment(exp: Experiment) -> RunResult:
-    """Every planned attack on a prepared experiment (``experiment/run.py``), then the epsilon lower bound of the
+    """Every planned attack on a prepared experiment (``membership/run.py``), then the epsilon lower bound of the
     chosen attack's scores where the config asks for one (``dp_audit``)."""
     res = run.run_experiment(exp)
     res.dp_audit = dp_audit(exp, res.attacks)

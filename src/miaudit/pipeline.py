@@ -1,8 +1,9 @@
-"""Wires the stages: plan -> data -> split -> models (cached) -> attack inputs -> attacks -> metrics.
+"""The engine every audit shares: plan -> data -> split -> models (cached) -> an Experiment.
 
-``prepare`` builds a training run's Experiment; ``experiment.run`` runs the attacks on it. No math of
-its own. The target's membership (``is_member``) stays in the Experiment and is only used to evaluate
-attack outputs; attacks receive the queries without it.
+``prepare`` builds a training run's Experiment, which the four audits read (the membership audit runs its attacks
+on it, ``membership.run``; dataset inference measures on it); ``lay_out`` is that run before it trains, which
+``miaudit plan`` reads. No math of its own. The target's membership (``is_member``) stays in the Experiment and is
+only used to evaluate attack outputs; attacks receive the queries without it.
 """
 
 from __future__ import annotations

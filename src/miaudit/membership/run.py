@@ -22,12 +22,12 @@ def run_experiment(exp: Experiment) -> RunResult:
         with working(f"attack {attack.label}"):
             runs.append(run_attack(exp, attack, inputs))
         log.info("attack %s: %.2f s", attack.label, runs[-1].seconds["attack"])
-    return RunResult(exp, runs, None, blind_baseline(exp, runs), canary_exposure(exp), chosen)  # dp_audit: pipeline's
+    return RunResult(exp, runs, None, blind_baseline(exp, runs), canary_exposure(exp), chosen)  # dp_audit: audits.py's
 
 
 def chosen_attacks(exp: Experiment, inputs: AttackInputs) -> tuple[list[PlannedAttack], PseudoTargetEstimates | None]:
     """The planned attacks to run: ``attacks: auto``'s candidates narrowed on the references as pseudo-targets
-    (``experiment.choice``), or by the leave-one-data-set-out rule where the audit has no pseudo-targets."""
+    (``choice.py``), or by the leave-one-data-set-out rule where the audit has no pseudo-targets."""
     plan = exp.plan
     if not plan.candidates:
         return list(plan.attacks), None
