@@ -21,7 +21,7 @@ from miaudit.errors import ConfigError
 @pytest.mark.slow
 def test_plan_returns_the_forecast_the_command_prints(tmp_path: Path) -> None:
     from miaudit import forecast as forecasting
-    from miaudit.plan import build
+    from miaudit.attack_plan import build
 
     forecast = miaudit.plan(copy.deepcopy(TINY_RUN))
     assert forecast.n_members == 60 and forecast.n_nonmembers == 60
@@ -55,17 +55,19 @@ def test_export_refuses_an_unknown_layout_and_an_existing_file_before_any_work(t
 
 
 @pytest.mark.parametrize(
-    "first", ["import miaudit", "from miaudit.plan import Plan", "from miaudit import api", "from miaudit import plan"]
+    "first",
+    ["import miaudit", "from miaudit.attack_plan import Plan", "from miaudit import api", "from miaudit import plan"],
 )
-def test_miaudit_plan_is_the_plan_module_and_the_api_function_whatever_came_first(first: str) -> None:
-    """``miaudit.plan`` is both the submodule of the Plan (``plan.build``) and, called, ``api.plan``, in a fresh
+def test_miaudit_plan_is_the_api_function_whatever_came_first(first: str) -> None:
+    """``miaudit.plan`` is ``api.plan``, a plain function (the Plan of attacks is ``miaudit.attack_plan``), in a fresh
     interpreter whatever was imported first."""
     import subprocess
     import sys
 
     code = (
-        f"{first}\nimport miaudit\nfrom miaudit import plan\nfrom miaudit.api import plan as api_plan\n"
-        "assert plan is miaudit.plan and callable(plan) and callable(plan.build) and plan.Plan.__name__ == 'Plan'\n"
+        f"{first}\nimport inspect, miaudit\nfrom miaudit import plan\nfrom miaudit.api import plan as api_plan\n"
+        "from miaudit.attack_plan import Plan\n"
+        "assert plan is miaudit.plan is api_plan and inspect.isfunction(plan) and Plan.__name__ == 'Plan'\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr

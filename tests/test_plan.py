@@ -6,13 +6,13 @@ from typing import Any
 
 import pytest
 
-from miaudit import plan
+from miaudit import attack_plan
 from miaudit.config import run as config
 from miaudit.errors import AttackRequirementError, ConfigError
 
 
-def build(**raw: Any) -> plan.Plan:
-    return plan.build(config.from_dict(raw))
+def build(**raw: Any) -> attack_plan.Plan:
+    return attack_plan.build(config.from_dict(raw))
 
 
 def test_resolved_rows_and_references_to_train() -> None:
@@ -71,10 +71,10 @@ def test_refused_before_any_work(raw: dict, error: type[Exception], message: str
 
 def test_calibration_provides_validation_records_from_the_population() -> None:
     no_val = {"population": 0.4, "validation": 0.0}
-    assert plan.config_roles(config.from_dict({"split": no_val})) == {"population", "validation"}
-    assert plan.config_roles(config.from_dict({"split": no_val, "calibration": "none"})) == {"population"}
+    assert attack_plan.config_roles(config.from_dict({"split": no_val})) == {"population", "validation"}
+    assert attack_plan.config_roles(config.from_dict({"split": no_val, "calibration": "none"})) == {"population"}
 
 
 def test_fewest_references_for_the_python_api() -> None:
-    assert plan.fewest_references(["attack-p", "gls"]) == 0
-    assert plan.fewest_references(["bmia", {"name": "lira", "references": 3}, "mr-bmia"]) == 3
+    assert attack_plan.fewest_references(["attack-p", "gls"]) == 0
+    assert attack_plan.fewest_references(["bmia", {"name": "lira", "references": 3}, "mr-bmia"]) == 3

@@ -19,14 +19,14 @@ import numpy as np
 
 
 def dump(dataset: str, seed: int, out: Path) -> Path:
-    from miaudit import pipeline
+    from miaudit import audits
     from miaudit.config.run import from_dict
 
     path = out / f"{dataset}-{seed}.npz"
     if path.exists():
         return path
     cfg = from_dict({"dataset": dataset, "model": "mlp", "seed": seed, "references": 4})
-    res = pipeline.run_config(cfg)
+    res = audits.run_config(cfg)
     exp = res.experiment
     inputs = exp.attack_inputs()
     cal = inputs.require(exp.calibration_part)

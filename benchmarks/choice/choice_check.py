@@ -26,8 +26,9 @@ from scipy.stats import rankdata, spearmanr
 from miaudit import pipeline
 from miaudit.attacks import AttackInputs, RecordSet, recommended
 from miaudit.config import run as config
-from miaudit.experiment import cached, choice
+from miaudit.experiment import cached
 from miaudit.experiment.run import evaluate, fpr_levels
+from miaudit.membership import choice
 from miaudit.stats import signals
 from miaudit.stats.signals import Signal
 

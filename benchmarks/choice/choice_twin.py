@@ -30,8 +30,9 @@ from scipy.stats import spearmanr
 from miaudit import pipeline
 from miaudit.attacks import recommended, registry
 from miaudit.config import run as config
-from miaudit.experiment import cached, choice, recipes
+from miaudit.experiment import cached, recipes
 from miaudit.experiment.run import evaluate, fpr_levels
+from miaudit.membership import choice
 
 OUT = Path(__file__).parent / "lodo_choice_twin.json"
 SPLIT = {"target_train": 0.2, "target_test": 0.1, "population": 0.3, "validation": 0.4}

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import torch
 
-from miaudit import pipeline
+from miaudit import audits, pipeline
 from miaudit.config import run as config
 
 
@@ -55,7 +55,7 @@ def one(ks: int, executor: str, epochs: int, dataset: str) -> dict:
         start = time.perf_counter()
         exp = pipeline.prepare(cfg)
         trained = time.perf_counter()
-        result = pipeline.run_experiment(exp)
+        result = audits.run_experiment(exp)
         done = time.perf_counter()
     return {
         "aucs": [a.metrics.auc for a in result.attacks],

@@ -18,20 +18,25 @@ or ``miaudit --help`` does not pay for torch.
 
 from __future__ import annotations
 
-import sys
-import types
 from typing import TYPE_CHECKING
 
 from ._version import __version__
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
-    from .api import AuditResult, Endpoint, audit, dp_audit, export, infer_dataset, run, score, verify_unlearning
-    from .config.run import RunConfig
+    from .api import (
+        AuditResult,
+        Endpoint,
+        audit,
+        dp_audit,
+        export,
+        infer_dataset,
+        plan,
+        run,
+        score,
+        verify_unlearning,
+    )
     from .dp.user_code import dp_observe
     from .report.compare import compare
-    from .results import AuditPlan, InferencePlan, MultiRunPlan
 
 __all__ = [
     "audit",
@@ -50,62 +55,19 @@ __all__ = [
 ]
 
 
-# the names ``api`` defines, loaded on first use (``import miaudit`` stays light)
-API = ("audit", "run", "score", "export", "dp_audit", "verify_unlearning", "infer_dataset", "AuditResult", "Endpoint")
-
-
 def __getattr__(name: str) -> object:
-    if name in (
-        "audit",
-        "run",
-        "score",
-        "export",
-        "dp_audit",
-        "verify_unlearning",
-        "infer_dataset",
-        "AuditResult",
-        "Endpoint",
-    ):
-        from . import api
-
-        return getattr(api, name)
+    """The front doors, loaded on first use (``import miaudit`` stays light): ``dp_observe`` and ``compare`` from
+    their modules, every other name of ``__all__`` from ``api``."""
     if name == "dp_observe":
         from .dp.user_code import dp_observe
 
         return dp_observe
-    if name == "plan":  # the submodule, made callable as it is imported (``_Package``)
-        import importlib
-
-        return importlib.import_module(".plan", __name__)
     if name == "compare":
         from .report.compare import compare
 
         return compare
+    if name in __all__:
+        from . import api
+
+        return getattr(api, name)
     raise AttributeError(f"module 'miaudit' has no attribute {name!r}")
-
-
-class _CallablePlan(types.ModuleType):
-    """The submodule ``miaudit.plan`` (the ``Plan``: attacks, references, models), which, called, is the API's
-    ``plan`` (``api.plan``, what ``miaudit plan`` runs): ``miaudit.plan(config)`` and ``from miaudit import plan;
-    plan.build(cfg)`` both hold, whichever was imported first. (A type checker sees the module: typed code calls
-    ``miaudit.api.plan``.)"""
-
-    def __call__(
-        self, config: RunConfig | dict | str | Path | None = None, halfwidth: float = 0.01, runs: int | None = None
-    ) -> AuditPlan | MultiRunPlan | InferencePlan:
-        from .api import plan
-
-        return plan(config, halfwidth, runs)
-
-
-class _Package(types.ModuleType):
-    """The package's module type: the import system sets each submodule as an attribute of its package; the
-    submodule ``plan`` is made callable then (``_CallablePlan``)."""
-
-    def __setattr__(self, name: str, value: object) -> None:
-        if name == "plan" and isinstance(value, types.ModuleType):
-            value.__class__ = _CallablePlan
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from . import pipeline, report
+from . import audits, pipeline, report
+from .attack_plan import audit_roles, build, fewest_references
 from .config.run import DEFAULT_RUN, RunConfig, TrainConfig, from_dict, load
 from .config.target import Endpoint
 from .errors import ConfigError
 from .experiment.given import Records, given_sets, read_records
 from .experiment.run import RunResult
-from .plan import audit_roles, build, fewest_references
 from .report import outdir
 from .results import AuditPlan, AuditReport, InferencePlan, MultiRunPlan
 
@@ -124,7 +124,7 @@ def run(config: RunConfig | dict | str | Path | None = None) -> AuditResult:
         ConfigError: a bad key or value, in one line naming it.
         DataError, ModelError, AttackRequirementError: the data, a model or an attack's requirements.
     """
-    return AuditResult(pipeline.run_config(_run_config(config)))
+    return AuditResult(audits.run_config(_run_config(config)))
 
 
 def _run_config(config: RunConfig | dict | str | Path | None) -> RunConfig:
@@ -150,21 +150,21 @@ def plan(
         config: as ``run`` takes it.
         halfwidth: the wanted half-width of the TPR interval, for the members it needs.
         runs: plan the many-run DP audit ``miaudit dp-audit CONFIG --runs R`` instead (its power line and the
-            training time of its 2R models, ``dp.runs_plan.forecast``).
+            training time of its 2R models, ``dp.runs_forecast.forecast``).
 
     Raises:
         ConfigError, DataError: as ``run``.
     """
     from . import forecast
-    from .dataset_inference import planning
+    from .forecast import inference_forecast
 
-    if not isinstance(config, RunConfig) and planning.asks_inference(config):
-        return planning.from_config(cast(dict | str | Path, config), runs=runs)
+    if not isinstance(config, RunConfig) and inference_forecast.asks_inference(config):
+        return inference_forecast.from_config(cast(dict | str | Path, config), runs=runs)
     cfg = _run_config(config)
     if runs is not None:
-        from .dp import runs_plan
+        from .dp import runs_forecast
 
-        return runs_plan.forecast(cfg, runs)
+        return runs_forecast.forecast(cfg, runs)
     return forecast.forecast(cfg, build(cfg), halfwidth=halfwidth)
 
 
@@ -229,7 +229,7 @@ def score(config: ScoreConfig | dict | str | Path) -> AuditResult:
     """
     from .experiment import precomputed
 
-    return AuditResult(pipeline.run_experiment(precomputed.prepare(precomputed.as_config(config))))
+    return AuditResult(audits.run_experiment(precomputed.prepare(precomputed.as_config(config))))
 
 
 def audit(
@@ -313,7 +313,7 @@ def audit(
     if isinstance(target, Endpoint):
         membership = {"members": members, "nonmembers": nonmembers, "queries": queries}
         given_endpoint = given_sets(membership, {"population": population, "validation": validation})
-        return AuditResult(pipeline.audit_endpoint(cfg, target, given_endpoint))
+        return AuditResult(audits.audit_endpoint(cfg, target, given_endpoint))
     lm = own_lm.TextSets.of(target, tokenizer, max_length)  # a causal LM's texts; None for a classifier
     given = given_sets(
         {"members": members, "nonmembers": nonmembers, "queries": queries},
@@ -329,7 +329,7 @@ def audit(
         from .experiment.own_model import user_recipe
 
         recipe = user_recipe(cfg, model, model_factory, train_fn)
-    return AuditResult(pipeline.audit_given(cfg, planned, model, given, recipe, by, lm))
+    return AuditResult(audits.audit_given(cfg, planned, model, given, recipe, by, lm))
 
 
 def verify_unlearning(

@@ -246,8 +246,8 @@ def plan_audit(
 ) -> None:
     """Power before the run: interval widths, the smallest detectable TPR, records needed, estimated time."""
     from . import api, forecast
-    from .dataset_inference import planning
-    from .dp import runs_plan
+    from .dp import runs_forecast
+    from .forecast import inference_forecast
     from .results import InferencePlan, MultiRunPlan
 
     _logging(quiet, verbose)
@@ -258,11 +258,11 @@ def plan_audit(
             print("\n".join(forecast.unlearning_lines(config, overrides or [])))
             return
         if config is not None and {"suspect", "validation"} & set(raw):  # dataset inference (infer-dataset)
-            said = planning.lines(planning.from_config(config, overrides or [], runs))
+            said = inference_forecast.lines(inference_forecast.from_config(config, overrides or [], runs))
         else:
             result = api.plan(cfg := _config(config, overrides), halfwidth=halfwidth, runs=runs)
             assert not isinstance(result, InferencePlan)  # a run config's plan
-            said = runs_plan.lines(result) if isinstance(result, MultiRunPlan) else forecast.lines(result)
+            said = runs_forecast.lines(result) if isinstance(result, MultiRunPlan) else forecast.lines(result)
     except MiauditError as e:
         _fail(e)
     except KeyboardInterrupt:
@@ -298,7 +298,7 @@ def show_config(
         return
     try:
         cfg = _config(config, overrides)
-        from .plan import build
+        from .attack_plan import build
 
         build(cfg)  # attack parameters and requirements, checked as `run` would
     except MiauditError as e:

@@ -1,8 +1,9 @@
-"""Wires the stages: plan -> data -> split -> models (cached) -> attack inputs -> attacks -> metrics.
+"""The engine every audit shares: plan -> data -> split -> models (cached) -> an Experiment.
 
-``prepare`` builds a training run's Experiment; ``experiment.run`` runs the attacks on it. No math of
-its own. The target's membership (``is_member``) stays in the Experiment and is only used to evaluate
-attack outputs; attacks receive the queries without it.
+``prepare`` builds a training run's Experiment, which the four audits read (the membership audit runs its attacks
+on it, ``membership.run``; dataset inference measures on it); ``lay_out`` is that run before it trains, which
+``miaudit plan`` reads. No math of its own. The target's membership (``is_member``) stays in the Experiment and is
+only used to evaluate attack outputs; attacks receive the queries without it.
 """
 
 from __future__ import annotations
@@ -13,25 +14,16 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 
 from . import data
+from .attack_plan import Plan, build, config_roles
 from .config.run import RunConfig
-from .config.target import TargetConfig
-from .data.base import validate_arrays
-from .errors import DataError
-from .experiment import announce, datasets, run, together, validate
+from .experiment import announce, datasets, together, validate
 from .experiment.base import AuditRecords, Experiment
 from .experiment.build import reference_jobs, shuffled_queries, with_calibration_records, with_references
-from .experiment.given import audit_records, checked_sets
 from .experiment.recipes import ModelJob, ModelRecipe, open_store, reference_recipe, target_job, trained_target
-from .experiment.run import AttackRun, RunResult
-from .plan import Plan, audit_roles, build, config_roles
 from .progress import ModelProgress, log
-from .results import DPAudit
-from .training import executor
 
 if TYPE_CHECKING:  # torch and the LM's texts load only where a user's model is audited
-    import torch.nn as nn
-
-    from .experiment.own_lm import TextSets
+    pass
 
 
 def prepare(cfg: RunConfig, plan: Plan | None = None) -> Experiment:
@@ -102,78 +94,3 @@ def lay_out(cfg: RunConfig, plan: Plan) -> Layout:
     recipe = reference_recipe(cfg, ds)
     references = reference_jobs(cfg, plan, records, recipe, other_pool)[0]
     return Layout(records, target_job(cfg, ds, target_idx), references, recipe, other_pool)
-
-
-def run_config(cfg: RunConfig) -> RunResult:
-    """The whole audit of a config in memory; ``report.write`` puts it on disk. With ``executor: ray`` one
-    cluster serves the run's training and attack tasks."""
-    with executor.session(cfg.executor, log.info):
-        return run_experiment(prepare(cfg))
-
-
-def run_experiment(exp: Experiment) -> RunResult:
-    """Every planned attack on a prepared experiment (``experiment/run.py``), then the epsilon lower bound of the
-    chosen attack's scores where the config asks for one (``dp_audit``)."""
-    res = run.run_experiment(exp)
-    res.dp_audit = dp_audit(exp, res.attacks)
-    return res
-
-
-def dp_audit(exp: Experiment, runs: list[AttackRun]) -> DPAudit | None:
-    """results.json's ``dp_audit``: the chosen attack's epsilon lower bound (``miaudit.dp.audit``)."""
-    if not isinstance(exp.cfg, RunConfig) or exp.cfg.dp_audit is None or exp.is_member is None:
-        return None  # a scores-only audit trains nothing, so it has no DP-SGD to audit
-    from .dp import audit
-
-    spec = exp.cfg.dp_audit
-
-    i = audit.chosen_attack([r.attack.label for r in runs], [r.attack.name for r in runs], spec.attack)
-    accounted = (exp.target.privacy or {}).get("accounted_epsilon")
-    return audit.two_run(runs[i].result.scores, exp.is_member, spec, exp.cfg, runs[i].attack.label, accounted)
-
-
-def audit_endpoint(cfg: RunConfig, spec: TargetConfig, given: dict[str, tuple[np.ndarray, np.ndarray]]) -> RunResult:
-    """``audit(target=Endpoint(...))``: the given sets checked and assembled, the endpoint asked, the references
-    trained in ``spec.architecture`` by miaudit's loop (cached, as in a config)."""
-    from .endpoint.target import audit_endpoint  # within this function only: the module's function
-    from .experiment.recipes import reference_recipe
-
-    n_classes = 1 + max(int(np.max(np.asarray(y))) for _, y in given.values() if len(y))
-    sets = {name: validate_arrays(name, x, y, n_classes) for name, (x, y) in given.items()}
-    first = next(iter(sets))
-    for name, ds in sets.items():
-        if ds.input_shape != sets[first].input_shape:
-            raise DataError(f"{name}: records have shape {ds.input_shape}, {first} records {sets[first].input_shape}")
-    planned = build(cfg, audit_roles(given, cfg))
-    records, _, _ = audit_records(cfg, sets)
-    recipe = reference_recipe(cfg, records.dataset, planned.head_dropout)
-    exp = audit_endpoint(cfg, planned, records, spec, recipe, cfg.target_architecture)
-    return run_experiment(exp)
-
-
-def audit_given(
-    cfg: RunConfig,
-    plan: Plan,
-    target: nn.Module,
-    given: dict[str, tuple[np.ndarray, np.ndarray]],
-    recipe: ModelRecipe,
-    references_by: str,
-    lm: TextSets | None = None,
-) -> RunResult:
-    """The given sets checked and assembled (``lm``: with a causal LM's texts), then ``target`` audited."""
-    from .experiment import own_model
-
-    records, origin, position = audit_records(cfg, checked_sets(target, given), lm)
-    exp = own_model.audit_given(
-        cfg,
-        plan,
-        records,
-        target,
-        recipe,
-        source="given (Python API)",
-        architecture=lm.name if lm else type(target).__name__,
-        reference_field="model_factory",
-        references_by=references_by,
-        record_name=lambda i: f"{origin[i]} row {position[i]}",
-    )
-    return run_experiment(exp)

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from miaudit import config, pipeline, report
+from miaudit import audits, config, pipeline, report
 from miaudit._version import __version__
 
 from .suites import DIGITS, LOCATION
@@ -61,7 +61,7 @@ def one_run(base: Mapping[str, Any], k: int, seed: int, at_once: int | str) -> d
         wall, cpu = time.perf_counter(), _cpu_seconds()
         exp = pipeline.prepare(cfg)
         training = time.perf_counter() - wall
-        res = pipeline.run_experiment(exp)
+        res = audits.run_experiment(exp)
         wall, cpu = time.perf_counter() - wall, _cpu_seconds() - cpu
         out = report.audit_report(res)
     refs = res.experiment.references

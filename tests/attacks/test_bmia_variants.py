@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from miaudit import pipeline
+from miaudit import audits
 from miaudit.attacks import AttackInputs, AttackRequirementError, ModelAccess, RecordSet, calibration, registry
 from miaudit.attacks import bmia_variants as frontier
 from miaudit.attacks.bmia import bmia_test, mr_bmia_test
@@ -178,7 +178,7 @@ def test_candidates_run_end_to_end(make_config: Callable[..., RunConfig]) -> Non
         {"name": "lr-bmia", "references": 1, "samples": 50},
         {"name": "rmia-draws", "references": 2, "samples": 20},
     ]
-    result = pipeline.run_config(make_config(attacks=rows))
+    result = audits.run_config(make_config(attacks=rows))
     for run in result.attacks:
         assert np.isfinite(run.result.scores).all(), run.attack.label
         assert run.result.log_pvalues_calibrated is not None

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from miaudit import plan
+from miaudit import attack_plan
 from miaudit.attacks import recommended, registry
 from miaudit.config import run as config
 
@@ -30,14 +30,14 @@ def test_rule_is_the_leave_one_data_set_out_pick_per_budget() -> None:
     (32, ["attack-p", "gls", *(f"{n} (n=32)" for n in recommended.CANDIDATES)], recommended.CANDIDATES),
 ])  # fmt: skip
 def test_auto_rows_for_the_references_available(refs: int, expected: list[str], candidates: tuple) -> None:
-    p = plan.build(config.from_dict({"references": refs}))
+    p = attack_plan.build(config.from_dict({"references": refs}))
     assert [a.label for a in p.attacks] == expected
     assert p.candidates == candidates
     assert p.auto and ("pseudo-targets" in p.auto) == bool(candidates)
 
 
 def test_online_auto_takes_the_rule() -> None:
-    p = plan.build(config.from_dict({"references": 4, "mode": "online"}))
+    p = attack_plan.build(config.from_dict({"references": 4, "mode": "online"}))
     runs_online = [n for n in recommended.rule(4) if "online" in registry.get(n).modes]
     assert p.candidates == () and [a.name for a in p.attacks][2:] == runs_online[:1]
 
@@ -53,5 +53,5 @@ def test_default_audit_and_init_template_agree() -> None:
 
 
 def test_without_population_auto_keeps_what_can_run() -> None:
-    p = plan.build(config.from_dict({"references": 0}), roles=set())
+    p = attack_plan.build(config.from_dict({"references": 0}), roles=set())
     assert [a.label for a in p.attacks] == ["gls"]

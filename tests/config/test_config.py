@@ -8,14 +8,14 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from miaudit import plan
+from miaudit import attack_plan
 from miaudit.config import run as config
 from miaudit.errors import AttackRequirementError, ConfigError
 
 
 def config_error(raw: Any) -> str:
     with pytest.raises((ConfigError, AttackRequirementError)) as info:
-        plan.build(config.from_dict(raw))
+        attack_plan.build(config.from_dict(raw))
     message = str(info.value)
     assert "\n" not in message
     return message
@@ -66,7 +66,7 @@ def test_spec_example_parses(tmp_path: Path) -> None:
     )
     cfg = config.load(path)
     assert cfg.dataset.name == "location" and cfg.references == 8
-    planned = plan.build(cfg)
+    planned = attack_plan.build(cfg)
     assert [(a.name, a.references) for a in planned.attacks] == [("bmia", 1), ("lira", 8), ("rmia", 2)]
     assert planned.attacks[1].label == "lira (n=8)" and planned.references == 8
 

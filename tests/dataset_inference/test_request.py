@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from miaudit.config.files import load_config
+from miaudit.config.run import RunConfig
 from miaudit.dataset_inference import request
 from miaudit.errors import ConfigError
 
@@ -76,5 +78,5 @@ def test_keys_and_options() -> None:
 def test_load_reads_files_next_to_the_config(tmp_path: Path) -> None:
     np.save(tmp_path / "s.npy", np.arange(4))
     (tmp_path / "c.yaml").write_text("dataset: digits\nsuspect: s.npy\nvalidation: [10, 11, 12, 13]\n")
-    r = request.load(tmp_path / "c.yaml", ["seed=5"])
+    r = load_config(tmp_path / "c.yaml", ["seed=5"], RunConfig, request.from_mapping)
     assert r.suspect.tolist() == [0, 1, 2, 3] and r.cfg.seed == 5

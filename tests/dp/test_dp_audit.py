@@ -11,7 +11,7 @@ import pytest
 import torch
 from conftest import TINY_RUN
 
-from miaudit import pipeline
+from miaudit import audits
 from miaudit.config import run as config
 from miaudit.errors import ConfigError
 from miaudit.experiment import datasets, recipes
@@ -82,7 +82,7 @@ def test_two_run_and_one_run_audits_end_to_end(opacus: Any, tmp_path: Any) -> No
     from miaudit.dp import one_run
 
     cfg = config.from_dict(raw(dp_audit={"attack": "attack-r"}))
-    res = pipeline.run_config(cfg)
+    res = audits.run_config(cfg)
     results = report.results_json(res)
     assert results["target"]["dp"]["accounted_epsilon"] <= 2.0
     a = results["dp_audit"]

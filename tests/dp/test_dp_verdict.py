@@ -11,19 +11,13 @@ from scipy import stats
 from miaudit.dp import bounds, verdict
 from miaudit.dp.canaries import guesses
 from miaudit.results import Bound
+from miaudit.stats.multiple_testing import holm
 
 
 def entry(observer: str, m: int, r: int, v: int, analysis: str = "binomial", delta: float = 1e-5) -> Bound:
     """An observer's counts as ``dp_audit.bounds`` holds them (its own bounds play no part in the verdict)."""
     return Bound(observer=observer, threat_model="black-box", analysis=analysis, canaries=m, guesses=r, correct=v,
                  delta=delta, epsilon_lower_bound=0.0, max_attainable=0.0, confidence=0.95)  # fmt: skip
-
-
-def test_holm_adjusted_p_values_by_hand() -> None:
-    # sorted 0.01, 0.03, 0.04: 3 x 0.01 = 0.03; max(0.03, 2 x 0.03) = 0.06; max(0.06, 1 x 0.04) = 0.06
-    assert verdict.holm(np.array([0.01, 0.04, 0.03])) == pytest.approx([0.03, 0.06, 0.06])
-    assert verdict.holm(np.array([0.5, 0.6])) == pytest.approx([1.0, 1.0])  # capped at 1
-    assert verdict.holm(np.array([0.02])) == pytest.approx([0.02])  # one observer: its own p-value
 
 
 def test_each_observer_is_tested_by_its_exact_binomial_p_value_and_bonferroni_bound() -> None:
@@ -37,7 +31,7 @@ def test_each_observer_is_tested_by_its_exact_binomial_p_value_and_bonferroni_bo
         corrected = bounds.one_run_epsilon_lb(e.canaries, e.guesses, e.correct, 1 - 0.05 / 3, 1e-5)
         assert t.bonferroni_bound == pytest.approx(corrected)
         assert t.bonferroni_bound <= bounds.one_run_epsilon_lb(e.canaries, e.guesses, e.correct, 0.95, 1e-5)
-    adjusted = verdict.holm(np.array([t.p_value for t in tests]))
+    adjusted = holm(np.array([t.p_value for t in tests]))
     assert [t.holm_adjusted_p_value for t in tests] == pytest.approx(adjusted)
 
 

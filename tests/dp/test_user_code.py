@@ -232,7 +232,7 @@ def test_the_hook_refuses_an_optimizer_that_is_no_dp_optimizer() -> None:
 
 def test_plan_times_the_users_function_by_one_call_and_counts_its_models(monkeypatch: pytest.MonkeyPatch) -> None:
     from miaudit import forecast
-    from miaudit.plan import build
+    from miaudit.attack_plan import build
 
     fn = Recorder()
     monkeypatch.setattr("miaudit.models.io.import_factory", lambda spec: fn)  # the config names it: tests:recorder

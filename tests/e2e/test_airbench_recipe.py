@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from miaudit import pipeline
+from miaudit import audits
 from miaudit.config import run as config
 
 pytestmark = pytest.mark.slow  # trains models (tests/conftest.py holds that rule)
@@ -39,7 +39,7 @@ def test_the_airbench_recipe_audits_with_stacked_references(tmp_path: Path) -> N
             "cache_dir": str(tmp_path / "cache"),
         }
     )
-    res = pipeline.run_config(cfg)
+    res = audits.run_config(cfg)
     assert len(list((tmp_path / "cache").glob("models/*/model.safetensors"))) == 3  # target + 2, stored apart
     for run in res.attacks:
         assert np.isfinite(run.result.scores).all(), run

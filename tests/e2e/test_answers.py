@@ -111,20 +111,20 @@ def test_plan_shares_worker_trained_time_among_the_workers(tmp_path: Path, monke
     import torch
     from conftest import TINY_RUN
 
-    from miaudit import config, forecast, plan
+    from miaudit import attack_plan, config, forecast
     from miaudit.training import executor
 
     monkeypatch.setattr(executor, "usable_cores", lambda: 2)
     monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
     cfg = config.from_dict({**TINY_RUN, "cache_dir": str(tmp_path / "cache")})
-    t = forecast.training_time(cfg, plan.build(cfg))
+    t = forecast.training_time(cfg, attack_plan.build(cfg))
     assert t.workers == 2 and all(m.in_worker for m in t.models)
     assert t.estimated_training_seconds == pytest.approx(sum(m.seconds for m in t.models) / 2)
-    planned = forecast.forecast(cfg, plan.build(cfg)).model_copy(update=vars(t))
+    planned = forecast.forecast(cfg, attack_plan.build(cfg)).model_copy(update=vars(t))
     assert "in 2 worker processes" in forecast.lines(planned)[-1]
     one = config.from_dict(
         {**TINY_RUN, "cache_dir": str(tmp_path / "cache"), "train": {**TINY_RUN.get("train", {}), "models_at_once": 1}}
     )
-    t1 = forecast.training_time(one, plan.build(one))
+    t1 = forecast.training_time(one, attack_plan.build(one))
     assert t1.workers == 1 and not any(m.in_worker for m in t1.models)
     assert t1.estimated_training_seconds == pytest.approx(sum(m.seconds for m in t1.models))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from miaudit import plan
+from miaudit import attack_plan
 from miaudit.config import run as config
 
 CONFIGS = sorted((Path(__file__).parents[2] / "examples" / "configs").glob("*.yaml"))
@@ -16,7 +16,7 @@ CONFIGS = sorted((Path(__file__).parents[2] / "examples" / "configs").glob("*.ya
 def test_example_config_validates(path: Path) -> None:
     cfg = config.load(path)
     assert path.stem.split("-")[0] == cfg.dataset.label  # ag_news-lm: a second config on ag_news
-    assert plan.build(cfg).references == cfg.references  # every reference model trained is used
+    assert attack_plan.build(cfg).references == cfg.references  # every reference model trained is used
 
 
 def test_there_are_example_configs() -> None:

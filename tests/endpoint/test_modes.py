@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from miaudit import plan
+from miaudit import attack_plan
 from miaudit.attacks import registry
 from miaudit.config.run import from_dict
 from miaudit.errors import AttackRequirementError, ConfigError
@@ -26,7 +26,7 @@ def cfg(output: str = "logits", attacks="auto", **target):
 
 
 def test_auto_on_labels_runs_every_label_only_attack():
-    p = plan.build(cfg("label"))
+    p = attack_plan.build(cfg("label"))
     assert {a.name for a in p.attacks} == {a.name for a in registry.all_attacks() if "label" in a.outputs}
     assert {"label-gap", "label-lira", "label-dist"} <= {a.name for a in p.attacks}
     assert "output: label" in (p.auto or "")
@@ -34,7 +34,7 @@ def test_auto_on_labels_runs_every_label_only_attack():
 
 @pytest.mark.parametrize("output", ["logits", "probabilities", "top-k"])
 def test_auto_on_logit_outputs_keeps_the_recommended_attacks_an_endpoint_can_feed(output):
-    p = plan.build(cfg(output))
+    p = attack_plan.build(cfg(output))
     names = {a.name for a in p.attacks}
     assert "rmia" in names and "attack-p" in names
     assert not any("models" in a.info.needs for a in p.attacks)  # no weights behind an endpoint
@@ -49,14 +49,14 @@ def test_every_attack_declares_its_outputs_and_label_only_attacks_run_on_all():
 
 def test_refusal_is_one_line_naming_the_attack_and_the_mode():
     with pytest.raises(AttackRequirementError) as e:
-        plan.build(cfg("label", [{"name": "rmia"}]))
+        attack_plan.build(cfg("label", [{"name": "rmia"}]))
     msg = str(e.value)
     assert "\n" not in msg and msg.startswith("attacks.0: rmia:") and "output: label" in msg and "label-lira" in msg
 
 
 def test_weights_targets_offer_labels_too():
     raw = {"dataset": "digits", "references": 2, "attacks": [{"name": "label-lira"}, {"name": "lira"}]}
-    assert [a.name for a in plan.build(from_dict(raw)).attacks] == ["label-lira", "lira"]
+    assert [a.name for a in attack_plan.build(from_dict(raw)).attacks] == ["label-lira", "lira"]
 
 
 @pytest.mark.parametrize(

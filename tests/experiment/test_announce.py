@@ -9,9 +9,9 @@ from collections.abc import Iterator
 import pytest
 
 from miaudit import forecast
+from miaudit.attack_plan import build, config_roles
 from miaudit.config.run import RunConfig
 from miaudit.experiment import announce
-from miaudit.plan import build, config_roles
 from miaudit.progress import log
 
 

@@ -12,7 +12,7 @@ import yaml
 from typer.testing import CliRunner
 
 import miaudit
-from miaudit import pipeline
+from miaudit import audits, pipeline
 from miaudit.cli import app
 from miaudit.config.run import RunConfig
 from miaudit.errors import AttackRequirementError, ConfigError
@@ -23,21 +23,21 @@ ATTACKS = [{"name": "lira"}, {"name": "rmia"}, {"name": "bavaria-n"}, {"name": "
 
 
 @pytest.fixture(scope="module")
-def run(make_config: Callable[..., RunConfig], tmp_path_factory: pytest.TempPathFactory) -> pipeline.RunResult:
+def run(make_config: Callable[..., RunConfig], tmp_path_factory: pytest.TempPathFactory) -> audits.RunResult:
     cache = tmp_path_factory.mktemp("cache")
     cfg = make_config(references=2, attacks=ATTACKS, cache_dir=str(cache))
     pipeline.prepare(cfg)  # fills the cache: the run below reads float32 logits, as an export writes them
-    return pipeline.run_experiment(pipeline.prepare(cfg))
+    return audits.run_experiment(pipeline.prepare(cfg))
 
 
-def by_record(res: pipeline.RunResult, records: np.ndarray | None = None) -> dict[str, dict[int, float]]:
+def by_record(res: audits.RunResult, records: np.ndarray | None = None) -> dict[str, dict[int, float]]:
     ids = res.experiment.query_idx if records is None else records[res.experiment.query_idx]
     return {r.attack.label: dict(zip(ids.tolist(), r.result.scores.tolist())) for r in res.attacks}
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("layout", ["npz", "lira"])
-def test_both_layouts_give_the_runs_scores(run: pipeline.RunResult, layout: str, tmp_path: Path) -> None:
+def test_both_layouts_give_the_runs_scores(run: audits.RunResult, layout: str, tmp_path: Path) -> None:
     where = scores_export.export(run.experiment, tmp_path / "outputs", layout)
     scored = miaudit.score({"outputs": {"layout": layout, "path": str(where)}, "attacks": ATTACKS}).run
     records = scores_export.from_experiment(run.experiment).records
@@ -53,7 +53,7 @@ def test_both_layouts_give_the_runs_scores(run: pipeline.RunResult, layout: str,
 
 
 @pytest.mark.slow
-def test_no_index_files_every_record_is_a_query(run: pipeline.RunResult, tmp_path: Path) -> None:
+def test_no_index_files_every_record_is_a_query(run: audits.RunResult, tmp_path: Path) -> None:
     """The LiRA code's own setting: the target's keep mask is the membership; no population, so RMIA is refused."""
     where = scores_export.export(run.experiment, tmp_path / "lira", "lira")
     for name in ("members", "nonmembers", "validation", "records"):
@@ -83,7 +83,7 @@ def test_bad_config_is_one_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_cli_score_writes_the_reports(run: pipeline.RunResult, tmp_path: Path) -> None:
+def test_cli_score_writes_the_reports(run: audits.RunResult, tmp_path: Path) -> None:
     where = scores_export.export(run.experiment, tmp_path / "lira", "lira")
     conf = tmp_path / "score.yaml"
     conf.write_text(

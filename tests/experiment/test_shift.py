@@ -65,11 +65,11 @@ def test_other_data_is_read_as_the_audited_data(tmp_path) -> None:
 def test_reference_data_trains_the_references_on_the_other_population(make_config, tmp_path) -> None:
     """End to end: with reference_data the references train on the other data set's records (appended after
     the target's), so their logits and the attacks' scores change; the target is the same model."""
-    from miaudit import pipeline
+    from miaudit import audits
 
     attacks = [{"name": "lira", "references": 1}]
-    plain = pipeline.run_config(make_config(attacks=attacks, references=1, cache_dir=str(tmp_path)))
-    shifted = pipeline.run_config(
+    plain = audits.run_config(make_config(attacks=attacks, references=1, cache_dir=str(tmp_path)))
+    shifted = audits.run_config(
         make_config(attacks=attacks, references=1, cache_dir=str(tmp_path), reference_data="digits-noise")
     )
     n = len(plain.experiment.dataset)

@@ -15,7 +15,7 @@ import yaml
 from typer.testing import CliRunner
 
 import miaudit
-from miaudit import plan
+from miaudit import attack_plan
 from miaudit.cli import app
 from miaudit.config import run as config_run
 from miaudit.errors import ConfigError, DataError
@@ -160,7 +160,7 @@ def test_the_example_config_validates_on_the_files_its_script_writes(tmp_path: P
     monkeypatch.chdir(tmp_path)  # hf: paths are read from the working folder, as the script runs it
     cfg = config_run.load(tmp_path / "own-lm.yaml")
     assert cfg.target is not None and cfg.target_architecture == "hf:tuned" and cfg.train.base == "hf:base"
-    assert plan.build(cfg).references == cfg.references
+    assert attack_plan.build(cfg).references == cfg.references
 
 
 def test_a_gpt_tiny_checkpoint_and_queries_of_unknown_membership(tmp_path: Path, corpus):

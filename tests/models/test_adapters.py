@@ -13,7 +13,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from miaudit import pipeline
+from miaudit import audits
 from miaudit.config import run as config
 from miaudit.errors import ConfigError, MiauditError, ModelError
 from miaudit.models import adapters, build_model
@@ -99,7 +99,7 @@ def _images(tmp_path: Path, n: int = 100, side: int = 8) -> Path:
     return tmp_path / "images.npz"
 
 
-def _finite_aucs(result: pipeline.RunResult) -> dict[str, float]:
+def _finite_aucs(result: audits.RunResult) -> dict[str, float]:
     aucs = {run.attack.name: run.metrics.auc for run in result.attacks}
     assert all(math.isfinite(v) for v in aucs.values()), aucs
     return aucs
@@ -120,7 +120,7 @@ def test_torchvision_resnet18_audit_end_to_end(tmp_path: Path) -> None:
             "cache_dir": str(tmp_path / "cache"),
         }
     )
-    assert set(_finite_aucs(pipeline.run_config(cfg))) == {"bmia", "lira", "gls"}
+    assert set(_finite_aucs(audits.run_config(cfg))) == {"bmia", "lira", "gls"}
 
 
 def tiny_bert(directory: Path, words: list[str], n_labels: int = 4) -> Path:
@@ -174,7 +174,7 @@ def test_hf_tiny_bert_audit_end_to_end(tmp_path: Path, monkeypatch: pytest.Monke
             "cache_dir": str(tmp_path / "cache"),
         }
     )
-    result = pipeline.run_config(cfg)
+    result = audits.run_config(cfg)
     assert result.experiment.dataset.x.shape[1:] == (2, 12)  # token ids and mask, by the model's tokenizer
     assert set(_finite_aucs(result)) == {"bmia", "lira", "gls"}
 

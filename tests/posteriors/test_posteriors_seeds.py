@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from miaudit import plan, posteriors
+from miaudit import attack_plan, posteriors
 from miaudit.config import run as config
 from miaudit.errors import ConfigError
 from miaudit.experiment.recipes import builtin_recipe
@@ -82,7 +82,7 @@ def test_mc_dropout_rate_zero_gives_zero_variance_and_is_refused(head_data) -> N
         {"attacks": [{"name": "bmia", "references": 1, "posterior": "mc-dropout", "dropout_rate": 0}]}
     )
     with pytest.raises(ConfigError, match="attacks.0.*dropout_rate: 0.0 is outside"):
-        plan.build(cfg)
+        attack_plan.build(cfg)
 
 
 @pytest.mark.slow
@@ -97,9 +97,9 @@ def test_ensemble_has_its_members_as_draws(head_data) -> None:
 
 def test_mc_dropout_trains_the_references_with_head_dropout() -> None:
     rows = [{"name": "bmia", "references": 1, "posterior": "mc-dropout", "dropout_rate": 0.3}, {"name": "lira"}]
-    p = plan.build(config.from_dict({"references": 2, "attacks": rows}))
+    p = attack_plan.build(config.from_dict({"references": 2, "attacks": rows}))
     assert p.head_dropout == 0.3
-    assert plan.build(config.from_dict({"attacks": [{"name": "bmia", "references": 1}]})).head_dropout == 0.0
+    assert attack_plan.build(config.from_dict({"attacks": [{"name": "bmia", "references": 1}]})).head_dropout == 0.0
     model = build_model("mlp", (8,), 3, head_dropout=0.3)
     x = torch.ones(4, 8)
     model.train()
@@ -108,7 +108,7 @@ def test_mc_dropout_trains_the_references_with_head_dropout() -> None:
     assert torch.equal(model(x), model.head(model.features(x)))
     two = rows[:1] + [{"name": "mr-bmia", "references": 2, "posterior": "mc-dropout", "dropout_rate": 0.1}]
     with pytest.raises(ConfigError, match="attacks.1.dropout_rate"):
-        plan.build(config.from_dict({"references": 2, "attacks": two}))
+        attack_plan.build(config.from_dict({"references": 2, "attacks": two}))
 
 
 def test_head_dropout_is_part_of_the_cache_key() -> None:

@@ -23,7 +23,7 @@ def no_work(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*_: Any, **__: Any) -> None:
         raise AssertionError("the audit started before --out was refused")
 
-    monkeypatch.setattr(api.pipeline, "run_config", refuse)
+    monkeypatch.setattr(api.audits, "run_config", refuse)
 
 
 def run_cli(tmp_path: Path, raw: dict, *args: str):

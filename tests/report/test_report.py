@@ -9,7 +9,7 @@ from datetime import datetime
 import numpy as np
 import pytest
 
-from miaudit import pipeline, report
+from miaudit import audits, report
 from miaudit.config.run import RunConfig
 from miaudit.report.markdown import report_md
 
@@ -23,16 +23,16 @@ ATTACKS = [
 
 
 @pytest.fixture(scope="module")
-def calibrated(make_config: Callable[..., RunConfig]) -> pipeline.RunResult:
-    return pipeline.run_config(make_config(attacks=ATTACKS))
+def calibrated(make_config: Callable[..., RunConfig]) -> audits.RunResult:
+    return audits.run_config(make_config(attacks=ATTACKS))
 
 
 @pytest.fixture(scope="module")
-def uncalibrated(make_config: Callable[..., RunConfig]) -> pipeline.RunResult:
-    return pipeline.run_config(make_config(attacks=ATTACKS, calibration="none"))
+def uncalibrated(make_config: Callable[..., RunConfig]) -> audits.RunResult:
+    return audits.run_config(make_config(attacks=ATTACKS, calibration="none"))
 
 
-def test_results_json_is_a_complete_record(calibrated: pipeline.RunResult) -> None:
+def test_results_json_is_a_complete_record(calibrated: audits.RunResult) -> None:
     results = report.results_json(calibrated)
     assert datetime.fromisoformat(results["created"]).tzinfo is not None
     assert re.fullmatch(r"[0-9a-f]{64}", results["data_fingerprint"])
@@ -55,13 +55,13 @@ def test_results_json_is_a_complete_record(calibrated: pipeline.RunResult) -> No
     assert "notes" not in results
 
 
-def test_twin_rows_get_their_own_columns(calibrated: pipeline.RunResult) -> None:
+def test_twin_rows_get_their_own_columns(calibrated: audits.RunResult) -> None:
     frame = report.decide(calibrated).scores.to_pandas()
     assert {"lira_n_2_center_mean.score", "lira_n_2_center_median.score"} <= set(frame.columns)
     assert [report.slug(r) for r in calibrated.attacks][0] == "attack-p_n0"
 
 
-def test_the_headline_p_value_is_the_calibrated_one(calibrated: pipeline.RunResult) -> None:
+def test_the_headline_p_value_is_the_calibrated_one(calibrated: audits.RunResult) -> None:
     frame = report.decide(calibrated).scores.to_pandas()
     run = calibrated.attacks[1]
     by_record = frame.set_index("record").loc[calibrated.experiment.query_idx]
@@ -71,7 +71,7 @@ def test_the_headline_p_value_is_the_calibrated_one(calibrated: pipeline.RunResu
     assert frame["risk_rank"].tolist() == list(range(1, len(frame) + 1))
 
 
-def test_uncalibrated_runs_say_so_first(uncalibrated: pipeline.RunResult) -> None:
+def test_uncalibrated_runs_say_so_first(uncalibrated: audits.RunResult) -> None:
     results = report.results_json(uncalibrated)
     assert results["calibration"]["calibrated"] is False
     assert all(a["p_values"] == "raw" for a in results["attacks"])

@@ -1,4 +1,5 @@
-"""Benjamini-Hochberg q-values: by hand, against scipy, and FDR control on simulated conformal p-values."""
+"""FDR control on simulated conformal p-values (BH and Storey's adaptive BH), the conformal floor and the realized
+FDP; the procedures by hand: tests/stats/test_multiple_testing.py."""
 
 from __future__ import annotations
 
@@ -9,24 +10,8 @@ import pytest
 from scipy import stats
 
 from miaudit.stats import fdr
+from miaudit.stats.multiple_testing import bh_qvalues, storey_null_share, storey_qvalues
 from miaudit.stats.pvalues import empirical_log_pvalues
-
-
-def test_bh_by_hand() -> None:
-    # m = 5, sorted p 0.001 0.008 0.039 0.041 0.6: p m / rank = 0.005 0.02 0.065 0.05125 0.6,
-    # then the running minimum from the top: 0.005 0.02 0.05125 0.05125 0.6.
-    p = np.array([0.041, 0.001, 0.6, 0.008, 0.039])
-    np.testing.assert_allclose(fdr.bh_qvalues(p), [0.05125, 0.005, 0.6, 0.02, 0.05125])
-    assert (fdr.bh_qvalues(p) <= 0.05).sum() == 2  # 0.001 and 0.008; 0.039 and 0.041 have q 0.05125
-
-
-def test_bh_matches_scipy_and_keeps_nan() -> None:
-    p = np.random.default_rng(0).uniform(size=200) ** 3
-    np.testing.assert_allclose(fdr.bh_qvalues(p), stats.false_discovery_control(p, method="bh"), rtol=1e-12)
-    with_nan = np.r_[p[:10], np.nan]
-    q = fdr.bh_qvalues(with_nan)
-    assert np.isnan(q[-1])
-    np.testing.assert_allclose(q[:-1], stats.false_discovery_control(p[:10], method="bh"))
 
 
 def test_the_conformal_floor() -> None:
@@ -45,21 +30,14 @@ def test_fdr_controlled_on_simulated_conformal_pvalues() -> None:
         member = np.arange(300) < 30
         scores = rng.normal(size=300) + 3.0 * member
         p = np.exp(empirical_log_pvalues(scores, rng.normal(size=2000)))
-        flagged = fdr.bh_qvalues(p) <= level
+        flagged = bh_qvalues(p) <= level
         fdp.append((flagged & ~member).sum() / max(flagged.sum(), 1))
-        storey_q = np.minimum(1.0, fdr.storey_null_share(p) * fdr.bh_qvalues(p))  # as stats.screened runs it
+        storey_q = storey_qvalues(p, storey_null_share(p))  # as stats.screened runs it
         storey.append(fdr.realized_fdp(storey_q <= level, member).value)
         raw.append((~member & (p < level)).sum() / max((p < level).sum(), 1))
     for realized in (np.array(fdp), np.array(storey)):  # BH, and Storey's adaptive BH on the same p-values
         assert realized.mean() <= level + 2 * realized.std(ddof=1) / math.sqrt(reps)
     assert np.mean(raw) > 0.2  # flagging p < 0.05: ~13 of the 270 non-members among ~40 flags
-
-
-def test_storey_null_share_by_hand() -> None:
-    # m = 20, lambda = 0.5: 3 p-values above 0.5, so pi0 = (1 + 3) / (20 x 0.5) = 0.4.
-    p = np.r_[np.full(12, 0.001), [0.1, 0.2, 0.3, 0.4, 0.45], [0.6, 0.8, 0.95]]
-    assert fdr.storey_null_share(p) == pytest.approx(0.4)
-    assert fdr.storey_null_share(np.full(10, 0.9)) == 1.0  # (1 + 10) / 5 capped at 1
 
 
 def test_realized_fdp_by_hand() -> None:

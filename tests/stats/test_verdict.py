@@ -55,12 +55,6 @@ def test_hand_case_member_above_every_nonmember() -> None:
     assert verdict.exceedance_pvalue(0, 1, 3, 0.0) == 1.0
 
 
-def test_holm_by_hand() -> None:
-    # p sorted 0.01, 0.02, 0.04 (m = 3): 3 x 0.01 = 0.03, max(0.03, 2 x 0.02) = 0.04, max(0.04, 0.04) = 0.04.
-    np.testing.assert_allclose(verdict.holm(np.array([0.04, 0.01, 0.02])), [0.04, 0.03, 0.04])
-    np.testing.assert_allclose(verdict.holm(np.array([0.5, 0.9])), [1.0, 1.0])
-
-
 def test_smallest_detectable_tp_is_the_critical_value() -> None:
     n1, n0, level, alpha = 300, 300, 0.01, 0.05 / 9
     tp = verdict.smallest_detectable_tp(n1, n0, level, alpha)

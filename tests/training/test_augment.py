@@ -12,7 +12,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from miaudit import pipeline
+from miaudit import audits
 from miaudit.attacks import AttackInputs, RecordSet, calibration, registry
 from miaudit.config import run as config
 from miaudit.errors import ConfigError, DataError
@@ -153,7 +153,7 @@ def test_calibration_joins_views_with_the_records() -> None:
     assert joined.first(2).ref_views.shape == (2, 2, 8, 3)
 
 
-def _image_run(tmp_path: Path, train_augment: str, query_augment: str) -> pipeline.RunResult:
+def _image_run(tmp_path: Path, train_augment: str, query_augment: str) -> audits.RunResult:
     rng = np.random.default_rng(0)
     y = rng.integers(0, 4, 120)
     x = (rng.normal(size=(4, 3, 8, 8))[y] + rng.normal(scale=2.0, size=(120, 3, 8, 8))).astype(np.float32)
@@ -173,7 +173,7 @@ def _image_run(tmp_path: Path, train_augment: str, query_augment: str) -> pipeli
             "cache_dir": str(tmp_path / "cache"),
         }
     )
-    return pipeline.run_config(cfg)
+    return audits.run_config(cfg)
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from miaudit import pipeline
+from miaudit import audits
 from miaudit.config.run import ExecutorConfig, RunConfig
 from miaudit.errors import ConfigError
 from miaudit.training import executor
@@ -33,10 +33,8 @@ def local_cluster() -> Iterator[None]:
 
 def test_ray_run_equals_local_run(make_config: Callable[..., RunConfig], tmp_path: Path) -> None:
     attacks = [{"name": "lira"}, {"name": "rmia"}, {"name": "attack-r"}]
-    local = pipeline.run_config(make_config(attacks=attacks, cache_dir=str(tmp_path / "local")))
-    remote = pipeline.run_config(
-        make_config(attacks=attacks, cache_dir=str(tmp_path / "ray"), executor={"kind": "ray"})
-    )
+    local = audits.run_config(make_config(attacks=attacks, cache_dir=str(tmp_path / "local")))
+    remote = audits.run_config(make_config(attacks=attacks, cache_dir=str(tmp_path / "ray"), executor={"kind": "ray"}))
     assert list((tmp_path / "ray" / "models").glob("*/meta.json"))  # the tasks wrote into the store
     for a, b in zip(local.experiment.references, remote.experiment.references):
         np.testing.assert_array_equal(a.logits, b.logits)
@@ -53,8 +51,8 @@ def test_posterior_tasks_on_ray_equal_local(make_config: Callable[..., RunConfig
         {"name": "bmia", "posterior": "swag", "swag_snapshots": 4, "swag_rank": 2, "samples": 20},
     ]
     cache = str(tmp_path / "store")  # the models once; the posteriors are what differs
-    local = pipeline.run_config(make_config(attacks=attacks, references=2, cache_dir=cache))
-    remote = pipeline.run_config(make_config(attacks=attacks, references=2, cache_dir=cache, executor={"kind": "ray"}))
+    local = audits.run_config(make_config(attacks=attacks, references=2, cache_dir=cache))
+    remote = audits.run_config(make_config(attacks=attacks, references=2, cache_dir=cache, executor={"kind": "ray"}))
     assert remote.experiment.attack_inputs().models.executor.kind == "ray"
     for a, b in zip(local.attacks, remote.attacks):
         np.testing.assert_array_equal(a.result.scores, b.result.scores)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from miaudit import pipeline, report
+from miaudit import audits, pipeline, report
 from miaudit.config.run import RunConfig
 from miaudit.training import loop as training_loop
 from miaudit.training import stacked
@@ -24,12 +24,12 @@ TIMING_KEYS = {"seconds", "training_seconds", "cache_dir", "created"}  # wall-cl
 
 
 @pytest.fixture(scope="module")
-def first_run(tmp_path_factory: pytest.TempPathFactory, make_config: Callable[..., RunConfig]) -> pipeline.RunResult:
+def first_run(tmp_path_factory: pytest.TempPathFactory, make_config: Callable[..., RunConfig]) -> audits.RunResult:
     """The tiny audit, run once from an empty cache that tests copy before changing."""
-    return pipeline.run_config(make_config(cache_dir=str(tmp_path_factory.mktemp("first_cache"))))
+    return audits.run_config(make_config(cache_dir=str(tmp_path_factory.mktemp("first_cache"))))
 
 
-def copy_cache(res: pipeline.RunResult, dest: Path) -> Path:
+def copy_cache(res: audits.RunResult, dest: Path) -> Path:
     shutil.copytree(res.experiment.cfg.cache_dir, dest)
     return dest
 
@@ -61,19 +61,19 @@ def without_timing(tree: Any) -> Any:
     return tree
 
 
-def test_first_run_trains_every_model(first_run: pipeline.RunResult) -> None:
+def test_first_run_trains_every_model(first_run: audits.RunResult) -> None:
     exp = first_run.experiment
     assert [m.cached for m in [exp.target, *exp.references]] == [False, False, False]
     assert len(list(Path(exp.cfg.cache_dir, "models").glob("*/meta.json"))) == 3
 
 
-def test_second_run_trains_nothing(first_run: pipeline.RunResult, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_second_run_trains_nothing(first_run: audits.RunResult, monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*_: Any, **__: Any) -> None:
         raise AssertionError("a cached model was trained again")
 
     monkeypatch.setattr(training_loop, "train", refuse)
     monkeypatch.setattr(stacked, "train_together", refuse)
-    again = pipeline.run_config(first_run.experiment.cfg)
+    again = audits.run_config(first_run.experiment.cfg)
     exp = again.experiment
     assert all(m.cached for m in [exp.target, *exp.references])
     assert not exp.target.module.training  # loaded weights are evaluated in eval mode
@@ -84,7 +84,7 @@ def test_second_run_trains_nothing(first_run: pipeline.RunResult, monkeypatch: p
 
 
 def test_interrupted_run_retrains_only_the_unfinished_model(
-    first_run: pipeline.RunResult, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    first_run: audits.RunResult, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cache = copy_cache(first_run, tmp_path / "cache")
     [unfinished] = [m for m in cache.glob("models/*/meta.json") if json.loads(m.read_text())["role"] == "reference 2/2"]
@@ -99,7 +99,7 @@ def test_interrupted_run_retrains_only_the_unfinished_model(
 
 
 def test_more_references_reuse_the_cached_ones(
-    first_run: pipeline.RunResult, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    first_run: audits.RunResult, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cache = copy_cache(first_run, tmp_path / "cache")
     calls = count_training(monkeypatch)
@@ -107,7 +107,7 @@ def test_more_references_reuse_the_cached_ones(
     assert [m.cached for m in exp.references] == [True, True, False] and len(calls) == 1
 
 
-def test_offline_threat_model(first_run: pipeline.RunResult) -> None:
+def test_offline_threat_model(first_run: audits.RunResult) -> None:
     exp = first_run.experiment
     s = exp.split
     np.testing.assert_array_equal(exp.target.train_idx, s.members)
@@ -130,14 +130,14 @@ def test_online_each_query_in_for_half_the_references(make_config: Callable[...,
     assert not np.isin(exp.split.validation, np.concatenate([r.train_idx for r in exp.references])).any()
 
 
-def test_same_seed_fresh_cache_same_results(first_run: pipeline.RunResult, tmp_path: Path) -> None:
-    again = pipeline.run_config(first_run.experiment.cfg.model_copy(update={"cache_dir": tmp_path}))
+def test_same_seed_fresh_cache_same_results(first_run: audits.RunResult, tmp_path: Path) -> None:
+    again = audits.run_config(first_run.experiment.cfg.model_copy(update={"cache_dir": tmp_path}))
     assert not again.experiment.target.cached
     assert without_timing(report.results_json(again)) == without_timing(report.results_json(first_run))
     np.testing.assert_array_equal(again.attacks[0].result.scores, first_run.attacks[0].result.scores)
 
 
-def test_other_seed_other_split(first_run: pipeline.RunResult, make_config: Callable[..., RunConfig]) -> None:
+def test_other_seed_other_split(first_run: audits.RunResult, make_config: Callable[..., RunConfig]) -> None:
     exp = pipeline.prepare(make_config(seed=1))
     assert not np.array_equal(exp.split.members, first_run.experiment.split.members)
     assert not np.array_equal(exp.dataset.x, first_run.experiment.dataset.x)  # another digits subset too

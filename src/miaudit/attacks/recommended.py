@@ -5,7 +5,7 @@ attacks, best or tied on the four development sets, fell to a fifth of BaVarIA-n
 MLP). So, where it can, auto chooses on the audit's own data: with K >= 2 references, offline, and population
 records whose reference membership is known, every attack in ``CANDIDATES`` (those a reference can be scored
 by from logits alone) is planned at K, measured on the references as pseudo-targets before any of them runs,
-and only the strongest, or the few tied with it, run (``experiment/choice.py``).
+and only the strongest, or the few tied with it, run (``membership/choice.py``).
 
 Elsewhere (one reference, online, no pseudo-targets) auto runs one attack, the first of ``RULE[K]`` the
 audit can run: per K the candidates ranked by the leave-one-data-set-out protocol (``benchmarks/lodo/lodo.py``,

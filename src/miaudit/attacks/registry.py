@@ -2,7 +2,7 @@
 
 An attack is a pure function ``fn(inputs, params) -> AttackResult`` registered with
 ``@register(name, params=..., ...)`` in a module of this package. Pipelines run
-attacks through a ``Plan`` (``miaudit.plan``), which checks every requirement once,
+attacks through a ``Plan`` (``miaudit.attack_plan``), which checks every requirement once,
 before any work; ``score`` runs one attack on arrays you hold, with the same checks.
 """
 
@@ -45,7 +45,7 @@ class AttackInfo:
     kind: Kind = "test"
     warmup: Callable[[], None] | None = None  # one-time setup (heavy imports) kept out of the attack's timing
     # the attack's own guard: why it cannot be trusted on these inputs (a warning it would give), or None; attacks:
-    # auto never chooses a candidate its guard flags on the target's inputs (experiment.choice)
+    # auto never chooses a candidate its guard flags on the target's inputs (membership.choice)
     guard: Callable[[AttackInputs, Any], str | None] | None = None
 
     def __post_init__(self) -> None:

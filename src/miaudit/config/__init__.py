@@ -5,7 +5,8 @@
 - ``settings.py``: what both configs answer (``AuditSettings``) and the settings they share, defined once;
 - ``checks.py``: the field checks both run before pydantic's own;
 - ``options.py``: the optional parts of a run config (executor, DP-SGD training, DP audit, canaries);
-- ``files.py``: YAML reading with line/column errors and ``--set`` overrides;
+- ``files.py``: ``load_config``, the one reader of every command's config file (YAML with line/column errors,
+  paths against its folder, ``--set`` overrides, one-line pydantic errors);
 - ``describe.py``: the commented template of ``miaudit init`` and the JSON schema.
 
 ``from miaudit.config import RunConfig, load, from_dict`` reads a run config.

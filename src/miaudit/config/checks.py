@@ -95,7 +95,7 @@ def base_fits(base: str | None, model: str, own_target: str | None, reference_mo
 
 def attack_entries(raw: object) -> object:
     """Attack rows as mappings with a name (a bare name is shorthand for ``{name: ...}``). Their
-    parameters are validated by the Plan (``miaudit.plan``), which knows every attack."""
+    parameters are validated by the Plan (``miaudit.attack_plan``), which knows every attack."""
     if isinstance(raw, str) and raw.strip().lower() == "auto":
         return "auto"
     if not isinstance(raw, (list, tuple)):

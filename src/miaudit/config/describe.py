@@ -194,7 +194,7 @@ SCHEMAS = {
     "config": "a config (the same as `miaudit config --schema`)",
     "compare": "compare.json, which compare writes",
     "plan": "plan's answer (miaudit.forecast.forecast)",
-    "inference-plan": "plan's answer for an infer-dataset config (miaudit.dataset_inference.planning)",
+    "inference-plan": "plan's answer for an infer-dataset config (miaudit.forecast.inference_forecast)",
 }
 
 

@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import Field, ValidationInfo, field_validator
 
 from ..errors import ConfigError
-from ..training.options import Strict
+from ..strict import Strict
 
 
 class AccountantFacts(Strict):

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator
 
-from .options import Strict
+from ..strict import Strict
 
 Protocol = Literal["v2", "mlflow"]
 OutputMode = Literal["logits", "probabilities", "top-k", "label"]

@@ -1,13 +1,17 @@
 """Reading a config file, and ``--set`` overrides: plain mappings in, one-line ``ConfigError``s out.
 
-Validation is ``config.from_dict``'s; this module turns bytes into the mapping of keys, and a pydantic
-error into the one line a user reads (``one_line``).
+``load_config`` is the one way every command reads its config file (``run``, ``score``, ``unlearn``,
+``infer-dataset``, and ``plan`` of each): the YAML read (``read``), its relative paths resolved against its folder
+and the modules it names made importable from there (``config/paths.py``), the ``--set`` overrides applied
+(``with_overrides``), then the command's model built from the keys. Validation is the models' own; this module turns
+a pydantic error into the one line a user reads (``one_line``, ``validated``).
 """
 
 from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -15,6 +19,33 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from ..errors import ConfigError, did_you_mean
+from .paths import anchored, modules_beside
+
+C = TypeVar("C")
+
+
+def load_config(
+    path: str | Path,
+    overrides: list[str] | tuple[str, ...],
+    paths_of: type[BaseModel],
+    build: Callable[[dict[str, Any], Path], C],
+) -> C:
+    """A command's config file, read the one way every command reads it.
+
+    Args:
+        path: the YAML file (UTF-8, a non-empty mapping).
+        overrides: ``key=value`` strings applied after the file's paths are resolved, as ``--set`` does (so a
+            path given on the command line is the working directory's).
+        paths_of: the model whose ``Path`` fields are the file's path keys (``RunConfig``, ``ScoreConfig``).
+        build: the command's model from the keys and the file's folder (``config.run.from_dict``,
+            ``unlearning.config.from_mapping``, ``dataset_inference.request.from_mapping``).
+
+    Raises:
+        ConfigError: a missing or unreadable file, YAML errors (with line and column), a bad key (one line).
+    """
+    folder = Path(path).absolute().parent
+    modules_beside(folder)  # before validation, which imports the modules the config names
+    return build(with_overrides(anchored(read(path), folder, paths_of), overrides), folder)
 
 
 def read(path: str | Path) -> dict[str, Any]:
@@ -104,7 +135,7 @@ def one_line(e: ValidationError, model: type[BaseModel] = BaseModel, also: tuple
     """A pydantic error as ``key.path: message (and N more)``; an unknown key of ``model`` (whose other
     accepted keys are ``also``) gets the closest known key as a suggestion."""
     err = e.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"])
+    loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith("function-"))  # pydantic's validator names
     msg = err["msg"].removeprefix("Value error, ")
     if err["loc"]:  # a message already naming its key (models' errors say "model: ..."): not named twice
         msg = re.sub(rf"^({re.escape(str(err['loc'][-1]))}|model): ", "", msg)
@@ -131,12 +162,13 @@ def _fields_at(model: type[BaseModel] | None, loc: tuple) -> list[str]:
 M = TypeVar("M", bound=BaseModel)
 
 
-def validated(model: type[M], raw: object, source: str, context: dict[str, bool] | None = None) -> M:
+def validated(model: type[M], raw: object, source: str, context: dict[str, bool] | None = None, within: str = "") -> M:
     """``raw`` (a file's keys) validated as ``model``: one-line ``ConfigError`` for a non-mapping or a bad key.
-    ``context``: what the validators are told (``function_given``: the Python API holds ``dp_training``'s function)."""
+    ``context``: what the validators are told (``function_given``: the Python API holds ``dp_training``'s function);
+    ``within``: the section ``raw`` is of (``unlearning``), named before the key in an error."""
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: expected a mapping of keys, got {type(raw).__name__}")
     try:
         return model(**raw) if context is None else model.model_validate(raw, context=context)
     except ValidationError as e:
-        raise ConfigError(one_line(e, model)) from None
+        raise ConfigError(f"{within}.{one_line(e, model)}" if within else one_line(e, model)) from None

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from ..training.options import Strict
+from ..strict import Strict
 
 
 class DPAuditConfig(Strict):

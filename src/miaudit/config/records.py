@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
-from .options import Strict
+from ..strict import Strict
 from .settings import QueryAugment
 
 

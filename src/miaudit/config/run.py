@@ -14,6 +14,7 @@ from typing import Annotated, Any
 from pydantic import Field, field_validator, model_validator
 
 from ..lm.canaries import CanaryExposureConfig  # the LM layer defines it; composed here
+from ..strict import Strict
 from ..training import options
 from ..training.options import ExecutorConfig
 from .checks import (
@@ -26,9 +27,8 @@ from .checks import (
     target_shorthand,
 )
 from .dp_training import DPTrainingConfig
-from .files import read, validated, with_overrides
-from .options import CanaryConfig, DPAuditConfig, Strict
-from .paths import anchored, modules_beside
+from .files import load_config, validated
+from .options import CanaryConfig, DPAuditConfig
 from .records import CalibrationConfig, DataConfig, QueriesConfig, SplitConfig, queries_shorthand
 from .settings import AttacksOrAuto, Fdr, MinFpr, Mode, OffWhenNone, Seed
 from .target import TargetConfig
@@ -47,7 +47,7 @@ class RunConfig(Strict):
 
     Every key has a default (``miaudit init`` writes them all, commented), so ``RunConfig()`` is a valid
     audit; unknown keys are refused, and the object is immutable once validated. Attack rows stay plain
-    mappings here: ``plan.build`` validates them against each attack's parameters. It satisfies
+    mappings here: ``attack_plan.build`` validates them against each attack's parameters. It satisfies
     ``settings.AuditSettings``, as ``ScoreConfig`` does.
 
     Attributes:
@@ -276,10 +276,7 @@ def load(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> RunCo
     Raises:
         ConfigError: a missing or unreadable file, YAML errors (with line and column), a bad key.
     """
-    folder = Path(path).absolute().parent
-    modules_beside(folder)  # before validation, which imports the modules the config names
-    raw = anchored(read(path), folder, RunConfig)
-    return from_dict(with_overrides(raw, overrides))
+    return load_config(path, overrides, RunConfig, lambda raw, _folder: from_dict(raw))
 
 
 # The built-in default audit: scikit-learn's digits (ships with a dependency, so it

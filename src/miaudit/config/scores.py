@@ -17,9 +17,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .files import read, validated, with_overrides
-from .options import Strict
-from .paths import anchored
+from ..strict import Strict
+from .files import load_config, validated
 from .settings import AttackRows, Fdr, MinFpr, Mode, OffWhenNone, Seed
 
 Layout = Literal["npz", "lira"]  # the layouts of precomputed outputs (experiment/layouts.py reads, export writes)
@@ -131,4 +130,4 @@ def from_dict(raw: object, source: str = "config") -> ScoreConfig:
 def load(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> ScoreConfig:
     """A YAML score config, read as ``config.run.load`` reads a run config: the same one-line errors (YAML
     ones with line and column), ``--set`` overrides, and paths relative to the file's folder."""
-    return from_dict(with_overrides(anchored(read(path), Path(path).absolute().parent, ScoreConfig), overrides))
+    return load_config(path, overrides, ScoreConfig, lambda raw, _folder: from_dict(raw))

@@ -38,7 +38,7 @@ MinFpr = Annotated[
     Field(gt=0, lt=1, description="smallest FPR the audit must resolve; refused with fewer than 1/min_fpr non-members"),
 ]
 AttacksOrAuto = Annotated[list[dict[str, Any]] | Literal["auto"], BeforeValidator(attack_entries)]
-"""``auto``, or attack rows: a name, or ``{name: ..., parameters}``; each row validated by ``plan.build``."""
+"""``auto``, or attack rows: a name, or ``{name: ..., parameters}``; each row validated by ``attack_plan.build``."""
 
 
 def _named_rows(raw: object) -> object:

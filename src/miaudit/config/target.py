@@ -9,9 +9,9 @@ from typing import Any
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from ..errors import ConfigError
+from ..strict import Strict
 from .checks import architecture_name, importable
 from .endpoint import EndpointFields
-from .options import Strict
 
 
 class TargetConfig(EndpointFields, Strict):

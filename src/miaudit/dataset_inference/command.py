@@ -32,9 +32,11 @@ def infer_command(
 
     def work() -> AuditReport:
         with outdir.reserved(where, force):  # first, as for run: nothing is written when anything fails
+            from ..config.files import load_config
+            from ..config.run import RunConfig
             from . import infer, request
 
-            answer = infer.infer(request.load(config, overrides or []))
+            answer = infer.infer(load_config(config, overrides or [], RunConfig, request.from_mapping))
             return inference.write(answer.results, answer.records, where)
 
     results = command(work, where, quiet, verbose)

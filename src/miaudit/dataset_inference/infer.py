@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import pipeline, plan
+from .. import attack_plan, pipeline
 from .._version import __version__
 from ..experiment import announce, datasets
 from ..experiment.base import Experiment
@@ -35,7 +35,7 @@ from .features import (
     signals_of,
     with_queries,
 )
-from .request import InferenceOptions, Request, checked, from_raw
+from .request import InferenceOptions, Request, checked, from_mapping
 
 ASSUMPTIONS = [
     "The validation records are of the same kind as the suspect records and were chosen the same way, so that, "
@@ -330,7 +330,7 @@ def infer(req: Request) -> Inference:
     cfg = req.cfg
     # every reference the config names, whatever its attacks need: the features use them all (a run trains as many
     # as its attacks use; the first ones are the same models, from the cache)
-    planned = plan.build(cfg, plan.config_roles(cfg))
+    planned = attack_plan.build(cfg, attack_plan.config_roles(cfg))
     with announce.dataset_inference(len(req.suspect), len(req.validation)):  # its own start line, not run's
         exp = pipeline.prepare(cfg, replace(planned, references=max(planned.references, cfg.references or 0)))
     ds = exp.dataset
@@ -374,13 +374,15 @@ def _report(exp: Experiment, section: DatasetInference) -> AuditReport:
 
 def from_config(config: str | Path | dict, suspect: Any = None, validation: Any = None) -> Inference:
     """``miaudit.infer_dataset``: a config (a YAML path or a dict), the record sets given replacing its own."""
-    from ..config.files import read
+    from ..config.files import load_config
+    from ..config.run import RunConfig
 
     def as_spec(v: Any) -> list[int] | str:
         return str(v) if isinstance(v, str | Path) else [int(i) for i in np.asarray(v).reshape(-1)]
 
-    raw, folder = (dict(config), None) if isinstance(config, dict) else (read(config), Path(config).absolute().parent)
-    for key, value in (("suspect", suspect), ("validation", validation)):
-        if value is not None:
-            raw[key] = as_spec(value)
-    return infer(from_raw(raw, folder))
+    given = {
+        key: as_spec(value) for key, value in (("suspect", suspect), ("validation", validation)) if value is not None
+    }
+    if isinstance(config, dict):
+        return infer(from_mapping({**config, **given}))
+    return infer(load_config(config, (), RunConfig, lambda raw, folder: from_mapping({**raw, **given}, folder)))

@@ -14,14 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from ..config.files import COMMAND_KEYS, one_line, read, with_overrides
-from ..config.paths import anchored
+from ..config.files import validated
 from ..config.run import AUDITED, RunConfig, from_dict
 from ..errors import ConfigError
 
-KEYS = tuple(k for k, command in COMMAND_KEYS.items() if command == "infer-dataset")
 MIN_RECORDS = 4  # per set: two per half of the blind guard's cross-fitting
 
 
@@ -95,32 +93,17 @@ def checked(req: Request, n_records: int, dataset: str) -> Request:
 
 
 def from_mapping(raw: Mapping[str, Any], folder: Path | None = None) -> Request:
-    """A request from a config's keys (``folder``: where relative files are read from)."""
+    """A request from a config's keys (``folder``: where relative files are read from). A file is read by
+    ``config.files.load_config`` with this as its ``build``."""
     raw = dict(raw)
     for key in ("suspect", "validation"):
         if key not in raw:
             raise ConfigError(f"{key}: required (record indices, or a .npy/.txt file of them)")
     suspect = record_set(raw.pop("suspect"), "suspect", folder)
     validation = record_set(raw.pop("validation"), "validation", folder)
-    try:
-        options = InferenceOptions.model_validate(raw.pop("inference", None) or {})
-    except ValidationError as e:
-        raise ConfigError(f"inference.{one_line(e, InferenceOptions)}") from None
+    options = validated(InferenceOptions, raw.pop("inference", None) or {}, "inference", within="inference")
     if raw.get("target") is not None and not any(raw.get(k) for k in AUDITED):
         # a data owner knows no membership: the suspect and validation records are the queries (membership
         # unknown), every other record population
         raw["queries"] = sorted(set(suspect.tolist()) | set(validation.tolist()))
     return Request(from_dict(raw), suspect, validation, options)
-
-
-def from_raw(raw: Mapping[str, Any], folder: Path | None) -> Request:
-    """A request from a config file's keys: the run config's relative paths, and the record sets' files, resolved
-    against ``folder`` (None: as given)."""
-    raw = dict(raw)
-    ours = {k: raw.pop(k) for k in KEYS if k in raw}
-    return from_mapping({**(raw if folder is None else anchored(raw, folder, RunConfig)), **ours}, folder)
-
-
-def load(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Request:
-    """An ``infer-dataset`` config file (YAML); relative paths resolve against its folder."""
-    return from_raw(with_overrides(read(path), overrides), Path(path).absolute().parent)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .. import data
+from ..attack_plan import build
 from ..config.run import RunConfig
 from ..errors import ConfigError
 from ..experiment import datasets
@@ -40,7 +41,6 @@ from ..experiment.recipes import (
     trained_target,
 )
 from ..experiment.run import RunResult, run_attack
-from ..plan import build
 from ..progress import ModelProgress
 from ..results import Bound, DPAudit
 from ..training import dp_sgd
@@ -165,7 +165,7 @@ def model_jobs(cfg: RunConfig) -> list[ModelJob]:
     check(cfg)
     spec = cfg.canaries
     assert spec is not None
-    cfg = cfg.model_copy(update={"calibration": None})
+    cfg = cfg.revised(calibration=None)
     if spec.implied_threat_model == "white-box":
         ds = datasets.load(cfg)
         job = target_job(cfg, ds, data.split_indices(len(ds), cfg.seed, cfg.split.as_tuple()).members)
@@ -187,7 +187,7 @@ def run(
     check(cfg)
     spec = cfg.canaries
     assert spec is not None
-    cfg = cfg.model_copy(update={"calibration": None})  # canaries' p-values stay raw (module docstring)
+    cfg = cfg.revised(calibration=None)  # canaries' p-values stay raw (module docstring)
     plan = build(cfg)
     ds, split, c, records = _canary_records(cfg)
     ds_c, train_idx = records.dataset, records.split.members

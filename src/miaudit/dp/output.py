@@ -100,7 +100,7 @@ def one_run_power(cfg: RunConfig) -> str | None:
     """What the one-run audit can show at most, said before any training: every observer's guesses all right,
     Bonferroni-corrected over the observers as the verdict is (``verdict.tests``), against the declared epsilon.
     None without canaries or a declared epsilon to compare with."""
-    from ..plan import build
+    from ..attack_plan import build
 
     spec, declared = cfg.canaries, declared_epsilon(cfg.dp_audit, cfg)
     if spec is None:
@@ -111,7 +111,7 @@ def one_run_power(cfg: RunConfig) -> str | None:
         observers.append((spec.count, spec.guesses or max(1, spec.count // 10)))
     else:
         # every planned attack scores the canaries and is an observer of the verdict, a ranking one included
-        tests = len(build(cfg.model_copy(update={"calibration": None})).attacks)
+        tests = len(build(cfg.revised(calibration=None)).attacks)
         observers += [(spec.count, spec.guesses or max(1, spec.count // 10))] * tests
         if spec.gradient:
             observers.append((spec.gradient, spec.gradient_guesses or max(1, spec.gradient // 10)))

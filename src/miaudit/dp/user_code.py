@@ -368,7 +368,7 @@ def run(cfg: RunConfig, fn: TrainFn | None = None, model: ModelFactory | None = 
     the references trained by it, every planned attack on the canaries, the verdict on its claim."""
     training = resolve(cfg, fn, model)
     one_run.check(cfg)
-    cfg = cfg.model_copy(update={"calibration": None})
+    cfg = cfg.revised(calibration=None)
     ds = datasets.load(cfg)  # its shape and classes build the models (the canaries change neither)
     observed: list[GradientCanaries | None] = []
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..results import Bound, Family, GDPTest, Headline, Observer, ObserverTest
+from ..stats.multiple_testing import holm
 from . import bounds
 
 FDP_ASSUMES = (
@@ -45,17 +46,6 @@ OBSERVERS = {
         "bounds stay far below the accounted epsilon) and a fault must move the final model to be seen",
     ),
 }
-
-
-def holm(pvalues: np.ndarray) -> np.ndarray:
-    """Holm's step-down adjusted p-values: adjusted p_(i) = max_{j <= i} min(1, (K - j + 1) p_(j))."""
-    p = np.asarray(pvalues, dtype=np.float64)
-    k = len(p)
-    order = np.argsort(p, kind="stable")
-    stepped = np.minimum(1.0, (k - np.arange(k)) * p[order])
-    out = np.empty(k)
-    out[order] = np.maximum.accumulate(stepped)
-    return out
 
 
 def observer_tests(entries: list[Bound], eps: float | None, confidence: float) -> list[ObserverTest]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..attack_plan import Plan
 from ..config.endpoint import EndpointFields
 from ..config.run import RunConfig
 from ..data.split import Split
@@ -21,7 +22,6 @@ from ..experiment import announce, datasets, own_model, validate
 from ..experiment.base import AuditRecords, Experiment, TrainedModel
 from ..experiment.build import with_references
 from ..experiment.recipes import ModelRecipe, open_store, reference_recipe
-from ..plan import Plan
 from ..progress import log
 from ..stats.metrics import accuracy
 from . import outputs

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+from ..attack_plan import Plan
 from ..config.run import RunConfig
-from ..plan import Plan
 from ..progress import log
 from .base import AuditRecords
 

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from ..attack_plan import Plan
 from ..attacks import AttackInputs, ModelAccess, RecordSet
 from ..attacks.base import LabelAccess, TargetOracle
 from ..config.settings import AuditSettings
 from ..data import Dataset, Split
-from ..plan import Plan
 from ..stats.logitstack import LogitStack, SignalSource
 from ..stats.metrics import accuracy
 from ..training.options import ExecutorConfig

@@ -12,9 +12,9 @@ from collections.abc import Mapping
 import numpy as np
 
 from .. import data
+from ..attack_plan import Plan
 from ..config.run import RunConfig
 from ..data import Dataset, Split
-from ..plan import Plan
 from ..progress import ModelProgress, log
 from ..training import executor
 from ..training.store import Store

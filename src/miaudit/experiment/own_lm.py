@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from .. import lm
+from ..attack_plan import Plan
 from ..config.run import AUDITED, RunConfig
 from ..data import Dataset
 from ..errors import DataError, ModelError
 from ..lm import names
 from ..lm.data import TextDataset, Tokenizer, encode, hf_tokenizer, max_length_for, short_records
 from ..lm.model import CausalLM, TransformersLM, build
-from ..plan import Plan
 from ..progress import log
 from . import datasets
 from .base import AuditRecords, Experiment

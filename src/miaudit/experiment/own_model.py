@@ -23,12 +23,12 @@ from pathlib import Path
 import numpy as np
 import torch.nn as nn
 
+from ..attack_plan import Plan
 from ..config.run import RunConfig, TargetConfig
 from ..data import Dataset, Split
 from ..data.files import load_indices
 from ..errors import ConfigError, DataError, ModelError
 from ..models import build_model, io
-from ..plan import Plan
 from ..progress import log
 from ..training.loop import ProgressFn, TrainReport, accuracy, predict_logits, train
 from . import announce, datasets, validate

@@ -19,12 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ..attack_plan import build
 from ..attacks import RecordSet, registry
 from ..config.scores import PRECOMPUTED, ScoreConfig, from_dict, load
 from ..data import Dataset, Split, hold_out_validation
 from ..data.files import load_indices
 from ..errors import AttackRequirementError, ConfigError, DataError
-from ..plan import build
 from ..storage import default_cache_dir
 from ..training.signal_store import SignalCache
 from . import layouts, validate
@@ -140,7 +140,7 @@ def prepare(cfg: ScoreConfig) -> ScoredExperiment:
     k = len(outputs.reference_logits)
     if cfg.references is not None and cfg.references > k:
         raise ConfigError(f"references: {cfg.references} asked for, the outputs hold {k} reference model(s)")
-    cfg = cfg.model_copy(update={"references": k if cfg.references is None else cfg.references})
+    cfg = cfg.revised(references=k if cfg.references is None else cfg.references)
     split, query_idx, is_member = _roles(cfg, outputs)
     plan = build(cfg, {r for r in ("population", "validation") if len(getattr(split, r))})
     if is_member is not None:

@@ -1,24 +1,76 @@
-"""Running the planned attacks on an Experiment, however it was built, and evaluating them.
+"""One planned attack run on an Experiment, however it was built, and evaluated; and the values a run gives
+(``AttackRun``, ``RunResult``, ``attacks: auto``'s ``PseudoTargetEstimates``) that the report reads.
 
-Below the pipeline (which builds Experiments) and used by every way of running an audit: ``miaudit run``,
-the Python API, ``miaudit score`` and the one-run DP audit (``dp.one_run``).
+Below the four audits: the membership audit's run over every planned attack (``membership.run``) and the one-run
+DP audit (``dp.one_run``) run their attacks through ``run_attack``.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from ..attacks import AttackInputs, AttackResult, calibration, recommended
+from ..attack_plan import PlannedAttack
+from ..attacks import AttackInputs, AttackResult, calibration
 from ..config.settings import AuditSettings
-from ..plan import PlannedAttack
-from ..progress import log, working
 from ..results import BlindBaseline, CanaryExposure, DPAudit
 from ..stats import metrics
-from . import cached, choice, deployable
+from . import cached, deployable
 from .base import Experiment
+
+
+@dataclass(frozen=True)
+class CandidateEstimate:
+    """One candidate's pseudo-target TPR per FPR level, and whether it runs."""
+
+    name: str
+    tpr: dict[str, float]  # FPR level -> pooled TPR over the pseudo-targets' members
+    tpr_ci: dict[str, tuple[float, float]]  # Clopper-Pearson 95% interval of the pooled TPR
+    per_pseudo_target: list[float]  # TPR at the choice's level, per pseudo-target (the models' spread)
+    run: bool
+    why: str
+
+
+@dataclass(frozen=True)
+class PseudoTargetEstimates:
+    """What ``attacks: auto`` measured on the references (each in turn the target) and what it chose; results.json
+    records it as ``results.AttackChoice``."""
+
+    level: float
+    pseudo_targets: int
+    references_per_run: int
+    members: int  # pooled over the pseudo-targets
+    nonmembers: int  # per pseudo-target
+    candidates: tuple[CandidateEstimate, ...]
+
+    @property
+    def chosen(self) -> list[str]:
+        return [c.name for c in self.candidates if c.run]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rule": "pseudo-targets",
+            "level": self.level,
+            "pseudo_targets": self.pseudo_targets,
+            "references_per_pseudo_target": self.references_per_run,
+            "pseudo_members": self.members,
+            "pseudo_nonmembers": self.nonmembers,
+            "chosen": self.chosen,
+            "candidates": [
+                {
+                    "name": c.name,
+                    "pseudo_target_tpr": c.tpr,
+                    "pseudo_target_tpr_ci": {lv: list(ci) for lv, ci in c.tpr_ci.items()},
+                    "per_pseudo_target": c.per_pseudo_target,
+                    "decision": "run" if c.run else "left out",
+                    "why": c.why,
+                }
+                for c in self.candidates
+            ],
+        }
 
 
 @dataclass
@@ -35,10 +87,10 @@ class AttackRun:
 class RunResult:
     experiment: Experiment
     attacks: list[AttackRun]
-    dp_audit: DPAudit | None = None  # the epsilon lower bound (miaudit.dp.audit; pipeline.dp_audit), when asked
+    dp_audit: DPAudit | None = None  # the epsilon lower bound (miaudit.dp.audit; audits.dp_audit), when asked
     blind_baseline: BlindBaseline | None = None  # LM audits: the text-only classifier beside the attacks (lm.blind)
     canary_exposure: CanaryExposure | None = None  # LM audits with canaries: their exposure (miaudit.lm.canaries)
-    attack_choice: choice.AttackChoice | None = None  # attacks: auto's pseudo-target estimates (experiment.choice)
+    attack_choice: PseudoTargetEstimates | None = None  # attacks: auto's pseudo-target estimates (membership.choice)
 
 
 def run_attack(exp: Experiment, attack: PlannedAttack, inputs: AttackInputs | None = None) -> AttackRun:
@@ -97,63 +149,3 @@ def evaluate(exp: Experiment, result: AttackResult) -> metrics.AttackMetrics | N
     if result.log_pvalues_calibrated is not None:
         pvals["calibrated"] = result.log_pvalues_calibrated
     return metrics.evaluate(result.scores, exp.is_member, pvals, fpr_levels(exp.cfg))
-
-
-def run_experiment(exp: Experiment) -> RunResult:
-    """Every planned attack on a prepared experiment."""
-    inputs = exp.attack_inputs()
-    attacks, chosen = chosen_attacks(exp, inputs)
-    runs = []
-    for attack in attacks:
-        with working(f"attack {attack.label}"):
-            runs.append(run_attack(exp, attack, inputs))
-        log.info("attack %s: %.2f s", attack.label, runs[-1].seconds["attack"])
-    return RunResult(exp, runs, None, blind_baseline(exp, runs), canary_exposure(exp), chosen)  # dp_audit: pipeline's
-
-
-def chosen_attacks(exp: Experiment, inputs: AttackInputs) -> tuple[list[PlannedAttack], choice.AttackChoice | None]:
-    """The planned attacks to run: ``attacks: auto``'s candidates narrowed on the references as pseudo-targets
-    (``experiment.choice``), or by the leave-one-data-set-out rule where the audit has no pseudo-targets."""
-    plan = exp.plan
-    if not plan.candidates:
-        return list(plan.attacks), None
-    candidates = [a for a in plan.attacks if a.name in plan.candidates]
-    with working("attacks: auto, candidates on pseudo-targets"):
-        found = choice.choose(candidates, inputs, plan.references, fpr_levels(exp.cfg), choice.LEVEL)
-    keep = (
-        set(found.chosen) if found else {choice.first_that_runs(candidates, recommended.rule(plan.references), inputs)}
-    )
-    if found:
-        log.info("attacks: auto runs %s of %s", ", ".join(found.chosen), ", ".join(plan.candidates))
-    return [a for a in plan.attacks if a.name not in plan.candidates or a.name in keep], found
-
-
-def canary_exposure(exp: Experiment) -> CanaryExposure | None:
-    """results.json's ``canary_exposure``: the target's exposure of the canaries it trained on."""
-    spec = getattr(exp.cfg, "canary_exposure", None)
-    if spec is None:
-        return None
-    from ..lm import canaries
-    from ..lm.model import CausalLM
-
-    if not isinstance(exp.target.module, CausalLM):
-        return None
-
-    with working("canary exposure"):
-        found = canaries.measure(exp.target.module, spec, exp.dataset.x.shape[2], exp.device)
-    means = ", ".join(f"{r}x {e:.2f}" for r, e in found.mean_exposure_by_repetitions.items())
-    log.info(
-        "canary exposure (%s, bits of at most %.2f) by repetitions: %s", found.estimator, found.max_exposure, means
-    )
-    return found
-
-
-def blind_baseline(exp: Experiment, runs: list[AttackRun]) -> BlindBaseline | None:
-    """results.json's ``blind_baseline`` for an audit of texts with known membership (``miaudit.lm.blind``)."""
-    texts = getattr(exp.dataset, "texts", None)
-    if not texts or exp.is_member is None:
-        return None
-    from ..lm import blind
-
-    aucs = [r.metrics.auc for r in runs if r.metrics is not None]
-    return blind.for_audit(texts, exp.query_idx, exp.is_member, aucs, fpr_levels(exp.cfg), exp.cfg.seed)

@@ -31,7 +31,7 @@ from pydantic import Field, field_validator, model_validator
 
 from ..errors import ConfigError
 from ..results import CanaryExposure, ExposedCanary
-from ..training.options import Strict
+from ..strict import Strict
 
 if TYPE_CHECKING:
     from .data import TextDataset, Tokenizer

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..experiment.run import AttackRun, RunResult
 from ..results import AuditReport
-from ..stats import fdr, screened, signals
+from ..stats import multiple_testing, screened, signals
 from .ranking import risk_basis, slug_of
 from .table import ScoresTable
 
@@ -85,7 +85,7 @@ def _claim(run: AttackRun, level: float, where: Screen | None) -> Claim | None:
     if run.result.log_pvalues is None:
         return None
     lp = run.result.log_pvalues
-    return Claim(run, "raw", lp, "bh", fdr.bh_qvalues(np.exp(lp)), level)
+    return Claim(run, "raw", lp, "bh", multiple_testing.bh_qvalues(np.exp(lp)), level)
 
 
 def claims(res: RunResult, where: Screen | None) -> list[Claim]:

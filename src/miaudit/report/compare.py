@@ -21,10 +21,10 @@ import pandas as pd
 from pydantic import Field
 
 from ..config.files import validated, with_overrides
-from ..config.options import Strict
 from ..errors import DataError
 from ..results import AttackChange, AttackRow, AuditReport, Change, ComparedData, Comparison
 from ..stats import difference
+from ..strict import Strict
 from .leak_verdict import attack_kind
 from .ranking import slug_of
 

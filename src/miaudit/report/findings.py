@@ -1,6 +1,7 @@
 """What a run answers, for results.json, the reports and the console: the verdict, the records at risk under
 FDR control, and each attack's precision at realistic member priors. The statistics are in ``stats.verdict``,
-``stats.fdr`` and ``stats.precision``; this module picks their inputs from a run and words the answer."""
+``stats.fdr``, ``stats.multiple_testing`` and ``stats.precision``; this module picks their inputs from a run and
+words the answer."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 from ..experiment.run import AttackRun, RunResult
 from ..results import PPVByPrior, PPVCell, WorstCase, WorstCell
 from ..results.findings import Claim, RealizedFDP, RecordsAtRisk, Screen
-from ..stats import fdr, precision, signals
+from ..stats import fdr, multiple_testing, precision, signals
 from ..stats.metrics import clopper_pearson, flagged_at_fpr
 from . import at_risk
 from .leak_verdict import membership_tests, pct
@@ -76,7 +77,7 @@ def _claim(c: at_risk.Claim) -> Claim:
     sc = c.screened
     extra = {} if sc is None else {"tested": sc.m, "at_floor": sc.at_floor, "needed_at_floor": sc.needed_at_floor}
     own = headline_log_pvalues(c.run)  # the p_value column; its q_value is Benjamini-Hochberg of it
-    bh = {} if own is None else {"bh_count": int((fdr.bh_qvalues(np.exp(own)) <= c.level).sum())}
+    bh = {} if own is None else {"bh_count": int((multiple_testing.bh_qvalues(np.exp(own)) <= c.level).sum())}
     return Claim(flagged=int(c.flagged.sum()), **bh, procedure=c.procedure, basis=c.basis, **extra)
 
 

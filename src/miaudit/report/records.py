@@ -267,7 +267,7 @@ def results_json(res: RunResult) -> JsonObject:
 
 def attack_choice(res: RunResult) -> AttackChoice:
     """results.json's ``attack_choice``: why ``attacks: auto`` ran these attacks; with K >= 2 references each
-    candidate's pseudo-target estimate, its interval, and why it ran or was left out (``experiment.choice``)."""
+    candidate's pseudo-target estimate, its interval, and why it ran or was left out (``membership.choice``)."""
     plan = res.experiment.plan
     if res.attack_choice is not None:
         return AttackChoice.model_validate({"attacks": "auto", "why": plan.auto, **res.attack_choice.to_json()})

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..experiment.run import RunResult
-from ..stats.fdr import bh_qvalues
+from ..stats.multiple_testing import bh_qvalues
 from .at_risk import Claim
 from .ranking import headline_log_pvalues, risk_basis, risk_order, slug
 from .table import ScoresTable

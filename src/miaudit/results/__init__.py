@@ -32,7 +32,7 @@ from .findings import (
     WorstCase,
     WorstCell,
 )
-from .plan import (
+from .forecast import (
     AuditPlan,
     InferencePlan,
     LevelPower,

@@ -98,7 +98,7 @@ class AttackRow(Metrics):
     references: int
     """how many reference models the attack used"""
     params: dict[str, JsonValue]
-    """the attack's parameters, defaults resolved (``plan.build``)"""
+    """the attack's parameters, defaults resolved (``attack_plan.build``)"""
     p_values: Literal["calibrated", "raw"] | None
     """whether the row's p-values are calibrated on held-out non-members; None: the attack gives none"""
     most_exposed: list[int] | None = None

@@ -259,7 +259,7 @@ class Candidate(Section):
 
 
 class AttackChoice(Section):
-    """``attacks: auto``: why these attacks ran (``experiment.choice``)."""
+    """``attacks: auto``: why these attacks ran (``membership.choice``)."""
 
     attacks: str
     """the config's attacks: "auto" (its only value here)"""

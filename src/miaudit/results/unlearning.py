@@ -9,13 +9,13 @@ from pydantic import ConfigDict
 from .base import Interval, Number, Section
 
 
-class Strict(Section):
+class UnlearningPart(Section):
     """A part of the unlearning section: unknown keys refused."""
 
     model_config = ConfigDict(extra="forbid")
 
 
-class Estimate(Strict):
+class Estimate(UnlearningPart):
     """A figure with its interval and the null it rests on."""
 
     value: Number | None
@@ -26,7 +26,7 @@ class Estimate(Strict):
     """the models or records the figure rests on"""
 
 
-class Method(Strict):
+class Method(UnlearningPart):
     """How the unlearned model was made."""
 
     name: str
@@ -42,7 +42,7 @@ class Method(Strict):
     """the method with its hyperparameters, as the reports name it"""
 
 
-class Accuracies(Strict):
+class Accuracies(UnlearningPart):
     """One accuracy of the unlearned model beside the original's and the retrained models'."""
 
     unlearned: Number
@@ -55,7 +55,7 @@ class Accuracies(Strict):
     """their standard deviation across seeds"""
 
 
-class Utility(Strict):
+class Utility(UnlearningPart):
     """What the unlearning cost the model."""
 
     retained: Accuracies
@@ -64,7 +64,7 @@ class Utility(Strict):
     """accuracy on records no model trained on (the target's test records)"""
 
 
-class Exposure(Strict):
+class Exposure(UnlearningPart):
     """Retained records more exposed after unlearning."""
 
     count: int | None
@@ -77,7 +77,7 @@ class Exposure(Strict):
     """the first 100 such records (indices into the data set)"""
 
 
-class UnlearningSection(Strict):
+class UnlearningSection(UnlearningPart):
     """Did the forgotten records leave the model: the set-level verdict, the records named in each direction, the
     attacks' AUCs of telling the unlearned model from retrained ones, utility and exposure."""
 

@@ -4,7 +4,8 @@ Testing every audited record at p < 0.05 flags about 5% of the non-members by ch
 Benjamini-Hochberg (1995) controls the expected share of false flags among the flagged records instead.
 It needs the p-values independent or positively dependent (PRDS); conformal p-values that share one set
 of calibration records are PRDS (Bates et al. 2023, "Testing for outliers with conformal p-values",
-Theorem 2), so BH at level q on miaudit's calibrated p-values controls the FDR at q.
+Theorem 2), so BH at level q on miaudit's calibrated p-values controls the FDR at q. The procedures themselves
+are stats/multiple_testing.py's; this module holds what records at risk say about them.
 
 A conformal p-value is never below 1 / (n + 1) with n calibration records: with m queries BH can flag a
 record alone only when 1 / (n + 1) <= q / m, and records tied at that floor cannot be told apart.
@@ -17,28 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import results
-
-
-def bh_qvalues(p_values: np.ndarray) -> np.ndarray:
-    """Benjamini-Hochberg adjusted p-values (q-values), capped at 1; NaN where the p-value is NaN.
-
-    A record is flagged at FDR level q when its q-value is <= q (BH's step-up rule over the finite p-values).
-    """
-    p = np.asarray(p_values, dtype=np.float64)
-    q = np.full(p.shape, np.nan)
-    finite = np.isfinite(p)
-    if finite.any():  # scipy.stats.false_discovery_control(method="bh") (held to it in tests/stats/test_fdr.py),
-        q[finite] = _bh(p[finite])  # without importing scipy.stats (a second of a scores-only audit)
-    return q
-
-
-def _bh(p: np.ndarray) -> np.ndarray:
-    """q_(i) = min over j >= i of m p_(j) / j (p sorted ascending), capped at 1."""
-    order = np.argsort(p, kind="stable")
-    scaled = p[order] * len(p) / np.arange(1, len(p) + 1)
-    q = np.empty_like(p)
-    q[order] = np.minimum(np.minimum.accumulate(scaled[::-1])[::-1], 1.0)
-    return q
+from .multiple_testing import STOREY_LAMBDA
 
 
 def smallest_pvalue(n_calibration: int) -> float:
@@ -47,22 +27,6 @@ def smallest_pvalue(n_calibration: int) -> float:
 
 
 # --- the FDR procedures the records at risk name (stats.screened; docs/concepts.md, records at risk) ---------------
-STOREY_LAMBDA = 0.5
-
-
-def storey_null_share(p_values: np.ndarray, lam: float = STOREY_LAMBDA) -> float:
-    """Storey's estimate of the share of true nulls, (1 + #{p > lambda}) / (m (1 - lambda)), capped at 1.
-
-    The +1 is Storey, Taylor and Siegmund's (2004) finite-sample correction: with it, BH at level q / pi0 controls
-    the FDR at q for independent p-values; for conformal p-values sharing one null pool, Marandon et al. (2024,
-    adaptive novelty detection with FDR guarantee) show the same. tests/stats/test_fdr.py checks both by simulation."""
-    p = np.asarray(p_values, dtype=np.float64)
-    p = p[np.isfinite(p)]
-    if p.size == 0:
-        return 1.0
-    return float(min(1.0, (1 + np.sum(p > lam)) / (p.size * (1 - lam))))
-
-
 PROCEDURE_NAMES = {"bh": "Benjamini-Hochberg", "storey-bh": "Storey's adaptive BH", "by": "Benjamini-Yekutieli"}
 PROCEDURES = {
     "bh": "Benjamini-Hochberg: valid for independent or positively dependent (PRDS) p-values",

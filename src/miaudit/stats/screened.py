@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import fdr
+from . import fdr, multiple_testing
 from .pvalues import empirical_log_pvalues
 
 SCREEN_FRACTION = 0.5
@@ -112,7 +112,7 @@ def screened_conformal(
         lp = empirical_log_pvalues(s[keep], cal)
         lp[np.isnan(s[keep])] = 0.0
         p = np.exp(lp)
-        pi0 = fdr.storey_null_share(p)
+        pi0 = multiple_testing.storey_null_share(p)
         log_p[keep] = lp
-        q[keep] = np.minimum(1.0, pi0 * fdr.bh_qvalues(p))
+        q[keep] = multiple_testing.storey_qvalues(p, pi0)
     return Screened(log_p, q, int(cal.size), pi0, level)

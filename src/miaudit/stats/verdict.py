@@ -29,6 +29,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from .metrics import operating_points
+from .multiple_testing import holm
 
 FAMILY_ALPHA = 0.05
 
@@ -79,17 +80,6 @@ def smallest_detectable_tp(n_members: int, n_nonmembers: int, level: float, alph
         else:
             lo = mid + 1
     return lo if lo <= n_members else None
-
-
-def holm(p_values: np.ndarray) -> np.ndarray:
-    """Holm-adjusted p-values: reject test i at alpha when adjusted[i] <= alpha (family-wise error <= alpha)."""
-    p = np.asarray(p_values, dtype=np.float64)
-    m = p.size
-    order = np.argsort(p, kind="stable")
-    stepped = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
-    out = np.empty(m)
-    out[order] = stepped
-    return out
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,16 @@
 """The training recipe's options: ``TrainConfig`` (SGD or DP-SGD, augmentation, models trained together),
 ``DPConfig`` (DP-SGD and its planted faults) and ``ExecutorConfig`` (where models train). Training defines
 them; ``config/run.py`` composes them into ``RunConfig`` (and checks ``train.base``, an LM directory, there:
-``lm`` sits above ``training``). ``Strict`` is the base of every config part. No torch here.
+``lm`` sits above ``training``). Each derives from ``Strict`` (``miaudit.strict``). No torch here.
 """
 
 from __future__ import annotations
 
-import typing
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import AfterValidator, Field, model_validator
+
+from ..strict import Strict
 
 # The one vocabulary of image augmentation, of train.augment and the config's queries.augment (config/settings.py
 # reads it from here: training owns augmentation, training/augment.py).
@@ -30,33 +31,13 @@ def _at_least_one_model(v: int | str) -> int | str:
 ModelsAtOnce = Annotated[int | Literal["auto"], AfterValidator(_at_least_one_model)]
 
 
-class Strict(BaseModel):
-    """Every config part: unknown keys refused, immutable once read, no true/false where a number belongs."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _no_bool_for_number(cls, value: object, info: ValidationInfo) -> object:
-        """pydantic takes true as 1 for an int field: ``--set train.epochs=true`` would train one epoch."""
-        field = cls.model_fields.get(info.field_name or "")
-        if isinstance(value, bool) and field is not None:
-            kinds = set(typing.get_args(field.annotation) or (field.annotation,)) - {type(None)}
-            if kinds and kinds <= {int, float}:
-                raise ValueError(f"expected a number, got {str(value).lower()}")
-        return value
-
-
-_Strict = Strict
-
-
-class SamplingFault(_Strict):
+class SamplingFault(Strict):
     """The accountant is told a sampling rate ``accounted_rate_factor`` times smaller than the one used."""
 
     accounted_rate_factor: float = Field(gt=1, description="rate used / rate accounted (above 1: a broken claim)")
 
 
-class PlantedFault(_Strict):
+class PlantedFault(Strict):
     """A self-test of the DP audits, never a way to train: a bug planted on purpose into DP-SGD, so the declared
     epsilon is false and an audit with power must flag it. Each kind is planted only when its key is given:
     ``noise_scale: s`` draws s times the noise the accountants are told of; ``clip: none`` skips per-sample
@@ -104,7 +85,7 @@ class PlantedFault(_Strict):
         return "; ".join(said[k](v) for k, v in self.kinds().items())
 
 
-class DPConfig(_Strict):
+class DPConfig(Strict):
     """DP-SGD (Opacus): per-sample clipping to ``max_grad_norm``, Gaussian noise, Poisson sampling. Give the
     privacy target (``epsilon``, ``delta``: the noise multiplier is calibrated by the RDP accountant) or the
     ``noise_multiplier`` itself. The target trains this way; the reference models only with ``references``."""
@@ -125,7 +106,7 @@ class DPConfig(_Strict):
         return self
 
 
-class ExecutorConfig(_Strict):
+class ExecutorConfig(Strict):
     """Where models train: in this process (local), or as Ray tasks (``pip install miaudit[ray]``) that write
     into the store, which must then be on storage every worker sees (``cache_dir``)."""
 
@@ -137,7 +118,7 @@ class ExecutorConfig(_Strict):
     max_retries: int = Field(default=2, ge=0, description="Ray retries of a failed task")
 
 
-class TrainConfig(_Strict):
+class TrainConfig(Strict):
     """SGD with momentum and weight decay: the papers' recipe (DP-SGD with ``dp``)."""
 
     epochs: int = Field(default=30, ge=1, description="passes over the training records")

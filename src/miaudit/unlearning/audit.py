@@ -187,6 +187,7 @@ def obtain_models(u: UnlearnConfig, rec: Records, unlearn_fn: UnlearnFn | None =
             )
             m = unl.method
             method = Method(name=m.name, label=m.label(), epochs=m.resolved_epochs, lr=m.resolved_lr)
+        # safe unvalidated: a results record, not a config, and seconds a measured float its Number type holds
         method = method.model_copy(update={"seconds": round(time.perf_counter() - start, 3)})
         log.info("unlearned: %s in %.1f s", method.label, time.perf_counter() - start)
     logits = predict_logits(module, ds.x, device=cfg.device)

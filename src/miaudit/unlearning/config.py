@@ -14,9 +14,8 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ..config.files import read, with_overrides
+from ..config.files import validated
 from ..config.options import Strict
-from ..config.paths import anchored
 from ..config.run import RunConfig, from_dict
 from ..errors import ConfigError
 
@@ -127,16 +126,10 @@ class UnlearnConfig:
     members: Path | None = None
 
 
-def load(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> UnlearnConfig:
-    """A YAML unlearning config; relative paths resolve against its folder."""
-    folder = Path(path).absolute().parent
-    raw = with_overrides(anchored(read(path), folder, RunConfig), list(overrides))
-    return from_mapping(raw, folder)
-
-
 def from_mapping(raw: Mapping[str, Any], folder: Path | None = None) -> UnlearnConfig:
     """The config from its keys: ``unlearning`` and (with ``target``) ``members`` taken out, the rest an audit
-    config (``RunConfig``, every check of ``miaudit run``)."""
+    config (``RunConfig``, every check of ``miaudit run``). A file is read by ``config.files.load_config`` with this
+    as its ``build``."""
     if not isinstance(raw, Mapping):
         raise ConfigError(f"config: expected a mapping of keys, got {type(raw).__name__}")
     rest = dict(raw)
@@ -147,18 +140,9 @@ def from_mapping(raw: Mapping[str, Any], folder: Path | None = None) -> UnlearnC
     cfg = from_dict(rest)
     if not isinstance(section, Mapping):
         raise ConfigError(f"unlearning: expected a mapping such as {{forget: 100, method: retrain}}, got {section!r}")
-    try:
-        unl = UnlearningConfig(**section)
-    except Exception as e:  # pydantic's ValidationError, in one line naming the key
-        from pydantic import ValidationError
-
-        if not isinstance(e, ValidationError):
-            raise
-        first = e.errors()[0]
-        at = ".".join(str(p) for p in first["loc"] if not str(p).startswith("function-"))
-        raise ConfigError(f"unlearning.{at}: {first['msg']}".replace("Value error, ", "")) from None
+    unl = validated(UnlearningConfig, dict(section), "unlearning", within="unlearning")
     if isinstance(unl.forget, Path) and folder is not None and not unl.forget.expanduser().is_absolute():
-        unl = unl.model_copy(update={"forget": folder / unl.forget})
+        unl = unl.revised(forget=folder / unl.forget)
     member_path = None if members is None else Path(str(members)).expanduser()
     if member_path is not None and folder is not None and not member_path.is_absolute():
         member_path = folder / member_path

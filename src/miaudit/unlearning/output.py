@@ -12,14 +12,15 @@ from pathlib import Path
 import jinja2
 import numpy as np
 
-from ..config.files import with_overrides
+from ..config.files import load_config, with_overrides
+from ..config.run import RunConfig
 from ..report import outdir
 from ..report.records import without_attacks
 from ..results import AuditReport, Calibration, Target
 from ..results.unlearning import Estimate, UnlearningSection
-from ..stats.fdr import bh_qvalues
+from ..stats.multiple_testing import bh_qvalues
 from .audit import UnlearnFn, Verification, run
-from .config import UnlearnConfig, from_mapping, load
+from .config import UnlearnConfig, from_mapping
 
 FILES = ("results.json", "report.md", "report.html", "forget.csv", "unlearned.safetensors", "members.npy", "forget.npy")
 
@@ -177,7 +178,7 @@ def verify_config(
     """``miaudit.verify_unlearning``: the config read and checked, the audit run, and (with ``out``) every file
     written into ``out``, which is held from before the first model trains (``outdir.reserved``)."""
     if isinstance(config, str | Path):
-        u = load(config, list(overrides))
+        u = load_config(config, list(overrides), RunConfig, from_mapping)
     else:
         u = from_mapping(with_overrides(dict(config), list(overrides)))
     if out is None:

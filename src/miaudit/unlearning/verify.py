@@ -28,8 +28,8 @@ from typing import Literal
 import numpy as np
 from scipy import stats as sps
 
-from ..stats.fdr import bh_qvalues
 from ..stats.metrics import clopper_pearson
+from ..stats.multiple_testing import bh_qvalues
 
 PRIOR_DF = 2.0  # pseudo-observations of the pooled variance added to each record's own (K - 1 degrees of freedom)
 RESAMPLES = 1999  # permutations of the set-level test (its p-value is at least 1 / 2000)

@@ -7,23 +7,23 @@ from dataclasses import replace
 
 import numpy as np
 
-from miaudit import plan
+from miaudit import attack_plan
 from miaudit.attacks import recommended
 from miaudit.config import run as config
-from miaudit.experiment import choice
+from miaudit.membership import choice
 from tests.attacks.test_pair import SHIFT, logits_of, synthetic
 
 
-def _candidates(k: int) -> list[plan.PlannedAttack]:
-    p = plan.build(config.from_dict({"references": k}))
+def _candidates(k: int) -> list[attack_plan.PlannedAttack]:
+    p = attack_plan.build(config.from_dict({"references": k}))
     return [a for a in p.attacks if a.name in p.candidates]
 
 
 def test_auto_plans_the_candidates_with_two_references_or_more() -> None:
-    p = plan.build(config.from_dict({"references": 4}))
+    p = attack_plan.build(config.from_dict({"references": 4}))
     assert p.candidates == recommended.CANDIDATES
     assert [a.label for a in p.attacks] == ["attack-p", "gls", *(f"{n} (n=4)" for n in recommended.CANDIDATES)]
-    one = plan.build(config.from_dict({"references": 1}))
+    one = attack_plan.build(config.from_dict({"references": 1}))
     assert one.candidates == () and [a.name for a in one.attacks] == ["attack-p", "gls", recommended.RULE[1][0]]
 
 

@@ -49,7 +49,7 @@ class Plan:
     roles: frozenset[str]  # record sets besides the queries: "population", "validation"
     head_dropout: float = 0.0  # references train with dropout before the head (an attack samples them by MC Dropout)
     auto: str | None = None  # attacks: auto: why these attacks (None: the config named them)
-    candidates: tuple[str, ...] = ()  # attacks: auto rows the audit's own data decides on (experiment/choice.py)
+    candidates: tuple[str, ...] = ()  # attacks: auto rows the audit's own data decides on (membership/choice.py)
 
     @property
     def needs_last_layer(self) -> str | None:
@@ -86,12 +86,12 @@ def build(cfg: AuditSettings, roles: Iterable[str] | None = None) -> Plan:
     """
     if roles is None:
         if not isinstance(cfg, RunConfig):
-            raise TypeError("plan.build: a scores-only audit's record sets come from its outputs: give roles")
+            raise TypeError("attack_plan.build: a scores-only audit's record sets come from its outputs: give roles")
         roles = config_roles(cfg)
     roles = frozenset(roles)
     available = cfg.references
     if available is None:
-        raise TypeError("plan.build: resolve a scores-only config's references from its outputs first")
+        raise TypeError("attack_plan.build: resolve a scores-only config's references from its outputs first")
     output, provided = target_output(cfg)
     auto: recommended.AutoRows | None = None
     if cfg.attacks == "auto":

@@ -12,12 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import forecast
+from ..attack_plan import build, config_roles
+from ..dataset_inference import power
+from ..dataset_inference.infer import check_records
+from ..dataset_inference.request import Request, from_mapping
 from ..errors import ConfigError
-from ..plan import build, config_roles
 from ..results import InferencePlan, PowerAt
-from . import power
-from .infer import check_records
-from .request import Request, from_raw, load
 
 MEMBER_AUCS = (0.55, 0.6, 0.7, 0.8, 0.9)
 
@@ -111,11 +111,12 @@ def from_config(
     """``api.plan`` (and ``miaudit plan``) of an infer-dataset config: a dict (relative files as given) or a YAML
     path (relative to its folder), with ``--set`` ``overrides``; ``runs`` (``--runs``, the many-run DP audit's)
     refused."""
-    from ..config.files import with_overrides
+    from ..config.files import load_config, with_overrides
+    from ..config.run import RunConfig
 
     if runs is not None:
         raise ConfigError("--runs: plans the many-run DP audit (dp-audit --runs R), not an infer-dataset config")
 
     if isinstance(config, dict):
-        return forecast_inference(from_raw(with_overrides(config, overrides), None))
-    return forecast_inference(load(config, overrides))
+        return forecast_inference(from_mapping(with_overrides(config, overrides)))
+    return forecast_inference(load_config(config, overrides, RunConfig, from_mapping))

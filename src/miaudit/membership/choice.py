@@ -45,70 +45,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from itertools import combinations
-from typing import Any
 
 import numpy as np
 
+from ..attack_plan import PlannedAttack
 from ..attacks import AttackInputs, RecordSet, registry
 from ..errors import AttackRequirementError
-from ..plan import PlannedAttack
+from ..experiment import deployable
+from ..experiment.run import CandidateEstimate, PseudoTargetEstimates
 from ..stats.metrics import clopper_pearson, nan_lowest
-from . import deployable
 
 PSEUDO_TARGETS = 4  # references that play the target; each costs one run of every candidate
 REFERENCES_PER_RUN = 3  # the pseudo-target's references: more leave too few members of it alone (docstring)
 MAX_RUN = 3  # candidates run at most: the strongest and those tied with it
 LEVEL = 0.01  # the FPR the choice ranks at unless the audit asks for a lower one (min_fpr)
-
-
-@dataclass(frozen=True)
-class CandidateEstimate:
-    """One candidate's pseudo-target TPR per FPR level, and whether it runs."""
-
-    name: str
-    tpr: dict[str, float]  # FPR level -> pooled TPR over the pseudo-targets' members
-    tpr_ci: dict[str, tuple[float, float]]  # Clopper-Pearson 95% interval of the pooled TPR
-    per_pseudo_target: list[float]  # TPR at the choice's level, per pseudo-target (the models' spread)
-    run: bool
-    why: str
-
-
-@dataclass(frozen=True)
-class AttackChoice:
-    """What ``attacks: auto`` measured on the references and what it chose."""
-
-    level: float
-    pseudo_targets: int
-    references_per_run: int
-    members: int  # pooled over the pseudo-targets
-    nonmembers: int  # per pseudo-target
-    candidates: tuple[CandidateEstimate, ...]
-
-    @property
-    def chosen(self) -> list[str]:
-        return [c.name for c in self.candidates if c.run]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "rule": "pseudo-targets",
-            "level": self.level,
-            "pseudo_targets": self.pseudo_targets,
-            "references_per_pseudo_target": self.references_per_run,
-            "pseudo_members": self.members,
-            "pseudo_nonmembers": self.nonmembers,
-            "chosen": self.chosen,
-            "candidates": [
-                {
-                    "name": c.name,
-                    "pseudo_target_tpr": c.tpr,
-                    "pseudo_target_tpr_ci": {lv: list(ci) for lv, ci in c.tpr_ci.items()},
-                    "per_pseudo_target": c.per_pseudo_target,
-                    "decision": "run" if c.run else "left out",
-                    "why": c.why,
-                }
-                for c in self.candidates
-            ],
-        }
 
 
 def _models(records: RecordSet, target: int, refs: list[int], keep: np.ndarray) -> RecordSet:
@@ -227,7 +177,7 @@ def decide(
 
 def choose(
     candidates: list[PlannedAttack], inputs: AttackInputs, references: int, levels: tuple[float, ...], level: float
-) -> AttackChoice | None:
+) -> PseudoTargetEstimates | None:
     """Each candidate's pseudo-target TPR at ``levels`` and which run (module docstring); None when the audit
     has no pseudo-targets (online, one reference, or no population records with known reference membership)."""
     return estimate(candidates, pseudo_audits(inputs.first(references), references), levels, level,
@@ -251,7 +201,7 @@ def estimate(
     levels: tuple[float, ...],
     level: float,
     barred: dict[str, str] | None = None,
-) -> AttackChoice | None:
+) -> PseudoTargetEstimates | None:
     """``choose`` on given pseudo-audits (None without any); ``barred``: candidates their own guard flags."""
     if not audits:
         return None
@@ -280,7 +230,7 @@ def estimate(
         )
         for name, run, why in decide({n: p[level] for n, p in pooled.items()}, level, barred)
     ]
-    return AttackChoice(
+    return PseudoTargetEstimates(
         level=level,
         pseudo_targets=len(audits),
         references_per_run=m,

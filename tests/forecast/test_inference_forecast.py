@@ -14,7 +14,8 @@ from _cli import invoke, refused
 
 import miaudit
 from miaudit.config import describe
-from miaudit.dataset_inference import planning, power
+from miaudit.dataset_inference import power
+from miaudit.forecast import inference_forecast
 from miaudit.results import InferencePlan, ModelTime
 
 SUSPECT, VALIDATION = list(range(30)), list(range(200, 240))
@@ -27,8 +28,8 @@ def _config(tmp_path: Path, tiny_raw: dict[str, Any], **keys: Any) -> Path:
 
 
 def test_the_power_table_is_power_py_at_each_member_auc() -> None:
-    table = planning.power_table(30, 40, 0.05)
-    assert [row.member_auc for row in table] == list(planning.MEMBER_AUCS)
+    table = inference_forecast.power_table(30, 40, 0.05)
+    assert [row.member_auc for row in table] == list(inference_forecast.MEMBER_AUCS)
     for row in table:
         a = row.member_auc
         assert row.power_if_all_used == power.power_at(a, 1.0, 30, 40, 0.05)
@@ -45,7 +46,7 @@ def _plan(**keys: Any) -> InferencePlan:
     return InferencePlan(
         command="infer-dataset: the models of miaudit run", dataset="digits", n_records=300, n_suspect=30,
         n_validation=40, level=0.05, permutations=999, references=2, power=power.POWER,
-        power_at=planning.power_table(30, 40, 0.05),
+        power_at=inference_forecast.power_table(30, 40, 0.05),
         models=[ModelTime(role="target", cached=False, seconds=2.0), ModelTime(role="reference 1/2", cached=True,
                                                                                seconds=0.0)],
         seconds_per_epoch={"target": 0.4}, estimated_training_seconds=2.0, **keys,
@@ -53,7 +54,7 @@ def _plan(**keys: Any) -> InferencePlan:
 
 
 def test_the_lines_read_the_typed_answer() -> None:
-    said = planning.lines(_plan())
+    said = inference_forecast.lines(_plan())
     assert said[0] == (
         "dataset inference on digits (300 records): 30 suspect and 40 validation records; level 0.05, "
         "999 permutations; 2 reference model(s)"
@@ -86,7 +87,7 @@ def test_plan_of_an_infer_dataset_config(tmp_path: Path, tiny_raw: dict[str, Any
     assert isinstance(planned, InferencePlan)
     assert (planned.dataset, planned.n_records, planned.n_suspect, planned.n_validation) == ("digits", 300, 30, 40)
     assert planned.level == 0.05 and planned.permutations == 999 and planned.references == 2
-    assert planned.power_at == planning.power_table(30, 40, 0.05)
+    assert planned.power_at == inference_forecast.power_table(30, 40, 0.05)
     # the models of `miaudit run` on the config: the target and both references, none cached yet
     assert [(m.role, m.cached) for m in planned.models] == [
         ("target", False),

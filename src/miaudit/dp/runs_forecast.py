@@ -58,7 +58,7 @@ def training_seconds(cfg: RunConfig, runs: int) -> tuple[float, float]:
     case, x, y = multi_run.with_canaries(ds, split, count)
     size = min(2 * runs, multi_run.CHUNK)
     trainer = dp_stacked.StackedDPSGD(
-        case.model, replace(spec, train=spec.train.model_copy(update={"epochs": 1})), chunk=multi_run.CHUNK
+        case.model, replace(spec, train=spec.train.revised(epochs=1)), chunk=multi_run.CHUNK
     )
     included = multi_run.coins(cfg.seed, 2 * size * count).reshape(2 * size, count)[:size]
     canary_ids = len(ds) + np.arange(count)

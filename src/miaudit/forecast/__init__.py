@@ -13,15 +13,15 @@ from pathlib import Path
 
 import numpy as np
 
-from . import data
-from .config.run import RunConfig
-from .experiment import datasets
-from .experiment.base import AuditRecords
-from .experiment.recipes import ModelJob, ModelRecipe, builtin_recipe, entry_for, open_store, reference_recipe
-from .plan import Plan
-from .results import AuditPlan, LevelPower, MeasuredTime, MembersForHalfwidth, ModelTime, PlannedTraining, QueryCost
-from .stats import power
-from .training.store import Store
+from .. import data
+from ..attack_plan import Plan
+from ..config.run import RunConfig
+from ..experiment import datasets
+from ..experiment.base import AuditRecords
+from ..experiment.recipes import ModelJob, ModelRecipe, builtin_recipe, entry_for, open_store, reference_recipe
+from ..results import AuditPlan, LevelPower, MeasuredTime, MembersForHalfwidth, ModelTime, PlannedTraining, QueryCost
+from ..stats import power
+from ..training.store import Store
 
 LEVELS = (0.001, 0.01)
 
@@ -61,10 +61,10 @@ def _jobs(cfg: RunConfig, plan: Plan) -> tuple[list[ModelJob], str]:
     """The models the audit obtains, the target first, and what runs it: ``miaudit dp-audit`` for a config with
     canaries (its one-run audit), else ``miaudit run``."""
     if cfg.canaries is not None:
-        from .dp import one_run
+        from ..dp import one_run
 
         return one_run.model_jobs(cfg), "dp-audit (one run)"
-    from .pipeline import lay_out
+    from ..pipeline import lay_out
 
     return lay_out(cfg, plan).jobs, "run"
 
@@ -90,13 +90,13 @@ def training_time(cfg: RunConfig, plan: Plan) -> TrainingTime:
     is shared among the workers."""
     import torch
 
-    from .experiment import together
+    from ..experiment import together
 
     jobs, command = _jobs(cfg, plan)
     if cfg.dp_training is not None:
         return _user_function_time(cfg, jobs)
     store = open_store(cfg)
-    one = cfg.model_copy(update={"train": cfg.train.model_copy(update={"epochs": 1})})
+    one = cfg.revised(train=cfg.train.revised(epochs=1))
     pending = {i for i, job in enumerate(jobs) if not job.in_store(store)}
     in_workers, workers = together.worker_jobs(store, jobs, cfg.device)
     per_epoch: dict[str, float] = {}  # "target" / "reference": one timed epoch on the first such model's records
@@ -143,7 +143,7 @@ def _user_function_time(cfg: RunConfig, jobs: list[ModelJob]) -> TrainingTime:
     """``dp_training``: the user's function trains the target and (by default) the references, never cached; one
     call is timed on the target's records (a whole training: miaudit cannot time an epoch of user code) and
     scaled to each model's records."""
-    from .dp import user_code
+    from ..dp import user_code
 
     assert cfg.dp_training is not None
     training = user_code.resolve(cfg)
@@ -177,8 +177,8 @@ def _own_model_time(cfg: RunConfig, plan: Plan, records: AuditRecords) -> Traini
     """A target the user trained or deployed (``target:``): only the references train, on the pool of the
     config's files (``experiment.build.reference_jobs``), each cached, measured or timed as ``training_time``
     does; with ``target.train_fn`` (user code, never cached) one reference is not timed: its time is the user's."""
-    from .experiment.build import reference_jobs
-    from .experiment.own_model import with_train_fn
+    from ..experiment.build import reference_jobs
+    from ..experiment.own_model import with_train_fn
 
     assert cfg.target is not None
     ds = records.dataset
@@ -201,7 +201,7 @@ def _own_model_time(cfg: RunConfig, plan: Plan, records: AuditRecords) -> Traini
             if found:
                 measured["reference"] = MeasuredTime(seconds=float(np.median(found)), models=len(found))
             else:
-                one = cfg.model_copy(update={"train": cfg.train.model_copy(update={"epochs": 1})})
+                one = cfg.revised(train=cfg.train.revised(epochs=1))
                 per_epoch["reference"] = _epoch_seconds(reference_recipe(one, ds, plan.head_dropout), job, 0)
         seconds = (
             measured["reference"].seconds
@@ -224,8 +224,8 @@ def queries(cfg: RunConfig, records: AuditRecords) -> QueryCost | None:
     lacks (each costs one query; nothing is asked here)."""
     if cfg.target is None or cfg.target.endpoint is None:
         return None
-    from .endpoint.client import EndpointClient
-    from .endpoint.target import asked_rows
+    from ..endpoint.client import EndpointClient
+    from ..endpoint.target import asked_rows
 
     ds = records.dataset
     asked = asked_rows(records.split, records.query_idx)
@@ -244,7 +244,7 @@ def audit_records(cfg: RunConfig) -> AuditRecords:
     files name (``experiment.own_model.membership_from_files``), as the run will have them."""
     ds = datasets.load(cfg)
     if cfg.target is not None and (cfg.members is not None or cfg.queries.indices is not None):
-        from .experiment.own_model import membership_from_files
+        from ..experiment.own_model import membership_from_files
 
         split, query_idx, is_member = membership_from_files(cfg, ds)
         return AuditRecords(dataset=ds, split=split, query_idx=query_idx, is_member=is_member)
@@ -297,7 +297,7 @@ def _dp_power(cfg: RunConfig) -> str | None:
     """A config with canaries (``miaudit dp-audit``'s one-run audit): the power line it says before training."""
     if cfg.canaries is None:
         return None
-    from .dp.output import one_run_power
+    from ..dp.output import one_run_power
 
     return one_run_power(cfg)
 
@@ -365,9 +365,10 @@ def time_line(f: PlannedTraining) -> str:
 def unlearning_lines(path: str | Path, overrides: list[str]) -> list[str]:
     """``miaudit plan`` of an unlearning config (``miaudit unlearn``): the models it obtains and their training time
     (one timed epoch of the original's recipe, scaled to each model's records and epochs; cached models free)."""
-    from .unlearning import audit, config
+    from ..config.files import load_config
+    from ..unlearning import audit, config
 
-    u = config.load(path, overrides)
+    u = load_config(path, overrides, RunConfig, config.from_mapping)
     cfg = u.cfg
     ds = datasets.load(cfg)
     rec = audit.records(u, ds)
@@ -379,7 +380,7 @@ def unlearning_lines(path: str | Path, overrides: list[str]) -> list[str]:
     )
     if not pending:
         return [head, "training: all in the cache, nothing to train: about 0 s of training"]
-    one = cfg.model_copy(update={"train": cfg.train.model_copy(update={"epochs": 1})})
+    one = cfg.revised(train=cfg.train.revised(epochs=1))
     epoch = _epoch_seconds(builtin_recipe(one, ds, cfg.model, dp=cfg.train.dp), pending[0], cfg.seed)
     per_record = epoch / max(len(pending[0].train_idx), 1)
     seconds = sum(per_record * len(j.train_idx) * cfg.train.epochs for j in pending)
