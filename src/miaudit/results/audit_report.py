@@ -26,8 +26,8 @@ from .unlearning import UnlearningSection
 # section refuses keys it does not declare). Files written before it existed (no ``schema_version``) are version
 # 0, ``load`` migrates them; version 1 (sections that kept undeclared keys) reads with unknown keys dropped and
 # named in a warning, as does a file of a newer version than this one.
-SCHEMA_VERSION = 4  # 3: the optional unlearning, dataset_inference and dp_audit.training sections; 4:
-# dataset_inference.at_least
+SCHEMA_VERSION = 5  # 3: the optional unlearning, dataset_inference and dp_audit.training sections; 4:
+# dataset_inference.at_least; 5: unlearning's no_claim verdict, p_selection, compared and utility_note
 # the versions ``load`` reads with unknown keys dropped: 1 (sections were open) and any newer than this
 OPEN_SECTIONS = 1
 log = logging.getLogger("miaudit")
