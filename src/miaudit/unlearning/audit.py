@@ -57,9 +57,9 @@ class Records:
     test: np.ndarray  # the target's test records (accuracy)
 
 
-def forget_set(spec: int | Path, members: np.ndarray, n_records: int, seed: int) -> np.ndarray:
-    """The forgotten records: ``spec`` of the members drawn with the seed, or an index file's records, each of
-    them a member; at least 2 records must be left to retrain on. Refused in one line otherwise."""
+def forget_set(spec: int | Path | tuple[int, ...], members: np.ndarray, n_records: int, seed: int) -> np.ndarray:
+    """The forgotten records: ``spec`` of the members drawn with the seed, or an index file's or a list's
+    records, each of them a member; at least 2 records must be left to retrain on. Refused in one line otherwise."""
     if isinstance(spec, int):
         if spec > len(members) - 2:
             raise ConfigError(
@@ -68,7 +68,12 @@ def forget_set(spec: int | Path, members: np.ndarray, n_records: int, seed: int)
             )
         rng = np.random.default_rng(np.random.SeedSequence([seed, FORGET_TAG]))
         return np.sort(rng.choice(members, size=spec, replace=False))
-    forget = load_indices(spec, "unlearning.forget", n_records)
+    if isinstance(spec, tuple):
+        forget = np.asarray(spec, dtype=np.int64)
+        if forget.max() >= n_records:
+            raise DataError(f"unlearning.forget: record {int(forget.max())} is outside the data ({n_records} records)")
+    else:
+        forget = load_indices(spec, "unlearning.forget", n_records)
     if not len(forget):
         raise DataError(f"unlearning.forget: {Path(spec).name} lists no records")
     outside = np.setdiff1d(forget, members)
