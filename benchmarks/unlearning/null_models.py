@@ -40,7 +40,7 @@ VARIATIONS: dict[str, dict] = {"seed": {}, "epochs": {"epochs": 25}, "lr": {"lr"
 SEED_TAG = 0x5EED  # the "another seed" variation's model seed
 
 
-def config(dataset: str, seed: int, forget: object, train: dict | None = None):  # noqa: ANN201
+def config(dataset: str, seed: int, forget: object, train: dict | None = None):
     raw = {
         "dataset": dataset,
         "model": "mlp",
@@ -53,14 +53,14 @@ def config(dataset: str, seed: int, forget: object, train: dict | None = None): 
     return from_mapping(raw)
 
 
-def logits_of(u, ds, jobs: list[ModelJob]) -> list[np.ndarray]:  # noqa: ANN001
+def logits_of(u, ds, jobs: list[ModelJob]) -> list[np.ndarray]:
     store = open_store(u.cfg)
     with ModelProgress(len(jobs)) as tracker:
         got = together.obtain_all(store, jobs[0].recipe, ds, jobs, tracker, u.cfg.device)
     return [np.asarray(m.logits, dtype=np.float32) for m in got]
 
 
-def sisa(u, ds, retain: np.ndarray, shards: int, seed: int) -> np.ndarray:  # noqa: ANN001
+def sisa(u, ds, retain: np.ndarray, shards: int, seed: int) -> np.ndarray:
     """log of the mean softmax of ``shards`` models, each trained on its own part of the retained records."""
     rng = np.random.default_rng(seed)
     parts = np.array_split(rng.permutation(retain), shards)
@@ -73,12 +73,13 @@ def sisa(u, ds, retain: np.ndarray, shards: int, seed: int) -> np.ndarray:  # no
     return np.log(np.clip(probs, 1e-12, 1.0)).astype(np.float32)
 
 
-def one_audit(u, ds, rec, with_noop: bool, shards: int) -> dict[str, np.ndarray]:  # noqa: ANN001
+def one_audit(u, ds, rec, with_noop: bool, shards: int) -> dict[str, np.ndarray]:
     jobs = audit.model_jobs(u, rec)  # [original, unlearned (retrain), retrained 1..4]
     seed = u.cfg.seed
     chosen = jobs[1:] + ([jobs[0]] if with_noop else [])
     for name, train in VARIATIONS.items():  # "seed": the default recipe; the others a recipe of their own
-        recipe = jobs[1].recipe if not train else target_job(config(u.cfg.dataset.name, seed, 1, train).cfg, ds, rec.members).recipe
+        varied = config(u.cfg.dataset.name, seed, 1, train).cfg
+        recipe = target_job(varied, ds, rec.members).recipe if train else jobs[1].recipe
         chosen.append(ModelJob(role=name, recipe=recipe, ds=ds, seed=model_seed(seed, SEED_TAG), train_idx=rec.retain))
     out: dict[str, np.ndarray] = {}
     for recipe in {id(j.recipe): j.recipe for j in chosen}.values():  # the jobs of one recipe train together

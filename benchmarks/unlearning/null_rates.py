@@ -30,7 +30,7 @@ _auc = verify.auc_by_records
 verify.auc_by_records = lambda pos, neg, seed, resamples=20: _auc(pos, neg, seed, resamples)  # type: ignore[misc]
 
 
-def row(u, ds, forget, retain, unseen, refs, unlearned, name: str) -> dict:  # noqa: ANN001
+def row(u, ds, forget, retain, unseen, refs, unlearned, name: str) -> dict:
     rec = audit.Records(ds, np.sort(np.concatenate([forget, retain])), forget, retain, unseen, unseen)
     models = audit.Models(None, unlearned.astype(np.float64), None, refs.astype(np.float64),  # type: ignore[arg-type]
                           Method(name=name, label=name), 0)  # fmt: skip

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
+from pathlib import Path
 
 from miaudit.stats.metrics import clopper_pearson
 
@@ -23,9 +24,11 @@ def rate(k: int, n: int) -> str:
 
 
 def main() -> None:
-    runs = [json.load(open(p)) for p in sys.argv[1:]]
-    print("| code | data set | unlearned model | audits (seeds) | any alarm | record test <= 2.5% | model test <= 2.5% "
-          "| no claim | verdicts | records named (audits naming any) |")
+    runs = [json.loads(Path(p).read_text()) for p in sys.argv[1:]]
+    print(
+        "| code | data set | unlearned model | audits (seeds) | any alarm | record test <= 2.5% | model test <= 2.5% "
+        "| no claim | verdicts | records named (audits naming any) |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for run in runs:
         rows = run["rows"]
@@ -42,8 +45,10 @@ def main() -> None:
             verdicts = ", ".join(f"{v} {c}" for v, c in sorted(Counter(r["verdict"] for r in sel).items()))
             named = sum(r["remembered"] for r in sel)
             naming = sum(r["remembered"] > 0 for r in sel)
-            print(f"| {run['tag']} | {ds} | {name} | {n} ({seeds}) | {rate(alarms, n)} | {rate(rec, n)} | "
-                  f"{rate(mod, n)} | {noc} | {verdicts} | {named} ({naming}) |")
+            print(
+                f"| {run['tag']} | {ds} | {name} | {n} ({seeds}) | {rate(alarms, n)} | {rate(rec, n)} | "
+                f"{rate(mod, n)} | {noc} | {verdicts} | {named} ({naming}) |"
+            )
 
 
 if __name__ == "__main__":

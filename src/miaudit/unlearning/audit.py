@@ -74,8 +74,8 @@ def forget_set(spec: int | Path | tuple[int, ...], members: np.ndarray, n_record
             raise DataError(f"unlearning.forget: record {int(forget.max())} is outside the data ({n_records} records)")
     else:
         forget = load_indices(spec, "unlearning.forget", n_records)
-    if not len(forget):
-        raise DataError(f"unlearning.forget: {Path(spec).name} lists no records")
+        if not len(forget):
+            raise DataError(f"unlearning.forget: {Path(spec).name} lists no records")
     outside = np.setdiff1d(forget, members)
     if len(outside):
         raise DataError(
