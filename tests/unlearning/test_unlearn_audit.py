@@ -103,7 +103,7 @@ def test_two_retrained_models_are_enough() -> None:
     assert "n/a" in dict((r[0], r[1]) for r in output.rows(s))["per-example AUC, unlearned vs retrained"]
 
 
-def sisa(shards: int) -> object:
+def sisa(shards: int, epochs: int) -> object:
     """A user's SISA-style unlearning (Bourtoule et al. 2021): ``shards`` fresh copies of the model, each trained
     on its own part of the retained records; the unlearned model averages their softmax. None saw a forgotten
     record: exact unlearning, at a cost in accuracy."""
@@ -129,8 +129,8 @@ def sisa(shards: int) -> object:
                 if hasattr(layer, "reset_parameters"):
                     layer.reset_parameters()
             opt = torch.optim.SGD(part.parameters(), lr=0.1, momentum=0.9)
-            for _ in range(30):
-                for b in idx[torch.randperm(len(idx))].split(32):
+            for _ in range(epochs):
+                for b in idx[torch.randperm(len(idx))].split(64):
                     opt.zero_grad()
                     torch.nn.functional.cross_entropy(part(x[b]), y[b]).backward()
                     opt.step()
@@ -145,9 +145,11 @@ def test_sisa_ensemble_is_not_over_forgotten(tmp_path: Path) -> None:
     """An honest SISA-style removal is less confident everywhere than models retrained on all retained records:
     a utility finding said as such, not over-forgotten (before: over_forgotten from the model-level test)."""
     u = config.from_mapping({**cfg(tmp_path), "references": 4, "unlearning": {"forget": 40}})
-    s = audit.run(u, unlearn_fn=sisa(4)).section  # type: ignore[arg-type]
+    s = audit.run(u, unlearn_fn=sisa(4, epochs=8)).section  # type: ignore[arg-type]
+    # the case of the issue: less accurate than the retrained models (each shard saw a quarter of the records)
+    assert s.utility.retained.unlearned < s.utility.retained.retrained_mean - 0.02
     assert s.verdict != "over_forgotten", s.sentence
-    assert s.utility.retained.unlearned < s.utility.retained.retrained_mean
+    assert s.utility_note is not None and s.utility_note in s.sentence
 
 
 @pytest.mark.slow
