@@ -23,7 +23,7 @@ def test_miaudit_schema_prints_the_models_schema_and_the_docs_publish_it() -> No
     assert printed == AuditReport.json_schema() == json.loads(DOCS_COPY.read_text())
     jsonschema.Draft202012Validator.check_schema(printed)
     assert printed["$schema"] == "https://json-schema.org/draft/2020-12/schema"
-    assert "schema_version" in printed["properties"] and SCHEMA_VERSION == 4
+    assert "schema_version" in printed["properties"] and SCHEMA_VERSION == 5
 
 
 def test_the_schema_refuses_what_results_json_never_holds() -> None:
