@@ -12,6 +12,7 @@ from _results import version_1_results
 
 from miaudit.errors import ConfigError, DataError
 from miaudit.results import AuditReport
+from miaudit.results.unlearning import Utility
 from miaudit.unlearning import audit, config, output
 
 
@@ -101,6 +102,20 @@ def test_two_retrained_models_are_enough() -> None:
     assert s.per_example_auc.value is None and s.tpr_at_1pct_retrained.value is None
     assert s.population_auc.value is not None and s.p_selection is not None and s.compared == 20
     assert "n/a" in dict((r[0], r[1]) for r in output.rows(s))["per-example AUC, unlearned vs retrained"]
+
+
+def test_damaged_by_hand() -> None:
+    """Damaged: less than half the retrained models' gain over a constant answer kept (Location's gradient ascent:
+    0.03 against 0.50, chance 0.07); a SISA-like loss (0.85 against 0.93, chance 0.1) is a utility note only."""
+    from miaudit.results.unlearning import Accuracies
+
+    def acc(unlearned: float, retrained: float) -> Accuracies:
+        return Accuracies(unlearned=unlearned, original=None, retrained_mean=retrained, retrained_sd=0.01)
+
+    assert audit._damaged(acc(0.03, 0.50), 0.07)
+    assert not audit._damaged(acc(0.85, 0.93), 0.1)
+    assert audit._utility_note(Utility(retained=acc(0.85, 0.93), test=acc(0.9, 0.9))) is not None
+    assert audit._utility_note(Utility(retained=acc(0.92, 0.93), test=acc(0.9, 0.9))) is None
 
 
 def sisa(shards: int, epochs: int) -> object:

@@ -84,8 +84,9 @@ class UnlearningSection(Strict):
     verdict: Literal["verified", "not_forgotten", "over_forgotten", "no_claim"]
     """verified: the unlearned model scores the forgotten records, against unseen records of their labels, as
     models that never trained on them do; not_forgotten: higher (still remembered); over_forgotten: lower
-    (forgotten harder than retraining would); no_claim: the retrained models themselves tell the forgotten records
-    from the unseen ones (the forget set differs from them by its choice: nothing to conclude)"""
+    (forgotten harder than retraining would, or the model damaged: ``damaged``); no_claim: the retrained models
+    themselves tell the forgotten records from the unseen ones (the forget set differs from them by its choice:
+    nothing to conclude)"""
     sentence: str
     """the verdict in one sentence, as the reports lead with it"""
     p_value: Number
@@ -108,6 +109,10 @@ class UnlearningSection(Strict):
     (no_claim at or below 0.01); None in files written before it existed"""
     compared: int | None = None
     """forgotten records compared (those whose label some unseen record has); None in older files"""
+    damaged: bool | None = None
+    """the unlearning damaged the model: on the test records it kept less than half of the retrained models'
+    accuracy above a constant answer (then over_forgotten, for every record, not the forgotten ones in particular);
+    None in older files"""
     utility_note: str | None = None
     """a sentence when the unlearned model is clearly less accurate than the retrained models (a cost of the
     unlearning on every record, not a verdict on the forgotten ones); None otherwise"""

@@ -299,13 +299,25 @@ def verify_models(u: UnlearnConfig, rec: Records, models: Models, start: float) 
     logits = (models.unlearned_logits, models.original_logits, models.retrained_logits)
     utility = Utility(retained=_accuracies(rec.retain, y, *logits), test=_accuracies(rec.test, y, *logits))
     note = _utility_note(utility)
-    sentence = _sentence(verdict, decision, selection.p_value, len(remembered), len(over), f, unl)
+    chance = float(np.bincount(y[rec.test]).max() / len(rec.test))  # a model answering the commonest label
+    damaged = _damaged(utility.test, chance)
+    if damaged and verdict != "not_forgotten":
+        verdict = "over_forgotten"
+        sentence = (
+            f"Over-forgotten: the unlearning damaged the model, which forgot far more than the {f} records: test "
+            f"accuracy {utility.test.unlearned:.2f} against {utility.test.retrained_mean:.2f} for models retrained "
+            f"without them (a model answering the commonest label: {chance:.2f}). It scores every record lower, the "
+            f"forgotten ones with the rest, so this does not single them out (the tests within labels: "
+            f"p = {_p(decision.p_value)})."
+        )
+    else:
+        sentence = _sentence(verdict, decision, selection.p_value, len(remembered), len(over), f, unl)
     if strata.compared < f:
         sentence += (
             f" {f - strata.compared} forgotten records were left out: no record outside the training records has "
             "their label."
         )
-    sentence += f" {note}" if note else ""
+    sentence += f" {note}" if note and not damaged else ""  # the damage sentence says it already
     refs = f"{k} models retrained on the {len(rec.retain)} retained records"
     unseen = f"the {len(rec.unseen)} records no model trained on"
     section = UnlearningSection(
@@ -328,6 +340,7 @@ def verify_models(u: UnlearnConfig, rec: Records, models: Models, start: float) 
         p_selection=_p(selection.p_value),
         compared=strata.compared,
         utility_note=note,
+        damaged=damaged,
         method=models.method,
         forget=[int(i) for i in rec.forget],
         n_retained=len(rec.retain),
@@ -356,6 +369,17 @@ def verify_models(u: UnlearnConfig, rec: Records, models: Models, start: float) 
 
 def _p(p: float) -> float:
     return float(f"{p:.4g}")
+
+
+DAMAGE = 0.5  # damaged: the unlearned model keeps less than this share of the retrained models' accuracy above chance
+
+
+def _damaged(test: Accuracies, chance: float) -> bool:
+    """Whether unlearning damaged the model: on the test records it kept less than ``DAMAGE`` of what the retrained
+    models gained over a constant answer. A rule, not a test: exact retraining that lost half its gain over chance
+    is a failed training run (the benchmark counts it on exact retraining)."""
+    gain = test.retrained_mean - chance
+    return gain > 0 and test.unlearned - chance < DAMAGE * gain
 
 
 def _utility_note(utility: Utility) -> str | None:
