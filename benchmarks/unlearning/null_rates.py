@@ -47,6 +47,9 @@ def row(u, ds, forget, retain, unseen, refs, unlearned, name: str) -> dict:
         "forget": len(forget),
         "remembered": len(s.remembered),
         "over_forgotten": len(s.over_forgotten),
+        "damaged": getattr(s, "damaged", None),
+        "test_acc": s.utility.test.unlearned,
+        "test_acc_retrained": s.utility.test.retrained_mean,
         "retained_acc": s.utility.retained.unlearned,
         "retained_acc_retrained": s.utility.retained.retrained_mean,
     }
