@@ -8,7 +8,8 @@ obtained) of whichever miaudit is imported: the current one, or the code before 
 ``PYTHONPATH=<git archive of the earlier commit>/src`` (``--tag before``). One row per audit (data set, seed,
 unlearned model): the verdict, both tests' p-values, the selection guard's (after only), the records named and
 the unlearned model's retained accuracy against the retrained models'. The AUC intervals are not read here:
-their bootstrap is cut to 20 resamples to save time (it touches no verdict).
+their bootstrap is cut to 20 resamples to save time (it touches no verdict). Written after every seed; a rerun
+with the same ``--out`` adds only the seeds not yet in it.
 """
 
 from __future__ import annotations
@@ -61,9 +62,12 @@ def main() -> None:
     ap.add_argument("--tag", default="after")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
-    rows, loaded = [], {}
+    rows = json.loads(args.out.read_text())["rows"] if args.out.exists() else []  # a rerun adds the new seeds
+    done, loaded = {(r["dataset"], r["seed"]) for r in rows}, {}
     for path in sorted(args.logits.glob("*.npz")):
         name, seed = path.stem.rsplit("-", 1)
+        if (name, int(seed)) in done:
+            continue
         a = np.load(path)
         u = from_mapping({"dataset": name, "model": "mlp", "seed": int(seed), "references": 4,
                           "unlearning": {"forget": FORGET[name], "method": "retrain"}})  # fmt: skip
@@ -77,8 +81,8 @@ def main() -> None:
             oc_retain = np.setdiff1d(np.concatenate([forget, retain]), oc)
             rows.append(row(u, ds, oc, oc_retain, unseen, a["oc_refs"], a["oc_retrain"], "one-class retrain"))
         print(path.stem, [r["verdict"] for r in rows if r["seed"] == int(seed) and r["dataset"] == name], flush=True)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"tag": args.tag, "rows": rows}, indent=1) + "\n")
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"tag": args.tag, "rows": rows}, indent=1) + "\n")
 
 
 if __name__ == "__main__":
