@@ -10,10 +10,10 @@ from typing import Any
 
 from conftest import TINY_RUN
 
+from miaudit.attack_plan import build
 from miaudit.config import run as config
 from miaudit.dp import audit
 from miaudit.dp.output import one_run_power
-from miaudit.attack_plan import build
 from miaudit.report import records
 from miaudit.results import Bound
 

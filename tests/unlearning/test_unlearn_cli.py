@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from miaudit.cli import app
+from miaudit.config.run import from_dict
 
 
 def invoke(*args: str) -> Result:
@@ -31,10 +32,17 @@ def test_the_shared_flags() -> None:
         ("[0, 1, 1000000]", "index 1000000 is outside"),
         ("nonmember", "is not among the original model's training records"),
         ("0", "unlearning.forget"),
+        ("[0, 1, 1000000]inline", "record 1000000 is outside the data"),
+        ("[0, x]inline", "unlearning.forget: expected a positive count, an index file or a list of record indices"),
+        ("[]inline", "got an empty list"),
+        ("[3, 3]inline", "unlearning.forget: record 3 is listed twice"),
+        ("{a: 1}inline", "unlearning.forget: expected a positive count"),
     ],
 )
 def test_bad_forget_refused_in_one_line_nothing_written(tmp_path: Path, forget: str, message: str) -> None:
-    if forget.startswith("["):
+    if forget.endswith("inline"):  # written into the config as it is
+        forget = forget.removesuffix("inline")
+    elif forget.startswith("["):
         np.save(tmp_path / "f.npy", np.array(json.loads(forget)))
         forget = str(tmp_path / "f.npy")
     elif forget == "nonmember":
@@ -82,3 +90,26 @@ def test_plan_counts_the_models_of_an_unlearning_audit(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert "5 models (target, unlearned (retrain), retrained 1/3" in res.output
     assert "for 5 model(s) to train" in res.output
+
+
+@pytest.mark.slow
+def test_plan_times_unlearn_models_as_run_plan_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The unlearn plan of a config and the run plan of the same models: the same time per model (one timed epoch
+    per record, scaled, shared among the same workers), so the same total for the same models. Timing is faked
+    (1 ms per record per epoch) so that the test reads the arithmetic, not the machine."""
+    from miaudit import api, forecast
+
+    monkeypatch.setattr(forecast, "_epoch_seconds", lambda recipe, job, seed: 0.001 * len(job.train_idx))
+    monkeypatch.setattr(forecast, "measured_seconds", lambda store, job: [])
+    base = f"dataset: digits\nseed: 2\nreferences: 4\ntrain: {{epochs: 30}}\ncache_dir: {tmp_path / 'cache'}\n"
+    config = tmp_path / "u.yaml"
+    config.write_text(base + "unlearning: {forget: 50, method: retrain}\n")
+    lines = [forecast.unlearning_lines(config, []) for _ in range(2)]
+    assert lines[0] == lines[1]  # consistent: the same config, the same plan
+    seconds = float(re.search(r"about (\d+) s for 6 model\(s\)", lines[0][1]).group(1))  # type: ignore[union-attr]
+    run = api.plan(from_dict({"dataset": "digits", "seed": 2, "references": 4, "cache_dir": str(tmp_path / "c2")}))
+    target = run.models[0]  # the same model as the unlearn audit's original: the same records and recipe
+    workers = run.workers or 1
+    assert target.seconds == pytest.approx(0.001 * 359 * 30)
+    # 6 models: the original (359 records) and 5 on the 309 retained records, shared among the same workers
+    assert seconds == pytest.approx((359 + 5 * 309) * 0.001 * 30 / workers, abs=1)

@@ -360,6 +360,7 @@ def with_defects(audit: DPAudit) -> DPAudit:
         f"violation: your training run shows {len(t.defects)} defect(s) directly, whatever the claimed epsilon "
         f"(no statistics): {said}. The canaries' test: {audit.verdict}"
     )
+    # a results record, not a config: these two fields carry no validator and no cross-field rule
     return audit.model_copy(update={"violated": True, "verdict": verdict})
 
 
@@ -383,6 +384,7 @@ def run(cfg: RunConfig, fn: TrainFn | None = None, model: ModelFactory | None = 
     inserted = int(exp.records.is_member.sum())
     accounted = (exp.target.privacy or {}).get("accounted")
     whitebox = observed[0] if observed else None
+    # a results record: `training` is built by `section` as its typed model, so no validation is skipped
     res.dp_audit = with_defects(
         res.dp_audit.model_copy(update={"training": section(training, len(target_idx), inserted, accounted, whitebox)})
     )

@@ -88,13 +88,19 @@ def training_time(cfg: RunConfig, plan: Plan) -> TrainingTime:
     training records and epochs. Models that ``models_at_once: auto`` trains in worker processes on a CPU
     (``together.worker_processes``) are timed on one torch thread, as a worker trains them, and their wall time
     is shared among the workers."""
+    jobs, command = _jobs(cfg, plan)
+    if cfg.dp_training is not None:
+        return _user_function_time(cfg, jobs)
+    return jobs_time(cfg, jobs, command)
+
+
+def jobs_time(cfg: RunConfig, jobs: list[ModelJob], command: str, all_target: bool = False) -> TrainingTime:
+    """``training_time`` of given jobs: the first is the target, the others references (``all_target``: every job
+    trains with the target's recipe, as an unlearning audit's retrained models do)."""
     import torch
 
     from ..experiment import together
 
-    jobs, command = _jobs(cfg, plan)
-    if cfg.dp_training is not None:
-        return _user_function_time(cfg, jobs)
     store = open_store(cfg)
     one = cfg.revised(train=cfg.train.revised(epochs=1))
     pending = {i for i, job in enumerate(jobs) if not job.in_store(store)}
@@ -105,7 +111,7 @@ def training_time(cfg: RunConfig, plan: Plan) -> TrainingTime:
     models: list[ModelTime] = []
     for i, job in enumerate(jobs):
         cached = i not in pending
-        kind = "reference" if i else "target"
+        kind = "reference" if i and not all_target else "target"
         worker = workers > 1 and i in in_workers
         if not cached and kind not in measured and kind not in per_epoch:
             found = measured_seconds(store, job)
@@ -336,7 +342,7 @@ def lines(f: AuditPlan) -> list[str]:
     return out
 
 
-def time_line(f: PlannedTraining) -> str:
+def time_line(f: PlannedTraining | TrainingTime) -> str:
     """The training line of a plan: the models to train, their time, how it was found."""
     models = f.models
     if not models:
@@ -364,7 +370,7 @@ def time_line(f: PlannedTraining) -> str:
 
 def unlearning_lines(path: str | Path, overrides: list[str]) -> list[str]:
     """``miaudit plan`` of an unlearning config (``miaudit unlearn``): the models it obtains and their training time
-    (one timed epoch of the original's recipe, scaled to each model's records and epochs; cached models free)."""
+    (``jobs_time``: every model with the original's recipe; cached models free)."""
     from ..config.files import load_config
     from ..unlearning import audit, config
 
@@ -373,15 +379,10 @@ def unlearning_lines(path: str | Path, overrides: list[str]) -> list[str]:
     ds = datasets.load(cfg)
     rec = audit.records(u, ds)
     jobs = audit.model_jobs(u, rec)
-    pending = [j for j in jobs if not j.in_store(open_store(cfg))]
     head = (
         f"unlearn: forget {len(rec.forget)} of {len(rec.members)} training records, {len(rec.unseen)} unseen records "
         f"calibrate; {len(jobs)} models ({', '.join(j.role for j in jobs)})"
     )
-    if not pending:
-        return [head, "training: all in the cache, nothing to train: about 0 s of training"]
-    one = cfg.revised(train=cfg.train.revised(epochs=1))
-    epoch = _epoch_seconds(builtin_recipe(one, ds, cfg.model, dp=cfg.train.dp), pending[0], cfg.seed)
-    per_record = epoch / max(len(pending[0].train_idx), 1)
-    seconds = sum(per_record * len(j.train_idx) * cfg.train.epochs for j in pending)
-    return [head, f"training: about {seconds:.0f} s for {len(pending)} model(s) to train; {epoch:.2f} s per epoch"]
+    # timed as `miaudit run`'s plan times its models (a measured time in the cache first, else one epoch on the
+    # threads the models will train on): the two plans of the same models agree
+    return [head, time_line(jobs_time(cfg, jobs, "unlearn", all_target=True))]

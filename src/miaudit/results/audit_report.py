@@ -29,7 +29,8 @@ from .unlearning import UnlearningSection
 SCHEMA_VERSION = 5  # 3: the optional unlearning, dataset_inference and dp_audit.training sections; 4:
 # dataset_inference.at_least; 5: dataset_inference.direction, calibrated, references_guard,
 # power.unmeasured_because; dp_audit.training.defects and observed_sample_rate; verdict.summary and .detail,
-# records_at_risk.summary (all optional: older files load)
+# records_at_risk.summary; unlearning's
+# no_claim verdict, p_selection, compared, damaged and utility_note (all optional: older files load)
 # the versions ``load`` reads with unknown keys dropped: 1 (sections were open) and any newer than this
 OPEN_SECTIONS = 1
 log = logging.getLogger("miaudit")

@@ -81,9 +81,12 @@ class UnlearningSection(UnlearningPart):
     """Did the forgotten records leave the model: the set-level verdict, the records named in each direction, the
     attacks' AUCs of telling the unlearned model from retrained ones, utility and exposure."""
 
-    verdict: Literal["verified", "not_forgotten", "over_forgotten"]
-    """verified: the unlearned model scores the forgotten records as models that never trained on them do;
-    not_forgotten: higher (still remembered); over_forgotten: lower (forgotten harder than retraining would)"""
+    verdict: Literal["verified", "not_forgotten", "over_forgotten", "no_claim"]
+    """verified: the unlearned model scores the forgotten records, against unseen records of their labels, as
+    models that never trained on them do; not_forgotten: higher (still remembered); over_forgotten: lower
+    (forgotten harder than retraining would, or the model damaged: ``damaged``); no_claim: the retrained models
+    themselves tell the forgotten records from the unseen ones (the forget set differs from them by its choice:
+    nothing to conclude)"""
     sentence: str
     """the verdict in one sentence, as the reports lead with it"""
     p_value: Number
@@ -99,7 +102,20 @@ class UnlearningSection(UnlearningPart):
     p_records: Number
     """the record-level test's two-sided p-value (forgotten against unseen records)"""
     p_models: Number
-    """the model-level test's (the unlearned model against the retrained ones)"""
+    """the model-level test's (the unlearned model's forget-minus-unseen confidence gap against the retrained
+    models')"""
+    p_selection: Number | None = None
+    """the selection guard's two-sided p-value: the retrained models' signal, forgotten against unseen records
+    (no_claim at or below 0.01); None in files written before it existed"""
+    compared: int | None = None
+    """forgotten records compared (those whose label some unseen record has); None in older files"""
+    damaged: bool | None = None
+    """the unlearning damaged the model: on the test records it kept less than half of the retrained models'
+    accuracy above a constant answer (then over_forgotten, for every record, not the forgotten ones in particular);
+    None in older files"""
+    utility_note: str | None = None
+    """a sentence when the unlearned model is clearly less accurate than the retrained models (a cost of the
+    unlearning on every record, not a verdict on the forgotten ones); None otherwise"""
     method: Method
     """how the unlearned model was made"""
     forget: list[int]

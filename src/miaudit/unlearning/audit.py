@@ -57,9 +57,9 @@ class Records:
     test: np.ndarray  # the target's test records (accuracy)
 
 
-def forget_set(spec: int | Path, members: np.ndarray, n_records: int, seed: int) -> np.ndarray:
-    """The forgotten records: ``spec`` of the members drawn with the seed, or an index file's records, each of
-    them a member; at least 2 records must be left to retrain on. Refused in one line otherwise."""
+def forget_set(spec: int | Path | tuple[int, ...], members: np.ndarray, n_records: int, seed: int) -> np.ndarray:
+    """The forgotten records: ``spec`` of the members drawn with the seed, or an index file's or a list's
+    records, each of them a member; at least 2 records must be left to retrain on. Refused in one line otherwise."""
     if isinstance(spec, int):
         if spec > len(members) - 2:
             raise ConfigError(
@@ -68,9 +68,14 @@ def forget_set(spec: int | Path, members: np.ndarray, n_records: int, seed: int)
             )
         rng = np.random.default_rng(np.random.SeedSequence([seed, FORGET_TAG]))
         return np.sort(rng.choice(members, size=spec, replace=False))
-    forget = load_indices(spec, "unlearning.forget", n_records)
-    if not len(forget):
-        raise DataError(f"unlearning.forget: {Path(spec).name} lists no records")
+    if isinstance(spec, tuple):
+        forget = np.asarray(spec, dtype=np.int64)
+        if forget.max() >= n_records:
+            raise DataError(f"unlearning.forget: record {int(forget.max())} is outside the data ({n_records} records)")
+    else:
+        forget = load_indices(spec, "unlearning.forget", n_records)
+        if not len(forget):
+            raise DataError(f"unlearning.forget: {Path(spec).name} lists no records")
     outside = np.setdiff1d(forget, members)
     if len(outside):
         raise DataError(
@@ -99,6 +104,11 @@ def records(u: UnlearnConfig, ds: Dataset) -> Records:
     if len(unseen) < 2:
         raise DataError("members: no records are left outside the training records to calibrate the tests on")
     forget = forget_set(u.unlearning.forget, members, n, u.cfg.seed)
+    if not np.isin(ds.y[forget], ds.y[unseen]).any():  # each record is compared with unseen ones of its label
+        raise DataError(
+            "unlearning.forget: no record outside the training records has a label of the forgotten ones; "
+            "nothing to compare them with"
+        )
     retain = np.setdiff1d(members, forget)
     return Records(ds, members, forget, retain, unseen, test)
 
@@ -244,38 +254,41 @@ class Verification:
 
 def verify_models(u: UnlearnConfig, rec: Records, models: Models, start: float) -> Verification:
     """The statistics of ``verify.py`` on the models' signals (the logit-scaled confidence)."""
-    y, unl = rec.dataset.y, u.unlearning
+    y, unl, seed = rec.dataset.y, u.unlearning, u.cfg.seed
     k = models.retrained_logits.shape[0]
     phi_u = rescaled_logit(models.unlearned_logits, y)
     phi_r = rescaled_logit(models.retrained_logits, y)  # (K, n)
     pooled = np.concatenate([rec.forget, rec.unseen])
     f = len(rec.forget)
+    strata = verify.Strata.of(y[rec.forget], y[rec.unseen])
     z = verify.standardized(phi_u[pooled], phi_r[:, pooled])
     z_f, z_n = z[:f], z[f:]
-    test = verify.rank_test(z_f, z_n, u.cfg.seed)
-    # the model test reads the mean confidence (bounded: a mean over the forget set is near normal across seeds,
-    # where the logit-scaled confidence's rare large values are not)
-    conf_u, conf_r = (
-        confidence(models.unlearned_logits[rec.forget], y[rec.forget]),
-        confidence(models.retrained_logits[:, rec.forget], y[rec.forget]),
-    )
-    per_model = verify.model_test(float(conf_u.mean()), conf_r.mean(axis=1))
-    decision = verify.decide(test, per_model, unl.level)
+    test = verify.stratified_test(verify.within_ranks(z, strata), strata, seed, verify.RECORDS_TAG)
+    # the model test reads the confidence (bounded: one record's extreme logit cannot carry it), the unlearned
+    # model's minus the retrained models' mean on the same record: forget against unseen, within labels
+    conf_u = confidence(models.unlearned_logits[pooled], y[pooled])
+    conf_r = confidence(models.retrained_logits[:, pooled], y[pooled])
+    gap = verify.stratified_test(conf_u - conf_r.mean(axis=0), strata, seed, verify.MODELS_TAG)
+    selection = verify.stratified_test(phi_r[:, pooled].mean(axis=0), strata, seed, verify.SELECTION_TAG)
+    decision = verify.decide(test, gap, selection, unl.level)
     verdict = decision.verdict
-    p_up = verify.conformal_pvalues(z_f, z_n, upper=True)
-    p_low = verify.conformal_pvalues(z_f, z_n, upper=False)
-    remembered = rec.forget[verify.named(p_up, unl.fdr)]
-    over = rec.forget[verify.named(p_low, unl.fdr)]
-    pos, neg = verify.leave_one_out(phi_u[pooled], phi_r[:, pooled])
-    per_example = verify.auc_by_records(pos[:, :f], neg[:, :f], u.cfg.seed)
-    population = verify.auc_by_records(phi_u[rec.forget][None], phi_r[:, rec.forget], u.cfg.seed)
+    p_up = verify.conformal_by_label(z_f, z_n, strata, upper=True)
+    p_low = verify.conformal_by_label(z_f, z_n, strata, upper=False)
+    remembered = rec.forget[verify.named(p_up, unl.fdr)] if verdict != "no_claim" else rec.forget[:0]
+    over = rec.forget[verify.named(p_low, unl.fdr)] if verdict != "no_claim" else rec.forget[:0]
+    loo = verify.leave_one_out(phi_u[pooled], phi_r[:, pooled])
+    per_example = mean_tpr = None
+    if loo is not None:
+        pos, neg = loo
+        per_example = verify.auc_by_records(pos[:, :f], neg[:, :f], seed)
+        retrained_tpr = [verify.tpr_at(neg[j, :f], neg[j, f:]) for j in range(k)]
+        mean_tpr = verify.Estimate(
+            float(np.mean([e.value for e in retrained_tpr])),
+            float(np.mean([e.low for e in retrained_tpr])),
+            float(np.mean([e.high for e in retrained_tpr])),
+        )
+    population = verify.auc_by_records(phi_u[rec.forget][None], phi_r[:, rec.forget], seed)
     after = verify.tpr_at(z_f, z_n)
-    retrained_tpr = [verify.tpr_at(neg[j, :f], neg[j, f:]) for j in range(k)]
-    mean_tpr = verify.Estimate(
-        float(np.mean([e.value for e in retrained_tpr])),
-        float(np.mean([e.low for e in retrained_tpr])),
-        float(np.mean([e.high for e in retrained_tpr])),
-    )
     before = exposure = baseline = None
     if models.original_logits is not None:
         phi_t = rescaled_logit(models.original_logits, y)
@@ -285,7 +298,27 @@ def verify_models(u: UnlearnConfig, rec: Records, models: Models, start: float) 
         exposure = rec.retain[verify.newly_exposed(phi_t[r], phi_u[r], phi_t[n], phi_u[n])]
         baseline = float(np.mean([len(verify.newly_exposed(phi_t[r], p[r], phi_t[n], p[n])) for p in phi_r]))
     logits = (models.unlearned_logits, models.original_logits, models.retrained_logits)
-    sentence = _sentence(verdict, decision.p_value, len(remembered), len(over), f, unl)
+    utility = Utility(retained=_accuracies(rec.retain, y, *logits), test=_accuracies(rec.test, y, *logits))
+    note = _utility_note(utility)
+    chance = float(np.bincount(y[rec.test]).max() / len(rec.test))  # a model answering the commonest label
+    damaged = _damaged(utility.test, chance)
+    if damaged and verdict != "not_forgotten":
+        verdict = "over_forgotten"
+        sentence = (
+            f"Over-forgotten: the unlearning damaged the model, which forgot far more than the {f} records: test "
+            f"accuracy {utility.test.unlearned:.2f} against {utility.test.retrained_mean:.2f} for models retrained "
+            f"without them (a model answering the commonest label: {chance:.2f}). It scores every record lower, the "
+            f"forgotten ones with the rest, so this does not single them out (the tests within labels: "
+            f"p = {_p(decision.p_value)})."
+        )
+    else:
+        sentence = _sentence(verdict, decision, selection.p_value, len(remembered), len(over), f, unl)
+    if strata.compared < f:
+        sentence += (
+            f" {f - strata.compared} forgotten records were left out: no record outside the training records has "
+            "their label."
+        )
+    sentence += f" {note}" if note and not damaged else ""  # the damage sentence says it already
     refs = f"{k} models retrained on the {len(rec.retain)} retained records"
     unseen = f"the {len(rec.unseen)} records no model trained on"
     section = UnlearningSection(
@@ -296,13 +329,19 @@ def verify_models(u: UnlearnConfig, rec: Records, models: Models, start: float) 
         p_over_forgotten=_p(decision.p_over_forgotten),
         level=unl.level,
         test=(
-            f"two tests, each at half the level: records, a permutation rank-sum ({test.resamples} permutations) of "
-            f"the forgotten records' scores standardized by {refs} against those of {unseen} (exact when the forget "
-            f"set is a random draw of the training records); models, the predictive t (df {k - 1}) of the unlearned "
-            "model's mean forget-set confidence among the retrained models' (exchangeable on exact retraining)"
+            f"two permutation tests ({test.resamples} permutations, forgotten against unseen records within each "
+            f"label), each at half the level: records, the within-label ranks of the scores standardized by {refs}; "
+            "models, the unlearned model's confidence minus the retrained models' mean confidence on the same "
+            "record (the unlearned model's forget-minus-unseen gap against theirs); exact when the forget set is a "
+            f"random draw of the training records or a choice by label. No claim when the retrained models "
+            f"themselves tell the forgotten records from the unseen ones of their labels (p <= {verify.GUARD_LEVEL})"
         ),
         p_records=_p(test.p_value),
-        p_models=_p(per_model.p_value),
+        p_models=_p(gap.p_value),
+        p_selection=_p(selection.p_value),
+        compared=strata.compared,
+        utility_note=note,
+        damaged=damaged,
         method=models.method,
         forget=[int(i) for i in rec.forget],
         n_retained=len(rec.retain),
@@ -310,16 +349,13 @@ def verify_models(u: UnlearnConfig, rec: Records, models: Models, start: float) 
         fdr=unl.fdr,
         remembered=[int(i) for i in remembered],
         over_forgotten=[int(i) for i in over],
-        per_record_null=f"conformal p-values among {unseen}, scores standardized by {refs}",
+        per_record_null=f"conformal p-values among those of {unseen} of the same label, scores standardized by {refs}",
         per_example_auc=_estimate(per_example, f"{refs} (leave-one-out)"),
         population_auc=_estimate(population, refs),
         tpr_at_1pct_before=_estimate(before, f"{unseen} (threshold), {refs} (standardization)"),
         tpr_at_1pct_after=_estimate(after, f"{unseen} (threshold), {refs} (standardization)"),
         tpr_at_1pct_retrained=_estimate(mean_tpr, f"each of the {refs} against the others"),
-        utility=Utility(
-            retained=_accuracies(rec.retain, y, *logits),
-            test=_accuracies(rec.test, y, *logits),
-        ),
+        utility=utility,
         exposure_rose=Exposure(
             count=None if exposure is None else len(exposure),
             retrained_mean=None if baseline is None else round(baseline, 2),
@@ -336,21 +372,57 @@ def _p(p: float) -> float:
     return float(f"{p:.4g}")
 
 
-def _sentence(verdict: str, p_value: float, n_rem: int, n_over: int, f: int, unl: UnlearningConfig) -> str:
+DAMAGE = 0.5  # damaged: the unlearned model keeps less than this share of the retrained models' accuracy above chance
+
+
+def _damaged(test: Accuracies, chance: float) -> bool:
+    """Whether unlearning damaged the model: on the test records it kept less than ``DAMAGE`` of what the retrained
+    models gained over a constant answer. A rule, not a test: exact retraining that lost half its gain over chance
+    is a failed training run (the benchmark counts it on exact retraining)."""
+    gain = test.retrained_mean - chance
+    return gain > 0 and test.unlearned - chance < DAMAGE * gain
+
+
+def _utility_note(utility: Utility) -> str | None:
+    """A sentence when the unlearned model is clearly less accurate than the retrained models (below their mean by
+    more than 3 sd and 0.02): a cost of the unlearning, which the verdict does not read as forgetting."""
+    low = [
+        f"{name} {a.unlearned:.2f} against {a.retrained_mean:.2f}"
+        for name, a in (("retained records", utility.retained), ("test records", utility.test))
+        if a.unlearned < a.retrained_mean - max(3 * a.retrained_sd, 0.02)
+    ]
+    if not low:
+        return None
+    return (
+        f"Utility: the unlearned model is less accurate than the retrained models ({'; '.join(low)}), a cost of "
+        "the unlearning that touches every record, not the forgotten ones in particular."
+    )
+
+
+def _sentence(
+    verdict: str, d: verify.Decision, p_selection: float, n_rem: int, n_over: int, f: int, unl: UnlearningConfig
+) -> str:
+    if verdict == "no_claim":
+        return (
+            f"No claim: models retrained without the {f} forgotten records already tell them from the unseen "
+            f"records of their labels (p = {_p(p_selection)}), so the forget set differs from those records by more "
+            "than training did; the tests cannot tell what unlearning left (docs/unlearning.md)."
+        )
     if verdict == "verified":
         return (
-            f"Forgetting verified: the unlearned model scores the {f} forgotten records as models retrained without "
-            f"them do (p = {_p(p_value)}, two-sided, level {unl.level})."
+            f"Forgetting verified: the unlearned model scores the {f} forgotten records, against unseen records of "
+            f"their labels, as models retrained without them do (p = {_p(d.p_value)}, two-sided, level {unl.level})."
         )
     if verdict == "not_forgotten":
         return (
-            f"Not forgotten: the unlearned model still scores the {f} forgotten records higher than models retrained "
-            f"without them (p = {_p(p_value)}); {n_rem} records named as still remembered at FDR {unl.fdr}."
+            f"Not forgotten: the unlearned model scores the {f} forgotten records higher, against unseen records of "
+            f"their labels, than models retrained without them do (p = {_p(d.p_value)}); {n_rem} records named as "
+            f"still remembered at FDR {unl.fdr}."
         )
     return (
-        f"Over-forgotten: the unlearned model scores the {f} forgotten records lower than models retrained without "
-        f"them (p = {_p(p_value)}), which reveals who asked to be forgotten; {n_over} records named at FDR "
-        f"{unl.fdr}."
+        f"Over-forgotten: the unlearned model scores the {f} forgotten records lower, against unseen records of "
+        f"their labels, than models retrained without them do (p = {_p(d.p_value)}), which reveals who asked to be "
+        f"forgotten; {n_over} records named at FDR {unl.fdr}."
     )
 
 

@@ -1,6 +1,7 @@
 """The ``unlearning:`` section of an unlearning audit's config: the forget set and how the unlearned model is made.
 
-``forget``: a count (drawn with the seed from the target's training records) or an index file (a subset of them).
+``forget``: a count (drawn with the seed from the target's training records), an index file or a list of indices
+(a subset of them).
 ``method``: a name or ``{name, epochs, lr, ...}``; absent when the unlearned model is given (``target:``) or made
 by the user's ``unlearn_fn`` (Python). Unknown keys are refused, with the closest known one.
 """
@@ -89,9 +90,9 @@ class MethodConfig(Strict):
 class UnlearningConfig(Strict):
     """``unlearning:``: which records are forgotten and how the unlearned model is made."""
 
-    forget: int | Path = Field(
-        description="records to forget: a count drawn with the seed from the target's training records, or a "
-        ".npy/text file of record indices (a subset of them)"
+    forget: int | Path | tuple[int, ...] = Field(
+        description="records to forget: a count drawn with the seed from the target's training records, a "
+        ".npy/text file of record indices (a subset of them), or the indices themselves as a list"
     )
     method: MethodConfig | None = Field(
         default=None,
@@ -109,11 +110,20 @@ class UnlearningConfig(Strict):
     @field_validator("forget", mode="before")
     @classmethod
     def _forget_form(cls, v: object) -> object:
-        if isinstance(v, bool) or (isinstance(v, int) and v < 1):
-            raise ValueError(f"expected a positive count or an index file, got {v!r}")
-        if isinstance(v, float):
-            raise ValueError(f"expected a whole count or an index file, got {v!r}")
-        return v
+        """Every form decided here, so that a wrong one is one message, not one per branch of the union."""
+        forms = "a positive count, an index file or a list of record indices"
+        if isinstance(v, (list, tuple)):
+            bad = next((i for i in v if isinstance(i, bool) or not isinstance(i, int) or i < 0), None)
+            if bad is not None or not v:
+                what = "an empty list" if not v else f"{bad!r} in the list"
+                raise ValueError(f"expected {forms} (whole numbers from 0), got {what}")
+            if len(set(v)) < len(v):
+                twice = next(i for i in v if v.count(i) > 1)
+                raise ValueError(f"record {twice} is listed twice")
+            return tuple(v)
+        if isinstance(v, bool) or (isinstance(v, int) and v < 1) or not isinstance(v, (int, str, Path)):
+            raise ValueError(f"expected {forms}, got {v!r}")
+        return Path(v) if isinstance(v, str) else v
 
 
 @dataclass(frozen=True)

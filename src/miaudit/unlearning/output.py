@@ -67,6 +67,9 @@ def rows(s: UnlearningSection) -> list[tuple[str, str, str]]:
         ("forgotten / retained / unseen records", f"{len(s.forget)} / {s.n_retained} / {s.n_unseen}", ""),
         ("set-level p-value (two-sided)", f"{s.p_value:.4g} (remembered {s.p_remembered:.4g}, over-forgotten "
          f"{s.p_over_forgotten:.4g})", s.test),
+        ("selection guard p-value (two-sided)", "n/a" if s.p_selection is None else f"{s.p_selection:.4g}",
+         "the retrained models' own signal, forgotten against unseen records of their labels: no claim at 0.01 "
+         "or below (the forget set differs from those records by its choice)"),
         (f"records named at FDR {s.fdr}",
          f"{len(s.remembered)} still remembered, {len(s.over_forgotten)} over-forgotten", s.per_record_null),
         ("per-example AUC, unlearned vs retrained", _fmt(s.per_example_auc), s.per_example_auc.null),

@@ -4,20 +4,27 @@ The null is "the unlearned model treats the forgotten records as records no mode
 here (the unlearned one, the models retrained on the retained records) never trained on the *unseen* records
 (those outside the original training set), and under exact retraining it never trained on the forgotten ones
 either. A random forget set is then a uniformly random subset of forget + unseen records given the retained
-ones (the split and the draw are uniform), so each forgotten record's standardized score is exchangeable with
-the unseen records'. Hence:
+ones (the split and the draw are uniform), and so is a forget set chosen by label among the records of those
+labels. Every test therefore compares each forgotten record with the unseen records *of its label* and permutes
+the forget / unseen labels within each label (``stratified_test``): exact, whatever the models, with no
+assumption on how the signal is distributed:
 
-- per record, the conformal p-value of its score among the unseen records' (``conformal_pvalues``) is valid
-  (P(p <= a) <= a) in each direction: upper (still remembered), lower (over-forgotten); BH on them names
-  records at an FDR (conformal p-values are PRDS: Bates et al. 2023);
-- the set-level test (``rank_test``) permutes the forget / unseen labels of the pooled records: a rank-sum whose
-  permutation p-value is exact whatever the models (their shared, model-wide shifts move forget and unseen
-  records alike). Two-sided at ``level``: "not forgotten" on exact retraining at most level / 2 of the time.
+- records: the forgotten records' within-label ranks of their standardized score (each record's signal against
+  the retrained models' on the same record);
+- models: the unlearned model's confidence minus the retrained models' mean confidence, per record: the
+  difference between the unlearned model's forget-minus-unseen gap and the retrained models'. A model less
+  confident everywhere (a SISA ensemble, a damaged model) moves forgotten and unseen records alike: a utility
+  finding, reported as such (``utility``), not a verdict on the forget set;
+- selection (the guard): the retrained models' own mean signal, forgotten against unseen. They saw neither, so
+  whatever separates the two is the forget set's choice, not training: then no claim (a random forget set:
+  ``GUARD_LEVEL`` of the time).
+
+Per record, conformal p-values among the unseen records of the same label, upper (still remembered) and lower
+(over-forgotten); BH on them names records at an FDR (conformal p-values are PRDS: Bates et al. 2023).
 
 The per-record standardization (``standardized``) uses the retrained models: the mean and a shrunk variance of
 each record's signal over them (the per-example part of U-LiRA / LiRA); it only sharpens the tests, their validity
-rests on the exchangeability above. A forget set chosen by the user (not drawn at random) is exchangeable with
-unseen records only as far as the standardization removes what sets it apart (docs/unlearning.md).
+rests on the exchangeability above.
 """
 
 from __future__ import annotations
@@ -35,7 +42,9 @@ PRIOR_DF = 2.0  # pseudo-observations of the pooled variance added to each recor
 RESAMPLES = 1999  # permutations of the set-level test (its p-value is at least 1 / 2000)
 BOOTSTRAP = 1000  # resamples of the forget records behind each AUC's interval
 CONFIDENCE = 0.95
-Verdict = Literal["verified", "not_forgotten", "over_forgotten"]
+GUARD_LEVEL = 0.01  # the selection guard's two-sided level: "no claim" on a random forget set this often
+RECORDS_TAG, MODELS_TAG, SELECTION_TAG = 0x0F6E7, 0x0DE15, 0x5E1EC  # the three tests' permutation streams
+Verdict = Literal["verified", "not_forgotten", "over_forgotten", "no_claim"]
 
 
 def standardized(signal: np.ndarray, reference: np.ndarray, prior_df: float = PRIOR_DF) -> np.ndarray:
@@ -70,58 +79,89 @@ def conformal_pvalues(scores: np.ndarray, calibration: np.ndarray, upper: bool =
 
 
 @dataclass(frozen=True)
-class RankTest:
-    statistic: float  # the forget records' mean rank among all pooled records, scaled to [0, 1]
-    p_remembered: float  # upper tail: forget records rank higher than unseen ones
+class Strata:
+    """The pooled records (forgotten first, then unseen) grouped by label: each forgotten record is compared with
+    the unseen records of its own label only, so a forget set chosen by label (one class, a few classes) is
+    compared like with like. Forgotten records of a label no unseen record has cannot be compared: left out."""
+
+    groups: tuple[np.ndarray, ...]  # per label with both kinds: positions of its pooled records
+    forget_in: tuple[int, ...]  # per group: how many of its records are forgotten (they come first)
+    compared: int  # forgotten records compared (the others' labels have no unseen record)
+
+    @classmethod
+    def of(cls, labels_forget: np.ndarray, labels_unseen: np.ndarray) -> Strata:
+        f = len(labels_forget)
+        labels = np.concatenate([labels_forget, labels_unseen])
+        groups, counts = [], []
+        for c in np.unique(labels_forget):
+            where = np.flatnonzero(labels == c)
+            n_f = int(np.sum(where < f))
+            if len(where) > n_f:  # at least one unseen record of the label
+                groups.append(where)
+                counts.append(n_f)
+        return cls(tuple(groups), tuple(counts), int(sum(counts)))
+
+
+@dataclass(frozen=True)
+class PermutationTest:
+    statistic: float  # sum over labels of (forgotten share) x (forgotten mean - unseen mean) of the values
+    p_remembered: float  # upper tail: the forgotten records' values higher than the unseen records' of their label
     p_over_forgotten: float  # lower tail
     p_value: float  # two-sided: 2 x the smaller tail, at most 1
     resamples: int
 
 
-def rank_test(forget: np.ndarray, unseen: np.ndarray, seed: int, resamples: int = RESAMPLES) -> RankTest:
-    """Permutation rank-sum test of forget against unseen scores (Monte Carlo, the observed labelling counted as
-    one permutation: p = (1 + #{T_b >= T}) / (B + 1), valid for any B)."""
-    f, n = len(forget), len(unseen)
-    if f == 0 or n == 0:
-        raise ValueError("rank_test: needs forget and unseen records")
-    ranks = sps.rankdata(np.concatenate([forget, unseen]))
-    total = f + n
-    observed = ranks[:f].mean()
-    rng = np.random.default_rng(np.random.SeedSequence([seed, 0x0F6E7]))
-    draws = np.empty(resamples)
-    chunk = max(1, 2_000_000 // total)
-    for start in range(0, resamples, chunk):
-        b = min(chunk, resamples - start)
-        picked = np.argpartition(rng.random((b, total)), f - 1, axis=1)[:, :f] if f < total else None
-        draws[start : start + b] = ranks[picked].mean(axis=1) if picked is not None else observed
-    tol = 1e-9 * total
+def stratified_test(
+    values: np.ndarray, strata: Strata, seed: int, tag: int, resamples: int = RESAMPLES
+) -> PermutationTest:
+    """Permutation test of the forgotten against the unseen records' ``values`` (the pooled records' order of
+    ``strata``), the forget / unseen labels permuted within each label: exact whenever the forget set is, given
+    the retained records and the labels, a uniformly random choice among the non-retained records (a random
+    draw, or a choice by label). Monte Carlo, the observed labelling counted as one permutation:
+    p = (1 + #{T_b >= T}) / (B + 1), valid for any B."""
+    if strata.compared == 0:
+        raise ValueError("stratified_test: no forgotten record has an unseen record of its label")
+    v = np.asarray(values, dtype=np.float64)
+    rng = np.random.default_rng(np.random.SeedSequence([seed, tag]))
+    observed, draws = 0.0, np.zeros(resamples)
+    for where, n_f in zip(strata.groups, strata.forget_in, strict=True):
+        x = v[where]
+        n, w = len(x), n_f / strata.compared
+        if n_f == 0:
+            continue
+        total = x.sum()
+        # T_c = w (mean of n_f chosen - mean of the rest), linear in the chosen records' sum
+        scale = w * (1 / n_f + 1 / (n - n_f))
+        observed += scale * x[:n_f].sum() - w * total / (n - n_f)
+        chunk = max(1, 2_000_000 // n)
+        for start in range(0, resamples, chunk):
+            b = min(chunk, resamples - start)
+            picked = np.argpartition(rng.random((b, n)), n_f - 1, axis=1)[:, :n_f]
+            draws[start : start + b] += scale * x[picked].sum(axis=1) - w * total / (n - n_f)
+    tol = 1e-9 * max(1.0, float(np.abs(draws).max(initial=0.0)))
     p_up = (1 + np.sum(draws >= observed - tol)) / (resamples + 1)
     p_low = (1 + np.sum(draws <= observed + tol)) / (resamples + 1)
-    stat = (observed - 1) / (total - 1) if total > 1 else 0.5
-    return RankTest(float(stat), float(p_up), float(p_low), float(min(1.0, 2 * min(p_up, p_low))), resamples)
+    return PermutationTest(float(observed), float(p_up), float(p_low), float(min(1.0, 2 * min(p_up, p_low))), resamples)
 
 
-@dataclass(frozen=True)
-class ModelTest:
-    statistic: float  # the predictive t of the unlearned model's mean forget-set signal among the retrained models'
-    p_remembered: float
-    p_over_forgotten: float
-    p_value: float
+def within_ranks(values: np.ndarray, strata: Strata) -> np.ndarray:
+    """Each pooled record's rank among the records of its label, scaled to (0, 1) (0.5: the middle); records
+    outside every group get 0.5 (they take part in no test)."""
+    out = np.full(len(values), 0.5)
+    for where in strata.groups:
+        out[where] = (sps.rankdata(values[where]) - 0.5) / len(where)
+    return out
 
 
-def model_test(unlearned: float, retrained: np.ndarray) -> ModelTest:
-    """The unlearned model's mean signal on the forget set (audit.py: the confidence, bounded) against the K
-    retrained models' (exchangeable with it on exact retraining): the predictive t,
-    (S_U - mean S_k) / (sd S_k sqrt(1 + 1/K)) ~ t(K - 1) when the means are normal (a mean over the forget set).
-    Catches what the record-level test cannot: a model-wide shift (a model wrecked by unlearning scores unseen
-    records as low as forgotten ones)."""
-    s = np.asarray(retrained, dtype=np.float64)
-    k = len(s)
-    sd = float(np.std(s, ddof=1)) if k > 1 else 0.0
-    scale = max(sd, 1e-12 * max(1.0, float(np.abs(s).max(initial=0.0)))) * np.sqrt(1 + 1 / k)
-    t = (unlearned - float(s.mean())) / scale
-    up, low = float(sps.t.sf(t, k - 1)), float(sps.t.cdf(t, k - 1))
-    return ModelTest(float(t), up, low, min(1.0, 2 * min(up, low)))
+def conformal_by_label(z_forget: np.ndarray, z_unseen: np.ndarray, strata: Strata, upper: bool) -> np.ndarray:
+    """Per forgotten record, its conformal p-value among the unseen records of its label (1 for a record whose
+    label has no unseen record: it cannot be named)."""
+    f = len(z_forget)
+    z = np.concatenate([z_forget, z_unseen])
+    p = np.ones(f)
+    for where, n_f in zip(strata.groups, strata.forget_in, strict=True):
+        p[where[:n_f]] = conformal_pvalues(z[where[:n_f]], z[where[n_f:]], upper=upper)
+    return p
 
 
 @dataclass(frozen=True)
@@ -132,12 +172,16 @@ class Decision:
     p_over_forgotten: float
 
 
-def decide(records: RankTest, models: ModelTest, level: float) -> Decision:
+def decide(records: PermutationTest, models: PermutationTest, selection: PermutationTest, level: float) -> Decision:
     """The verdict of the two tests together (each at level / 2: the false alarm rate on exact retraining is at most
-    ``level``): verified unless the combined p-value is at most ``level``, else the direction of the smaller tail."""
+    ``level``): verified unless the combined p-value is at most ``level``, else the direction of the smaller tail.
+    No claim when the retrained models, which saw neither, tell the forgotten records from the unseen ones of
+    their labels (``selection`` at ``GUARD_LEVEL``): then the forget set differs from them by more than training."""
     p = min(1.0, 2 * min(records.p_value, models.p_value))
     up = min(1.0, 2 * min(records.p_remembered, models.p_remembered))
     low = min(1.0, 2 * min(records.p_over_forgotten, models.p_over_forgotten))
+    if selection.p_value <= GUARD_LEVEL:
+        return Decision("no_claim", p, up, low)
     if p > level:
         return Decision("verified", p, up, low)
     return Decision("not_forgotten" if up <= low else "over_forgotten", p, up, low)
@@ -175,10 +219,13 @@ def auc_by_records(positive: np.ndarray, negative: np.ndarray, seed: int, resamp
     return Estimate(auc(positive, negative), float(lo), float(hi))
 
 
-def leave_one_out(unlearned: np.ndarray, retrained: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def leave_one_out(unlearned: np.ndarray, retrained: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """Per retrained model k, the unlearned model's and model k's signals standardized by the other K - 1
-    retrained models: (K, n) each; exchangeable on exact retraining (the per-example attack's scores)."""
+    retrained models: (K, n) each; exchangeable on exact retraining (the per-example attack's scores). None with
+    fewer than 3 retrained models (one left out leaves a single model: no variance to standardize by)."""
     k = retrained.shape[0]
+    if k < 3:
+        return None
     pos, neg = np.empty_like(retrained, dtype=np.float64), np.empty_like(retrained, dtype=np.float64)
     for j in range(k):
         others = np.delete(retrained, j, axis=0)
