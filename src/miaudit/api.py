@@ -320,7 +320,7 @@ def audit(
         {"population": population, "validation": validation},
         lm.read if lm else read_records,
     )
-    planned = build(cfg, audit_roles(given, cfg))
+    planned = build(cfg, audit_roles(given, cfg), causal_lm=lm is not None)
     by = f"your train_fn {getattr(train_fn, '__qualname__', repr(train_fn))}" if train_fn else ""
     model = lm.model if lm else cast("nn.Module", target)
     if lm:
