@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Literal
@@ -14,6 +12,7 @@ from typing import Literal
 from pydantic import ConfigDict, JsonValue, ValidationError
 
 from ..errors import DataError
+from ..storage import atomic_write
 from .attacks import AttackRow, BlindBaseline, Kind
 from .base import Count, JsonObject, Section, lenient
 from .dataset_inference import DatasetInference
@@ -137,16 +136,10 @@ class AuditReport(Section):
         return json.dumps(self.dump(), indent=1)
 
     def write(self, path: str | Path) -> Path:
-        """Write results.json at ``path`` atomically (a temporary sibling, then a rename)."""
+        """Write results.json at ``path`` atomically (a temporary sibling, then a rename), with the mode every other
+        output file gets (the umask's: readable by others under 022; mkstemp's 0600 hid it from a colleague)."""
         path = Path(path)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(self.to_json())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write(path, lambda tmp: tmp.write_text(self.to_json(), encoding="utf-8"))
         return path
 
     @classmethod

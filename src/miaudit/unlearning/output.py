@@ -151,12 +151,13 @@ def forget_csv(v: Verification) -> str:
 
 def write(u: UnlearnConfig, v: Verification, out: Path) -> AuditReport:
     """Every output file into ``out`` (held by the caller: ``outdir.reserved``)."""
-    from safetensors.torch import save_file
+    from safetensors.torch import save
 
     out.mkdir(parents=True, exist_ok=True)
     r = results(u, v)
     state = {k: t.detach().cpu().contiguous() for k, t in v.module.state_dict().items()}
-    save_file(state, str(out / "unlearned.safetensors"))
+    # bytes, then an ordinary write: safetensors' save_file creates its file 0600 whatever the umask
+    (out / "unlearned.safetensors").write_bytes(save(state))
     np.save(out / "members.npy", v.records.members.astype(np.int64))
     np.save(out / "forget.npy", v.records.forget.astype(np.int64))
     (out / "forget.csv").write_text(forget_csv(v), encoding="utf-8")
