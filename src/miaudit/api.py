@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from . import pipeline, report
+from . import data, pipeline, report
 from .config.run import DEFAULT_RUN, RunConfig, TrainConfig, from_dict, load
 from .config.target import Endpoint
 from .errors import ConfigError
@@ -158,14 +158,15 @@ def plan(
     from . import forecast
     from .dataset_inference import planning
 
-    if not isinstance(config, RunConfig) and planning.asks_inference(config):
-        return planning.from_config(cast(dict | str | Path, config), runs=runs)
-    cfg = _run_config(config)
-    if runs is not None:
-        from .dp import runs_plan
+    with data.cache_untouched():  # the data set read, from the cache where it is, not decoded into it
+        if not isinstance(config, RunConfig) and planning.asks_inference(config):
+            return planning.from_config(cast(dict | str | Path, config), runs=runs)
+        cfg = _run_config(config)
+        if runs is not None:
+            from .dp import runs_plan
 
-        return runs_plan.forecast(cfg, runs)
-    return forecast.forecast(cfg, build(cfg), halfwidth=halfwidth)
+            return runs_plan.forecast(cfg, runs)
+        return forecast.forecast(cfg, build(cfg), halfwidth=halfwidth)
 
 
 def export(

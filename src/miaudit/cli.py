@@ -29,7 +29,7 @@ import sys
 import time
 import typing
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -240,7 +240,7 @@ def plan_audit(
     verbose: bool = VERBOSE_OPTION,
 ) -> None:
     """Power before the run: interval widths, the smallest detectable TPR, records needed, estimated time."""
-    from . import api, forecast
+    from . import api, data, forecast
     from .dataset_inference import planning
     from .dp import runs_plan
     from .results import InferencePlan, MultiRunPlan
@@ -249,20 +249,30 @@ def plan_audit(
     cfg: RunConfig | None = None
     try:
         raw = read(config) if config is not None else {}
-        if config is not None and "unlearning" in raw:  # an unlearning audit (miaudit unlearn)
-            print("\n".join(forecast.unlearning_lines(config, overrides or [])))
-            return
-        if config is not None and {"suspect", "validation"} & set(raw):  # dataset inference (infer-dataset)
-            said = planning.lines(planning.from_config(config, overrides or [], runs))
-        else:
-            result = api.plan(cfg := _config(config, overrides), halfwidth=halfwidth, runs=runs)
-            assert not isinstance(result, InferencePlan)  # a run config's plan
-            said = runs_plan.lines(result) if isinstance(result, MultiRunPlan) else forecast.lines(result)
+        with data.cache_untouched():  # plan writes nothing: a data set not yet decoded into the cache stays out
+            if config is not None and "unlearning" in raw:  # an unlearning audit (miaudit unlearn)
+                print("\n".join(forecast.unlearning_lines(config, overrides or [])))
+                return
+            if config is not None and {"suspect", "validation"} & set(raw):  # dataset inference (infer-dataset)
+                said = planning.lines(planning.from_config(config, overrides or [], runs))
+            else:
+                result = api.plan(cfg := _config(config, overrides), halfwidth=halfwidth, runs=runs)
+                assert not isinstance(result, InferencePlan)  # a run config's plan
+                said = runs_plan.lines(result) if isinstance(result, MultiRunPlan) else forecast.lines(result)
     except MiauditError as e:
         _fail(e)
     except KeyboardInterrupt:
         _interrupted(cfg, None, trains=False)
     Console().print("\n".join(said), highlight=False, markup=False, soft_wrap=True)
+
+
+def command_keys() -> dict[str, dict]:
+    """The keys unlearn and infer-dataset read beside a run config's (``config.files.COMMAND_KEYS``), as their JSON
+    schemas: what ``schema config``, ``config --schema``, ``init`` and docs/configuration.md describe with the run's."""
+    from .dataset_inference import request
+    from .unlearning import config as unlearning_config
+
+    return {**unlearning_config.schema_keys(), **request.schema_keys()}
 
 
 @app.command()
@@ -274,9 +284,28 @@ def init(
     from .config import describe
 
     try:
-        print(describe.write_init(path, force))
+        print(describe.write_init(path, force, describe.keys_schema(command_keys())))
     except MiauditError as e:
         _fail(e)
+
+
+def _as_read(config: Path | None, overrides: list[str]) -> dict[str, Any]:
+    """A config's keys as its command reads them (``miaudit config``): unlearn's, infer-dataset's or run's (none:
+    the built-in default audit), checked as that command would (a run's attacks against their requirements)."""
+    from .dataset_inference import request
+    from .plan import build
+    from .unlearning import config as unlearning_config
+
+    raw = read(config) if config is not None else {}
+    if config is not None and "unlearning" in raw:
+        return unlearning_config.as_config(unlearning_config.load(config, overrides))
+    if config is not None and {"suspect", "validation", "inference"} & set(raw):
+        req = request.load(config, overrides)
+        build(req.cfg)
+        return request.as_config(req)
+    cfg = _config(config, overrides)
+    build(cfg)
+    return cfg.model_dump(mode="json")
 
 
 @app.command("config")
@@ -285,20 +314,18 @@ def show_config(
     schema: bool = typer.Option(False, "--schema", help="print the JSON schema of every key (attacks under $defs)"),
     overrides: list[str] | None = typer.Option(None, "--set", "-s", help=SET_HELP),
 ) -> None:
-    """Print a config as miaudit reads it (every key, defaults filled in, checked), or the JSON schema."""
+    """Print a config as miaudit reads it (every key, defaults filled in, checked; an unlearn or infer-dataset
+    config with its own keys), or the JSON schema."""
     from .config import describe
 
     if schema:
-        print(json.dumps(describe.schema(), indent=1))
+        print(json.dumps(describe.schema(command_keys()), indent=1))
         return
     try:
-        cfg = _config(config, overrides)
-        from .plan import build
-
-        build(cfg)  # attack parameters and requirements, checked as `run` would
+        keys = _as_read(config, overrides or [])
     except MiauditError as e:
         _fail(e)
-    print(describe.as_yaml(cfg), end="")
+    print(describe.as_yaml(keys), end="")
 
 
 @app.command()
@@ -373,7 +400,7 @@ def schema(name: str = typer.Argument("results", help="results, config, compare,
     from .config import describe
 
     try:
-        print(json.dumps(describe.printed_schema(name), indent=1))
+        print(json.dumps(describe.printed_schema(name, command_keys()), indent=1))
     except MiauditError as e:
         _fail(e)
 

@@ -9,7 +9,6 @@ per-record table.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -26,7 +25,7 @@ from ..report.records import environment
 from ..results import SCHEMA_VERSION, AuditReport, DatasetInference
 from . import blind, crossfit, fraction, power
 from .features import Features, PseudoTarget, Signals, features, pseudo_targets, signals_of, with_queries
-from .request import InferenceOptions, Request, checked, from_raw
+from .request import InferenceOptions, Request, as_config, checked, from_raw
 
 ASSUMPTIONS = [
     "The validation records are of the same kind as the suspect records and were chosen the same way, so that, "
@@ -272,11 +271,12 @@ def infer(req: Request) -> Inference:
         "combined_score": test.scores,
         **{f"feature.{n}": m.test.values[:, i] for i, n in enumerate(m.test.names)},
     }
-    return Inference(_report(exp, section), records)
+    return Inference(_report(exp, section, as_config(req)), records)
 
 
-def _report(exp: Experiment, section: DatasetInference) -> AuditReport:
-    """results.json: the keys a run has where they apply, no attack rows, and ``dataset_inference``."""
+def _report(exp: Experiment, section: DatasetInference, config: dict[str, Any]) -> AuditReport:
+    """results.json: the keys a run has where they apply, no attack rows, ``dataset_inference``, and ``config``
+    with the question asked (suspect, validation, inference)."""
     cfg, ds, target = exp.cfg, exp.dataset, exp.target
     fit = {k: v for k, v in exp.target_accuracy().items() if k in ("train_accuracy", "test_accuracy")}
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -291,7 +291,7 @@ def _report(exp: Experiment, section: DatasetInference) -> AuditReport:
         attacks=[],
         dataset_inference=section.model_dump(),
         **({"endpoint": exp.oracle.usage()} if exp.oracle is not None else {}),  # the queries the answer spent
-        config=json.loads(cfg.model_dump_json()),
+        config=config,
         environment=environment(exp.device),
     )
     return AuditReport.model_validate({**head, **about, **refs, **rest})

@@ -86,7 +86,8 @@ class AuditReport(Section):
     attack_choice: AttackChoice | None = None
     """attacks: auto: why these attacks ran"""
     verdict: Verdict | None
-    """does the model leak; required, null without a membership test or membership"""
+    """does the model leak; required, null without a membership test or membership: ``unlearn``,
+    ``infer-dataset`` and a DP audit without attack rows answer in their own section"""
     records_at_risk: RecordsAtRisk | None = None
     """the records named at the run's FDR"""
     worst_case: WorstCase | None = None
@@ -106,7 +107,8 @@ class AuditReport(Section):
     """``miaudit infer-dataset``'s answer: was a suspect set of records used to train the model (the verdict,
     its p-value, the blind guard, the fraction used)"""
     config: JsonObject
-    """the run's config, as validated (a user's model: what was audited)"""
+    """the run's config, as validated (a user's model: what was audited; ``unlearn``'s with ``unlearning``,
+    ``infer-dataset``'s with ``suspect`` and ``validation`` as record indices, and ``inference``)"""
     environment: Environment
     """what produced the numbers"""
     notes: list[str] | None = None

@@ -5,7 +5,6 @@ the forgotten ones (``forget.npy``): what an auditor gives back as an own model 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from ..results import AuditReport, Calibration, Target
 from ..results.unlearning import Estimate, UnlearningSection
 from ..stats.fdr import bh_qvalues
 from .audit import UnlearnFn, Verification, run
-from .config import UnlearnConfig, from_mapping, load
+from .config import UnlearnConfig, as_config, from_mapping, load
 
 FILES = ("results.json", "report.md", "report.html", "forget.csv", "unlearned.safetensors", "members.npy", "forget.npy")
 
@@ -27,10 +26,7 @@ FILES = ("results.json", "report.md", "report.html", "forget.csv", "unlearned.sa
 def results(u: UnlearnConfig, v: Verification) -> AuditReport:
     """results.json: the keys a run has where they apply (the target is the unlearned model), and ``unlearning``."""
     cfg, ds, s = u.cfg, v.records.dataset, v.section
-    config = json.loads(cfg.model_dump_json())
-    config["unlearning"] = json.loads(u.unlearning.model_dump_json())
-    if u.members is not None:
-        config["members"] = str(u.members)
+    config = as_config(u)
     source = "trained" if s.method.name == "retrain" else s.method.label
     target = Target(
         train_accuracy=s.utility.retained.unlearned,
