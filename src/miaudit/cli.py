@@ -270,9 +270,9 @@ def command_keys() -> dict[str, dict]:
     """The keys unlearn and infer-dataset read beside a run config's (``config.files.COMMAND_KEYS``), as their JSON
     schemas: what ``schema config``, ``config --schema``, ``init`` and docs/configuration.md describe with the run's."""
     from .dataset_inference import request
-    from .unlearning import config as unlearning_config
+    from .unlearning import config
 
-    return {**unlearning_config.schema_keys(), **request.schema_keys()}
+    return {**config.schema_keys(), **request.schema_keys()}
 
 
 @app.command()
@@ -289,21 +289,21 @@ def init(
         _fail(e)
 
 
-def _as_read(config: Path | None, overrides: list[str]) -> dict[str, Any]:
+def _as_read(path: Path | None, overrides: list[str]) -> dict[str, Any]:
     """A config's keys as its command reads them (``miaudit config``): unlearn's, infer-dataset's or run's (none:
     the built-in default audit), checked as that command would (a run's attacks against their requirements)."""
     from .dataset_inference import request
     from .plan import build
-    from .unlearning import config as unlearning_config
+    from .unlearning import config
 
-    raw = read(config) if config is not None else {}
-    if config is not None and "unlearning" in raw:
-        return unlearning_config.as_config(unlearning_config.load(config, overrides))
-    if config is not None and {"suspect", "validation", "inference"} & set(raw):
-        req = request.load(config, overrides)
+    raw = read(path) if path is not None else {}
+    if path is not None and "unlearning" in raw:
+        return config.as_config(config.load(path, overrides))
+    if path is not None and {"suspect", "validation", "inference"} & set(raw):
+        req = request.load(path, overrides)
         build(req.cfg)
         return request.as_config(req)
-    cfg = _config(config, overrides)
+    cfg = _config(path, overrides)
     build(cfg)
     return cfg.model_dump(mode="json")
 

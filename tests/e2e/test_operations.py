@@ -19,8 +19,7 @@ import yaml
 from typer.testing import CliRunner, Result
 
 from miaudit import data
-from miaudit.cli import app
-from miaudit.cli import command_keys
+from miaudit.cli import app, command_keys
 from miaudit.config import describe as configdoc
 from miaudit.config import run as config
 from miaudit.errors import DataError

@@ -284,7 +284,7 @@ def _report(exp: Experiment, section: DatasetInference, config: dict[str, Any]) 
     about = dict(data_fingerprint=ds.content_sha256, n_records=len(ds), model=target.architecture, seed=cfg.seed)
     refs = dict(reference_model=exp.references[0].architecture if exp.references else None, mode=cfg.mode,
                 references=len(exp.references))  # fmt: skip
-    rest = dict(
+    rest: dict[str, Any] = dict(
         target={**fit, "training_seconds": target.seconds, "source": target.source},
         calibration={"calibrated": False, "records": 0},
         verdict=None,  # no membership test of the target: the answer is dataset_inference's

@@ -256,9 +256,9 @@ def compare(a: Run, b: Run, resamples: int = difference.RESAMPLES) -> Comparison
     if unlearning_a is not None and unlearning_b is not None:
         return compare_unlearning(_name(a), unlearning_a, _name(b), unlearning_b)
     if unlearning_a is not None or unlearning_b is not None:
-        which, other = ("A", "B") if unlearning_a is not None else ("B", "A")
+        which, plain = ("A", "B") if unlearning_a is not None else ("B", "A")
         raise DataError(
-            f"compare: run {which} is an unlearning run (miaudit unlearn), run {other} is not; compare sets two "
+            f"compare: run {which} is an unlearning run (miaudit unlearn), run {plain} is not; compare sets two "
             "membership audits, or two unlearning runs, side by side"
         )
     (ra, fa, name_a), (rb, fb, name_b) = load_run(a), load_run(b)
