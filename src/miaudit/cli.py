@@ -29,7 +29,7 @@ import sys
 import time
 import typing
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import typer
 from rich.console import Console
@@ -266,46 +266,19 @@ def plan_audit(
     Console().print("\n".join(said), highlight=False, markup=False, soft_wrap=True)
 
 
-def command_keys() -> dict[str, dict]:
-    """The keys unlearn and infer-dataset read beside a run config's (``config.files.COMMAND_KEYS``), as their JSON
-    schemas: what ``schema config``, ``config --schema``, ``init`` and docs/configuration.md describe with the run's."""
-    from .dataset_inference import request
-    from .unlearning import config
-
-    return {**config.schema_keys(), **request.schema_keys()}
-
-
 @app.command()
 def init(
     path: Path = typer.Argument(Path("miaudit.yaml"), help="where to write the config"),
     force: bool = typer.Option(False, "--force", "-f", help="replace an existing file"),
 ) -> None:
     """Write a commented config with every key and its default."""
+    from . import config_keys
     from .config import describe
 
     try:
-        print(describe.write_init(path, force, describe.keys_schema(command_keys())))
+        print(describe.write_init(path, force, describe.keys_schema(config_keys.command_keys())))
     except MiauditError as e:
         _fail(e)
-
-
-def _as_read(path: Path | None, overrides: list[str]) -> dict[str, Any]:
-    """A config's keys as its command reads them (``miaudit config``): unlearn's, infer-dataset's or run's (none:
-    the built-in default audit), checked as that command would (a run's attacks against their requirements)."""
-    from .dataset_inference import request
-    from .plan import build
-    from .unlearning import config
-
-    raw = read(path) if path is not None else {}
-    if path is not None and "unlearning" in raw:
-        return config.as_config(config.load(path, overrides))
-    if path is not None and {"suspect", "validation", "inference"} & set(raw):
-        req = request.load(path, overrides)
-        build(req.cfg)
-        return request.as_config(req)
-    cfg = _config(path, overrides)
-    build(cfg)
-    return cfg.model_dump(mode="json")
 
 
 @app.command("config")
@@ -314,18 +287,17 @@ def show_config(
     schema: bool = typer.Option(False, "--schema", help="print the JSON schema of every key (attacks under $defs)"),
     overrides: list[str] | None = typer.Option(None, "--set", "-s", help=SET_HELP),
 ) -> None:
-    """Print a config as miaudit reads it (every key, defaults filled in, checked; an unlearn or infer-dataset
-    config with its own keys), or the JSON schema."""
+    """Print a config as its command reads it (every key, defaults filled in, checked), or the JSON schema."""
+    from . import config_keys
     from .config import describe
 
     if schema:
-        print(json.dumps(describe.schema(command_keys()), indent=1))
+        print(json.dumps(describe.schema(config_keys.command_keys()), indent=1))
         return
     try:
-        keys = _as_read(config, overrides or [])
+        print(describe.as_yaml(config_keys.as_read(config, overrides or [])), end="")
     except MiauditError as e:
         _fail(e)
-    print(describe.as_yaml(keys), end="")
 
 
 @app.command()
@@ -397,10 +369,11 @@ app.command("unlearn")(unlearn_command)  # unlearning/command.py: typer and rich
 @app.command()
 def schema(name: str = typer.Argument("results", help="results, config, compare, plan, inference-plan")) -> None:
     """Print the JSON Schema (draft 2020-12) of results.json, a config, compare.json or plan's answer."""
+    from . import config_keys
     from .config import describe
 
     try:
-        print(json.dumps(describe.printed_schema(name, command_keys()), indent=1))
+        print(json.dumps(describe.printed_schema(name, config_keys.command_keys()), indent=1))
     except MiauditError as e:
         _fail(e)
 

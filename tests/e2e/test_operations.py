@@ -19,9 +19,10 @@ import yaml
 from typer.testing import CliRunner, Result
 
 from miaudit import data
-from miaudit.cli import app, command_keys
+from miaudit.cli import app
 from miaudit.config import describe as configdoc
 from miaudit.config import run as config
+from miaudit.config_keys import command_keys
 from miaudit.errors import DataError
 from miaudit.progress import ModelProgress
 

@@ -1,7 +1,7 @@
 """What a new user tripped over, round four (issue 54): the config commands and the keys of unlearn and
 infer-dataset, compare of two unlearning runs, output files others can read, the question an infer-dataset run
 records, a plan that writes nothing, results-schema.md's parts. (Item 1, GLS on a causal LM: tests/test_plan.py;
-item 0, tests that need ../shared/data skip without it: tests/conftest.py's ``needs_data``.)"""
+item 0, tests that need ../shared/data skip without it: tests/conftest.py's ``require_data``.)"""
 
 from __future__ import annotations
 

@@ -9,8 +9,9 @@ import jsonschema
 import pytest
 from typer.testing import CliRunner
 
-from miaudit.cli import app, command_keys
+from miaudit.cli import app
 from miaudit.config import describe
+from miaudit.config_keys import command_keys
 from miaudit.results import SCHEMA_VERSION, AuditPlan, AuditReport, Comparison
 
 DOCS_COPY = Path(__file__).resolve().parents[2] / "docs" / "_generated" / "results-schema.json"

@@ -5,7 +5,7 @@ its default), ``miaudit config --schema`` (the schema, with every attack's param
 ``miaudit attacks NAME`` (an attack's parameters) and docs/configuration.md's key table, which a test compares with it.
 The schema is ``RunConfig``'s, with the shorthands its keys take (``dataset: digits``), and the keys other commands
 read beside it (``files.COMMAND_KEYS``: ``unlearning``, ``suspect``, ``validation``, ``inference``), each as its
-command validates it: those packages sit above this one, so ``miaudit.cli.config_schema`` hands them in.
+command validates it: those packages sit above this one, so ``miaudit.config_keys`` hands them in.
 ``printed_schema`` is what ``miaudit schema NAME`` prints: this schema, or an output's (``miaudit.results``).
 """
 
@@ -183,8 +183,8 @@ def _command_key(out: dict, key: str, prop: dict) -> None:
 
 def keys_schema(commands: Mapping[str, dict] | None = None) -> dict:
     """RunConfig's JSON schema with the shorthands of ``SHORTHANDS`` and ``commands``: the keys other commands read
-    beside a run config's (key -> its JSON schema, with a description; ``miaudit.cli.command_keys`` gives them all).
-    What ``miaudit init`` and docs/configuration.md's table walk (``keys``)."""
+    beside a run config's (key -> its JSON schema, with a description; ``miaudit.config_keys.command_keys`` gives
+    them all). What ``miaudit init`` and docs/configuration.md's table walk (``keys``)."""
     out = copy.deepcopy(RunConfig.model_json_schema())
     for key, prop in (commands or {}).items():
         _command_key(out, key, prop)
