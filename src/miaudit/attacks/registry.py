@@ -126,7 +126,7 @@ class AttackInfo:
             raise AttackRequirementError(
                 f"{self.name}: runs in {'/'.join(self.modes)} mode only, the run is {mode}{note}"
             )
-        missing = sorted(self.needs - set(provided))
+        missing = sorted(self.needs - set(provided), key=lambda n: (n in NEED_WORDS, n))  # models before its last layer
         if missing:
             words = NEED_WORDS.get(missing[0], f"{missing[0]} inputs, which this run did not provide")
             raise AttackRequirementError(f"{self.name}: needs {words}")
