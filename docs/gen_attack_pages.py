@@ -74,6 +74,7 @@ NEEDS_TEXT = {
     "population": "population records (target non-members)",
     "validation": "validation records (target non-members, held out)",
     "models": "torch access to the models (last layer)",
+    "last-layer": "a classifier's penultimate features and linear head (not a causal LM)",
     "x": "the records' raw inputs",
     "labels": "the target's and the references' labels on inputs it makes (queries)",
 }

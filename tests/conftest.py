@@ -32,6 +32,19 @@ TINY_RUN: dict[str, Any] = {
 }
 
 
+# The real data sets (location, cifar10, ag_news, ...): $MIAUDIT_DATA_DIR, else ../shared/data beside the checkout,
+# as miaudit finds them. A fresh clone has neither: the tests that need one skip, saying which (`make test` passes).
+SHARED_DATA = Path(os.environ.get("MIAUDIT_DATA_DIR") or Path(__file__).resolve().parents[2] / "shared" / "data")
+
+
+def require_data(name: str) -> Path:
+    """The folder of data set ``name``; the calling test (or fixture) is skipped with the reason where it is absent."""
+    folder = SHARED_DATA / name
+    if not folder.is_dir():
+        pytest.skip(f"needs the {name} data set ($MIAUDIT_DATA_DIR or ../shared/data/{name}); absent here")
+    return folder
+
+
 @pytest.fixture(autouse=True)
 def isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Point the default cache at a fresh folder so no test reads or writes ~/.cache."""

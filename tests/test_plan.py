@@ -78,3 +78,17 @@ def test_calibration_provides_validation_records_from_the_population() -> None:
 def test_fewest_references_for_the_python_api() -> None:
     assert attack_plan.fewest_references(["attack-p", "gls"]) == 0
     assert attack_plan.fewest_references(["bmia", {"name": "lira", "references": 3}, "mr-bmia"]) == 3
+
+
+def test_a_causal_lm_gets_no_attack_reading_a_classifiers_last_layer() -> None:  # issue 54 item 1
+    # GLS reads penultimate features and a linear head; gpt-tiny has neither: auto plans around it (plan lists what
+    # run runs), and naming it is refused in one line before any training, not an AttributeError after it
+    lm = {"dataset": {"name": "ag_news", "subset": 2000}, "model": "gpt-tiny", "references": 4}
+    auto = build(**lm)
+    assert "gls" not in [a.name for a in auto.attacks] and "gls" not in (auto.auto or "")
+    assert {"attack-p", "lira"} <= {a.name for a in auto.attacks}
+    assert "gls" in [a.name for a in build(references=4).attacks]  # a classifier keeps it
+    with pytest.raises(AttackRequirementError, match=r"attacks\.0: gls: needs a classifier's penultimate features"):
+        build(**lm, attacks=["gls"])
+    # the Python API says it of a model object, whatever the config's model
+    assert "gls" not in [a.name for a in attack_plan.build(config.from_dict({"references": 4}), causal_lm=True).attacks]

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from . import audits, pipeline, report
+from . import audits, data, pipeline, report
 from .attack_plan import audit_roles, build, fewest_references
 from .config.run import DEFAULT_RUN, RunConfig, TrainConfig, from_dict, load
 from .config.target import Endpoint
@@ -158,14 +158,15 @@ def plan(
     from . import forecast
     from .forecast import inference_forecast
 
-    if not isinstance(config, RunConfig) and inference_forecast.asks_inference(config):
-        return inference_forecast.from_config(cast(dict | str | Path, config), runs=runs)
-    cfg = _run_config(config)
-    if runs is not None:
-        from .dp import runs_forecast
+    with data.cache_untouched():  # the data set read, from the cache where it is, not decoded into it
+        if not isinstance(config, RunConfig) and inference_forecast.asks_inference(config):
+            return inference_forecast.from_config(cast(dict | str | Path, config), runs=runs)
+        cfg = _run_config(config)
+        if runs is not None:
+            from .dp import runs_forecast
 
-        return runs_forecast.forecast(cfg, runs)
-    return forecast.forecast(cfg, build(cfg), halfwidth=halfwidth)
+            return runs_forecast.forecast(cfg, runs)
+        return forecast.forecast(cfg, build(cfg), halfwidth=halfwidth)
 
 
 def export(
@@ -320,7 +321,7 @@ def audit(
         {"population": population, "validation": validation},
         lm.read if lm else read_records,
     )
-    planned = build(cfg, audit_roles(given, cfg))
+    planned = build(cfg, audit_roles(given, cfg), causal_lm=lm is not None)
     by = f"your train_fn {getattr(train_fn, '__qualname__', repr(train_fn))}" if train_fn else ""
     model = lm.model if lm else cast("nn.Module", target)
     if lm:

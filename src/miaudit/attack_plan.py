@@ -22,8 +22,11 @@ from .config.files import one_line
 from .config.run import RunConfig
 from .config.settings import AuditSettings
 from .errors import AttackRequirementError, ConfigError, did_you_mean
+from .lm.names import is_causal_lm
 
-ALWAYS_PROVIDED = frozenset({"models", "x", "labels"})  # every pipeline audit holds the models and the records' inputs
+# every pipeline audit holds the models and the records' inputs; the models' last layer (penultimate features and a
+# linear head) but where the audited model is a causal LM, whose output layer is a vocabulary
+ALWAYS_PROVIDED = frozenset({"models", "last-layer", "x", "labels"})
 ENDPOINT_PROVIDED = frozenset({"x", "labels"})  # an endpoint: the records and labels on new inputs, no weights
 
 
@@ -69,13 +72,15 @@ def audit_roles(given: Iterable[str], cfg: AuditSettings) -> frozenset[str]:
     return frozenset(roles | ({"validation"} if "population" in roles and cfg.calibration else set()))
 
 
-def build(cfg: AuditSettings, roles: Iterable[str] | None = None) -> Plan:
+def build(cfg: AuditSettings, roles: Iterable[str] | None = None, causal_lm: bool | None = None) -> Plan:
     """The Plan of ``cfg``, for an audit whose record sets are ``roles``.
 
     Args:
         cfg: a run config, or a scores-only one whose ``references`` are resolved from its outputs.
         roles: the record sets besides the queries ("population", "validation"); default: what a run
             config's split gives (``config_roles``).
+        causal_lm: the audited model is a causal LM (no last layer for GLS); default: what a run config's
+            model or target names (the Python API says it for a model object).
 
     Returns:
         The immutable Plan: each attack's validated parameters, label and reference models.
@@ -92,7 +97,7 @@ def build(cfg: AuditSettings, roles: Iterable[str] | None = None) -> Plan:
     available = cfg.references
     if available is None:
         raise TypeError("attack_plan.build: resolve a scores-only config's references from its outputs first")
-    output, provided = target_output(cfg)
+    output, provided = target_output(cfg, causal_lm)
     auto: recommended.AutoRows | None = None
     if cfg.attacks == "auto":
         auto = _auto_for(output, available, cfg.mode, set(roles | provided))
@@ -118,12 +123,15 @@ def build(cfg: AuditSettings, roles: Iterable[str] | None = None) -> Plan:
     return Plan(attacks, refs, cfg.mode, roles, head_dropout(attacks), why, candidates)
 
 
-def target_output(cfg: AuditSettings) -> tuple[str, frozenset[str]]:
-    """What the target answers (an endpoint's ``output``; logits otherwise) and the inputs the audit provides."""
+def target_output(cfg: AuditSettings, causal_lm: bool | None = None) -> tuple[str, frozenset[str]]:
+    """What the target answers (an endpoint's ``output``; logits otherwise) and the inputs the audit provides:
+    no last layer for a causal LM (``causal_lm``; None: a run config's model or target says)."""
     target = getattr(cfg, "target", None)
-    if target is None or getattr(target, "endpoint", None) is None:
-        return "logits", ALWAYS_PROVIDED
-    return target.output, ENDPOINT_PROVIDED
+    if target is not None and getattr(target, "endpoint", None) is not None:
+        return target.output, ENDPOINT_PROVIDED
+    if causal_lm is None:
+        causal_lm = isinstance(cfg, RunConfig) and is_causal_lm(cfg.target_architecture)
+    return "logits", ALWAYS_PROVIDED - {"last-layer"} if causal_lm else ALWAYS_PROVIDED
 
 
 def _auto_for(output: str, available: int, mode: str, provided: set[str]) -> recommended.AutoRows:

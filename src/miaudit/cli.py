@@ -245,7 +245,7 @@ def plan_audit(
     verbose: bool = VERBOSE_OPTION,
 ) -> None:
     """Power before the run: interval widths, the smallest detectable TPR, records needed, estimated time."""
-    from . import api, forecast
+    from . import api, data, forecast
     from .dp import runs_forecast
     from .forecast import inference_forecast
     from .results import InferencePlan, MultiRunPlan
@@ -254,15 +254,16 @@ def plan_audit(
     cfg: RunConfig | None = None
     try:
         raw = read(config) if config is not None else {}
-        if config is not None and "unlearning" in raw:  # an unlearning audit (miaudit unlearn)
-            print("\n".join(forecast.unlearning_lines(config, overrides or [])))
-            return
-        if config is not None and {"suspect", "validation"} & set(raw):  # dataset inference (infer-dataset)
-            said = inference_forecast.lines(inference_forecast.from_config(config, overrides or [], runs))
-        else:
-            result = api.plan(cfg := _config(config, overrides), halfwidth=halfwidth, runs=runs)
-            assert not isinstance(result, InferencePlan)  # a run config's plan
-            said = runs_forecast.lines(result) if isinstance(result, MultiRunPlan) else forecast.lines(result)
+        with data.cache_untouched():  # plan writes nothing: a data set not yet decoded into the cache stays out
+            if config is not None and "unlearning" in raw:  # an unlearning audit (miaudit unlearn)
+                print("\n".join(forecast.unlearning_lines(config, overrides or [])))
+                return
+            if config is not None and {"suspect", "validation"} & set(raw):  # dataset inference (infer-dataset)
+                said = inference_forecast.lines(inference_forecast.from_config(config, overrides or [], runs))
+            else:
+                result = api.plan(cfg := _config(config, overrides), halfwidth=halfwidth, runs=runs)
+                assert not isinstance(result, InferencePlan)  # a run config's plan
+                said = runs_forecast.lines(result) if isinstance(result, MultiRunPlan) else forecast.lines(result)
     except MiauditError as e:
         _fail(e)
     except KeyboardInterrupt:
@@ -276,10 +277,11 @@ def init(
     force: bool = typer.Option(False, "--force", "-f", help="replace an existing file"),
 ) -> None:
     """Write a commented config with every key and its default."""
+    from . import config_keys
     from .config import describe
 
     try:
-        print(describe.write_init(path, force))
+        print(describe.write_init(path, force, describe.keys_schema(config_keys.command_keys())))
     except MiauditError as e:
         _fail(e)
 
@@ -290,20 +292,17 @@ def show_config(
     schema: bool = typer.Option(False, "--schema", help="print the JSON schema of every key (attacks under $defs)"),
     overrides: list[str] | None = typer.Option(None, "--set", "-s", help=SET_HELP),
 ) -> None:
-    """Print a config as miaudit reads it (every key, defaults filled in, checked), or the JSON schema."""
+    """Print a config as its command reads it (every key, defaults filled in, checked), or the JSON schema."""
+    from . import config_keys
     from .config import describe
 
     if schema:
-        print(json.dumps(describe.schema(), indent=1))
+        print(json.dumps(describe.schema(config_keys.command_keys()), indent=1))
         return
     try:
-        cfg = _config(config, overrides)
-        from .attack_plan import build
-
-        build(cfg)  # attack parameters and requirements, checked as `run` would
+        print(describe.as_yaml(config_keys.as_read(config, overrides or [])), end="")
     except MiauditError as e:
         _fail(e)
-    print(describe.as_yaml(cfg), end="")
 
 
 @app.command()
@@ -370,10 +369,11 @@ app.command("report")(report_command)  # report/command.py: a finished run's rep
 @app.command()
 def schema(name: str = typer.Argument("results", help="results, config, compare, plan, inference-plan")) -> None:
     """Print the JSON Schema (draft 2020-12) of results.json, a config, compare.json or plan's answer."""
+    from . import config_keys
     from .config import describe
 
     try:
-        print(json.dumps(describe.printed_schema(name), indent=1))
+        print(json.dumps(describe.printed_schema(name, config_keys.command_keys()), indent=1))
     except MiauditError as e:
         _fail(e)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import tarfile
 from pathlib import Path
 
@@ -15,8 +14,9 @@ from PIL import Image
 
 import miaudit.data as data
 from miaudit.data import DataError, cifar, location, tabular, text
+from tests.conftest import SHARED_DATA
 
-SHARED = Path(os.environ.get("MIAUDIT_DATA_DIR") or Path(__file__).parents[3] / "shared" / "data")
+SHARED = SHARED_DATA
 
 
 def shared_file(relpath: str) -> Path:

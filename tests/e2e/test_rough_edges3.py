@@ -21,6 +21,7 @@ from _cli import invoke, refused
 from typer.testing import CliRunner
 
 from miaudit.cli import app
+from tests.conftest import require_data
 
 pytestmark = pytest.mark.slow  # every test here trains a model (or steps an optimizer)
 
@@ -132,6 +133,7 @@ def test_sigterm_ends_the_run_and_its_training_workers_as_ctrl_c_does(
 @pytest.fixture(scope="module")
 def leaky_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Location (2,500 records), 4 references, GLS among the attacks: records to rank, worst cases to count."""
+    require_data("location")
     where = tmp_path_factory.mktemp("leaky")
     raw = {"dataset": {"name": "location", "subset": 2500}, "model": "mlp", "seed": 3, "references": 4,
            "attacks": [{"name": "gls"}, {"name": "attack-p"}, {"name": "lira"}, {"name": "rmia"}]}  # fmt: skip

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from miaudit.cli import app
 from miaudit.config import describe
+from miaudit.config_keys import command_keys
 from miaudit.results import SCHEMA_VERSION, AuditPlan, AuditReport, Comparison
 
 DOCS_COPY = Path(__file__).resolve().parents[2] / "docs" / "_generated" / "results-schema.json"
@@ -54,7 +55,11 @@ def test_every_key_of_the_schema_says_what_it_holds() -> None:
 
 @pytest.mark.parametrize(
     ("name", "schema"),
-    [("compare", Comparison.json_schema()), ("plan", AuditPlan.json_schema()), ("config", describe.schema())],
+    [
+        ("compare", Comparison.json_schema()),
+        ("plan", AuditPlan.json_schema()),
+        ("config", describe.schema(command_keys())),
+    ],
 )
 def test_miaudit_schema_prints_each_output_by_name(name: str, schema: dict[str, object]) -> None:
     """One command for every schema: results (the default), a config, compare.json and plan's answer."""

@@ -75,7 +75,7 @@ def _hessian_records(inputs: AttackInputs, params: GLSParams) -> np.ndarray:
     return _target_features(models, "population", pop.x)
 
 
-@register("gls", params=GLSParams, max_references=0, needs=frozenset({"models"}), kind="ranking")
+@register("gls", params=GLSParams, max_references=0, needs=frozenset({"models", "last-layer"}), kind="ranking")
 def gls(inputs: AttackInputs, params: GLSParams) -> AttackResult:
     """GLS: per-record exposure (last-layer generalized leverage score) from the target alone; a risk ranking.
 

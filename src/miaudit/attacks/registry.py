@@ -14,10 +14,14 @@ from typing import Any, Literal
 
 from ..errors import AttackRequirementError
 from ..registries import Registry
+from ._lm_posterior import is_lm
 from .base import AttackInputs, AttackParams, AttackResult
 
 AttackFn = Callable[[Any, Any], AttackResult]  # (AttackInputs, the attack's own AttackParams subclass)
-Need = Literal["population", "validation", "models", "x", "labels"]
+Need = Literal["population", "validation", "models", "last-layer", "x", "labels"]
+# "last-layer": a classifier's penultimate features(x) and linear head (GLS's leverage); every model miaudit builds or
+# a user brings has them but a causal language model, whose output layer is a vocabulary (plan.target_output)
+NEED_WORDS = {"last-layer": "a classifier's penultimate features and linear head; a causal language model has neither"}
 # "test": a membership test (its scores tell members from non-members: the attack table, the verdict, PPV);
 # "ranking": a per-record risk ranking (e.g. GLS: exposure from the target alone, not a test: its own section)
 Kind = Literal["test", "ranking"]
@@ -122,9 +126,10 @@ class AttackInfo:
             raise AttackRequirementError(
                 f"{self.name}: runs in {'/'.join(self.modes)} mode only, the run is {mode}{note}"
             )
-        missing = sorted(self.needs - set(provided))
+        missing = sorted(self.needs - set(provided), key=lambda n: (n in NEED_WORDS, n))  # models before its last layer
         if missing:
-            raise AttackRequirementError(f"{self.name}: needs {missing[0]} inputs, which this run did not provide")
+            words = NEED_WORDS.get(missing[0], f"{missing[0]} inputs, which this run did not provide")
+            raise AttackRequirementError(f"{self.name}: needs {words}")
 
 
 _REGISTRY: Registry[AttackInfo] = Registry("attack")
@@ -176,9 +181,9 @@ def provided_by(inputs: AttackInputs) -> set[str]:
         "models": inputs.models,
         "labels": inputs.labels,
     }
-    return {name for name, part in parts.items() if part is not None} | (
-        {"x"} if inputs.queries.x is not None else set()
-    )
+    have = {name for name, part in parts.items() if part is not None}
+    last_layer = {"last-layer"} if inputs.models is not None and not is_lm(inputs.models) else set()
+    return have | last_layer | ({"x"} if inputs.queries.x is not None else set())
 
 
 def execute(info: AttackInfo, params: AttackParams, references: int, inputs: AttackInputs) -> AttackResult:

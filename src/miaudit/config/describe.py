@@ -1,21 +1,26 @@
 """The configuration, described from its own models: every key with its type, default and description.
 
-One walk over ``RunConfig``'s JSON schema serves ``miaudit init`` (a commented YAML file of every key and
+One walk over the config's JSON schema serves ``miaudit init`` (a commented YAML file of every key and
 its default), ``miaudit config --schema`` (the schema, with every attack's parameters under ``$defs``),
 ``miaudit attacks NAME`` (an attack's parameters) and docs/configuration.md's key table, which a test compares with it.
+The schema is ``RunConfig``'s, with the shorthands its keys take (``dataset: digits``), and the keys other commands
+read beside it (``files.COMMAND_KEYS``: ``unlearning``, ``suspect``, ``validation``, ``inference``), each as its
+command validates it: those packages sit above this one, so ``miaudit.config_keys`` hands them in.
 ``printed_schema`` is what ``miaudit schema NAME`` prints: this schema, or an output's (``miaudit.results``).
 """
 
 from __future__ import annotations
 
+import copy
 import typing
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from .files import COMMAND_KEYS
 from .run import RunConfig
 
 REQUIRED = object()  # the default of a key that has none
@@ -98,10 +103,10 @@ def yaml_value(value: object) -> str:
     )
 
 
-def init_yaml() -> str:
-    """A commented YAML config with every key and its default (keys whose default is null commented out,
-    to fill in); loading it gives ``RunConfig()``."""
-    schema = RunConfig.model_json_schema()
+def init_yaml(schema: dict | None = None) -> str:
+    """A commented YAML config with every key of ``schema`` (default: ``RunConfig``'s) and its default (keys whose
+    default is null commented out, to fill in); loading it gives ``RunConfig()``."""
+    schema = schema or RunConfig.model_json_schema()
     defs = schema["$defs"]
     lines = [
         "# miaudit configuration: every key with its default (`miaudit config --schema`: the JSON schema).",
@@ -112,7 +117,7 @@ def init_yaml() -> str:
         if hidden_below is not None and key.depth <= hidden_below:
             hidden_below = None
         hide = hidden_below is not None or key.default is None
-        if key.section and key.default is None:
+        if key.section and key.default is None and hidden_below is None:  # a hidden section's own sections stay hidden
             hidden_below = key.depth
         value = "" if key.section and key.default is not None else yaml_value(key.default)
         note = ", ".join(p for p in (type_of(key.prop, defs), bounds(key.prop), description(key.prop, defs)) if p)
@@ -123,11 +128,79 @@ def init_yaml() -> str:
     return "\n".join(lines) + "\n"
 
 
-def schema() -> dict:
-    """RunConfig's JSON schema, each attack row described by its attack's parameters (``$defs``, by name)."""
+# the strings a key takes beside its mapping: its before-validator expands them (``dataset: digits`` is
+# ``{name: digits}``); dotted paths, ``unlearning.method`` inside the unlearning section
+_NAME_OR_FILE = {"type": "string", "description": "a built-in data set's name, or a .npz/.csv file"}
+SHORTHANDS: dict[str, list[dict]] = {
+    "dataset": [_NAME_OR_FILE],
+    "reference_data": [_NAME_OR_FILE],
+    "nonmember_data": [_NAME_OR_FILE],
+    "target": [{"type": "string", "description": "hf:PATH, a causal LM directory"}],
+    "executor": [{"enum": ["local", "ray"], "description": "the executor's kind"}],
+    "calibration": [{"const": "none", "description": "calibration off: the attacks' raw p-values"}],
+    "queries": [
+        {"type": "string", "format": "path", "description": "a .npy or text file of record indices"},
+        {"type": "array", "items": {"type": "integer"}, "description": "record indices"},
+    ],
+    "unlearning.method": [{"type": "string", "description": "a method's name, its other keys their defaults"}],
+}
+
+
+def _property(schema: dict, path: str) -> dict | None:
+    """The schema of the key at dotted ``path`` (in its parent's ``properties``), None where there is none."""
+    defs, obj = schema.get("$defs", {}), schema
+    *parents, last = path.split(".")
+    for part in parents:
+        inner = _section(obj.get("properties", {}).get(part, {}), defs)
+        if inner is None:
+            return None
+        obj = inner
+    return obj.get("properties", {}).get(last)
+
+
+def _also(prop: dict, options: list[dict]) -> None:
+    """Let a key's schema also take ``options`` (its shorthands), keeping its default and description."""
+    kept = {k: prop.pop(k) for k in ("default", "description", "title") if k in prop}
+    value = dict(prop)
+    prop.clear()
+    prop.update(anyOf=[*value.get("anyOf", [value]), *options], **kept)
+
+
+def _command_key(out: dict, key: str, prop: dict) -> None:
+    """Add ``key``, read by another command (``COMMAND_KEYS``), to the schema ``out``: optional, its mapping (a
+    model's schema) under ``$defs`` by its title."""
+    prop = copy.deepcopy(prop)
+    defs = out.setdefault("$defs", {})
+    defs.update(prop.pop("$defs", {}))
+    said = f"`miaudit {COMMAND_KEYS[key]}`: {prop.pop('description', '')}".rstrip(": ")
+    if "properties" in prop:
+        defs[prop["title"]] = prop
+        options = [{"$ref": f"#/$defs/{prop['title']}"}]
+    else:
+        options = prop.pop("anyOf", None) or [prop]
+    out["properties"][key] = {"anyOf": [*options, {"type": "null"}], "default": None, "description": said}
+
+
+def keys_schema(commands: Mapping[str, dict] | None = None) -> dict:
+    """RunConfig's JSON schema with the shorthands of ``SHORTHANDS`` and ``commands``: the keys other commands read
+    beside a run config's (key -> its JSON schema, with a description; ``miaudit.config_keys.command_keys`` gives
+    them all). What ``miaudit init`` and docs/configuration.md's table walk (``keys``)."""
+    out = copy.deepcopy(RunConfig.model_json_schema())
+    for key, prop in (commands or {}).items():
+        _command_key(out, key, prop)
+    for path, options in SHORTHANDS.items():
+        target = _property(out, path)
+        if target is not None:
+            _also(target, options)
+    return out
+
+
+def schema(commands: Mapping[str, dict] | None = None) -> dict:
+    """The config's JSON schema (``keys_schema``), each attack row described by its attack's parameters
+    (``$defs``, by name)."""
     from ..attacks import registry
 
-    out = RunConfig.model_json_schema()
+    out = keys_schema(commands)
     defs = out.setdefault("$defs", {})
     rows: list[dict] = [{"enum": registry.names(), "description": "an attack by name, with its defaults"}]
     for info in registry.all_attacks():
@@ -198,8 +271,9 @@ SCHEMAS = {
 }
 
 
-def printed_schema(name: str) -> dict:
-    """The JSON Schema ``miaudit schema NAME`` prints; an unknown name refused in one line (``ConfigError``)."""
+def printed_schema(name: str, commands: Mapping[str, dict] | None = None) -> dict:
+    """The JSON Schema ``miaudit schema NAME`` prints (``commands``: as ``schema`` takes them); an unknown name
+    refused in one line (``ConfigError``)."""
     from ..errors import ConfigError, did_you_mean
     from ..results import AuditPlan, AuditReport, Comparison, InferencePlan
 
@@ -207,7 +281,7 @@ def printed_schema(name: str) -> dict:
         hint = did_you_mean(name, list(SCHEMAS)) or f"; expected one of {', '.join(SCHEMAS)}"
         raise ConfigError(f"schema: {name!r} is not a schema miaudit prints{hint}")
     if name == "config":
-        return schema()
+        return schema(commands)
     outputs = {"results": AuditReport.json_schema, "compare": Comparison.json_schema, "plan": AuditPlan.json_schema,
                "inference-plan": InferencePlan.json_schema}  # fmt: skip
     return outputs[name]()
@@ -232,20 +306,32 @@ def attacks_listing(name: str | None) -> tuple[list[str], list[str]]:
     return [*head, "parameters:", *table], []
 
 
-def write_init(path: Path, force: bool) -> str:
-    """``miaudit init``: the commented config written at ``path`` (an existing file only with ``force``); the line
-    to print. Refused in one line (``ConfigError``)."""
+def write_init(path: Path, force: bool, config_schema: dict | None = None) -> str:
+    """``miaudit init``: the commented config of ``config_schema`` (``schema``'s) written at ``path`` (an existing
+    file only with ``force``); the line to print. Refused in one line (``ConfigError``)."""
     from ..errors import ConfigError
 
     if path.exists() and not force:
         raise ConfigError(f"init: {path} exists; give another path, or --force to replace it")
     try:
-        path.write_text(init_yaml())
+        path.write_text(init_yaml(config_schema))
     except OSError as e:
         raise ConfigError(f"init: cannot write {path} ({e.strerror})") from None
     return f"wrote {path}: edit it, then `miaudit run {path}`"
 
 
-def as_yaml(cfg: RunConfig) -> str:
-    """``miaudit config``: the config as miaudit reads it (every key, defaults filled in), as YAML."""
-    return yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False)
+class _Dumper(yaml.SafeDumper):
+    """Block style, but a list of plain values (record indices, repetitions) on one line."""
+
+
+def _list(dumper: yaml.SafeDumper, data: list) -> yaml.Node:
+    flat = all(not isinstance(v, dict | list) for v in data)
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flat)
+
+
+_Dumper.add_representer(list, _list)
+
+
+def as_yaml(keys: Mapping[str, Any]) -> str:
+    """``miaudit config``: the config's keys as miaudit reads them (every key, defaults filled in), as YAML."""
+    return yaml.dump(dict(keys), Dumper=_Dumper, sort_keys=False, width=1000)

@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import DataError, did_you_mean
 from ..registries import discover
 from ..storage import default_cache_dir
-from .base import LOADERS, Dataset, LoadContext, Tokenize, default_data_dir, validate_arrays
+from .base import LOADERS, Dataset, LoadContext, Tokenize, cache_untouched, default_data_dir, validate_arrays
 from .files import load_file
 from .split import Split, hold_out_validation, reference_subsets, split_indices
 
@@ -52,6 +52,7 @@ def load(
 
 __all__ = [
     "load",
+    "cache_untouched",
     "Dataset",
     "DataError",
     "LOADERS",

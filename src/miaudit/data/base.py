@@ -9,10 +9,11 @@ BLAKE3 (``miaudit.storage``): decoded arrays are kept in its ``data`` namespace 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import hashlib
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -113,22 +114,40 @@ def file_key(path: Path, sha256: str | None) -> str:
     return (sha256 or storage.hash_file(path))[:16]
 
 
+_KEEP_DECODED: contextvars.ContextVar[bool] = contextvars.ContextVar("miaudit_keep_decoded", default=True)
+
+
+@contextlib.contextmanager
+def cache_untouched() -> Iterator[None]:
+    """Within the block, decoded data sets are read from the cache where they are and never written to it (nor a
+    damaged entry removed): ``miaudit plan`` writes nothing."""
+    token = _KEEP_DECODED.set(False)
+    try:
+        yield
+    finally:
+        _KEEP_DECODED.reset(token)
+
+
 def cached_arrays(ctx: LoadContext, key: str, build: Callable[[], dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     """Decode once: arrays are kept as one ``.npz`` (read without pickle) in the store's ``data`` namespace,
     under the hash of ``key`` (the data set's name and its source's content), and reused; a damaged entry is
-    decoded again, a store this process cannot write (``Store.check_access``) decodes every time."""
+    decoded again, a store this process cannot write (``Store.check_access``) decodes every time, and so does
+    ``cache_untouched``'s block, which writes nothing."""
     store = storage.Store(ctx.cache_dir)
     entry = store.at(DATA, storage.key(key))
+    keep = _KEEP_DECODED.get()
     if entry.published:
         try:
             with np.load(store.verified(entry, ARRAYS), allow_pickle=False) as z:
                 return {k: z[k] for k in z.files}
         except (storage.DamagedEntry, OSError, ValueError) as e:
             log.warning("cached arrays %s are damaged (%s); decoding again", entry.dir, e)
-            store.discard(entry)
+            if keep:
+                store.discard(entry)
     arrays = build()
-    with contextlib.suppress(OSError):  # a store this process cannot write: decoded again next time
-        store.write(entry, {ARRAYS: lambda path: _save_npz(path, arrays)}, {"name": key})
+    if keep:
+        with contextlib.suppress(OSError):  # a store this process cannot write: decoded again next time
+            store.write(entry, {ARRAYS: lambda path: _save_npz(path, arrays)}, {"name": key})
     return arrays
 
 

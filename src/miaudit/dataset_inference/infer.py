@@ -9,7 +9,6 @@ references as pseudo-targets; one verdict, the typed ``dataset_inference`` secti
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -35,7 +34,7 @@ from .features import (
     signals_of,
     with_queries,
 )
-from .request import InferenceOptions, Request, checked, from_mapping
+from .request import InferenceOptions, Request, as_config, checked, from_mapping
 
 ASSUMPTIONS = [
     "The validation records are of the same kind as the suspect records and were chosen the same way, so that, "
@@ -347,11 +346,12 @@ def infer(req: Request) -> Inference:
         "score": test.scores,
         **{f"feature.{n}": m.test.values[:, i] for i, n in enumerate(m.test.names)},
     }
-    return Inference(_report(exp, section), records)
+    return Inference(_report(exp, section, as_config(req)), records)
 
 
-def _report(exp: Experiment, section: DatasetInference) -> AuditReport:
-    """results.json: the keys a run has where they apply, no attack rows, and ``dataset_inference``."""
+def _report(exp: Experiment, section: DatasetInference, config: dict[str, Any]) -> AuditReport:
+    """results.json: the keys a run has where they apply, no attack rows, ``dataset_inference``, and ``config``
+    with the question asked (suspect, validation, inference)."""
     cfg, ds, target = exp.cfg, exp.dataset, exp.target
     fit = {k: v for k, v in exp.target_accuracy().items() if k in ("train_accuracy", "test_accuracy")}
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -359,14 +359,14 @@ def _report(exp: Experiment, section: DatasetInference) -> AuditReport:
     about = dict(data_fingerprint=ds.content_sha256, n_records=len(ds), model=target.architecture, seed=cfg.seed)
     refs = dict(reference_model=exp.references[0].architecture if exp.references else None, mode=cfg.mode,
                 references=len(exp.references))  # fmt: skip
-    rest = dict(
+    rest: dict[str, Any] = dict(
         target={**fit, "training_seconds": target.seconds, "source": target.source},
         calibration={"calibrated": False, "records": 0},
         verdict=None,  # no membership test of the target: the answer is dataset_inference's
         attacks=[],
         dataset_inference=section.model_dump(),
         **({"endpoint": exp.oracle.usage()} if exp.oracle is not None else {}),  # the queries the answer spent
-        config=json.loads(cfg.model_dump_json()),
+        config=config,
         environment=environment(exp.device),
     )
     return AuditReport.model_validate({**head, **about, **refs, **rest})

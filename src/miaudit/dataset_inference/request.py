@@ -31,6 +31,20 @@ class InferenceOptions(BaseModel):
     permutations: int = Field(default=999, ge=99, le=100_000, description="label permutations of the null")
 
 
+def schema_keys() -> dict[str, dict]:
+    """The keys an ``infer-dataset`` config adds to a run config's, as their JSON schemas (``miaudit schema config``,
+    ``init``)."""
+    indices = [
+        {"type": "array", "items": {"type": "integer", "minimum": 0}, "description": "record indices"},
+        {"type": "string", "format": "path", "description": "a .npy or text file of record indices"},
+    ]
+    return {
+        "suspect": {"anyOf": indices, "description": "the records whose use in training is in question"},
+        "validation": {"anyOf": indices, "description": "records known not to have been used, drawn as the suspects"},
+        "inference": {**InferenceOptions.model_json_schema(), "description": "the test's options"},
+    }
+
+
 @dataclass(frozen=True)
 class Request:
     """What ``infer-dataset`` was asked: the run config, the two record sets (unchecked until ``checked``), options."""
@@ -39,6 +53,17 @@ class Request:
     suspect: np.ndarray
     validation: np.ndarray
     options: InferenceOptions
+
+
+def as_config(req: Request) -> dict[str, Any]:
+    """The request as a config's keys, files read into their indices: results.json's ``config`` and what
+    ``miaudit config`` prints (the question recorded with the answer)."""
+    return {
+        **req.cfg.model_dump(mode="json"),
+        "suspect": req.suspect.tolist(),
+        "validation": req.validation.tolist(),
+        "inference": req.options.model_dump(mode="json"),
+    }
 
 
 def record_set(spec: Any, key: str, folder: Path | None) -> np.ndarray:

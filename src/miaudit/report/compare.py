@@ -7,6 +7,9 @@ records of the same data (a ``miaudit score`` of a run's own export included), i
 One sentence per attack on TPR at 1% FPR and AUC: B leaks less / more than A by the measure whose interval
 excludes 0, else no detectable difference. Written as compare.json, compare.md and compare.html (both ROC
 curves per attack).
+
+Two unlearning runs (``miaudit unlearn``) have no attack table: their verdicts, p-values and AUCs are set side by
+side, each resting on its own run's tests (no test of B against A is made).
 """
 
 from __future__ import annotations
@@ -22,7 +25,16 @@ from pydantic import Field
 
 from ..config.files import validated, with_overrides
 from ..errors import DataError
-from ..results import AttackChange, AttackRow, AuditReport, Change, ComparedData, Comparison
+from ..results import (
+    AttackChange,
+    AttackRow,
+    AuditReport,
+    Change,
+    ComparedData,
+    Comparison,
+    UnlearningComparison,
+    UnlearningRun,
+)
 from ..stats import difference
 from ..strict import Strict
 from .leak_verdict import attack_kind
@@ -58,6 +70,10 @@ class InMemoryRun(Protocol):
 Run: TypeAlias = str | os.PathLike[str] | InMemoryRun
 
 
+def _name(run: Run) -> str:
+    return "in-memory run" if isinstance(run, InMemoryRun) else str(Path(run))
+
+
 def load_run(run: Run) -> tuple[AuditReport, pd.DataFrame, str]:
     """(results.json, per-record table, name) of a run directory (results.json of the previous format
     migrated), or of an in-memory audit result."""
@@ -79,6 +95,54 @@ def load_run(run: Run) -> tuple[AuditReport, pd.DataFrame, str]:
     if not results.membership_known:
         raise DataError(f"compare: {where} audited records of unknown membership; there is no ROC to compare")
     return results, frame, str(where)
+
+
+def _unlearning_report(run: Run) -> AuditReport | None:
+    """The results.json of an unlearning run (``miaudit unlearn``), None for any other run."""
+    if isinstance(run, InMemoryRun):
+        results = run.results
+    else:
+        path = Path(run) / "results.json"
+        if not path.is_file():
+            return None
+        results = AuditReport.load(path, kind_of=attack_kind)
+    return results if results.unlearning is not None else None
+
+
+UNLEARNING_READING = (
+    "side by side: each verdict and p-value rests on its own run's tests (its forget set against its models "
+    "retrained without it), each AUC's interval is its own run's; no test of B against A is made"
+)
+
+
+def compare_unlearning(name_a: str, ra: AuditReport, name_b: str, rb: AuditReport) -> Comparison:
+    """Two unlearning runs side by side: verdicts, p-values, AUCs; warnings where they forgot different records
+    of different data."""
+    ua, ub = ra.unlearning, rb.unlearning
+    assert ua is not None and ub is not None  # both are unlearning runs (_unlearning_report)
+    same_data = ra.data_fingerprint == rb.data_fingerprint
+    same_forget = same_data and sorted(ua.forget) == sorted(ub.forget)
+    warnings = []
+    if not same_data:
+        warnings.append(f"warning: A audited {ra.dataset}, B audited {rb.dataset}: different data")
+    elif not same_forget:
+        warnings.append("warning: the runs forgot different records: each verdict is about its own forget set")
+    return Comparison(
+        a=name_a,
+        b=name_b,
+        warnings=warnings,
+        paired=False,
+        pairing="two unlearning runs, " + UNLEARNING_READING,
+        data=ComparedData(a=ra.dataset, b=rb.dataset, same=same_data),
+        confidence=0.95,
+        resamples=0,
+        attacks=[],
+        only_in_a=[],
+        only_in_b=[],
+        unlearning=UnlearningComparison(
+            a=UnlearningRun.of(ua), b=UnlearningRun.of(ub), same_forget=same_forget, reading=UNLEARNING_READING
+        ),
+    )
 
 
 def attack_scores(
@@ -188,6 +252,15 @@ def compare(a: Run, b: Run, resamples: int = difference.RESAMPLES) -> Comparison
     Raises:
         DataError: a directory that is no run, a run of unknown membership, or no attack in common.
     """
+    unlearning_a, unlearning_b = _unlearning_report(a), _unlearning_report(b)
+    if unlearning_a is not None and unlearning_b is not None:
+        return compare_unlearning(_name(a), unlearning_a, _name(b), unlearning_b)
+    if unlearning_a is not None or unlearning_b is not None:
+        which, plain = ("A", "B") if unlearning_a is not None else ("B", "A")
+        raise DataError(
+            f"compare: run {which} is an unlearning run (miaudit unlearn), run {plain} is not; compare sets two "
+            "membership audits, or two unlearning runs, side by side"
+        )
     (ra, fa, name_a), (rb, fb, name_b) = load_run(a), load_run(b)
     pairing = _pairing(ra, rb, fa, fb)
     by_label = {x.label: x for x in rb.attacks}

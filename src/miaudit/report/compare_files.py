@@ -1,4 +1,5 @@
-"""compare.json, compare.md and compare.html (both runs' ROC per attack) from ``compare.compare``'s result."""
+"""compare.json, compare.md and compare.html (both runs' ROC per attack; two unlearning runs' answers side by side)
+from ``compare.compare``'s result."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import tempfile
 from pathlib import Path
 
 from ..errors import OutputDirError
-from ..results import Change, Comparison
+from ..results import Change, Comparison, UnlearningComparison
+from ..results.unlearning import Estimate
 from ..stats import metrics
 from .compare import Run, attack_scores, load_run
 from .plots import png_uri, thinned_roc
@@ -23,10 +25,43 @@ def _cell(d: Change, scale: float = 100, digits: int = 1) -> str:
     )
 
 
+def _estimate(e: Estimate, scale: float = 1, digits: int = 3) -> str:
+    if e.value is None:
+        return "n/a"
+    ci = f" [{scale * e.interval[0]:.{digits}f}, {scale * e.interval[1]:.{digits}f}]" if e.interval else ""
+    return f"{scale * e.value:.{digits}f}{ci}"
+
+
+def unlearning_rows(u: UnlearningComparison) -> list[tuple[str, str, str]]:
+    """(measure, run A, run B): two unlearning runs' answers, one measure a row."""
+    measures = [
+        ("method", lambda r: r.method),
+        ("verdict", lambda r: r.verdict),
+        ("p-value (two-sided)", lambda r: f"{r.p_value:.4g}"),
+        ("p remembered / over-forgotten", lambda r: f"{r.p_remembered:.4g} / {r.p_over_forgotten:.4g}"),
+        ("per-example AUC [95%]", lambda r: _estimate(r.per_example_auc)),
+        ("population AUC [95%]", lambda r: _estimate(r.population_auc)),
+        ("forget-set TPR@1% after, % [95%]", lambda r: _estimate(r.tpr_at_1pct_after, 100, 1)),
+        ("test accuracy", lambda r: f"{r.test_accuracy:.4f}"),
+        ("records forgotten / remembered / over-forgotten", lambda r: f"{r.forget} / {r.remembered} / "
+         f"{r.over_forgotten}"),
+    ]  # fmt: skip
+    return [(name, str(show(u.a)), str(show(u.b))) for name, show in measures]
+
+
+def _unlearning_lines(u: UnlearningComparison) -> list[str]:
+    width = max(len(m) for m, _, _ in unlearning_rows(u))
+    out = [f"{'':{width}}  A | B"]
+    out += [f"{m:{width}}  {a} | {b}" for m, a, b in unlearning_rows(u)]
+    return out
+
+
 def lines(c: Comparison) -> list[str]:
     """The console's lines: the warnings first, then per attack its verdict, TPR at each level and AUC with
-    intervals."""
+    intervals (two unlearning runs: their answers side by side)."""
     out = [*c.warnings, f"A: {c.a}", f"B: {c.b}"]
+    if c.unlearning is not None:
+        return [*out, f"{c.pairing}", "", *_unlearning_lines(c.unlearning)]
     out += [f"{c.pairing}; 95% bootstrap intervals ({c.resamples} resamples)", ""]
     for row in c.attacks:
         out.append(row.verdict or row.attack)
@@ -37,6 +72,11 @@ def lines(c: Comparison) -> list[str]:
 
 
 def markdown(c: Comparison) -> str:
+    if c.unlearning is not None:
+        text = [f"# miaudit compare: A = {c.a}, B = {c.b}", "", *(f"**{w}**\n" for w in c.warnings)]
+        text += [f"Two unlearning runs, {c.unlearning.reading}.", "", "| | A | B |", "|---|---|---|"]
+        text += [f"| {m} | {a} | {b} |" for m, a, b in unlearning_rows(c.unlearning)]
+        return "\n".join(text) + "\n"
     levels = list(c.attacks[0].tpr_at_fpr)
     head = ["attack", *(f"TPR@{100 * float(k):g}% [95%]" for k in levels), "AUC [95%]"]
     rows = [[r.attack, *(_cell(r.tpr_at_fpr[k]) for k in levels), _cell(r.auc, 1, 3)] for r in c.attacks]
@@ -105,11 +145,11 @@ def _write_files(a: Run, b: Run, c: Comparison, out_dir: Path) -> None:
     (out_dir / "compare.md").write_text(md)
     body = "".join(f"<li>{html.escape(r.verdict)}</li>" for r in c.attacks if r.verdict)
     table = "<pre>" + html.escape("\n".join(lines(c))) + "</pre>"
+    figure = "" if c.unlearning is not None else f"<img alt='ROC of both runs' src='{_roc_figure(a, b, c)}'>"
     warned = "".join(f"<p><strong>{html.escape(w)}</strong></p>" for w in c.warnings)
     page = (
         f"<!doctype html><html><head><meta charset='utf-8'><title>miaudit compare</title></head><body>"
         f"<h1>miaudit compare</h1>{warned}<p>A = {html.escape(c.a)}<br>B = {html.escape(c.b)}</p>"
-        f"<p>{html.escape(c.pairing)}.</p><ul>{body}</ul><img alt='ROC of both runs' "
-        f"src='{_roc_figure(a, b, c)}'>{table}</body></html>"
+        f"<p>{html.escape(c.pairing)}.</p><ul>{body}</ul>{figure}{table}</body></html>"
     )
     (out_dir / "compare.html").write_text(page, encoding="utf-8")

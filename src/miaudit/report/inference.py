@@ -95,11 +95,27 @@ def figure_rows(d: DatasetInference) -> list[tuple[str, str]]:
     return rows
 
 
+def _first(records: object, shown: int = 8) -> str:
+    given = records if isinstance(records, list) else []
+    more = f", ... ({len(given)} in all)" if len(given) > shown else ""
+    return ", ".join(map(str, given[:shown])) + more
+
+
+def question_line(results: AuditReport) -> str:
+    """The question asked: the suspect and validation records (results.json's ``config`` holds every index)."""
+    c = results.config
+    return (
+        f"Asked about suspect records {_first(c.get('suspect'))} against validation records "
+        f"{_first(c.get('validation'))}; every index in results.json's `config` (`suspect`, `validation`)."
+    )
+
+
 def report_md(results: AuditReport) -> str:
     d = results.dataset_inference
     assert d is not None
     lines = [f"# miaudit infer-dataset: {results.dataset}", "", f"**{d.verdict}**", "", power_line(d), ""]
     lines += ["| | |", "|---|---|", *(f"| {k} | {v} |" for k, v in figure_rows(d)), ""]
+    lines += [question_line(results), ""]
     lines += [f"Blind guard: {d.blind.classifier}.", "", "## What the test assumes", ""]
     lines += [f"- {a}" for a in d.assumptions]
     lines += ["", f"model {results.model}, seed {results.seed}, {results.references} reference model(s), "

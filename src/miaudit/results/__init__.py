@@ -5,7 +5,7 @@ builds its DP section, every reader (the CLI, the reports, compare, the API, the
 from .attacks import AttackRow, BlindBaseline, DeployableAt, Kind, Metrics, PPVByPrior, PPVCell, Ranking, Seconds
 from .audit_report import SCHEMA_VERSION, AuditReport, migrate
 from .base import JsonObject, Section
-from .compare import AttackChange, Change, ComparedData, Comparison
+from .compare import AttackChange, Change, ComparedData, Comparison, UnlearningComparison, UnlearningRun
 from .dataset_inference import BlindTest, DatasetInference, FractionUsed, InferencePower, ReferenceTest
 from .dp import (
     Bound,
@@ -114,6 +114,8 @@ __all__ = [
     "Section",
     "SelectionRecords",
     "Target",
+    "UnlearningComparison",
+    "UnlearningRun",
     "Verdict",
     "WorstCase",
     "WorstCell",

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Literal
@@ -14,6 +12,7 @@ from typing import Literal
 from pydantic import ConfigDict, JsonValue, ValidationError
 
 from ..errors import DataError
+from ..storage import atomic_write
 from .attacks import AttackRow, BlindBaseline, Kind
 from .base import Count, JsonObject, Section, lenient
 from .dataset_inference import DatasetInference
@@ -90,7 +89,8 @@ class AuditReport(Section):
     attack_choice: AttackChoice | None = None
     """attacks: auto: why these attacks ran"""
     verdict: Verdict | None
-    """does the model leak; required, null without a membership test or membership"""
+    """does the model leak; required, null without a membership test or membership: ``unlearn``,
+    ``infer-dataset`` and a DP audit without attack rows answer in their own section"""
     records_at_risk: RecordsAtRisk | None = None
     """the records named at the run's FDR"""
     worst_case: WorstCase | None = None
@@ -110,7 +110,8 @@ class AuditReport(Section):
     """``miaudit infer-dataset``'s answer: was a suspect set of records used to train the model (the verdict,
     its p-value, the blind guard, the fraction used)"""
     config: JsonObject
-    """the run's config, as validated (a user's model: what was audited)"""
+    """the run's config, as validated (a user's model: what was audited; ``unlearn``'s with ``unlearning``,
+    ``infer-dataset``'s with ``suspect`` and ``validation`` as record indices, and ``inference``)"""
     environment: Environment
     """what produced the numbers"""
     notes: list[str] | None = None
@@ -140,16 +141,10 @@ class AuditReport(Section):
         return json.dumps(self.dump(), indent=1)
 
     def write(self, path: str | Path) -> Path:
-        """Write results.json at ``path`` atomically (a temporary sibling, then a rename)."""
+        """Write results.json at ``path`` atomically (a temporary sibling, then a rename), with the mode every other
+        output file gets (the umask's: readable by others under 022; mkstemp's 0600 hid it from a colleague)."""
         path = Path(path)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(self.to_json())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write(path, lambda tmp: tmp.write_text(self.to_json(), encoding="utf-8"))
         return path
 
     @classmethod

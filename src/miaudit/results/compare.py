@@ -1,5 +1,5 @@
 """compare.json (``miaudit compare RUN_A RUN_B``, ``miaudit.compare``): B against A per membership test both runs
-hold, as one typed model built by ``report.compare`` and written as is."""
+hold, or two unlearning runs side by side, as one typed model built by ``report.compare`` and written as is."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 from pydantic import ConfigDict
 
 from .base import Interval, JsonObject, Number, Section
+from .unlearning import Estimate, UnlearningSection
 
 SCHEMA_URI = "https://json-schema.org/draft/2020-12/schema"
 
@@ -46,6 +47,65 @@ class ComparedData(Section):
     """whether the data's fingerprints are equal"""
 
 
+class UnlearningRun(Section):
+    """One unlearning run's answer, as its results.json's ``unlearning`` section gives it."""
+
+    method: str
+    """how the unlearned model was made, with its hyperparameters"""
+    verdict: str
+    """verified, not_forgotten or over_forgotten"""
+    p_value: Number
+    """the set-level test's two-sided p-value"""
+    p_remembered: Number
+    """its upper tail (still remembered)"""
+    p_over_forgotten: Number
+    """its lower tail"""
+    per_example_auc: Estimate
+    """AUC of telling the unlearned model from retrained ones on the forget set (0.5 on exact retraining)"""
+    population_auc: Estimate
+    """the same with one threshold for every record"""
+    tpr_at_1pct_after: Estimate
+    """forget-set TPR at 1% FPR on the unlearned model"""
+    test_accuracy: Number
+    """the unlearned model's accuracy on records no model trained on"""
+    forget: int
+    """records forgotten"""
+    remembered: int
+    """forgotten records named as still remembered at the run's FDR"""
+    over_forgotten: int
+    """forgotten records named as over-forgotten"""
+
+    @classmethod
+    def of(cls, s: UnlearningSection) -> UnlearningRun:
+        return cls(
+            method=s.method.label,
+            verdict=s.verdict,
+            p_value=s.p_value,
+            p_remembered=s.p_remembered,
+            p_over_forgotten=s.p_over_forgotten,
+            per_example_auc=s.per_example_auc,
+            population_auc=s.population_auc,
+            tpr_at_1pct_after=s.tpr_at_1pct_after,
+            test_accuracy=s.utility.test.unlearned,
+            forget=len(s.forget),
+            remembered=len(s.remembered),
+            over_forgotten=len(s.over_forgotten),
+        )
+
+
+class UnlearningComparison(Section):
+    """Two unlearning runs (``miaudit unlearn``) side by side."""
+
+    a: UnlearningRun
+    """run A's answer"""
+    b: UnlearningRun
+    """run B's"""
+    same_forget: bool
+    """whether both runs forgot the same records of the same data"""
+    reading: str
+    """how to read the two: each verdict rests on its own run's tests; no test of B against A is made"""
+
+
 class Comparison(Section):
     """compare.json: did a mitigation change what the attacks find?"""
 
@@ -68,11 +128,13 @@ class Comparison(Section):
     resamples: int
     """bootstrap resamples per interval"""
     attacks: list[AttackChange]
-    """one entry per membership test in both runs"""
+    """one entry per membership test in both runs (none for two unlearning runs)"""
     only_in_a: list[str]
     """attack labels only in run A: not compared"""
     only_in_b: list[str]
     """attack labels only in run B: not compared"""
+    unlearning: UnlearningComparison | None = None
+    """two unlearning runs: their verdicts, p-values and AUCs side by side (absent for membership audits)"""
 
     def dump(self) -> JsonObject:
         return self.model_dump(exclude_unset=True)

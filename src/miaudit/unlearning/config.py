@@ -126,6 +126,12 @@ class UnlearningConfig(Strict):
         return Path(v) if isinstance(v, str) else v
 
 
+def schema_keys() -> dict[str, dict]:
+    """The key an unlearning config adds to a run config's, as its JSON schema (``miaudit schema config``, ``init``)."""
+    described = "which records are forgotten and how the unlearned model is made"
+    return {"unlearning": {**UnlearningConfig.model_json_schema(), "description": described}}
+
+
 @dataclass(frozen=True)
 class UnlearnConfig:
     """An unlearning audit's config: the audit config (``cfg``), its ``unlearning:`` section and, for a given
@@ -134,6 +140,12 @@ class UnlearnConfig:
     cfg: RunConfig
     unlearning: UnlearningConfig
     members: Path | None = None
+
+
+def as_config(u: UnlearnConfig) -> dict[str, Any]:
+    """The config's keys as miaudit read them: results.json's ``config`` and what ``miaudit config`` prints."""
+    members = {} if u.members is None else {"members": str(u.members)}
+    return {**u.cfg.model_dump(mode="json"), "unlearning": u.unlearning.model_dump(mode="json"), **members}
 
 
 def from_mapping(raw: Mapping[str, Any], folder: Path | None = None) -> UnlearnConfig:

@@ -5,7 +5,6 @@ the forgotten ones (``forget.npy``): what an auditor gives back as an own model 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from ..results import AuditReport, Calibration, Target
 from ..results.unlearning import Estimate, UnlearningSection
 from ..stats.multiple_testing import bh_qvalues
 from .audit import UnlearnFn, Verification, run
-from .config import UnlearnConfig, from_mapping
+from .config import UnlearnConfig, as_config, from_mapping
 
 FILES = ("results.json", "report.md", "report.html", "forget.csv", "unlearned.safetensors", "members.npy", "forget.npy")
 
@@ -28,10 +27,7 @@ FILES = ("results.json", "report.md", "report.html", "forget.csv", "unlearned.sa
 def results(u: UnlearnConfig, v: Verification) -> AuditReport:
     """results.json: the keys a run has where they apply (the target is the unlearned model), and ``unlearning``."""
     cfg, ds, s = u.cfg, v.records.dataset, v.section
-    config = json.loads(cfg.model_dump_json())
-    config["unlearning"] = json.loads(u.unlearning.model_dump_json())
-    if u.members is not None:
-        config["members"] = str(u.members)
+    config = as_config(u)
     source = "trained" if s.method.name == "retrain" else s.method.label
     target = Target(
         train_accuracy=s.utility.retained.unlearned,
@@ -155,12 +151,13 @@ def forget_csv(v: Verification) -> str:
 
 def write(u: UnlearnConfig, v: Verification, out: Path) -> AuditReport:
     """Every output file into ``out`` (held by the caller: ``outdir.reserved``)."""
-    from safetensors.torch import save_file
+    from safetensors.torch import save
 
     out.mkdir(parents=True, exist_ok=True)
     r = results(u, v)
     state = {k: t.detach().cpu().contiguous() for k, t in v.module.state_dict().items()}
-    save_file(state, str(out / "unlearned.safetensors"))
+    # bytes, then an ordinary write: safetensors' save_file creates its file 0600 whatever the umask
+    (out / "unlearned.safetensors").write_bytes(save(state))
     np.save(out / "members.npy", v.records.members.astype(np.int64))
     np.save(out / "forget.npy", v.records.forget.astype(np.int64))
     (out / "forget.csv").write_text(forget_csv(v), encoding="utf-8")
