@@ -23,7 +23,7 @@ import numpy as np
 
 from miaudit.experiment import datasets
 from miaudit.results.unlearning import Method
-from miaudit.unlearning import audit, verify
+from miaudit.unlearning import audit, records, verify
 from miaudit.unlearning.config import from_mapping
 
 FORGET = {"digits": 50, "location": 100}
@@ -32,7 +32,7 @@ verify.auc_by_records = lambda pos, neg, seed, resamples=20: _auc(pos, neg, seed
 
 
 def row(u, ds, forget, retain, unseen, refs, unlearned, name: str) -> dict:
-    rec = audit.Records(ds, np.sort(np.concatenate([forget, retain])), forget, retain, unseen, unseen)
+    rec = records.Records(ds, np.sort(np.concatenate([forget, retain])), forget, retain, unseen, unseen)
     models = audit.Models(None, unlearned.astype(np.float64), None, refs.astype(np.float64),  # type: ignore[arg-type]
                           Method(name=name, label=name), 0)  # fmt: skip
     s = audit.verify_models(u, rec, models, time.perf_counter()).section

@@ -17,6 +17,7 @@ from miaudit.config import run as config
 from miaudit.dp import canaries, output, user_code
 from miaudit.errors import ConfigError, ModelError
 from miaudit.experiment import datasets
+from miaudit.models import library
 
 pytestmark = pytest.mark.slow  # every test here trains a model (or steps an optimizer)
 
@@ -120,12 +121,12 @@ def test_a_model_without_features_is_split_at_its_last_linear_only_when_that_is_
     plain = nn.Sequential(nn.Flatten(), nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 3))
     x = torch.randn(5, 8)
     before, params = plain(x).detach(), set(map(id, plain.parameters()))
-    split = user_code.with_features(plain, (8,), 3)
+    split = library.with_features(plain, (8,), 3)
     assert callable(split.features) and split.features(x).shape == (5, 16)
     torch.testing.assert_close(split(x), before)
     assert set(map(id, split.parameters())) == params  # the function trains the same parameters
     after = nn.Sequential(nn.Linear(8, 3), nn.LogSoftmax(dim=1))  # something after the classifier: left as it is
-    assert user_code.with_features(after, (8,), 3) is after
+    assert library.with_features(after, (8,), 3) is after
 
 
 def test_the_python_api_builds_the_config_of_a_function() -> None:

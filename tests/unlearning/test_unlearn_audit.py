@@ -13,7 +13,7 @@ from _results import version_1_results
 from miaudit.errors import ConfigError, DataError
 from miaudit.results import AuditReport
 from miaudit.results.unlearning import Utility
-from miaudit.unlearning import audit, config, output
+from miaudit.unlearning import audit, config, output, records
 
 
 def cfg(tmp_path: Path, **unlearning: object) -> dict:
@@ -29,19 +29,19 @@ def cfg(tmp_path: Path, **unlearning: object) -> dict:
 
 def test_forget_set_drawn_from_members_and_files_checked(tmp_path: Path) -> None:
     members = np.arange(10, 30)
-    drawn = audit.forget_set(5, members, 100, seed=0)
+    drawn = records.forget_set(5, members, 100, seed=0)
     assert len(drawn) == 5 and set(drawn) <= set(members)
-    assert np.array_equal(drawn, audit.forget_set(5, members, 100, seed=0))  # seeded
+    assert np.array_equal(drawn, records.forget_set(5, members, 100, seed=0))  # seeded
     with pytest.raises(ConfigError, match="unlearning.forget: 19 records asked"):
-        audit.forget_set(19, members, 100, seed=0)
+        records.forget_set(19, members, 100, seed=0)
     np.save(tmp_path / "f.npy", np.array([10, 11, 5]))
     with pytest.raises(DataError, match=r"unlearning.forget: record 5 is not among"):
-        audit.forget_set(tmp_path / "f.npy", members, 100, seed=0)
+        records.forget_set(tmp_path / "f.npy", members, 100, seed=0)
     np.save(tmp_path / "g.npy", np.array([10, 10**9]))
     with pytest.raises(DataError, match="unlearning.forget: index 1000000000 is outside"):
-        audit.forget_set(tmp_path / "g.npy", members, 100, seed=0)
+        records.forget_set(tmp_path / "g.npy", members, 100, seed=0)
     np.save(tmp_path / "h.npy", np.array([12, 10]))
-    assert audit.forget_set(tmp_path / "h.npy", members, 100, seed=0).tolist() == [10, 12]
+    assert records.forget_set(tmp_path / "h.npy", members, 100, seed=0).tolist() == [10, 12]
 
 
 @pytest.mark.parametrize(
@@ -68,12 +68,12 @@ def test_config_refused_in_one_line(tmp_path: Path, change: dict, message: str) 
 def test_forget_given_as_a_list(tmp_path: Path) -> None:
     u = config.from_mapping(cfg(tmp_path, forget=[12, 10], method="noop"))
     assert u.unlearning.forget == (12, 10)
-    assert audit.forget_set(u.unlearning.forget, np.arange(10, 30), 100, seed=0).tolist() == [10, 12]
+    assert records.forget_set(u.unlearning.forget, np.arange(10, 30), 100, seed=0).tolist() == [10, 12]
     with pytest.raises(DataError, match="record 5 is not among"):
-        audit.forget_set((10, 5), np.arange(10, 30), 100, seed=0)
+        records.forget_set((10, 5), np.arange(10, 30), 100, seed=0)
 
 
-def synthetic(k: int, seed: int = 0) -> tuple[config.UnlearnConfig, audit.Records, audit.Models]:
+def synthetic(k: int, seed: int = 0) -> tuple[config.UnlearnConfig, records.Records, audit.Models]:
     """An unlearning audit's records and models without training: 200 records of 4 labels, 60 members (20
     forgotten), logits of an exact retrain and ``k`` retrained models (noise around a shared per-record signal)."""
     from miaudit.data import Dataset
@@ -88,7 +88,7 @@ def synthetic(k: int, seed: int = 0) -> tuple[config.UnlearnConfig, audit.Record
     base = rng.normal(size=(n, c))
     logits = base + rng.normal(scale=0.3, size=(k + 1, n, c))
     u = config.from_mapping({"dataset": "digits", "references": k, "unlearning": {"forget": 20, "method": "retrain"}})
-    rec = audit.Records(ds, members, forget, retain, unseen, unseen)
+    rec = records.Records(ds, members, forget, retain, unseen, unseen)
     models = audit.Models(None, logits[0], None, logits[1:], Method(name="retrain", label="retrain"), 0)  # type: ignore[arg-type]
     return u, rec, models
 

@@ -34,6 +34,7 @@ from ..errors import ConfigError, MiauditError, ModelError
 from ..experiment import datasets
 from ..experiment.recipes import ModelRecipe, reference_recipe
 from ..experiment.run import RunResult
+from ..models import library
 from ..results.dp import Defect, DPAudit, UserTraining
 from ..training.dp_sgd import NoisyStep
 from . import one_run, structural
@@ -192,35 +193,6 @@ def fit(
     return run
 
 
-def with_features(model: nn.Module, input_shape: tuple[int, ...], n_classes: int) -> nn.Module:
-    """``model`` with penultimate features, as the attacks reading the last layer need (``FeatureHeadModel``): as it
-    is when it has ``features``, else split at its last ``nn.Linear`` classifier (``library.split_last_linear``: the
-    same parameters, so the function trains the same model) when that computes the same outputs, else as it is."""
-    import copy
-
-    import torch
-
-    from ..models.base import FeatureHeadModel
-    from ..models.library import split_last_linear
-
-    if callable(getattr(model, "features", None)):
-        return model
-
-    class Split(FeatureHeadModel):
-        def __init__(self, inner: nn.Module) -> None:
-            super().__init__()
-            self.body, self.head = split_last_linear(inner, n_classes)
-
-    try:
-        probe = torch.randn(3, *input_shape, generator=torch.Generator().manual_seed(0))
-        trial = copy.deepcopy(model).eval()
-        with torch.no_grad():
-            same = torch.allclose(trial(probe), Split(copy.deepcopy(trial)).eval()(probe), atol=1e-5)
-    except (ModelError, RuntimeError, TypeError, ValueError):
-        same = False
-    return Split(model) if same else model
-
-
 _ACTIVE: list[tuple[GradientCanaries, int]] = []  # the target's gradient canaries and records, while it trains
 
 
@@ -272,11 +244,11 @@ def recipes(
     steps) and the references' (the function, never observed, or miaudit's loop): never cached."""
     from ..models import build_model
 
-    arch = cfg.model
+    arch, shape, k = cfg.model, ds.input_shape, ds.n_classes
 
     def build() -> nn.Module:
-        shape, k = ds.input_shape, ds.n_classes
-        return with_features(training.model(shape, k) if training.model else build_model(arch, shape, k), shape, k)
+        model = training.model(shape, k) if training.model else build_model(arch, shape, k)
+        return library.with_features(model, shape, k)
 
     name = arch if training.model is None else name_of(training.model)
     training.n_classes = ds.n_classes

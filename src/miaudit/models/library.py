@@ -49,3 +49,31 @@ def split_last_linear(model: nn.Module, n_classes: int) -> tuple[nn.Module, nn.L
     parent = model.get_submodule(parent_path) if parent_path else model
     setattr(parent, attr, nn.Identity())  # also for a Sequential's "3": its children are named attributes
     return model, head
+
+
+def with_features(model: nn.Module, input_shape: tuple[int, ...], n_classes: int) -> nn.Module:
+    """``model`` with penultimate features, as the attacks reading the last layer need (``FeatureHeadModel``): as it
+    is when it has ``features``, else split at its last ``nn.Linear`` classifier (``library.split_last_linear``: the
+    same parameters, so the function trains the same model) when that computes the same outputs, else as it is."""
+    import copy
+
+    import torch
+
+    from .base import FeatureHeadModel
+
+    if callable(getattr(model, "features", None)):
+        return model
+
+    class Split(FeatureHeadModel):
+        def __init__(self, inner: nn.Module) -> None:
+            super().__init__()
+            self.body, self.head = split_last_linear(inner, n_classes)
+
+    try:
+        probe = torch.randn(3, *input_shape, generator=torch.Generator().manual_seed(0))
+        trial = copy.deepcopy(model).eval()
+        with torch.no_grad():
+            same = torch.allclose(trial(probe), Split(copy.deepcopy(trial)).eval()(probe), atol=1e-5)
+    except (ModelError, RuntimeError, TypeError, ValueError):
+        same = False
+    return Split(model) if same else model
