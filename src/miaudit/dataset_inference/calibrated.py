@@ -103,15 +103,6 @@ def score(features: np.ndarray) -> np.ndarray:
     return z.mean(axis=1) if z.shape[1] else np.zeros(len(z))
 
 
-def auc(scores: np.ndarray, positive: np.ndarray) -> float:
-    """The Mann-Whitney AUC of the positives against the rest, ties counting 1/2 (0.5 when a side is empty)."""
-    neg, pos = np.sort(scores[~positive]), scores[positive]
-    if len(pos) == 0 or len(neg) == 0:
-        return 0.5
-    lo, hi = np.searchsorted(neg, pos, "left"), np.searchsorted(neg, pos, "right")
-    return float(((lo + hi) / 2).sum() / (len(pos) * len(neg)))
-
-
 def set_test(scores: np.ndarray, is_suspect: np.ndarray, seed: int = 0, permutations: int = PERMUTATIONS) -> SetTest:
     """The suspects' AUC on ``scores`` (fixed before the labels are read) and its one-sided permutation p-value."""
     is_suspect = np.asarray(is_suspect, dtype=bool)
