@@ -24,7 +24,6 @@ attacks) are imported inside the commands that need them, so ``--help`` answers 
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import time
@@ -38,9 +37,11 @@ from rich.console import Console
 from ._version import __version__
 from .config.files import read, with_overrides
 from .config.run import DEFAULT_RUN, RunConfig, from_dict, load
+from .config_keys.commands import attacks, init, schema, show_config
 from .dataset_inference.command import infer_command
 from .errors import ConfigError, MiauditError
 from .report.command import report_command
+from .report.compare_command import compare_command
 from .unlearning.command import unlearn_command
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Membership inference auditing.")
@@ -51,8 +52,9 @@ VERBOSE_HELP = "also print debug lines, and the summary's procedures (as --expla
 
 
 def _fail(e: Exception) -> NoReturn:
-    err.print(f"[bold red]error:[/bold red] {e}", highlight=False, soft_wrap=True)
-    raise typer.Exit(code=2)
+    from .report.console import refuse
+
+    refuse(e)
 
 
 def _version(show: bool) -> None:
@@ -203,36 +205,6 @@ def export_outputs(
         Console().print(f"wrote {where} ({layout} layout)")
 
 
-@app.command("compare")
-def compare_runs(
-    run_a: Path = typer.Argument(..., help="run A: a miaudit run directory (results.json, scores.parquet)"),
-    run_b: Path = typer.Argument(..., help="run B, e.g. the same audit of a mitigated model"),
-    out: Path | None = typer.Option(None, "--out", "-o", help="where compare.json/.md/.html go (default RUN_B)"),
-    overrides: list[str] | None = typer.Option(
-        None, "--set", "-s", help="override a setting of the comparison, e.g. --set resamples=2000 (repeatable)"
-    ),
-    quiet: bool = QUIET_OPTION,
-    verbose: bool = VERBOSE_OPTION,
-) -> None:
-    """B against A per shared attack: TPR and AUC differences with 95% bootstrap intervals, a verdict each."""
-    from .report import compare, compare_files
-
-    _logging(quiet, verbose)
-    try:
-        settings = compare.settings(overrides or [])
-        compare_files.check_destination(out or run_b)
-        result = compare.compare(run_a, run_b, resamples=settings.resamples)
-        where = compare_files.write(run_a, run_b, result, out or run_b)
-    except MiauditError as e:
-        _fail(e)
-    except KeyboardInterrupt:
-        _interrupted(None, out or run_b, trains=False)
-    if quiet:
-        return
-    Console().print("\n".join(compare_files.lines(result)), highlight=False, markup=False, soft_wrap=True)
-    Console().print(f"wrote {where}/compare.json, compare.md, compare.html", highlight=False)
-
-
 @app.command("plan")
 def plan_audit(
     config: Path | None = typer.Argument(None, help="YAML config; omit for the built-in default audit"),
@@ -269,40 +241,6 @@ def plan_audit(
     except KeyboardInterrupt:
         _interrupted(cfg, None, trains=False)
     Console().print("\n".join(said), highlight=False, markup=False, soft_wrap=True)
-
-
-@app.command()
-def init(
-    path: Path = typer.Argument(Path("miaudit.yaml"), help="where to write the config"),
-    force: bool = typer.Option(False, "--force", "-f", help="replace an existing file"),
-) -> None:
-    """Write a commented config with every key and its default."""
-    from . import config_keys
-    from .config import describe
-
-    try:
-        print(describe.write_init(path, force, describe.keys_schema(config_keys.command_keys())))
-    except MiauditError as e:
-        _fail(e)
-
-
-@app.command("config")
-def show_config(
-    config: Path | None = typer.Argument(None, help="YAML config; omit for the built-in default audit"),
-    schema: bool = typer.Option(False, "--schema", help="print the JSON schema of every key (attacks under $defs)"),
-    overrides: list[str] | None = typer.Option(None, "--set", "-s", help=SET_HELP),
-) -> None:
-    """Print a config as its command reads it (every key, defaults filled in, checked), or the JSON schema."""
-    from . import config_keys
-    from .config import describe
-
-    if schema:
-        print(json.dumps(describe.schema(config_keys.command_keys()), indent=1))
-        return
-    try:
-        print(describe.as_yaml(config_keys.as_read(config, overrides or [])), end="")
-    except MiauditError as e:
-        _fail(e)
 
 
 @app.command()
@@ -364,32 +302,11 @@ app.command("infer-dataset")(infer_command)  # dataset_inference/command.py: typ
 
 app.command("unlearn")(unlearn_command)  # unlearning/command.py: typer and rich only at import
 app.command("report")(report_command)  # report/command.py: a finished run's reports again, from its files
-
-
-@app.command()
-def schema(name: str = typer.Argument("results", help="results, config, compare, plan, inference-plan")) -> None:
-    """Print the JSON Schema (draft 2020-12) of results.json, a config, compare.json or plan's answer."""
-    from . import config_keys
-    from .config import describe
-
-    try:
-        print(json.dumps(describe.printed_schema(name, config_keys.command_keys()), indent=1))
-    except MiauditError as e:
-        _fail(e)
-
-
-@app.command()
-def attacks(name: str | None = typer.Argument(None, help="an attack: show its parameters and needs")) -> None:
-    """List the registered attacks, or show one attack's parameters (type, default, limits) and needs."""
-    from .config import describe
-
-    try:
-        out, notes = describe.attacks_listing(name)
-    except MiauditError as e:
-        _fail(e)
-    print("\n".join(out))
-    for line in notes:  # the choices within attacks, and the hint, on stderr: stdout stays one attack per line
-        typer.echo(line, err=True)
+app.command("compare")(compare_command)  # report/compare_command.py: two finished runs, from their files
+app.command()(init)  # config_keys/commands.py: init, config, schema and attacks describe the keys
+app.command("config")(show_config)
+app.command()(schema)
+app.command()(attacks)
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -4,7 +4,6 @@ schema."""
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
@@ -21,7 +20,6 @@ from typer.testing import CliRunner, Result
 from miaudit import data
 from miaudit.cli import app
 from miaudit.config import describe as configdoc
-from miaudit.config import run as config
 from miaudit.config_keys import command_keys
 from miaudit.errors import DataError
 from miaudit.progress import ModelProgress
@@ -129,51 +127,6 @@ def test_num_classes_allows_unused_classes() -> None:
     assert data.load(path="gap.npz", num_classes=3).n_classes == 3
 
 
-def test_version_init_schema_and_attack_parameters() -> None:
-    version = invoke("--version")
-    assert version.exit_code == 0 and re.fullmatch(r"miaudit \d+\.\d+\.\d+\s*", version.output)
-    assert invoke("init", "mine.yaml").exit_code == 0
-    assert config.from_dict(yaml.safe_load(Path("mine.yaml").read_text())) == config.RunConfig()
-    assert invoke("init", "mine.yaml").exit_code == 2  # never overwritten without --force
-    schema = invoke("config", "--schema")
-    assert schema.exit_code == 0
-    defs = json.loads(schema.output)["$defs"]
-    assert defs["bmia"]["properties"]["samples"]["default"] == 1000
-    shown = invoke("attacks", "bmia")
-    assert shown.exit_code == 0
-    assert re.search(r"samples\s+int\s+1000\s+>= 2\s+posterior draws", shown.output)
-    assert "modes: offline" in shown.output and "at least 1, at most 1" in shown.output
-    assert invoke("attacks", "bmai").output.strip().endswith("did you mean 'bmia'?")
-
-
-def test_set_overrides_config_keys() -> None:
-    write("c.yaml", yaml.safe_dump(small("digits", attacks=["attack-p", "bmia"], references=1)))
-    res = invoke(
-        "config", "c.yaml", "--set", "train.epochs=7", "--set", "attacks.1.samples=20", "-s", "dataset.subset=50"
-    )
-    assert res.exit_code == 0, res.output
-    shown = yaml.safe_load(res.output)
-    assert shown["train"]["epochs"] == 7 and shown["attacks"][1] == {"name": "bmia", "samples": 20}
-    assert shown["dataset"] == {**shown["dataset"], "name": "digits", "subset": 50}
-    for bad, message in [("seed", "expected key=value"), ("attacks.5.samples=2", "no item 5"), ("seed=-1", "seed:")]:
-        res = invoke("config", "c.yaml", "--set", bad)
-        assert res.exit_code == 2 and message in res.output
-
-
-@pytest.mark.slow
-def test_log_lines_per_model_and_attack_when_not_a_terminal(tiny_raw: dict[str, Any]) -> None:
-    write("run.yaml", yaml.safe_dump(tiny_raw))
-    first = invoke("run", "run.yaml", "--out", "a")
-    assert first.exit_code == 0, first.output
-    for line in ("target: trained in", "reference 1/2: trained in", "reference 2/2: trained in", "attack attack-p: "):
-        assert line in first.output
-    again = invoke("run", "run.yaml", "--out", "b", "--quiet")
-    assert again.exit_code == 0 and again.output == ""
-    verbose = invoke("run", "run.yaml", "--out", "c", "--verbose")
-    assert "reference 2/2: loaded from cache" in verbose.output and "data digits: 300 records" in verbose.output
-    assert "cache: " in verbose.output  # the cache folder, as docs/running.md's --verbose promises
-
-
 def test_time_left_from_measured_model_times() -> None:
     progress = ModelProgress(4)
     assert progress.seconds_left() is None
@@ -204,3 +157,17 @@ def test_importing_laplace_warns_nothing() -> None:
     code = "from miaudit.posteriors.laplace import import_laplace; import_laplace()"
     res = subprocess.run([sys.executable, "-W", "default", "-c", code], capture_output=True, text=True, check=True)
     assert res.stderr == ""
+
+
+@pytest.mark.slow
+def test_log_lines_per_model_and_attack_when_not_a_terminal(tiny_raw: dict[str, Any]) -> None:
+    write("run.yaml", yaml.safe_dump(tiny_raw))
+    first = invoke("run", "run.yaml", "--out", "a")
+    assert first.exit_code == 0, first.output
+    for line in ("target: trained in", "reference 1/2: trained in", "reference 2/2: trained in", "attack attack-p: "):
+        assert line in first.output
+    again = invoke("run", "run.yaml", "--out", "b", "--quiet")
+    assert again.exit_code == 0 and again.output == ""
+    verbose = invoke("run", "run.yaml", "--out", "c", "--verbose")
+    assert "reference 2/2: loaded from cache" in verbose.output and "data digits: 300 records" in verbose.output
+    assert "cache: " in verbose.output  # the cache folder, as docs/running.md's --verbose promises

@@ -9,7 +9,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
 from rich import box
 from rich.console import Console
@@ -24,7 +24,7 @@ T = TypeVar("T")
 
 
 def command(work: Callable[[], T], out: Path, quiet: bool, verbose: bool) -> T:
-    """A command that lives beside its package (``miaudit unlearn``, ``miaudit infer-dataset``) run as ``cli.py``'s
+    """A command that lives beside its package (``miaudit unlearn``, ``miaudit infer-dataset``) run as ``miaudit.cli``'s
     are: logging at --quiet / --verbose; bad input one line on stderr, exit 2; Ctrl-C or SIGTERM one line saying
     what was kept, exit 130 or 143 (the shell's codes)."""
     err = Console(stderr=True)
@@ -33,13 +33,18 @@ def command(work: Callable[[], T], out: Path, quiet: bool, verbose: bool) -> T:
     try:
         return work()
     except MiauditError as e:
-        err.print(f"[bold red]error:[/bold red] {e}", highlight=False, soft_wrap=True)
-        raise SystemExit(2) from None
+        refuse(e)
     except KeyboardInterrupt:
         from ..data import default_cache_dir
 
         err.print(progress.interrupted(default_cache_dir(), out), highlight=False, soft_wrap=True)
         raise SystemExit(143 if isinstance(sys.exc_info()[1], progress.Terminated) else 130) from None
+
+
+def refuse(e: Exception) -> NoReturn:
+    """Bad input: one line on stderr naming the field, exit 2 (every command's)."""
+    Console(stderr=True).print(f"[bold red]error:[/bold red] {e}", highlight=False, soft_wrap=True)
+    raise SystemExit(2) from None
 
 
 def summary(results: AuditReport, out: Path, start: float, explain: bool = False) -> None:
