@@ -82,12 +82,12 @@ format: $(STAMP)
 bench-quick: $(STAMP)
 	$(BIN)/miaudit bench quick
 
-# The lock: every dependency of miaudit and of all its extras (test, dev, docs, ray, dp, hf, timm, bench), pinned, resolved
+# The lock: every dependency of miaudit and of all its extras (test, dev, docs, ray, dp, hf, timm, bench, tracking), pinned, resolved
 # against the torch/torchvision pair in lock-constraints.txt. Commit requirements.lock after.
 # Pins already in the lock are kept where still allowed; LOCKFLAGS=--upgrade moves all to the newest.
 lock: $(STAMP)
 	$(BIN)/pip-compile $(LOCKFLAGS) --quiet --strip-extras --no-emit-index-url --no-emit-find-links \
-		--extra test --extra dev --extra docs --extra ray --extra dp --extra hf --extra timm --extra bench \
+		--extra test --extra dev --extra docs --extra ray --extra dp --extra hf --extra timm --extra bench --extra tracking \
 		-c lock-constraints.txt \
 		-o requirements.lock pyproject.toml
 
