@@ -13,6 +13,7 @@
     miaudit report RUN_DIR              a finished run's report.md, report.html, roc.png again, from its files
     miaudit plan [CONFIG]               power before the run: intervals, detectable TPR, time
     miaudit infer-dataset CONFIG        was a suspect set of records used to train the model
+    miaudit track RUN_DIR               log a finished run's folder to MLflow (docs/workflow.md)
     miaudit bench SUITE                 a benchmark suite
     miaudit --version
 
@@ -43,6 +44,7 @@ from .errors import ConfigError, MiauditError
 from .report.command import report_command
 from .report.compare_command import compare_command
 from .unlearning.command import unlearn_command
+from .workflow.keys import FAIL_ON_HELP, TRACK_HELP
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Membership inference auditing.")
 err = Console(stderr=True)
@@ -79,6 +81,8 @@ SET_OPTION = typer.Option(None, "--set", "-s", help=SET_HELP)
 QUIET_OPTION = typer.Option(False, "--quiet", "-q", help=QUIET_HELP)
 VERBOSE_OPTION = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP)
 EXPLAIN_OPTION = typer.Option(False, "--explain", help="also print how each answer was reached (as report.md says)")
+FAIL_ON_OPTION = typer.Option(None, "--fail-on", metavar="CONDITION", help=FAIL_ON_HELP)
+TRACK_OPTION = typer.Option(None, "--track", metavar="URI", help=TRACK_HELP)
 
 
 def _logging(quiet: bool, verbose: bool) -> None:
@@ -104,18 +108,22 @@ def run(
     quiet: bool = QUIET_OPTION,
     verbose: bool = VERBOSE_OPTION,
     explain: bool = EXPLAIN_OPTION,
+    fail_on: list[str] | None = FAIL_ON_OPTION,
+    track: str | None = TRACK_OPTION,
 ) -> None:
     """Run one audit and write results.json, report.md, report.html, roc.png, scores.csv and scores.parquet."""
     from . import progress
     from .report import console, outdir
+    from .workflow.flow import Flow
 
     _logging(quiet, verbose)
     out = out or Path("miaudit-runs") / (config.stem if config else "default")
     cfg, progress.SESSION["trained"], progress.SESSION["answers"] = None, 0, 0  # what an interrupt reports
     try:
-        # first: held by this run before the config's checks import torch, before any data or model
+        flow = Flow.of("run", fail_on, track)  # first: a bad condition is refused before anything is written
+        # then: held by this run before the config's checks import torch, before any data or model
         with outdir.reserved(out, force):
-            cfg = _config(config, overrides)
+            flow.check(cfg := _config(config, overrides))  # gate: and tracking: before any work
             from . import api
 
             start = time.perf_counter()
@@ -126,6 +134,7 @@ def run(
         _interrupted(cfg, out)
     if not quiet:
         console.summary(results, out, start, explain or verbose)
+    flow.finish(results, out, quiet)  # the tracker, then the gate's line last (exit 1 when it fails)
 
 
 def _say(line: str) -> None:
@@ -153,16 +162,20 @@ def score(
     quiet: bool = QUIET_OPTION,
     verbose: bool = VERBOSE_OPTION,
     explain: bool = EXPLAIN_OPTION,
+    fail_on: list[str] | None = FAIL_ON_OPTION,
+    track: str | None = TRACK_OPTION,
 ) -> None:
     """Audit precomputed outputs (logits and membership masks of models trained elsewhere): no models needed."""
     from . import api, progress
     from .config import scores
     from .report import console, outdir
+    from .workflow.flow import Flow
 
     _logging(quiet, verbose)
     out, progress.SESSION["trained"] = out or Path("miaudit-runs") / config.stem, 0
     try:
-        cfg = scores.load(config, overrides or [])
+        flow = Flow.of("score", fail_on, track)
+        flow.check(cfg := scores.load(config, overrides or []))
         with outdir.reserved(out, force):
             start = time.perf_counter()
             results = api.score(cfg).report(out, force=force)
@@ -172,6 +185,7 @@ def score(
         _interrupted(None, out, trains=False)
     if not quiet:
         console.summary(results, out, start, explain or verbose)
+    flow.finish(results, out, quiet)
 
 
 @app.command("export")
@@ -277,17 +291,21 @@ def dp_audit(
     overrides: list[str] | None = SET_OPTION,
     quiet: bool = QUIET_OPTION,
     verbose: bool = VERBOSE_OPTION,
+    fail_on: list[str] | None = FAIL_ON_OPTION,
+    track: str | None = TRACK_OPTION,
 ) -> None:
     """DP audit: canaries in one training run (or R pairs of runs), epsilon lower bounds, a verdict with its power."""
     from . import api, progress
     from .report import console, outdir
+    from .workflow.flow import Flow
 
     _logging(quiet, verbose)
     out = out or Path("miaudit-runs") / f"{config.stem}-dp"
     cfg, progress.SESSION["trained"] = None, 0  # what this audit trains: an interrupt reports it
     try:
+        flow = Flow.of("dp-audit", fail_on, track)
         outdir.check(out, force)  # first, as for run (api.dp_audit holds it while the audit runs)
-        cfg = _config(config, overrides)
+        flow.check(cfg := _config(config, overrides))
         results = api.dp_audit(cfg, runs=runs, out=out, force=force, say=_say if not quiet else lambda line: None)
     except MiauditError as e:
         _fail(e)
@@ -295,6 +313,25 @@ def dp_audit(
         _interrupted(cfg, out)
     if not quiet:
         console.dp_summary(results, out)
+    flow.finish(results, out, quiet)
+
+
+@app.command("track")
+def track_run(
+    run_dir: Path = typer.Argument(..., help="a finished run's output folder (its results.json)"),
+    track: str | None = typer.Option(
+        None, "--track", metavar="URI", help="the MLflow tracking URI (default: its config's)"
+    ),
+    force: bool = typer.Option(False, "--force", "-f", help="log again a folder already logged"),
+) -> None:
+    """Log a finished run's folder to MLflow: one run, as the audit itself logs it with tracking: or --track."""
+    from .workflow.flow import track_folder
+
+    try:
+        said = track_folder(run_dir, track, force)
+    except MiauditError as e:
+        _fail(e)
+    Console().print(said, highlight=False, markup=False, soft_wrap=True)
 
 
 app.command("infer-dataset")(infer_command)  # dataset_inference/command.py: typer and rich only at import

@@ -17,6 +17,7 @@ from ..lm.canaries import CanaryExposureConfig  # the LM layer defines it; compo
 from ..strict import Strict
 from ..training import options
 from ..training.options import ExecutorConfig
+from ..workflow.keys import GATE_FIELD, TRACKING_FIELD, GateKey, TrackingConfig
 from .checks import (
     architecture_name,
     base_fits,
@@ -116,6 +117,8 @@ class RunConfig(Strict):
         default=None,
         description="causal LMs: secret-sharer canaries in the target's training texts, and their exposure",
     )
+    gate: GateKey = GATE_FIELD
+    tracking: TrackingConfig | None = TRACKING_FIELD
 
     _known_device = field_validator("device")(known_device)
     _queries_shorthand = field_validator("queries", mode="before")(queries_shorthand)

@@ -18,6 +18,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from ..strict import Strict
+from ..workflow.keys import GATE_FIELD, TRACKING_FIELD, GateKey, TrackingConfig
 from .files import load_config, validated
 from .settings import AttackRows, Fdr, MinFpr, Mode, OffWhenNone, Seed
 
@@ -91,6 +92,8 @@ class ScoreConfig(Strict):
     calibration: Annotated[ScoreCalibration | None, OffWhenNone] = ScoreCalibration()
     min_fpr: MinFpr = None
     fdr: Fdr = 0.05
+    gate: GateKey = GATE_FIELD
+    tracking: TrackingConfig | None = TRACKING_FIELD
 
     @field_validator("outputs", mode="before")
     @classmethod

@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 
 from ..results import AuditReport
+from ..workflow.keys import FAIL_ON_HELP, TRACK_HELP
 
 
 def infer_command(
@@ -23,10 +24,13 @@ def infer_command(
     overrides: list[str] | None = typer.Option(None, "--set", "-s", help="override a config key (repeatable)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="print warnings and errors only"),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="also print debug lines"),
+    fail_on: list[str] | None = typer.Option(None, "--fail-on", metavar="CONDITION", help=FAIL_ON_HELP),
+    track: str | None = typer.Option(None, "--track", metavar="URI", help=TRACK_HELP),
 ) -> None:
     """Was a suspect set of records used to train the model? A p-value, a blind guard, the fraction used."""
     from ..report import inference, outdir
     from ..report.console import command
+    from ..workflow.flow import Flow
 
     where = out or Path("miaudit-runs") / f"{config.stem}-inference"
 
@@ -36,10 +40,14 @@ def infer_command(
             from ..config.run import RunConfig
             from . import infer, request
 
-            answer = infer.infer(load_config(config, overrides or [], RunConfig, request.from_mapping))
+            asked = load_config(config, overrides or [], RunConfig, request.from_mapping)
+            flow.check(asked.cfg)  # gate: and tracking: before any work
+            answer = infer.infer(asked)
             return inference.write(answer.results, answer.records, where)
 
+    flow = command(lambda: Flow.of("infer-dataset", fail_on, track), where, quiet, verbose)
     results = command(work, where, quiet, verbose)
     if not quiet and results.dataset_inference is not None:
         lines = [*inference.console_lines(results.dataset_inference), f"wrote {where}/"]
         Console().print("\n".join(lines), highlight=False, markup=False, soft_wrap=True)
+    flow.finish(results, where, quiet)

@@ -53,6 +53,7 @@ from .run import (
     ExposedCanary,
     ReferenceModel,
     Target,
+    Tracking,
 )
 
 __all__ = [
@@ -114,6 +115,7 @@ __all__ = [
     "Section",
     "SelectionRecords",
     "Target",
+    "Tracking",
     "UnlearningComparison",
     "UnlearningRun",
     "Verdict",

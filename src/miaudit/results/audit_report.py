@@ -18,7 +18,7 @@ from .base import Count, JsonObject, Section, lenient
 from .dataset_inference import DatasetInference
 from .dp import DPAudit
 from .findings import AttackChoice, RecordsAtRisk, Verdict, WorstCase
-from .run import Calibration, CanaryExposure, Endpoint, Environment, ReferenceModel, Target
+from .run import Calibration, CanaryExposure, Endpoint, Environment, ReferenceModel, Target, Tracking
 from .unlearning import UnlearningSection
 
 # The version of results.json's layout, an integer raised when a key is added, changes meaning or goes away (every
@@ -116,6 +116,8 @@ class AuditReport(Section):
     """what produced the numbers"""
     notes: list[str] | None = None
     """what a reader must know to read the numbers right"""
+    tracking: Tracking | None = None
+    """where the audit was logged in an experiment tracker (MLflow: the host and the run id); absent: not logged"""
 
     @property
     def membership_known(self) -> bool:

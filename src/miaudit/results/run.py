@@ -3,7 +3,7 @@ an LM audit's canary exposure, and the environment that produced the numbers."""
 
 from __future__ import annotations
 
-from typing import TypeAlias
+from typing import Literal, TypeAlias
 
 from pydantic import Field, JsonValue
 
@@ -150,3 +150,19 @@ class Environment(Section):
     """torch's intra-op threads; None: torch never ran"""
     device: str
     """the device models ran on (cpu, cuda, ...)"""
+
+
+class Tracking(Section):
+    """Where the audit was logged in an experiment tracker (``tracking:`` or ``--track``; ``miaudit track DIR``):
+    written once the run's params, metrics and artifacts are all logged, absent otherwise."""
+
+    tracker: Literal["mlflow"]
+    """the tracker"""
+    host: str
+    """the tracking URI's host (and port; no credentials), or ``local`` for a file or database URI"""
+    experiment: str
+    """the experiment's name"""
+    experiment_id: str
+    """the experiment's id on that server"""
+    run_id: str
+    """the run's id: ``MlflowClient(URI).get_run(run_id)``"""

@@ -9,6 +9,9 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from ..results import AuditReport
+from ..workflow.keys import FAIL_ON_HELP, TRACK_HELP
+
 
 def unlearn_command(
     config: Path = typer.Argument(..., help="YAML audit config with unlearning: {forget, method}"),
@@ -17,13 +20,25 @@ def unlearn_command(
     out: Path | None = typer.Option(None, "--out", "-o", help="output directory (default miaudit-runs/<name>-unlearn)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="print warnings and errors only"),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="also print debug lines"),
+    fail_on: list[str] | None = typer.Option(None, "--fail-on", metavar="CONDITION", help=FAIL_ON_HELP),
+    track: str | None = typer.Option(None, "--track", metavar="URI", help=TRACK_HELP),
 ) -> None:
     """Verify unlearning: did the forgotten records leave the model (a verdict, the records still remembered)."""
+    from ..config.files import load_config
+    from ..config.run import RunConfig
     from ..report.console import command
+    from ..workflow.flow import Flow
+    from .config import from_mapping
     from .output import console_lines, verify_config
 
     where = out or Path("miaudit-runs") / f"{config.stem}-unlearn"
-    result = command(lambda: verify_config(config, out=where, overrides=overrides or [], force=force), where, quiet,
-                     verbose)  # fmt: skip
+
+    def work() -> AuditReport:
+        flow.check(load_config(config, overrides or [], RunConfig, from_mapping).cfg)  # before any work
+        return verify_config(config, out=where, overrides=overrides or [], force=force)
+
+    flow = command(lambda: Flow.of("unlearn", fail_on, track), where, quiet, verbose)
+    result = command(work, where, quiet, verbose)
     if not quiet:
         Console().print("\n".join(console_lines(result, where)), highlight=False, markup=False, soft_wrap=True)
+    flow.finish(result, where, quiet)
