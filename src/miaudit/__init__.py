@@ -11,6 +11,8 @@ of a config's DP-SGD, or of your own DP training function (``train_fn(model, x, 
 ``miaudit.compare(a, b)`` sets two audits side by side (run directories or
 ``AuditResult``s): per attack the TPR and AUC differences with bootstrap intervals.
 ``miaudit.attacks.registry`` lists and runs attacks on plain arrays.
+``miaudit.gate(["leaks", "tpr@1%>=5%"], result)`` is ``--fail-on``: the CI gate's decision on a result
+(``GateDecision``: the conditions judged, its ``exit_code``; docs/workflow.md).
 
 The front doors are imported on first use (PEP 562), so ``import miaudit.config.run``
 or ``miaudit --help`` does not pay for torch.
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
     )
     from .dp.user_code import dp_observe
     from .report.compare import compare
+    from .workflow.gate import decide as gate
 
 __all__ = [
     "audit",
@@ -49,6 +52,7 @@ __all__ = [
     "verify_unlearning",
     "infer_dataset",
     "compare",
+    "gate",
     "AuditResult",
     "Endpoint",
     "__version__",
@@ -56,8 +60,8 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    """The front doors, loaded on first use (``import miaudit`` stays light): ``dp_observe`` and ``compare`` from
-    their modules, every other name of ``__all__`` from ``api``."""
+    """The front doors, loaded on first use (``import miaudit`` stays light): ``dp_observe``, ``compare`` and
+    ``gate`` from their modules, every other name of ``__all__`` from ``api``."""
     if name == "dp_observe":
         from .dp.user_code import dp_observe
 
@@ -66,6 +70,10 @@ def __getattr__(name: str) -> object:
         from .report.compare import compare
 
         return compare
+    if name == "gate":
+        from .workflow.gate import decide
+
+        return decide
     if name in __all__:
         from . import api
 
