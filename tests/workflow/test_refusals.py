@@ -8,15 +8,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from _built import CONFIGS
 from _cli import invoke, refused
 
-CONFIGS = {  # a config of each command that reads in milliseconds (no work is done: each is refused first)
-    "run": {"dataset": "digits"},
-    "score": {"outputs": {"layout": "npz", "path": "absent.npz"}, "attacks": ["lira"]},
-    "dp-audit": {"dataset": "digits"},
-    "unlearn": {"dataset": "digits", "unlearning": {"forget": 10, "method": "noop"}},
-    "infer-dataset": {"dataset": "digits", "suspect": [1, 2, 3], "validation": [4, 5, 6]},
-}
 OTHERS = {"run": "used", "score": "violation", "dp-audit": "leaks", "unlearn": "leaks", "infer-dataset": "auc_lo>0.5"}
 
 
@@ -26,10 +20,15 @@ def config(tmp_path: Path, command: str, **keys: object) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize("command", CONFIGS)
 @pytest.mark.parametrize(
-    ("fail_on", "said"),
-    [("bogus", "is no condition"), ("tpr@2%>=5%", "FPR level 2% is none"), ("auc>2", "share is a fraction")],
+    ("command", "fail_on", "said"),
+    [
+        ("run", "bogus", "is no condition"),
+        ("score", "tpr@2%>=5%", "FPR level 2% is none"),
+        ("dp-audit", "epsilon_lb>-1", "epsilon is at least 0"),
+        ("unlearn", "remembered>1.5", "count is a whole number"),
+        ("infer-dataset", "auc>2", "share is a fraction"),
+    ],
 )
 def test_a_bad_fail_on_is_one_line_naming_it(tmp_path: Path, command: str, fail_on: str, said: str) -> None:
     out = tmp_path / "out"
