@@ -36,8 +36,9 @@ class Logged:
 
 
 def name(text: str) -> str:
-    """A metric name trackers accept (MLflow: letters, digits, ``_ - . /`` and spaces): others become ``_``."""
-    return re.sub(r"[^A-Za-z0-9_\-./ ]", "_", text).strip() or "_"
+    """A metric name trackers accept (MLflow: letters, digits, ``_ - . /``): each run of other characters one
+    ``_`` (an attack's label ``lira (n=2)``: ``lira_n_2``)."""
+    return re.sub(r"[^A-Za-z0-9_\-./]+", "_", text).strip("_") or "_"
 
 
 def config_hash(r: AuditReport) -> str:

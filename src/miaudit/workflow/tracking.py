@@ -9,6 +9,7 @@ logged; ``miaudit track DIR`` logs the folder later."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import time
 from collections.abc import Iterator
@@ -34,6 +35,7 @@ LOG_PATIENCE = {
     "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
     "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
     "MLFLOW_HTTP_REQUEST_TIMEOUT": "30",
+    "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",  # our own line names the run; the gate's line stays last
 }
 BATCH = 100  # MLflow's most params (and tags) per log_batch request; metrics allow 1000
 
@@ -52,12 +54,17 @@ def host(uri: str) -> str:
 
 @contextlib.contextmanager
 def _patience(settings: dict[str, str]) -> Iterator[None]:
-    """MLflow's retry and timeout settings while the block runs, where the user set none."""
+    """MLflow's retry and timeout settings while the block runs, where the user set none; urllib3's line per retry
+    silenced (a failure is said once, by us)."""
     mine = {k: v for k, v in settings.items() if k not in os.environ}
     os.environ.update(mine)
+    retries = logging.getLogger("urllib3.connectionpool")
+    level = retries.level
+    retries.setLevel(logging.ERROR)
     try:
         yield
     finally:
+        retries.setLevel(level)
         for k in mine:
             os.environ.pop(k, None)
 
