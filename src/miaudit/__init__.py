@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     )
     from .dp.user_code import dp_observe
     from .report.compare import compare
-    from .workflow.gate import decide as gate
+    from .workflow.gate import gate
 
 __all__ = [
     "audit",
@@ -71,9 +71,9 @@ def __getattr__(name: str) -> object:
 
         return compare
     if name == "gate":
-        from .workflow.gate import decide
+        from .workflow.gate import gate
 
-        return decide
+        return gate
     if name in __all__:
         from . import api
 

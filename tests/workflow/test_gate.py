@@ -8,13 +8,13 @@ from _built import dp, inferred, membership, unlearned
 import miaudit
 from miaudit.errors import ConfigError
 from miaudit.results import AuditReport
-from miaudit.stats.metrics import FPR_LEVELS
-from miaudit.workflow import gate, verdicts
-from miaudit.workflow.gate import METRICS, VERDICTS, GateDecision, decide, parse
+from miaudit.stats import metrics
+from miaudit.workflow import verdicts
+from miaudit.workflow.gate import FPR_LEVELS, METRICS, VERDICTS, GateDecision, gate, parse
 
 
 def test_every_fpr_level_is_the_audits() -> None:
-    assert gate.FPR_LEVELS == FPR_LEVELS  # the gate's levels are the ones every audit computes
+    assert FPR_LEVELS == metrics.FPR_LEVELS  # the gate's levels are the ones every audit computes
 
 
 @pytest.mark.parametrize(
@@ -73,7 +73,7 @@ def test_every_entry_belongs_to_known_commands_and_each_command_has_a_verdict() 
 
 def test_membership_conditions_read_the_strongest_attack() -> None:
     r = membership()
-    d = decide(["leaks", "auc>0.65", "tpr@1%>=5%", "tpr_lo@1%>=6%", "at_risk>2", "auc_lo>=0.7"], r, "run")
+    d = gate(["leaks", "auc>0.65", "tpr@1%>=5%", "tpr_lo@1%>=6%", "at_risk>2", "auc_lo>=0.7"], r, "run")
     holds = {f.condition.text: f.holds for f in d.findings}
     assert holds == {"leaks": True, "auc>0.65": True, "tpr@1%>=5%": True, "tpr_lo@1%>=6%": False,
                      "at_risk>2": True, "auc_lo>=0.7": False}  # fmt: skip
@@ -83,14 +83,14 @@ def test_membership_conditions_read_the_strongest_attack() -> None:
 
 
 def test_a_gate_that_nothing_crosses_passes() -> None:
-    d = decide(["leaks", "tpr@1%>=50%", "at_risk>3"], membership(leaks=False), "run")
+    d = gate(["leaks", "tpr@1%>=50%", "at_risk>3"], membership(leaks=False), "run")
     assert d.passed and d.exit_code == 0 and not d.failed
     assert d.last_line.startswith("gate passed: leaks does not hold (verdict no_leak")
 
 
 def test_a_condition_the_result_cannot_answer_fails_the_gate() -> None:
     no_verdict = membership().model_copy(update={"verdict": None})
-    d = decide(["leaks"], no_verdict, "run")
+    d = gate(["leaks"], no_verdict, "run")
     assert d.exit_code == 1 and d.findings[0].holds is None
     assert "leaks cannot be judged (this audit gives no leak verdict" in d.last_line
 
@@ -110,7 +110,7 @@ def test_a_condition_the_result_cannot_answer_fails_the_gate() -> None:
     ],
 )  # fmt: skip
 def test_the_other_commands_conditions(result: AuditReport, conditions: list[str], holds: list[bool | None]) -> None:
-    d = decide(conditions, result)  # the command read from the result itself
+    d = gate(conditions, result)  # the command read from the result itself
     assert [f.holds for f in d.findings] == holds
     assert d.exit_code == (0 if all(h is False for h in holds) else 1)
 
@@ -121,7 +121,7 @@ def test_the_command_is_read_from_the_result() -> None:
     assert verdicts.command_of(unlearned("verified")) == "unlearn"
     assert verdicts.command_of(inferred(True)) == "infer-dataset"
     with pytest.raises(ConfigError, match="gate: 'used' is a condition of miaudit infer-dataset"):
-        decide(["used"], membership())
+        gate(["used"], membership())
 
 
 def test_the_python_api_returns_the_decision() -> None:

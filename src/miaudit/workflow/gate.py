@@ -378,7 +378,7 @@ class HasResults(Protocol):
     def results(self) -> AuditReport: ...
 
 
-def decide(
+def gate(
     conditions: Iterable[str | Condition], result: AuditReport | HasResults, command: Command | None = None
 ) -> GateDecision:
     """``miaudit.gate``: the gate's decision on an audit's result (an ``AuditReport`` or an ``AuditResult``).
