@@ -66,7 +66,9 @@ def test_the_page_lists_every_condition(name: str) -> None:
     row = next((line for line in PAGE.splitlines() if line.startswith(f"| `{form}` |")), None)
     assert row is not None, f"docs/workflow.md: no table row for {form}"
     entry = VERDICTS.get(name) or METRICS[name]
-    assert row.split("|")[2].strip() == ", ".join(entry.commands)  # its commands, as the registry says
+    cells = [c.strip() for c in row.split("|")[2:5]]  # as the registry says: its commands, what it reads, its unit
+    unit = "verdict" if name in VERDICTS else METRICS[name].unit.name
+    assert cells == [", ".join(entry.commands), entry.about, unit]
 
 
 def test_the_pages_tracking_config_validates() -> None:

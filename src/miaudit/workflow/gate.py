@@ -156,7 +156,9 @@ MEMBERSHIP: tuple[Command, ...] = ("run", "score")
 VERDICTS: dict[str, VerdictEntry] = {
     e.name: e
     for e in (
-        VerdictEntry("leaks", MEMBERSHIP, "the audit's verdict: the model leaks membership (Holm over every test)"),
+        VerdictEntry(
+            "leaks", MEMBERSHIP, "the audit's verdict is *Leaks* (Holm over every membership test and FPR level)"
+        ),
         VerdictEntry("violation", ("dp-audit",), "the DP audit rejects the claimed epsilon"),
         VerdictEntry("not_forgotten", ("unlearn",), "the forgotten records are still remembered"),
         VerdictEntry("over_forgotten", ("unlearn",), "forgotten harder than retraining would (or the model damaged)"),
@@ -173,40 +175,42 @@ METRICS: dict[str, MetricEntry] = {
                 **dict.fromkeys(MEMBERSHIP, _strongest(lambda a, _: a.auc)),
                 "infer-dataset": _inference_auc,
             },
-            "AUC: the strongest attack's (run, score); the suspect set's against validation (infer-dataset)",
+            "the strongest attack's AUC (infer-dataset: the suspect set's AUC against the validation records)",
         ),
         MetricEntry(
             "auc_lo",
             SHARE,
             dict.fromkeys(MEMBERSHIP, _strongest(lambda a, _: a.auc_ci[0] if a.auc_ci else None)),
-            "the low end of the AUC's 95% interval, the strongest attack's",
+            "the low end of the strongest attack's AUC interval (95%, bootstrap)",
         ),
         MetricEntry(
             "tpr",
             SHARE,
             dict.fromkeys(MEMBERSHIP, _strongest(lambda a, lv: _at(a, lv, None))),
-            "TPR at the FPR level after @, the strongest attack's",
+            "the strongest attack's TPR at that FPR",
             FPR_LEVELS,
         ),
         MetricEntry(
             "tpr_lo",
             SHARE,
             dict.fromkeys(MEMBERSHIP, _strongest(lambda a, lv: _at(a, lv, 0))),
-            "the low end of that TPR's exact 95% interval, the strongest attack's",
+            "the low end of that TPR's exact 95% interval, the largest over the attacks",
             FPR_LEVELS,
         ),
-        MetricEntry("at_risk", COUNT, dict.fromkeys(MEMBERSHIP, _at_risk), "records at risk (at the config's FDR)"),
+        MetricEntry(
+            "at_risk", COUNT, dict.fromkeys(MEMBERSHIP, _at_risk), "records at risk (named at the config's FDR)"
+        ),
         MetricEntry(
             "epsilon_lb",
             EPSILON,
             {"dp-audit": _epsilon_lb},
-            "the DP audit's headline epsilon lower bound",
+            "the headline epsilon lower bound",
         ),
         MetricEntry(
             "remembered",
             COUNT,
             {"unlearn": _remembered},
-            "forgotten records named still remembered (at the config's FDR)",
+            "forgotten records named as still remembered",
         ),
         MetricEntry(
             "p_value",
@@ -215,13 +219,13 @@ METRICS: dict[str, MetricEntry] = {
                 "unlearn": _unlearning_p,
                 "infer-dataset": _inference_p,
             },
-            "the verdict's p-value (unlearn: two-sided; infer-dataset: the suspect set used)",
+            "the verdict's p-value (unlearn: two-sided)",
         ),
         MetricEntry(
             "fraction_used",
             SHARE,
             {"infer-dataset": _fraction_used},
-            "the estimated fraction of the suspect set used in training",
+            "the estimated fraction of the suspect set used",
         ),
     )
 }
