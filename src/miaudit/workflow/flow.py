@@ -46,7 +46,7 @@ class Flow:
     def of(cls, command: Command, fail_on: list[str] | None, track: str | None) -> Flow:
         """``--fail-on`` parsed for ``command``: ConfigError naming ``--fail-on`` for a bad one."""
         if track is not None and not track.strip():
-            raise ConfigError("--track: an MLflow tracking URI (http://HOST:PORT, file:PATH, sqlite:///PATH)")
+            raise ConfigError("--track: an MLflow tracking URI (http://HOST:PORT, sqlite:///PATH)")
         return cls(command, parse_all(fail_on or [], "--fail-on", command), track)
 
     def check(self, cfg: WorkflowKeys) -> None:

@@ -44,7 +44,7 @@ class TrackingConfig(Strict):
     """``tracking:``: log the audit as one MLflow run (docs/workflow.md)."""
 
     mlflow: str = Field(
-        min_length=1, description="the MLflow tracking URI: http(s)://HOST:PORT (a server), file:PATH, sqlite:///PATH"
+        min_length=1, description="the MLflow tracking URI: http(s)://HOST:PORT (a server) or sqlite:///PATH"
     )
     experiment: str = Field(default="miaudit", min_length=1, description="the experiment's name (made if new)")
     run_name: str | None = Field(default=None, description="the run's name (default: MLflow's)")

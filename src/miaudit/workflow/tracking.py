@@ -70,13 +70,18 @@ def _patience(settings: dict[str, str]) -> Iterator[None]:
 
 
 def _client(t: TrackingConfig) -> MlflowClient:
+    """MLflow's client of ``t``'s URI; ConfigError naming ``tracking.mlflow`` where MLflow is not installed or
+    refuses the URI."""
     try:
         from mlflow.tracking import MlflowClient
     except ImportError:
         raise ConfigError(
             "tracking.mlflow: MLflow is not installed in this Python: pip install 'miaudit[tracking]' (mlflow)"
         ) from None
-    return MlflowClient(tracking_uri=t.mlflow)
+    try:
+        return MlflowClient(tracking_uri=t.mlflow)  # it makes its store here, and refuses a URI it will not use
+    except Exception as e:  # MLflow 3 refuses a file: store unless MLFLOW_ALLOW_FILE_STORE=true
+        raise ConfigError(f"tracking.mlflow: MLflow cannot use {t.mlflow} ({_why(e)})") from None
 
 
 def _why(e: BaseException) -> str:
@@ -96,7 +101,8 @@ def check(t: TrackingConfig) -> None:
         try:
             client.search_experiments(max_results=1)
         except Exception as e:  # MlflowException, requests' ConnectionError ...: the server is not usable
-            raise ConfigError(f"tracking.mlflow: no MLflow tracking server answers at {t.mlflow} ({_why(e)})") from None
+            said = "no MLflow tracking server answers at" if host(t.mlflow) != "local" else "MLflow cannot use"
+            raise ConfigError(f"tracking.mlflow: {said} {t.mlflow} ({_why(e)})") from None
         if t.parent_run_id is not None:
             try:
                 client.get_run(t.parent_run_id)
