@@ -6,8 +6,8 @@ from typing import Any
 
 from _results import version_1_results
 
-from miaudit.results import AuditReport, DatasetInference, DPAudit, RecordsAtRisk, Verdict
-from miaudit.results.unlearning import UnlearningSection
+from miaudit.results import AuditReport, BlindTest, DatasetInference, DPAudit, RecordsAtRisk, Verdict
+from miaudit.results.unlearning import Method, UnlearningSection
 
 
 def row(label: str, auc: float, tpr01: float, lo01: float) -> dict[str, Any]:
@@ -46,12 +46,15 @@ def dp(violated: bool | None, eps: float = 2.5) -> AuditReport:
 
 def unlearned(verdict: str) -> AuditReport:
     u = UnlearningSection.model_construct(verdict=verdict, p_value=0.002, p_remembered=0.001, p_over_forgotten=0.999,
-                                          level=0.05, remembered=[1, 2, 3, 4])  # fmt: skip
+                                          level=0.05, remembered=[1, 2, 3, 4], forget=list(range(50)),
+                                          method=Method(name="noop", label="noop"))  # fmt: skip
     return other(unlearning=u)
 
 
 def inferred(used: bool | None) -> AuditReport:
-    d = DatasetInference.model_construct(used=used, p_value=0.001, level=0.05, auc=0.9, fraction=None)
+    blind = BlindTest(auc=0.51, ci=[0.45, 0.57], shifted=False, classifier="lr")
+    d = DatasetInference.model_construct(used=used, p_value=0.001, level=0.05, auc=0.9, fraction=None, n_suspect=100,
+                                         n_validation=300, blind=blind)  # fmt: skip
     return other(dataset_inference=d)
 
 
