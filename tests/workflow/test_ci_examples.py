@@ -13,7 +13,8 @@ import typer.main
 import yaml
 
 from miaudit.cli import app
-from miaudit.workflow.gate import METRICS, VERDICTS, parse_all
+from miaudit.workflow.conditions import METRICS, VERDICTS
+from miaudit.workflow.gate import parse_all
 from miaudit.workflow.keys import TrackingConfig
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,7 +10,8 @@ from miaudit.errors import ConfigError
 from miaudit.results import AuditReport
 from miaudit.stats import metrics
 from miaudit.workflow import verdicts
-from miaudit.workflow.gate import FPR_LEVELS, METRICS, VERDICTS, GateDecision, gate, parse
+from miaudit.workflow.conditions import FPR_LEVELS, METRICS, VERDICTS
+from miaudit.workflow.gate import GateDecision, gate, parse
 
 
 def test_every_fpr_level_is_the_audits() -> None:

@@ -3,7 +3,7 @@ tags and the artifact files. docs/workflow.md's table states it per command.
 
 Every command: params ``command``, ``dataset``, ``model``, ``seed``, ``config_hash`` (the config without its
 workflow keys: the same audit hashes the same, tracked or not); tags ``miaudit.version``, ``miaudit.command``,
-``miaudit.verdict``; the headline metrics under ``headline.`` (each gate metric of the command, ``gate.METRICS``).
+``miaudit.verdict``; the headline metrics under ``headline.`` (each gate metric of the command, ``conditions.METRICS``).
 ``run`` and ``score`` add per attack ``<attack>.auc`` and ``.auc_lo`` / ``.auc_hi`` and ``<attack>.tpr_at_fpr_<level>``
 with ``_lo`` / ``_hi`` (the exact interval), ``verdict.p_value``, ``verdict.adjusted_p_value``, ``verdict.leaks``
 (1 or 0) and ``records_at_risk``; the others their section's numbers (``dp.``, ``unlearning.``, ``inference.``)."""
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .._version import __version__
 from ..results import AuditReport, Metrics
-from . import gate, verdicts
+from . import conditions, verdicts
 from .verdicts import Command
 
 ARTIFACTS = ("results.json", "report.md", "report.html", "roc.png")
@@ -66,7 +66,7 @@ def contents(r: AuditReport, command: Command, out: Path | None = None) -> Logge
             logged.params[key] = str(value)
     if r.attacks:
         logged.params["attacks"] = ", ".join(a.label for a in r.attacks)
-    for metric in gate.METRICS.values():  # the numbers the gate reads, as it reads them
+    for metric in conditions.METRICS.values():  # the numbers the gate reads, as it reads them
         if (read := metric.readers.get(command)) is not None:
             for level in metric.levels or (None,):
                 if (m := read(r, level)) is not None:
