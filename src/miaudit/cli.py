@@ -156,14 +156,14 @@ def _interrupted(cfg: RunConfig | None, out: Path | None, trains: bool = True) -
 @app.command()
 def score(
     config: Path = typer.Argument(..., help="YAML score config: outputs: {layout: npz|lira, path: ...}, attacks ..."),
+    fail_on: list[str] | None = FAIL_ON_OPTION,
+    track: str | None = TRACK_OPTION,
     overrides: list[str] | None = SET_OPTION,
     out: Path | None = OUT_OPTION,
     force: bool = FORCE_OPTION,
     quiet: bool = QUIET_OPTION,
     verbose: bool = VERBOSE_OPTION,
     explain: bool = EXPLAIN_OPTION,
-    fail_on: list[str] | None = FAIL_ON_OPTION,
-    track: str | None = TRACK_OPTION,
 ) -> None:
     """Audit precomputed outputs (logits and membership masks of models trained elsewhere): no models needed."""
     from . import api, progress
@@ -281,6 +281,8 @@ def bench(
 @app.command("dp-audit")
 def dp_audit(
     config: Path = typer.Argument(..., help="YAML config with train.dp (or not) and canaries: {count, kind}"),
+    fail_on: list[str] | None = FAIL_ON_OPTION,
+    track: str | None = TRACK_OPTION,
     out: Path | None = OUT_OPTION,
     force: bool = FORCE_OPTION,
     runs: int | None = typer.Option(
@@ -291,8 +293,6 @@ def dp_audit(
     overrides: list[str] | None = SET_OPTION,
     quiet: bool = QUIET_OPTION,
     verbose: bool = VERBOSE_OPTION,
-    fail_on: list[str] | None = FAIL_ON_OPTION,
-    track: str | None = TRACK_OPTION,
 ) -> None:
     """DP audit: canaries in one training run (or R pairs of runs), epsilon lower bounds, a verdict with its power."""
     from . import api, progress

@@ -10,7 +10,7 @@ from miaudit.errors import ConfigError
 from miaudit.results import AuditReport
 from miaudit.stats import metrics
 from miaudit.workflow import verdicts
-from miaudit.workflow.conditions import FPR_LEVELS, METRICS, VERDICTS
+from miaudit.workflow.conditions import FPR_LEVELS, METRICS, VERDICTS, MetricEntry, VerdictEntry
 from miaudit.workflow.gate import GateDecision, gate, parse
 
 
@@ -33,7 +33,7 @@ def test_every_fpr_level_is_the_audits() -> None:
 def test_the_grammar(text: str, verdict: str | None, metric: str | None, level: float | None, op: str,
                      threshold: float) -> None:  # fmt: skip
     c = parse(text, "--fail-on", "run")
-    assert (c.verdict and c.verdict.name, c.metric and c.metric.name) == (verdict, metric)
+    assert (c.entry.name, type(c.entry)) == ((verdict, VerdictEntry) if verdict else (metric, MetricEntry))
     assert (c.level, c.op) == (level, op) and c.threshold == pytest.approx(threshold)
 
 

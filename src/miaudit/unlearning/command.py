@@ -15,13 +15,13 @@ from ..workflow.keys import FAIL_ON_HELP, TRACK_HELP
 
 def unlearn_command(
     config: Path = typer.Argument(..., help="YAML audit config with unlearning: {forget, method}"),
+    fail_on: list[str] | None = typer.Option(None, "--fail-on", metavar="CONDITION", help=FAIL_ON_HELP),
+    track: str | None = typer.Option(None, "--track", metavar="URI", help=TRACK_HELP),
     overrides: list[str] | None = typer.Option(None, "--set", "-s", help="override a config key (repeatable)"),
     force: bool = typer.Option(False, "--force", "-f", help="write into a non-empty --out, replacing its files"),
     out: Path | None = typer.Option(None, "--out", "-o", help="output directory (default miaudit-runs/<name>-unlearn)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="print warnings and errors only"),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="also print debug lines"),
-    fail_on: list[str] | None = typer.Option(None, "--fail-on", metavar="CONDITION", help=FAIL_ON_HELP),
-    track: str | None = typer.Option(None, "--track", metavar="URI", help=TRACK_HELP),
 ) -> None:
     """Verify unlearning: did the forgotten records leave the model (a verdict, the records still remembered)."""
     from ..config.files import load_config

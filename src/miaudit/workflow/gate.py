@@ -34,35 +34,28 @@ _THRESHOLD = re.compile(r"^(?P<name>[a-z_]+)(?:@(?P<level>[^<>=]*))?(?P<op>>=|<=
 
 @dataclass(frozen=True)
 class Condition:
-    """One parsed condition: a verdict (``verdict``) or a threshold (``metric``, ``level``, ``op``, ``threshold``)."""
+    """One parsed condition: a verdict (``entry`` a ``VerdictEntry``), or a threshold (a ``MetricEntry``, compared
+    with ``op`` to ``threshold``, at the FPR ``level`` where it takes one)."""
 
     text: str
-    verdict: VerdictEntry | None = None
-    metric: MetricEntry | None = None
-    level: float | None = None
+    entry: VerdictEntry | MetricEntry
     op: str = ""
     threshold: float = 0.0
-
-    @property
-    def commands(self) -> tuple[Command, ...]:
-        entry = self.verdict or self.metric
-        assert entry is not None
-        return entry.commands
+    level: float | None = None
 
     def judge(self, r: AuditReport, command: Command) -> Finding:
         """Does the condition hold on ``r``? A condition ``r`` cannot answer holds as None (the gate fails)."""
-        if self.verdict is not None:
+        if isinstance(self.entry, VerdictEntry):
             v = verdicts.BY_COMMAND[command](r)
             if v.word is None:
                 return Finding(self, None, None, v.said)
-            return Finding(self, v.word == self.verdict.name, v.number, f"verdict {v.word}: {v.said}")
-        assert self.metric is not None
-        m = self.metric.readers[command](r, self.level)
+            return Finding(self, v.word == self.entry.name, v.number, f"verdict {v.word}: {v.said}")
+        metric = self.entry
+        m = metric.readers[command](r, self.level)
         if m is None:
-            return Finding(self, None, None, f"this result has no {self.metric.name} to compare")
-        shown = self.metric.unit.show(m.value)
+            return Finding(self, None, None, f"this result has no {metric.name} to compare")
         holds = OPS[self.op](m.value, self.threshold)
-        return Finding(self, holds, m.value, f"{m.of}: {self.metric.name} = {shown}")
+        return Finding(self, holds, m.value, f"{m.of}: {metric.name} = {metric.unit.show(m.value)}")
 
 
 @dataclass(frozen=True)
@@ -121,7 +114,7 @@ def parse(text: str, where: str, command: Command | None = None) -> Condition:
         ", ".join(conditions_of(command)) if command else ", ".join([*VERDICTS, *(e.form() for e in METRICS.values())])
     )
     if t in VERDICTS:
-        cond = Condition(t, verdict=VERDICTS[t])
+        cond = Condition(t, VERDICTS[t])
     elif (m := _THRESHOLD.match(t)) is None:
         hint = "; a threshold is METRIC OP NUMBER (e.g. tpr@1%>=5%, auc>0.6)" if t in METRICS else ""
         raise ConfigError(f"{where}: {text!r} is no condition; {whose} conditions: {known}{hint}")
@@ -130,11 +123,11 @@ def parse(text: str, where: str, command: Command | None = None) -> Condition:
     else:
         try:
             level = _level(m["level"], metric)
-            cond = Condition(t, metric=metric, level=level, op=m["op"], threshold=metric.unit.parse(m["value"]))
+            cond = Condition(t, metric, m["op"], metric.unit.parse(m["value"]), level)
         except ValueError as e:
             raise ConfigError(f"{where}: {text!r}: {e}") from None
-    if command is not None and command not in cond.commands:
-        theirs = ", ".join(f"miaudit {c}" for c in cond.commands)
+    if command is not None and command not in cond.entry.commands:
+        theirs = ", ".join(f"miaudit {c}" for c in cond.entry.commands)
         raise ConfigError(
             f"{where}: {text!r} is a condition of {theirs}, not of miaudit {command} ({whose} conditions: {known})"
         )
