@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import ConfigDict
 
+from .answer import Answer
 from .base import Interval, Number, Section
 
 _STRICT = ConfigDict(extra="forbid")
@@ -125,3 +126,6 @@ class DatasetInference(Section):
     """what the test can detect"""
     assumptions: list[str]
     """what the answer assumes, in words"""
+    answer: Answer | None = None
+    """the answer in the shape every audit ends in (verdict word, statistic, p-value, summary, detail:
+    ``results.answer``); absent in files written before it"""

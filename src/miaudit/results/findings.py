@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 
+from .answer import Answer
 from .base import ByLevel, Count, Interval, IntervalByLevel, Number, Section, Share
 
 
@@ -56,6 +57,9 @@ class Verdict(Section):
     """FPR level -> the smallest TPR this audit could tell from chance; None: none could be"""
     rejected: list[Rejected] = Field(default_factory=list)
     """every test Holm's procedure rejects"""
+    answer: Answer | None = None
+    """the answer in the shape every audit ends in (verdict word, statistic, p-value, summary, detail:
+    ``results.answer``); absent in files written before it"""
 
 
 class RealizedFDP(Section):
