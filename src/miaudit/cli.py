@@ -277,6 +277,7 @@ def dp_audit(
     overrides: list[str] | None = SET_OPTION,
     quiet: bool = QUIET_OPTION,
     verbose: bool = VERBOSE_OPTION,
+    explain: bool = EXPLAIN_OPTION,
 ) -> None:
     """DP audit: canaries in one training run (or R pairs of runs), epsilon lower bounds, a verdict with its power."""
     from . import api, progress
@@ -294,7 +295,7 @@ def dp_audit(
     except KeyboardInterrupt:
         _interrupted(cfg, out)
     if not quiet:
-        console.dp_summary(results, out)
+        console.answer_summary(results, out, explain or verbose)
 
 
 app.command("infer-dataset")(infer_command)  # dataset_inference/command.py: typer and rich only at import

@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 from ..results import AuditReport
 
@@ -22,11 +21,14 @@ def infer_command(
     ),
     overrides: list[str] | None = typer.Option(None, "--set", "-s", help="override a config key (repeatable)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="print warnings and errors only"),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="also print debug lines"),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="also print debug lines, and how the answer was reached"
+    ),
+    explain: bool = typer.Option(False, "--explain", help="also print how the answer was reached (as report.md says)"),
 ) -> None:
     """Was a suspect set of records used to train the model? A p-value, a blind guard, the fraction used."""
     from ..report import inference, outdir
-    from ..report.console import command
+    from ..report.console import answer_summary, command
 
     where = out or Path("miaudit-runs") / f"{config.stem}-inference"
 
@@ -40,6 +42,5 @@ def infer_command(
             return inference.write(answer.results, answer.records, where)
 
     results = command(work, where, quiet, verbose)
-    if not quiet and results.dataset_inference is not None:
-        lines = [*inference.console_lines(results.dataset_inference), f"wrote {where}/"]
-        Console().print("\n".join(lines), highlight=False, markup=False, soft_wrap=True)
+    if not quiet:
+        answer_summary(results, where, explain or verbose)

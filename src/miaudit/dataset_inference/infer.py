@@ -24,6 +24,7 @@ from ..progress import log, working
 from ..report.records import environment
 from ..results import SCHEMA_VERSION, AuditReport, DatasetInference
 from . import blind, calibrated, fraction, power
+from .answer import answered
 from .features import (
     Features,
     PseudoTarget,
@@ -320,7 +321,7 @@ def decide(
         + ([UNCALIBRATED] if m.references is None else [])
         + ([LEFT_OUT] if m.references_left_out else []),
     }
-    return DatasetInference.model_validate(section), test
+    return answered(DatasetInference.model_validate(section)), test
 
 
 def infer(req: Request) -> Inference:

@@ -22,7 +22,7 @@ import numpy as np
 from ..errors import DataError
 from ..experiment.run import RunResult
 from ..results import AuditReport
-from . import at_risk, dp_section, html, inference, outdir
+from . import at_risk, dp_section, html, inference, outdir, unlearning
 from .leak_verdict import attack_kind
 from .markdown import report_md
 from .plots import roc_plot
@@ -97,9 +97,9 @@ REBUILT = ("report.md", "report.html", "roc.png")
 def rebuild(run_dir: Path) -> list[str]:
     """``miaudit report DIR``: a finished run's report.md, report.html and (membership known) roc.png rendered again
     from its files alone, no model, no cache, no data set (report.html then shows no record thumbnails): a
-    membership audit's from results.json and scores.parquet (else scores.csv), a dataset-inference run's and a DP
-    audit's without attacks from results.json; an unlearning audit's (``miaudit.unlearning.output`` renders them, a
-    layer above) refused in one line. Each file replaced atomically; returns the files written."""
+    membership audit's from results.json and scores.parquet (else scores.csv); a dataset-inference run's, an
+    unlearning audit's and a DP audit's without attacks from results.json. Each file replaced atomically; returns
+    the files written."""
     run_dir = Path(run_dir)
     results = load_results(run_dir / "results.json")
     if results.dataset_inference is not None:
@@ -111,7 +111,9 @@ def rebuild(run_dir: Path) -> list[str]:
         md = "\n".join(dp_section.report_md(results, title)) + "\n"
         return write_texts(run_dir, {"report.md": md, "report.html": html.render_dp(results, title)})
     if results.unlearning is not None:
-        raise DataError(f"{run_dir}: an unlearning audit; miaudit report does not render it yet (run miaudit unlearn)")
+        return write_texts(
+            run_dir, {"report.md": unlearning.markdown(results), "report.html": unlearning.html(results)}
+        )
     if not results.attacks:
         raise DataError(f"{run_dir}: results.json holds no attack and no section miaudit report renders")
     found = [run_dir / name for name in ("scores.parquet", "scores.csv") if (run_dir / name).is_file()]

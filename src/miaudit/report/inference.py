@@ -132,8 +132,8 @@ def render_html(results: AuditReport) -> str:
     )
 
 
-def console_lines(d: DatasetInference) -> list[str]:
-    """The verdict sentence, then the power line."""
+def explain_lines(d: DatasetInference) -> list[str]:
+    """``miaudit infer-dataset --explain``'s lines under the answer: the verdict sentence, then the power line."""
     return [d.verdict, power_line(d)]
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..attacks import registry
 from ..experiment.run import AttackRun, RunResult
-from ..results import Kind, Rejected, Verdict
+from ..results import Answer, Kind, Rejected, Verdict
 from ..stats.verdict import decide
 
 HEADLINE_LEVEL = 0.01
@@ -88,4 +88,15 @@ def verdict(res: RunResult) -> Verdict | None:
         ],
         summary=said,  # the console's plain sentence
         detail=detail,
+        answer=Answer(
+            question="membership",
+            verdict="leaks" if v.leaks else "no_leak_detected",
+            statistic=f"TPR at {pct(t.level)} FPR ({t.attack})",
+            value=tpr,
+            p_value=t.adjusted,
+            level=v.alpha,
+            summary=said,
+            detail=statement,
+            evidence="verdict",
+        ),
     )

@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 
 def unlearn_command(
@@ -16,14 +15,17 @@ def unlearn_command(
     force: bool = typer.Option(False, "--force", "-f", help="write into a non-empty --out, replacing its files"),
     out: Path | None = typer.Option(None, "--out", "-o", help="output directory (default miaudit-runs/<name>-unlearn)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="print warnings and errors only"),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="also print debug lines"),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="also print debug lines, and how the answer was reached"
+    ),
+    explain: bool = typer.Option(False, "--explain", help="also print how the answer was reached (as report.md says)"),
 ) -> None:
     """Verify unlearning: did the forgotten records leave the model (a verdict, the records still remembered)."""
-    from ..report.console import command
-    from .output import console_lines, verify_config
+    from ..report.console import answer_summary, command
+    from .output import verify_config
 
     where = out or Path("miaudit-runs") / f"{config.stem}-unlearn"
     result = command(lambda: verify_config(config, out=where, overrides=overrides or [], force=force), where, quiet,
                      verbose)  # fmt: skip
     if not quiet:
-        Console().print("\n".join(console_lines(result, where)), highlight=False, markup=False, soft_wrap=True)
+        answer_summary(result, where, explain or verbose)
