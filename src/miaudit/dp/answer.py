@@ -11,6 +11,7 @@ def of(a: DPAudit) -> Answer:
     """violation (the claim rejected, or a defect seen directly), no_violation, or no_claim (no epsilon claimed:
     a lower bound only)."""
     claim = a.compared_with.epsilon if a.compared_with is not None else a.declared_epsilon
+    whose = a.compared_with.claim if a.compared_with is not None else "declared"  # "declared", "accounted (RDP)"
     sure = f"{100 * a.confidence:g}% confidence"
     defects = a.training.defects if a.training is not None else []
     if defects:
@@ -20,7 +21,7 @@ def of(a: DPAudit) -> Answer:
     elif a.violated:
         word = "violation"
         summary = (
-            f"The training breaks its claimed epsilon {claim:.3g}: the audit shows it leaks as much as epsilon "
+            f"The training breaks its {whose} epsilon {claim:.3g}: the audit shows it leaks as much as epsilon "
             f"{a.epsilon_lb:.3f} at least ({sure})."
         )
     elif claim is None:
@@ -35,7 +36,7 @@ def of(a: DPAudit) -> Answer:
             else ""
         )
         summary = (
-            f"No breach of the claimed epsilon {claim:.3g} found: the audit's lower bound is {a.epsilon_lb:.3f} "
+            f"No breach of the {whose} epsilon {claim:.3g} found: the audit's lower bound is {a.epsilon_lb:.3f} "
             f"({sure}){could}."
         )
     tests = a.tests or []
@@ -45,7 +46,7 @@ def of(a: DPAudit) -> Answer:
         statistic="epsilon lower bound",
         value=a.epsilon_lb,
         p_value=min(t.holm_adjusted_p_value for t in tests) if tests else None,
-        level=1 - a.confidence,
+        level=round(1 - a.confidence, 12),  # 0.05, not 0.050000000000000044
         summary=summary,
         detail=a.verdict,
         evidence="dp_audit",
