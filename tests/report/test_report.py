@@ -11,6 +11,7 @@ import pytest
 
 from miaudit import audits, report
 from miaudit.config.run import RunConfig
+from miaudit.membership import decide
 from miaudit.report.markdown import report_md
 
 pytestmark = pytest.mark.slow  # trains models (tests/conftest.py holds that rule)
@@ -33,7 +34,7 @@ def uncalibrated(make_config: Callable[..., RunConfig]) -> audits.RunResult:
 
 
 def test_results_json_is_a_complete_record(calibrated: audits.RunResult) -> None:
-    results = report.results_json(calibrated)
+    results = decide.results_json(calibrated)
     assert datetime.fromisoformat(results["created"]).tzinfo is not None
     assert re.fullmatch(r"[0-9a-f]{64}", results["data_fingerprint"])
     assert {
@@ -56,13 +57,13 @@ def test_results_json_is_a_complete_record(calibrated: audits.RunResult) -> None
 
 
 def test_twin_rows_get_their_own_columns(calibrated: audits.RunResult) -> None:
-    frame = report.decide(calibrated).scores.to_pandas()
+    frame = decide.decide(calibrated).scores.to_pandas()
     assert {"lira_n_2_center_mean.score", "lira_n_2_center_median.score"} <= set(frame.columns)
     assert [report.slug(r) for r in calibrated.attacks][0] == "attack-p_n0"
 
 
 def test_the_headline_p_value_is_the_calibrated_one(calibrated: audits.RunResult) -> None:
-    frame = report.decide(calibrated).scores.to_pandas()
+    frame = decide.decide(calibrated).scores.to_pandas()
     run = calibrated.attacks[1]
     by_record = frame.set_index("record").loc[calibrated.experiment.query_idx]
     slug = report.slug(run)
@@ -72,11 +73,11 @@ def test_the_headline_p_value_is_the_calibrated_one(calibrated: audits.RunResult
 
 
 def test_uncalibrated_runs_say_so_first(uncalibrated: audits.RunResult) -> None:
-    results = report.results_json(uncalibrated)
+    results = decide.results_json(uncalibrated)
     assert results["calibration"]["calibrated"] is False
     assert all(a["p_values"] == "raw" for a in results["attacks"])
     assert any("NOT calibrated" in note for note in results["notes"])
-    decided = report.decide(uncalibrated)
+    decided = decide.decide(uncalibrated)
     text = report_md(decided.results, decided.scores)
     assert "NOT calibrated" in "\n".join(text.splitlines()[:6])  # right after the verdict (which rests on the ROC)
     frame = decided.scores.to_pandas()

@@ -37,8 +37,7 @@ from ..results import (
 )
 from ..stats import difference
 from ..strict import Strict
-from .leak_verdict import attack_kind
-from .ranking import slug_of
+from .ranking import attack_kind, slug_of
 from .table import ScoresTable
 
 HEADLINE = "0.01"

@@ -6,10 +6,17 @@ import re
 
 import numpy as np
 
-from ..attacks import recommended
+from ..attacks import recommended, registry
 from ..experiment.run import AttackRun, RunResult
-from ..results import AttackRow, AuditReport
+from ..results import AttackRow, AuditReport, Kind
 from .table import ScoresTable
+
+
+def attack_kind(name: str) -> Kind:
+    """An attack's kind (membership test or risk ranking), a fact of its registry entry (``AttackInfo.kind``;
+    a name the registry does not know, e.g. in an older results.json, is a test). results.json's rows carry it
+    (``attacks[].kind``), so their readers ask the row, not the name."""
+    return "ranking" if registry.is_ranking(name) else "test"
 
 
 def slug(run: AttackRun) -> str:

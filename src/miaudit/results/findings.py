@@ -1,4 +1,4 @@
-"""What a run answers (``report.findings``, ``report.leak_verdict``): the verdict, the records at risk, the
+"""What a run answers (``membership.findings``, ``membership.verdict``): the verdict, the records at risk, the
 worst case beside the average, and why ``attacks: auto`` ran what it ran."""
 
 from __future__ import annotations

@@ -11,7 +11,10 @@ from .verify import GUARD_LEVEL
 
 def of(s: UnlearningSection) -> Answer:
     f, auc = len(s.forget), s.per_example_auc
-    statistic, value, p_value, level = "per-example AUC, unlearned vs retrained models", auc.value, s.p_value, s.level
+    statistic = "per-example AUC, unlearned vs retrained models"
+    value: float | None = auc.value
+    p_value: float | None = s.p_value
+    level: float | None = s.level
     if s.verdict == "no_claim":
         summary = (
             f"No claim: models that never trained on the {f} forgotten records already tell them from other records, "
