@@ -269,6 +269,7 @@ def dp_audit(
     config: Path = typer.Argument(..., help="YAML config with train.dp (or not) and canaries: {count, kind}"),
     out: Path | None = OUT_OPTION,
     force: bool = FORCE_OPTION,
+    explain: bool = EXPLAIN_OPTION,
     runs: int | None = typer.Option(
         None,
         "--runs",
@@ -277,7 +278,6 @@ def dp_audit(
     overrides: list[str] | None = SET_OPTION,
     quiet: bool = QUIET_OPTION,
     verbose: bool = VERBOSE_OPTION,
-    explain: bool = EXPLAIN_OPTION,
 ) -> None:
     """DP audit: canaries in one training run (or R pairs of runs), epsilon lower bounds, a verdict with its power."""
     from . import api, progress

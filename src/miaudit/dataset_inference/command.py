@@ -19,12 +19,12 @@ def infer_command(
     force: bool = typer.Option(
         False, "--force", "-f", help="write into a non-empty --out, replacing miaudit's own files"
     ),
+    explain: bool = typer.Option(False, "--explain", help="also print how the answer was reached (as report.md says)"),
     overrides: list[str] | None = typer.Option(None, "--set", "-s", help="override a config key (repeatable)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="print warnings and errors only"),
     verbose: bool = typer.Option(
         False, "--verbose", "-v", help="also print debug lines, and how the answer was reached"
     ),
-    explain: bool = typer.Option(False, "--explain", help="also print how the answer was reached (as report.md says)"),
 ) -> None:
     """Was a suspect set of records used to train the model? A p-value, a blind guard, the fraction used."""
     from ..report import inference, outdir

@@ -18,8 +18,8 @@ from typing import Literal
 import numpy as np
 
 from ..experiment.run import AttackRun, RunResult
-from ..report.ranking import risk_basis
 from ..stats import multiple_testing, screened, signals
+from .ranking import risk_basis
 
 Basis = Literal["screened", "raw"]
 VULNERABILITY = "the references' mean loss"

@@ -20,7 +20,7 @@ from ..experiment import announce
 from ..experiment.base import Experiment
 from ..experiment.run import AttackRun, RunResult
 from ..report.at_risk import preview
-from ..report.ranking import attack_kind, headline_log_pvalues, risk_values
+from ..report.ranking import attack_kind
 from ..report.records import environment
 from ..report.table import ScoresTable
 from ..results import (
@@ -36,6 +36,7 @@ from ..results import (
 )
 from ..stats import metrics
 from . import at_risk, findings, verdict
+from .ranking import headline_log_pvalues, risk_values
 from .scores import scores_frame
 
 UNKNOWN_MEMBERSHIP_NOTE = (

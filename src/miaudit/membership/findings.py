@@ -8,12 +8,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..experiment.run import AttackRun, RunResult
-from ..report.ranking import headline_log_pvalues
 from ..results import PPVByPrior, PPVCell, WorstCase, WorstCell
 from ..results.findings import Claim, RealizedFDP, RecordsAtRisk, Screen
 from ..stats import fdr, multiple_testing, precision, signals
 from ..stats.metrics import clopper_pearson, flagged_at_fpr
 from . import at_risk
+from .ranking import headline_log_pvalues
 from .verdict import membership_tests, pct
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..experiment.run import RunResult
-from ..report.ranking import headline_log_pvalues, risk_basis, risk_order, slug
 from ..report.table import ScoresTable
 from ..stats.multiple_testing import bh_qvalues
 from .at_risk import Claim
+from .ranking import headline_log_pvalues, risk_basis, risk_order, slug
 
 
 def scores_frame(res: RunResult, found: list[Claim], head: Claim | None) -> ScoresTable:

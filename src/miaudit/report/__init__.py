@@ -25,7 +25,7 @@ from ..results import AuditReport
 from . import at_risk, dp_section, html, inference, outdir, unlearning
 from .markdown import report_md
 from .plots import roc_plot
-from .ranking import attack_kind, risk_basis, slug
+from .ranking import attack_kind
 from .table import ScoresTable
 
 OUTPUT_FILES = outdir.OUTPUT_FILES
@@ -35,8 +35,6 @@ __all__ = [
     "attack_kind",
     "rebuild",
     "load_results",
-    "risk_basis",
-    "slug",
     "write_decided",
     "write_dp",
     "write_texts",

@@ -40,17 +40,10 @@ def of(s: UnlearningSection) -> Answer:
             f"Over-forgotten: the unlearned model knows the {f} forgotten records less than retrained models do, "
             f"which reveals who asked to be forgotten; {len(s.over_forgotten)} of them named."
         )
-    return Answer(
-        question="unlearning",
-        verdict=s.verdict,
-        statistic=statistic,
-        value=value,
-        p_value=p_value,
-        level=level,
-        summary=summary,
-        detail=f"{s.sentence} The test: {s.test}.",
-        evidence="unlearning",
-    )
+    rests_on = {"statistic": statistic, "value": value, "p_value": p_value, "level": level}
+    detail = f"{s.sentence} The test: {s.test}."
+    return Answer(question="unlearning", verdict=s.verdict, summary=summary, detail=detail, evidence="unlearning",
+                  **rests_on)  # fmt: skip
 
 
 def answered(s: UnlearningSection) -> UnlearningSection:
