@@ -87,7 +87,7 @@ def verdict(res: RunResult) -> Verdict | None:
             p_value=t.adjusted,
             level=v.alpha,
             summary=said,
-            detail=statement,
+            detail=f"{said} How: {detail}.",  # the procedure and its numbers
             evidence="verdict",
         ),
     )
