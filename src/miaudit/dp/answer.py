@@ -39,6 +39,10 @@ def of(a: DPAudit) -> Answer:
             f"No breach of the {whose} epsilon {claim:.3g} found: the audit's lower bound is {a.epsilon_lb:.3f} "
             f"({sure}){could}."
         )
+    if a.planted_fault:  # a demonstration: said beside the answer, as in every output
+        said = a.planted_fault.get("description", "")
+        fault = f"fault planted on purpose, train.dp.planted_fault: {said}"
+        summary = f"{summary[:-2]}; {fault})." if summary.endswith(").") else f"{summary[:-1]} ({fault})."
     tests = a.tests or []
     return Answer(
         question="dp",
