@@ -98,7 +98,7 @@ def test_a_planted_fault_is_said_beside_the_verdict_in_every_output() -> None:
         said = " ".join(text.split())
         assert re.search(r"violation \(fault planted on purpose, train\.dp\.planted_fault: noise drawn at 0\.1x", said)
     said = " ".join(res.stdout.split())  # the console's answer, in plain words, says it too
-    assert re.search(r"breaks its .*\(fault planted on purpose, train\.dp\.planted_fault: noise drawn at 0\.1x", said)
+    assert re.search(r"breaks its .*fault planted on purpose, train\.dp\.planted_fault: noise drawn at 0\.1x", said)
 
 
 @pytest.mark.slow
