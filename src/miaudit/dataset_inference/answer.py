@@ -10,7 +10,7 @@ from ..results import Answer, DatasetInference
 def of(d: DatasetInference) -> Answer:
     """used, no_evidence (read with the power) or no_claim (a guard found the sets different without the model)."""
     word = {True: "used", False: "no_evidence", None: "no_claim"}[d.used]
-    score = "calibrated against the reference models" if d.calibrated else "not calibrated (no reference models)"
+    score = "calibrated against the reference models" if d.calibrated else "not calibrated against reference models"
     b = d.blind
     guards = f"blind guard AUC {b.auc:.3f} [{b.ci[0]:.3f}, {b.ci[1]:.3f}] (DeLong's interval)"
     if (g := d.references_guard) is not None:

@@ -91,8 +91,8 @@ def _explained(results: AuditReport) -> list[str]:
     """The lines under an explained answer: each audit's report.md opening, its section's own words."""
     if results.dataset_inference is not None:  # its sentence is the answer's: the power line
         return inference.explain_lines(results.dataset_inference)[1:]
-    if results.unlearning is not None:
-        return unlearning.explain_lines(results)
+    if results.unlearning is not None:  # its sentence is in the answer's detail: the AUCs and the records named
+        return unlearning.explain_lines(results)[1:]
     a = results.dp_audit  # its verdict sentence is the answer's detail: the f-DP test and the bounds
     return [] if a is None else [a.gdp_test.statement if a.gdp_test else "", dp_section.console_line(a)]
 
