@@ -31,7 +31,7 @@ from .config.target import Endpoint
 from .errors import ConfigError
 from .experiment.given import Records, given_sets, read_records
 from .experiment.run import RunResult
-from .report import outdir
+from .membership import decide
 from .results import AuditPlan, AuditReport, InferencePlan, MultiRunPlan
 
 if TYPE_CHECKING:  # torch and the training loop load in audit(): `miaudit score` never needs them (nor pandas)
@@ -59,8 +59,8 @@ class AuditResult:
     run: RunResult
 
     @cached_property
-    def decided(self) -> report.Decided:  # every decision, made once (report.decide): results and per-record table
-        return report.decide(self.run)
+    def decided(self) -> decide.Decided:  # every decision, made once (membership.decide): results, per-record table
+        return decide.decide(self.run)
 
     @property
     def results(self) -> AuditReport:
@@ -106,8 +106,8 @@ class AuditResult:
         Raises:
             OutputDirError: ``out_dir`` is not empty and ``force`` is False, or cannot be written.
         """
-        outdir.check(Path(out_dir), force, force_hint="force=True")
-        return report.write_decided(self.decided, Path(out_dir))
+        report.outdir.check(Path(out_dir), force, force_hint="force=True")
+        return self.decided.write(Path(out_dir))
 
 
 def run(config: RunConfig | dict | str | Path | None = None) -> AuditResult:
@@ -380,10 +380,10 @@ def dp_audit(
         raise ConfigError(f"{next(iter(claim))}: applies to a training function; with a config, set it there")
     else:
         cfg = _run_config(config)
-    if out is None:
-        return output.audit(cfg, None, runs, say or print, fn, factory)
-    with outdir.reserved(Path(out), force):
-        return output.audit(cfg, Path(out), runs, say or print, fn, factory)
+    if out is None:  # a one-run audit with attacks is a membership audit of the canaries: decide.written writes it
+        return output.audit(cfg, None, runs, say or print, fn, factory, decide.written)
+    with report.outdir.reserved(Path(out), force):
+        return output.audit(cfg, Path(out), runs, say or print, fn, factory, decide.written)
 
 
 def infer_dataset(

@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # torch and the LM's texts load only where a user's model is 
 
 
 def run_config(cfg: RunConfig) -> RunResult:
-    """The whole audit of a config in memory; ``report.write`` puts it on disk. With ``executor: ray`` one
+    """The whole audit of a config in memory; ``membership.decide.write`` puts it on disk. With ``executor: ray`` one
     cluster serves the run's training and attack tasks."""
     with executor.session(cfg.executor, log.info):
         return run_experiment(prepare(cfg))

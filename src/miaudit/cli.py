@@ -285,6 +285,7 @@ def dp_audit(
     track: str | None = TRACK_OPTION,
     out: Path | None = OUT_OPTION,
     force: bool = FORCE_OPTION,
+    explain: bool = EXPLAIN_OPTION,
     runs: int | None = typer.Option(
         None,
         "--runs",
@@ -312,7 +313,7 @@ def dp_audit(
     except KeyboardInterrupt:
         _interrupted(cfg, out)
     if not quiet:
-        console.dp_summary(results, out)
+        console.answer_summary(results, out, explain or verbose)
     flow.finish(results, out, quiet)
 
 

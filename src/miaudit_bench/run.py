@@ -21,9 +21,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from miaudit import audits, report
+from miaudit import audits
 from miaudit._version import __version__
 from miaudit.config import run as config
+from miaudit.membership import decide
 from miaudit.results import AttackRow, AuditReport, BlindBaseline, Metrics, ReferenceModel
 
 from . import dp as dp_bench
@@ -103,7 +104,7 @@ def run_dataset(suite: Suite, label: str, seed: int, cache_dir: Path | None) -> 
     cfg = config.from_dict(
         {**base, "seed": seed, "attacks": rows, **({"cache_dir": str(cache_dir)} if cache_dir else {})}
     )
-    return report.audit_report(audits.run_config(cfg))
+    return decide.audit_report(audits.run_config(cfg))
 
 
 def aggregate(per_seed: list[AuditReport]) -> dict[str, Any]:

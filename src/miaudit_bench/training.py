@@ -23,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from miaudit import audits, config, pipeline, report
+from miaudit import audits, config, pipeline
 from miaudit._version import __version__
+from miaudit.membership import decide
 
 from .suites import DIGITS, LOCATION
 
@@ -63,7 +64,7 @@ def one_run(base: Mapping[str, Any], k: int, seed: int, at_once: int | str) -> d
         training = time.perf_counter() - wall
         res = audits.run_experiment(exp)
         wall, cpu = time.perf_counter() - wall, _cpu_seconds() - cpu
-        out = report.audit_report(res)
+        out = decide.audit_report(res)
     refs = res.experiment.references
     return {
         "models_at_once": at_once,

@@ -36,7 +36,7 @@ def test_the_command_answers_and_writes_its_files(tmp_path: Path, tiny_raw: dict
     lines = result.output.splitlines()  # the progress lines on stderr come first here: CliRunner mixes the two
     at = next(i for i, line in enumerate(lines) if line.startswith(("Used:", "No evidence of use", "No claim:")))
     first = lines[at]
-    assert lines[at + 1].startswith("Power") and lines[-1].startswith("wrote ")
+    assert lines[at + 1].startswith("Rests on: AUC") and lines[-1].startswith("wrote ")
     assert {p.name for p in (tmp_path / "out").iterdir()} >= {"results.json", "report.md", "report.html", "scores.csv"}
     doc = json.loads((tmp_path / "out" / "results.json").read_text())
     jsonschema.validate(doc, AuditReport.json_schema())

@@ -15,6 +15,7 @@ from miaudit import audits
 from miaudit.config import run as config
 from miaudit.errors import ConfigError
 from miaudit.experiment import datasets, recipes
+from miaudit.membership import decide
 
 DP = {"epsilon": 2.0, "delta": 1e-5, "max_grad_norm": 1.0}
 
@@ -78,12 +79,11 @@ def test_dp_sgd_accounts_its_epsilon_is_seeded_and_fixes_batchnorm(opacus: Any) 
 
 @pytest.mark.slow
 def test_two_run_and_one_run_audits_end_to_end(opacus: Any, tmp_path: Any) -> None:
-    from miaudit import report
     from miaudit.dp import one_run
 
     cfg = config.from_dict(raw(dp_audit={"attack": "attack-r"}))
     res = audits.run_config(cfg)
-    results = report.results_json(res)
+    results = decide.results_json(res)
     assert results["target"]["dp"]["accounted_epsilon"] <= 2.0
     a = results["dp_audit"]
     assert a["attack"] == "attack-r (n=2)" and a["kind"] == "two-run" and np.isfinite(a["threshold"])
@@ -91,7 +91,7 @@ def test_two_run_and_one_run_audits_end_to_end(opacus: Any, tmp_path: Any) -> No
     assert a["verdict"] in ("no violation detected", "the declared epsilon is violated at confidence 0.95")
     assert "not a certified lower bound" in a["assumes"]  # the single-model bound says what it assumes
     one_cfg = config.from_dict(raw(canaries={"count": 40, "guesses": 5}))
-    one = report.write(one_run.run(one_cfg), tmp_path / "one").dump()
+    one = decide.write(one_run.run(one_cfg), tmp_path / "one").dump()
     b = one["dp_audit"]
     assert b["kind"] == "one-run" and len(b["bounds"]) == 2 * 2  # 2 attacks x (binomial, fdp)
     for e in b["bounds"]:
@@ -113,10 +113,10 @@ def test_white_box_audit_flags_a_planted_fault_and_not_the_honest_run(opacus: An
     from miaudit.dp import output
 
     canaries = {"count": 100, "kind": "dirac", "guesses": 20}
-    honest = output.audit(config.from_dict(raw(canaries=canaries)), tmp_path / "honest").dump()
+    honest = output.audit(config.from_dict(raw(canaries=canaries)), tmp_path / "honest", written=decide.written).dump()
     faulty = {**DP, "planted_fault": {"noise_scale": 0.1}}
     cfg = config.from_dict(raw(canaries=canaries, train={**TINY_RUN["train"], "dp": faulty}))
-    flagged = output.audit(cfg, tmp_path / "fault").dump()
+    flagged = output.audit(cfg, tmp_path / "fault", written=decide.written).dump()
     prv = honest["target"]["dp"]["accounted"]["prv"]
     assert all(e["epsilon_lower_bound"] <= prv for e in honest["dp_audit"]["bounds"])
     assert honest["dp_audit"]["verdict"].startswith("no violation detected")
@@ -124,7 +124,7 @@ def test_white_box_audit_flags_a_planted_fault_and_not_the_honest_run(opacus: An
     assert flagged["target"]["dp"]["planted_fault"]["noise_scale"] == 0.1
     assert (tmp_path / "fault" / "scores.csv").read_text().startswith("canary,member,score,guess")
     with pytest.raises(ConfigError, match="train.dp"):
-        output.audit(config.from_dict({**TINY_RUN, "canaries": canaries}), tmp_path / "no-dp")
+        output.audit(config.from_dict({**TINY_RUN, "canaries": canaries}), tmp_path / "no-dp", written=decide.written)
     with pytest.raises(ConfigError, match="threat_model"):
         config.from_dict(raw(canaries={"count": 10, "kind": "crafted", "threat_model": "white-box"}))
     with pytest.raises(ConfigError, match="noise_scale"):
@@ -136,7 +136,7 @@ def test_multi_run_audit_trains_pairs_and_bounds_their_decisions(opacus: Any, tm
     from miaudit.dp import output
 
     cfg = config.from_dict(raw(canaries={"count": 4, "kind": "crafted"}))
-    res = output.audit(cfg, tmp_path / "multi", runs=2).dump()
+    res = output.audit(cfg, tmp_path / "multi", runs=2, written=decide.written).dump()
     head, two_run = res["dp_audit"]["bounds"]
     assert head["analysis"] == "binomial" and two_run["analysis"] == "multi-run"
     assert head["canaries"] == 16 and two_run["canaries"] == 4  # 4 per run (canaries.count); the first of each
@@ -151,4 +151,4 @@ def test_multi_run_audit_trains_pairs_and_bounds_their_decisions(opacus: Any, tm
     rows = (tmp_path / "multi" / "scores.csv").read_text().splitlines()
     assert rows[0] == "run,canary,member,score" and len(rows) == 17
     with pytest.raises(ConfigError, match="runs"):
-        output.audit(cfg, tmp_path / "one", runs=1)
+        output.audit(cfg, tmp_path / "one", runs=1, written=decide.written)

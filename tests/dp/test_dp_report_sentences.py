@@ -14,7 +14,7 @@ from miaudit.attack_plan import build
 from miaudit.config import run as config
 from miaudit.dp import audit
 from miaudit.dp.output import one_run_power
-from miaudit.report import records
+from miaudit.membership import decide as records
 from miaudit.results import Bound
 
 

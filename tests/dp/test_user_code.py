@@ -17,6 +17,7 @@ from miaudit.config import run as config
 from miaudit.dp import canaries, output, user_code
 from miaudit.errors import ConfigError, ModelError
 from miaudit.experiment import datasets
+from miaudit.membership import decide
 from miaudit.models import library
 
 pytestmark = pytest.mark.slow  # every test here trains a model (or steps an optimizer)
@@ -81,7 +82,7 @@ def test_the_canaries_go_into_the_users_data_by_their_coins_and_nothing_is_remov
 
 def test_results_json_names_the_function_and_what_the_audit_could_not_see() -> None:
     fn = Recorder(FACTS)
-    report = output.audit(cfg_for(), None, None, lambda line: None, fn)
+    report = output.audit(cfg_for(), None, None, lambda line: None, fn, written=decide.written)
     a = report.dp_audit
     assert a is not None and a.training is not None and a.kind == "one-run"
     assert a.training.function == "tests:recorder" and "black-box" in a.training.observed
@@ -113,7 +114,7 @@ def test_references_by_miaudits_loop_when_asked() -> None:
 def test_many_runs_of_a_function_are_refused_before_any_training() -> None:
     fn = Recorder()
     with pytest.raises(ConfigError, match="--runs"):
-        output.audit(cfg_for(), None, 4, lambda line: None, fn)
+        output.audit(cfg_for(), None, 4, lambda line: None, fn, written=decide.written)
     assert fn.seen == []
 
 

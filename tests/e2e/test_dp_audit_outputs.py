@@ -1,5 +1,5 @@
-"""`miaudit dp-audit` at the command line: the DP verdict heads the console, report.md and
-report.html, report.html has the DP section, canaries are called canaries, a planted fault is said beside the
+"""`miaudit dp-audit` at the command line: the DP verdict heads report.md and report.html (the console: its answer
+in plain words), report.html has the DP section, canaries are called canaries, a planted fault is said beside the
 verdict, `--runs` speaks of runs and says its power before training, Ctrl-C says what was kept, and no raw dict or
 RuntimeWarning reaches the output."""
 
@@ -70,8 +70,11 @@ def test_dp_verdict_heads_every_output_and_report_html_has_the_dp_section() -> N
     a = json.loads(Path("o/results.json").read_text())["dp_audit"]
     assert isinstance(a["violated"], bool) and a["verdict"].startswith(("violation", "no violation detected"))
     md, html = Path("o/report.md").read_text(), html_text(Path("o/report.html"))
-    for head in (first_line(res.stdout), first_line(md).replace("**", "")):
-        assert head.startswith("DP verdict: ") and a["verdict"] in head
+    head = first_line(md).replace("**", "")
+    assert head.startswith("DP verdict: ") and a["verdict"] in head
+    # the console answers first in plain words (the answer's summary); the procedure stays in report.md
+    assert first_line(res.stdout) == a["answer"]["summary"] and a["answer"]["detail"] == a["verdict"]
+    assert a["answer"]["verdict"] == ("violation" if a["violated"] else "no_violation")
     assert html.split("miaudit report: digits", 2)[-1].strip().startswith(f"DP verdict: {a['verdict']}")
     assert "Differential privacy audit" in html and f"{a['epsilon_lb']:.3f}" in html
     assert f"{a['max_attainable']:.3f}" in html and "can and cannot see" in html
@@ -91,9 +94,11 @@ def test_a_planted_fault_is_said_beside_the_verdict_in_every_output() -> None:
     assert res.exit_code == 0, res.output
     a = json.loads(Path("f/results.json").read_text())["dp_audit"]
     assert a["violated"] and a["planted_fault"]["noise_scale"] == 0.1
-    for text in (res.output, Path("f/report.md").read_text(), html_text(Path("f/report.html"))):
+    for text in (Path("f/report.md").read_text(), html_text(Path("f/report.html"))):
         said = " ".join(text.split())
         assert re.search(r"violation \(fault planted on purpose, train\.dp\.planted_fault: noise drawn at 0\.1x", said)
+    said = " ".join(res.stdout.split())  # the console's answer, in plain words, says it too
+    assert re.search(r"breaks its .*fault planted on purpose, train\.dp\.planted_fault: noise drawn at 0\.1x", said)
 
 
 @pytest.mark.slow

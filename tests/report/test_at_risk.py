@@ -1,4 +1,4 @@
-"""report.at_risk: the attack that names the records is fixed by a rule that reads no membership (auto's first
+"""membership.at_risk: the attack that names the records is fixed by a rule that reads no membership (auto's first
 choice, else the risk ranking's preferred test), never the attack that flags most; and when none is flagged,
 ``why_none`` carries the number that decides it."""
 
@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from miaudit.report import at_risk, findings
+from miaudit.membership import at_risk, findings
 from miaudit.stats import screened
 
 

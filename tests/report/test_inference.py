@@ -27,7 +27,7 @@ def test_the_verdict_leads_every_output(tmp_path: Path) -> None:
     assert md[2] == f"**{d.verdict}**" and md[4].startswith("Power (per-record effect AUC 0.93")
     html = inference.render_html(r)
     assert html.index(d.verdict) < html.index("Power (") < html.index("What the test assumes")
-    assert inference.console_lines(d)[0] == d.verdict
+    assert inference.explain_lines(d)[0] == d.verdict
     assert "3 fully used suspect records suffice for 80% power" in inference.power_line(d)
     assert "use of 19% or more of these 100 suspects is detected" in inference.power_line(d)
     records = {"record": np.array([1, 2]), "suspect": np.array([1, 0]), "score": np.array([0.5, -0.25])}

@@ -12,8 +12,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from miaudit import audits, report
+from miaudit import audits
 from miaudit.config.run import RunConfig
+from miaudit.membership import decide
 from miaudit.report import html as report_html
 from miaudit.results import AttackRow
 
@@ -25,7 +26,7 @@ def written(tmp_path_factory: pytest.TempPathFactory, make_config: Callable[...,
     """The tiny audit with a test that calibrates its p-values (BMIA), written once."""
     cfg = make_config(cache_dir=str(tmp_path_factory.mktemp("cache")), attacks=ATTACKS)
     out = tmp_path_factory.mktemp("report") / "out"
-    report.write(audits.run_config(cfg), out)
+    decide.write(audits.run_config(cfg), out)
     return out
 
 

@@ -16,6 +16,7 @@ import pytest
 from miaudit import api, report
 from miaudit.config import run as config
 from miaudit.errors import DataError
+from miaudit.membership import decide
 from miaudit.results import SCHEMA_VERSION, AuditReport
 from tests.conftest import TINY_RUN
 
@@ -151,7 +152,7 @@ def test_a_white_box_dp_audit_writes_through_the_same_writer(tmp_path: Path) -> 
     dp = {"epsilon": 2.0, "delta": 1e-5, "max_grad_norm": 1.0}
     raw = {**copy.deepcopy(TINY_RUN), "canaries": {"count": 20, "kind": "dirac", "guesses": 6}}
     raw["train"] = {**raw["train"], "dp": dp}
-    written = output.audit(config.from_dict(raw), tmp_path / "dp")
+    written = output.audit(config.from_dict(raw), tmp_path / "dp", written=decide.written)
     on_disk = assert_round_trip(written, tmp_path / "dp")
     audit = written.dp_audit
     assert audit is not None and audit.kind == "one-run" and written.attacks == []

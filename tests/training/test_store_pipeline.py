@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from miaudit import audits, pipeline, report
+from miaudit import audits, pipeline
 from miaudit.config.run import RunConfig
+from miaudit.membership import decide
 from miaudit.training import loop as training_loop
 from miaudit.training import stacked
 from miaudit.training.loop import predict_logits
@@ -133,7 +134,7 @@ def test_online_each_query_in_for_half_the_references(make_config: Callable[...,
 def test_same_seed_fresh_cache_same_results(first_run: audits.RunResult, tmp_path: Path) -> None:
     again = audits.run_config(first_run.experiment.cfg.model_copy(update={"cache_dir": tmp_path}))
     assert not again.experiment.target.cached
-    assert without_timing(report.results_json(again)) == without_timing(report.results_json(first_run))
+    assert without_timing(decide.results_json(again)) == without_timing(decide.results_json(first_run))
     np.testing.assert_array_equal(again.attacks[0].result.scores, first_run.attacks[0].result.scores)
 
 

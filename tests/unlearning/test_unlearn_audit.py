@@ -11,6 +11,7 @@ import pytest
 from _results import version_1_results
 
 from miaudit.errors import ConfigError, DataError
+from miaudit.report import unlearning as unlearning_report
 from miaudit.results import AuditReport
 from miaudit.results.unlearning import Utility
 from miaudit.unlearning import audit, config, output, records
@@ -101,7 +102,7 @@ def test_two_retrained_models_are_enough() -> None:
     assert s.verdict in ("verified", "no_claim", "not_forgotten", "over_forgotten") and s.retrained_models == 2
     assert s.per_example_auc.value is None and s.tpr_at_1pct_retrained.value is None
     assert s.population_auc.value is not None and s.p_selection is not None and s.compared == 20
-    assert "n/a" in dict((r[0], r[1]) for r in output.rows(s))["per-example AUC, unlearned vs retrained"]
+    assert "n/a" in dict((r[0], r[1]) for r in unlearning_report.rows(s))["per-example AUC, unlearned vs retrained"]
 
 
 def test_damaged_by_hand() -> None:
@@ -238,3 +239,31 @@ def test_a_version_1_results_json_still_loads(tmp_path: Path) -> None:
     r = AuditReport.load(tmp_path / "results.json")
     assert r.unlearning is None and r.schema_version == SCHEMA_VERSION
     assert "unlearning" in AuditReport.json_schema()["properties"]
+
+
+def test_the_answer_reads_the_verdict_in_plain_words() -> None:
+    """results.json's ``unlearning.answer``: the section's verdict word, one sentence naming no procedure, the
+    procedure in its detail; the p-value it rests on."""
+    from miaudit.results.answer import PROCEDURE_NAMES
+
+    u, rec, models = synthetic(3)
+    s = audit.verify_models(u, rec, models, 0.0).section
+    a = s.answer
+    assert a is not None and a.question == "unlearning" and a.verdict == s.verdict
+    assert not any(name.lower() in a.summary.lower() for name in PROCEDURE_NAMES)
+    assert s.sentence in a.detail and "permutation" in a.detail
+    assert a.p_value == (s.p_selection if s.verdict == "no_claim" else s.p_value) or s.damaged
+
+
+def test_miaudit_report_renders_an_unlearning_run_again_from_its_files(tmp_path: Path) -> None:
+    """``miaudit report DIR``: report.md and report.html of an unlearning audit rebuilt from results.json alone,
+    the same text as written (``report.unlearning`` renders both)."""
+    from miaudit.report import rebuild
+
+    u, rec, models = synthetic(3)
+    results = output.results(u, audit.verify_models(u, rec, models, 0.0))
+    results.write(tmp_path / "results.json")
+    assert rebuild(tmp_path) == ["report.md", "report.html"]
+    assert (tmp_path / "report.md").read_text() == unlearning_report.markdown(results)
+    assert (tmp_path / "report.html").read_text() == unlearning_report.html(results)
+    assert results.unlearning is not None and results.unlearning.sentence in (tmp_path / "report.md").read_text()

@@ -75,7 +75,7 @@ def test_each_commands_exit_code(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 
 def test_a_passing_gate_says_so_last(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     fake(monkeypatch, "dp-audit", dp(False))
-    monkeypatch.setattr("miaudit.report.console.dp_summary", lambda *a: None)
+    monkeypatch.setattr("miaudit.report.console.answer_summary", lambda *a: None)
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(CONFIGS["dp-audit"]))
     res = invoke(

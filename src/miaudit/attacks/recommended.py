@@ -28,7 +28,7 @@ from . import registry
 
 CANDIDATES: tuple[str, ...] = ("bavaria-n", "lira", "rmia", "pair-lr", "pair-logit")
 BASELINES: tuple[str, ...] = ("attack-p", "gls")  # planned by auto around the chosen attacks, where they run
-# Which attack orders the records by risk (report.ranking.risk_basis), in order of preference: the Bayesian tests
+# Which attack orders the records by risk (membership.ranking.risk_basis), in order of preference: the Bayesian tests
 # (per-record p-values from a model of each record's own score distribution), then LiRA's, then the
 # reference-free leverage score; else the report takes whatever ran first.
 RISK_BASIS: tuple[str, ...] = ("mr-bmia", "bmia", "lira", "bavaria-n", "gls")

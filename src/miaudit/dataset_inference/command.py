@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 from ..results import AuditReport
 from ..workflow.keys import FAIL_ON_HELP, TRACK_HELP
@@ -21,15 +20,18 @@ def infer_command(
     force: bool = typer.Option(
         False, "--force", "-f", help="write into a non-empty --out, replacing miaudit's own files"
     ),
+    explain: bool = typer.Option(False, "--explain", help="also print how the answer was reached (as report.md says)"),
     overrides: list[str] | None = typer.Option(None, "--set", "-s", help="override a config key (repeatable)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="print warnings and errors only"),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="also print debug lines"),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="also print debug lines, and how the answer was reached"
+    ),
     fail_on: list[str] | None = typer.Option(None, "--fail-on", metavar="CONDITION", help=FAIL_ON_HELP),
     track: str | None = typer.Option(None, "--track", metavar="URI", help=TRACK_HELP),
 ) -> None:
     """Was a suspect set of records used to train the model? A p-value, a blind guard, the fraction used."""
     from ..report import inference, outdir
-    from ..report.console import command
+    from ..report.console import answer_summary, command
     from ..workflow.flow import Flow
 
     where = out or Path("miaudit-runs") / f"{config.stem}-inference"
@@ -47,7 +49,6 @@ def infer_command(
 
     flow = command(lambda: Flow.of("infer-dataset", fail_on, track), where, quiet, verbose)
     results = command(work, where, quiet, verbose)
-    if not quiet and results.dataset_inference is not None:
-        lines = [*inference.console_lines(results.dataset_inference), f"wrote {where}/"]
-        Console().print("\n".join(lines), highlight=False, markup=False, soft_wrap=True)
+    if not quiet:
+        answer_summary(results, where, explain or verbose)
     flow.finish(results, where, quiet)

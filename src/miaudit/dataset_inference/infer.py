@@ -23,7 +23,9 @@ from ..experiment.base import Experiment
 from ..progress import log, working
 from ..report.records import environment
 from ..results import SCHEMA_VERSION, AuditReport, DatasetInference
+from ..results.dataset_inference import WIDE
 from . import blind, calibrated, fraction, power
+from .answer import answered
 from .features import (
     Features,
     PseudoTarget,
@@ -86,9 +88,6 @@ def check_records(req: Request) -> Request:
     """The record sets checked against the config's data (loaded, not trained on): before any model loads."""
     ds = datasets.load(req.cfg)
     return checked(req, len(ds), ds.name)
-
-
-WIDE = 0.5  # a fraction's interval wider than this says nothing useful of how much was used, and is said so
 
 
 def _pct(x: float) -> str:
@@ -320,7 +319,7 @@ def decide(
         + ([UNCALIBRATED] if m.references is None else [])
         + ([LEFT_OUT] if m.references_left_out else []),
     }
-    return DatasetInference.model_validate(section), test
+    return answered(DatasetInference.model_validate(section)), test
 
 
 def infer(req: Request) -> Inference:

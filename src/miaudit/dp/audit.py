@@ -20,6 +20,7 @@ from ..config.run import DPAuditConfig, RunConfig
 from ..results import Bound, ComparedWith, DPAudit, SelectionRecords
 from ..stats import metrics
 from . import bounds, verdict
+from .answer import answered
 
 SELECTION_SEED = 0xD9A
 TWO_RUN_ASSUMES = (
@@ -115,17 +116,19 @@ def one_run_summary(
     d = verdict.decide(entries, claim, confidence, privacy)
     if not d.violated and (said := uninformative(accuracies, classes, entries)) is not None:
         d = replace(d, verdict=f"{d.verdict}. {said}")
-    return DPAudit(
-        kind="one-run",
-        bounds=entries,
-        **vars(d),  # violated, verdict, tests, family, epsilon_lb, max_attainable, headline, gdp_test, observers
-        **vars(claims(confidence, delta, declared, privacy)),
-        compared_with=None if claim is None else ComparedWith(claim=claim[0], epsilon=claim[1]),
-        how="; ".join(
-            f"{t.observer}: {t.correct} of {t.guesses} guesses right on {t.canaries} canaries" for t in d.tests
-        ),
-        **accuracies,
-        **({"p_values": p_values} if p_values is not None else {}),
+    return answered(
+        DPAudit(
+            kind="one-run",
+            bounds=entries,
+            **vars(d),  # violated, verdict, tests, family, epsilon_lb, max_attainable, headline, gdp_test, observers
+            **vars(claims(confidence, delta, declared, privacy)),
+            compared_with=None if claim is None else ComparedWith(claim=claim[0], epsilon=claim[1]),
+            how="; ".join(
+                f"{t.observer}: {t.correct} of {t.guesses} guesses right on {t.canaries} canaries" for t in d.tests
+            ),
+            **accuracies,
+            **({"p_values": p_values} if p_values is not None else {}),
+        )
     )
 
 
@@ -205,23 +208,26 @@ def two_run(
     declared = declared_epsilon(spec, cfg)
     rates = asdict(found)  # the rates with their conservative ends, the counts, the inequality
     epsilon_lb, realized_fpr = rates.pop("epsilon_lb"), rates.pop("fpr")
-    return DPAudit(
-        attack=label,
-        kind="two-run",
-        epsilon_lb=epsilon_lb,
-        confidence=spec.confidence,
-        delta=delta,
-        selection=spec.selection,
-        selection_records=selected,
-        threshold=threshold,
-        realized_fpr=realized_fpr,
-        **rates,
-        declared_epsilon=declared,
-        accounted_epsilon=accounted,
-        verdict=two_run_verdict(epsilon_lb, declared, spec.confidence),
-        formula=bounds.FORMULA_TWO_RUN,
-        source=bounds.SOURCE_TWO_RUN,
-        assumes=TWO_RUN_ASSUMES,
+    return answered(
+        DPAudit(
+            attack=label,
+            kind="two-run",
+            epsilon_lb=epsilon_lb,
+            confidence=spec.confidence,
+            delta=delta,
+            selection=spec.selection,
+            selection_records=selected,
+            threshold=threshold,
+            realized_fpr=realized_fpr,
+            **rates,
+            declared_epsilon=declared,
+            accounted_epsilon=accounted,
+            verdict=two_run_verdict(epsilon_lb, declared, spec.confidence),
+            violated=None if declared is None else bool(epsilon_lb > declared),
+            formula=bounds.FORMULA_TWO_RUN,
+            source=bounds.SOURCE_TWO_RUN,
+            assumes=TWO_RUN_ASSUMES,
+        )
     )
 
 

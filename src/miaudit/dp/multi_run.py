@@ -51,6 +51,7 @@ from ..results import Bound, ComparedWith, DPAudit, DPSGDRecord, Headline
 from ..training import dp_sgd, dp_stacked
 from ..training.options import DPConfig
 from . import audit, bounds, canaries, verdict, worst_case
+from .answer import answered
 
 RUN_ROLE = 5000  # model seeds of the runs: model_seed(seed, RUN_ROLE + 1 + i), apart from the references'
 COIN_SEED = 0xC01  # the slots' coins
@@ -326,25 +327,27 @@ def run(cfg: RunConfig, runs: int) -> MultiRunAudit:
         privacy=privacy,
         scores=scores,
         included=included,
-        dp_audit=DPAudit(
-            kind="multi-run",
-            bounds=[head, two_run],
-            headline=Headline(
-                observer=observer, analysis=head.analysis, threat_model="black-box", canary_kind="worst-case"
-            ),  # fmt: skip
-            epsilon_lb=head.epsilon_lower_bound,
-            max_attainable=head.max_attainable,
-            **vars(audit.claims(confidence, delta, declared, privacy)),
-            violated=violated,
-            verdict=said,
-            compared_with=None if claim is None else ComparedWith(claim=claim[0], epsilon=claim[1]),
-            threat_model=worst_case.THREAT_MODEL,
-            how=f"{2 * runs} models trained together by stacked DP-SGD from a crafted start, {count} "
-            f"canar{'y' if count == 1 else 'ies'} each ({head.included} of the {slots} slots with their canary, "
-            f"by fair coins); {head.guesses} guesses on the highest and lowest scores, {head.correct} correct; "
-            f"the ideal black-box observer of this DP-SGD (shift mu {mu:.2f}) expects about {expected:.2f} from "
-            f"{slots} slots "
-            f"({time.perf_counter() - started:.0f} s). This {worst_case.THREAT_MODEL}",
+        dp_audit=answered(
+            DPAudit(
+                kind="multi-run",
+                bounds=[head, two_run],
+                headline=Headline(
+                    observer=observer, analysis=head.analysis, threat_model="black-box", canary_kind="worst-case"
+                ),  # fmt: skip
+                epsilon_lb=head.epsilon_lower_bound,
+                max_attainable=head.max_attainable,
+                **vars(audit.claims(confidence, delta, declared, privacy)),
+                violated=violated,
+                verdict=said,
+                compared_with=None if claim is None else ComparedWith(claim=claim[0], epsilon=claim[1]),
+                threat_model=worst_case.THREAT_MODEL,
+                how=f"{2 * runs} models trained together by stacked DP-SGD from a crafted start, {count} "
+                f"canar{'y' if count == 1 else 'ies'} each ({head.included} of the {slots} slots with their canary, "
+                f"by fair coins); {head.guesses} guesses on the highest and lowest scores, {head.correct} correct; "
+                f"the ideal black-box observer of this DP-SGD (shift mu {mu:.2f}) expects about {expected:.2f} from "
+                f"{slots} slots "
+                f"({time.perf_counter() - started:.0f} s). This {worst_case.THREAT_MODEL}",
+            )
         ),
     )
 

@@ -1,9 +1,9 @@
-"""``miaudit dp-audit``'s outputs. A one-run audit with input-space canaries writes a run's usual outputs
-(``report.write``). A white-box-only audit (no input-space canary, so no attack and no per-record table) and a
-multi-run audit write results.json with the keys a run has where they apply (``target`` with ``dp``,
-``dp_audit``, ``config``, ``environment``; the same ``AuditReport`` and writer as a run), report.md, report.html
-(the DP section alone) and scores.csv (one row per gradient canary, or per trained model), atomically
-(``report.write_dp``)."""
+"""``miaudit dp-audit``'s outputs. A one-run audit with input-space canaries writes a run's usual outputs (the
+membership audit of its canaries: ``membership.decide.write``, handed in by the caller). A white-box-only audit (no
+input-space canary, so no attack and no per-record table) and a multi-run audit write results.json with the keys a
+run has where they apply (``target`` with ``dp``, ``dp_audit``, ``config``, ``environment``; the same
+``AuditReport`` and writer as a run), report.md, report.html (the DP section alone) and scores.csv (one row per
+gradient canary, or per trained model), atomically (``report.write_dp``)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import numpy as np
 from .. import data, report
 from ..config.run import RunConfig
 from ..errors import ConfigError
+from ..experiment.run import RunResult
 from ..report.records import without_attacks
 from ..results import AuditReport, Calibration, DPAudit, Target
 from . import bounds, multi_run, one_run
@@ -133,6 +134,15 @@ def one_run_power(cfg: RunConfig) -> str | None:
     return said
 
 
+def _membership(
+    written: Callable[[RunResult, Path | None], AuditReport] | None,
+) -> Callable[[RunResult, Path | None], AuditReport]:
+    """``written``, which an audit with attacks on the canaries needs (its membership audit of them)."""
+    if written is None:
+        raise ValueError("dp.output.audit: an audit with attacks needs written (miaudit.membership.decide.written)")
+    return written
+
+
 def audit(
     cfg: RunConfig,
     out: Path | None,
@@ -140,11 +150,14 @@ def audit(
     say: Callable[[str], None] = print,
     train_fn: Callable[..., object] | None = None,
     model: ModelFactory | None = None,
+    written: Callable[[RunResult, Path | None], AuditReport] | None = None,
 ) -> AuditReport:
     """``miaudit dp-audit`` (and ``miaudit.dp_audit``): the multi-run audit with ``runs``, else the one-run audit
     (white-box only, or with input-space canaries and attacks; of a user's training function with ``dp_training``,
     ``user_code``, which ``train_fn`` and ``model`` give from Python); its outputs written into ``out`` (None:
-    nothing written). ``say`` gets the lines said before training (the multi-run audit's power)."""
+    nothing written). ``say`` gets the lines said before training (the multi-run audit's power). ``written``
+    decides and writes an audit with attacks on the canaries, a membership audit of them
+    (``miaudit.membership.decide.written``, which the caller above both packages gives: dp never imports it)."""
     if cfg.dp_training is not None:
         if runs is not None:
             raise ConfigError(
@@ -154,7 +167,7 @@ def audit(
         from . import user_code
 
         res = user_code.run(cfg, train_fn, model)
-        return report.audit_report(res) if out is None else report.write(res, out)
+        return _membership(written)(res, out)
     if runs is not None:
         multi_run.check(cfg, runs)  # every refusal before the power line
         say(multi_run_power(cfg, runs))
@@ -165,4 +178,4 @@ def audit(
     if cfg.canaries is not None and cfg.canaries.implied_threat_model == "white-box":
         return whitebox(one_run.run_whitebox(cfg), cfg, out)
     res = one_run.run(cfg)
-    return report.audit_report(res) if out is None else report.write(res, out)
+    return _membership(written)(res, out)

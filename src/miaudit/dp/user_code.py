@@ -38,6 +38,7 @@ from ..models import library
 from ..results.dp import Defect, DPAudit, UserTraining
 from ..training.dp_sgd import NoisyStep
 from . import one_run, structural
+from .answer import answered
 from .whitebox import GradientCanaries
 
 if TYPE_CHECKING:
@@ -333,7 +334,7 @@ def with_defects(audit: DPAudit) -> DPAudit:
         f"(no statistics): {said}. The canaries' test: {audit.verdict}"
     )
     # a results record, not a config: these two fields carry no validator and no cross-field rule
-    return audit.model_copy(update={"violated": True, "verdict": verdict})
+    return answered(audit.model_copy(update={"violated": True, "verdict": verdict}))
 
 
 def run(cfg: RunConfig, fn: TrainFn | None = None, model: ModelFactory | None = None) -> RunResult:

@@ -3,7 +3,7 @@
 ``prepare`` reads the outputs (``layouts``), sets the records' roles (queries, population,
 validation) and builds the same ``Experiment`` a training run builds, minus the torch modules and the
 records' inputs. Every attack that needs only outputs then runs through the pipeline unchanged, and
-``report.write`` writes the same files. Attacks that need the models themselves (BMIA, MR-BMIA, GLS)
+``membership.decide.write`` writes the same files. Attacks that need the models themselves (BMIA, MR-BMIA, GLS)
 or the records' inputs (QMIA) are refused before anything is read, in one line naming the attack.
 
 Roles: index files (config keys, else the layout's) name the queried members and non-members, or the

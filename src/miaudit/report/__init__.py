@@ -1,10 +1,11 @@
-"""The report stage: every output file of a run, written atomically.
+"""The report stage: every output file of a run, written atomically, rendered from the typed results alone.
 
-``records.decide`` makes every decision of the audit once (the verdict, the records at risk and why none, the worst
-case, PPV, the headline attack of ``auto``), before anything is written: results.json (the typed
-``miaudit.results.AuditReport``) and the per-record table, scores.csv and scores.parquet (``ranking``). Every other
-file renders those two alone: report.md (``markdown``), report.html (``html``), roc.png (``plots``), at_risk.csv
-(``at_risk``); so ``rebuild`` (``miaudit report DIR``) renders them again from a finished run's files, with no model.
+A membership audit's decisions are made once before anything is written (``miaudit.membership.decide``: the verdict,
+the records at risk and why none, the worst case, PPV, the headline attack of ``auto``): results.json (the typed
+``miaudit.results.AuditReport``) and the per-record table, scores.csv and scores.parquet. ``write_decided`` writes
+those two and renders every other file from them alone: report.md (``markdown``), report.html (``html``), roc.png
+(``plots``), at_risk.csv (``at_risk``); so ``rebuild`` (``miaudit report DIR``) renders them again from a finished
+run's files, with no model, as it does the other audits' reports (``dp_section``, ``unlearning``, ``inference``).
 Everything is first written into a temporary sibling folder and moved into place at the end (``outdir.publish``),
 so a failure never leaves a half-written output directory.
 """
@@ -20,32 +21,20 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DataError
-from ..experiment.run import RunResult
 from ..results import AuditReport
-from . import at_risk, dp_section, html, inference, outdir
-from .leak_verdict import attack_kind
+from . import at_risk, dp_section, html, inference, outdir, unlearning
 from .markdown import report_md
 from .plots import roc_plot
-from .ranking import risk_basis, slug
-from .records import Decided, audit_report, decide, results_json
-from .scores import scores_frame
+from .ranking import attack_kind
 from .table import ScoresTable
 
 OUTPUT_FILES = outdir.OUTPUT_FILES
 
 __all__ = [
     "OUTPUT_FILES",
-    "Decided",
     "attack_kind",
-    "audit_report",
-    "decide",
     "rebuild",
     "load_results",
-    "results_json",
-    "risk_basis",
-    "scores_frame",
-    "slug",
-    "write",
     "write_decided",
     "write_dp",
     "write_texts",
@@ -58,24 +47,20 @@ def load_results(path: str | Path) -> AuditReport:
     return AuditReport.load(path, kind_of=attack_kind)
 
 
-def write(res: RunResult, out_dir: Path) -> AuditReport:
-    """Decide (``records.decide``) and write every output file atomically; return the report."""
-    return write_decided(decide(res), out_dir)
-
-
-def write_decided(decided: Decided, out_dir: Path) -> AuditReport:
-    """Write every output file of a decided run atomically: results.json and the per-record table as decided, the
-    others rendered from those two alone; return the report."""
+def write_decided(
+    results: AuditReport, frame: ScoresTable, out_dir: Path, preview: html.Preview | None = None
+) -> AuditReport:
+    """Write every output file of a decided membership audit atomically (``miaudit.membership.decide``): results.json
+    and the per-record table as decided, the others rendered from those two alone; return the report."""
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    results, frame = decided.results, decided.scores
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
         results.write(tmp / "results.json")
         frame.write_csv(tmp / "scores.csv")
         frame.write_parquet(tmp / "scores.parquet")
         at_risk.flagged_table(results, frame).write_csv(tmp / "at_risk.csv")
-        _render(results, frame, tmp, decided.preview)
+        _render(results, frame, tmp, preview)
         outdir.publish(tmp, out_dir)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -97,9 +82,9 @@ REBUILT = ("report.md", "report.html", "roc.png")
 def rebuild(run_dir: Path) -> list[str]:
     """``miaudit report DIR``: a finished run's report.md, report.html and (membership known) roc.png rendered again
     from its files alone, no model, no cache, no data set (report.html then shows no record thumbnails): a
-    membership audit's from results.json and scores.parquet (else scores.csv), a dataset-inference run's and a DP
-    audit's without attacks from results.json; an unlearning audit's (``miaudit.unlearning.output`` renders them, a
-    layer above) refused in one line. Each file replaced atomically; returns the files written."""
+    membership audit's from results.json and scores.parquet (else scores.csv); a dataset-inference run's, an
+    unlearning audit's and a DP audit's without attacks from results.json. Each file replaced atomically; returns
+    the files written."""
     run_dir = Path(run_dir)
     results = load_results(run_dir / "results.json")
     if results.dataset_inference is not None:
@@ -111,7 +96,9 @@ def rebuild(run_dir: Path) -> list[str]:
         md = "\n".join(dp_section.report_md(results, title)) + "\n"
         return write_texts(run_dir, {"report.md": md, "report.html": html.render_dp(results, title)})
     if results.unlearning is not None:
-        raise DataError(f"{run_dir}: an unlearning audit; miaudit report does not render it yet (run miaudit unlearn)")
+        return write_texts(
+            run_dir, {"report.md": unlearning.markdown(results), "report.html": unlearning.html(results)}
+        )
     if not results.attacks:
         raise DataError(f"{run_dir}: results.json holds no attack and no section miaudit report renders")
     found = [run_dir / name for name in ("scores.parquet", "scores.csv") if (run_dir / name).is_file()]

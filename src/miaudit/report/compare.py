@@ -37,8 +37,8 @@ from ..results import (
 )
 from ..stats import difference
 from ..strict import Strict
-from .leak_verdict import attack_kind
-from .ranking import slug_of
+from .ranking import attack_kind, slug_of
+from .table import ScoresTable
 
 HEADLINE = "0.01"
 
@@ -80,9 +80,9 @@ def load_run(run: Run) -> tuple[AuditReport, pd.DataFrame, str]:
     if isinstance(run, InMemoryRun):
         return run.results, run.scores, "in-memory run"
     where = Path(run)
-    try:
+    try:  # the reports' one reader of the per-record table (pyarrow), as a data frame for the pairing below
         table = where / "scores.parquet"
-        frame = pd.read_parquet(table) if table.exists() else pd.read_csv(where / "scores.csv")
+        frame = ScoresTable.read(table if table.exists() else where / "scores.csv").to_pandas()
     except (OSError, ValueError) as e:
         raise DataError(f"compare: {where} is not a miaudit run directory ({type(e).__name__}: {e})") from None
     results = AuditReport.load(where / "results.json", kind_of=attack_kind)

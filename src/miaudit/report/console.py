@@ -17,8 +17,8 @@ from rich.table import Table
 
 from .. import progress
 from ..errors import MiauditError
-from ..results import AuditReport, Metrics
-from . import dp_section, sections
+from ..results import Answer, AuditReport, Metrics
+from . import dp_section, inference, sections, unlearning
 
 T = TypeVar("T")
 
@@ -64,13 +64,37 @@ def summary(results: AuditReport, out: Path, start: float, explain: bool = False
     _say(f"wrote {out}/ in {time.perf_counter() - start:.0f} s{more}")
 
 
-def dp_summary(results: AuditReport, out: Path) -> None:
-    """What ``miaudit dp-audit`` prints when done: its DP verdict first (as report.md and report.html), the line
-    under it (the kind, the bounds, the claims), where it wrote."""
-    a = results.dp_audit
-    assert a is not None  # a dp-audit's results always hold its section
-    for line in [*dp_section.verdict_lines(a), dp_section.console_line(a), f"wrote {out}/"]:
-        _say(line.replace("**", ""))
+def answer_summary(results: AuditReport, out: Path, explain: bool = False) -> None:
+    """What ``miaudit dp-audit``, ``unlearn`` and ``infer-dataset`` print when done: the answer (``results.answer``)
+    a newcomer reads in ten seconds: its plain sentence, the number it rests on, where the files went. With
+    ``explain`` (``--explain``, ``-v``): the procedure and its numbers (the answer's ``detail``), then the lines
+    report.md opens with."""
+    answer = results.answer
+    if answer is None or explain:
+        lines = [*(answer_lines(answer, explained=True) if answer else []), *_explained(results)]
+        for line in [*lines, f"wrote {out}/"]:
+            _say(line.replace("**", ""))
+        return
+    for line in [*answer_lines(answer), f"wrote {out}/; how the answer was reached: report.md, or --explain"]:
+        _say(line)
+
+
+def answer_lines(answer: Answer, explained: bool = False) -> list[str]:
+    """The answer's sentence and the number it rests on (``explained``: and its procedure)."""
+    rests = f"Rests on: {answer.statistic} " + ("n/a" if answer.value is None else f"{answer.value:.3g}")
+    if answer.p_value is not None:
+        rests += f", p = {answer.p_value:.2g}" + ("" if answer.level is None else f" (level {answer.level:g})")
+    return [answer.summary, rests, *([f"How: {answer.detail}"] if explained else [])]
+
+
+def _explained(results: AuditReport) -> list[str]:
+    """The lines under an explained answer: each audit's report.md opening, its section's own words."""
+    if results.dataset_inference is not None:  # its sentence is the answer's: the power line
+        return inference.explain_lines(results.dataset_inference)[1:]
+    if results.unlearning is not None:  # its sentence is in the answer's detail: the AUCs and the records named
+        return unlearning.explain_lines(results)[1:]
+    a = results.dp_audit  # its verdict sentence is the answer's detail: the f-DP test and the bounds
+    return [] if a is None else [a.gdp_test.statement if a.gdp_test else "", dp_section.console_line(a)]
 
 
 def _say(line: str) -> None:

@@ -25,14 +25,10 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
-WIDE = 0.5  # as dataset_inference.infer.WIDE (report sits below it in the layers): a fraction interval wider says
-# nothing of how much was used
-
-
 def power_line(d: DatasetInference) -> str:
     """What the test could see, from the leak measured before the answer; what would help where it saw little."""
     p = d.power
-    wide = d.fraction is not None and d.fraction.ci[1] - d.fraction.ci[0] > WIDE
+    wide = d.fraction is not None and d.fraction.wide
     helps = (
         f" The fraction's interval is wider than half: more suspect records (now {d.n_suspect}) or more reference "
         f"models (they measure how far a used record stands out) would narrow it."
@@ -132,8 +128,8 @@ def render_html(results: AuditReport) -> str:
     )
 
 
-def console_lines(d: DatasetInference) -> list[str]:
-    """The verdict sentence, then the power line."""
+def explain_lines(d: DatasetInference) -> list[str]:
+    """``miaudit infer-dataset --explain``'s lines under the answer: the verdict sentence, then the power line."""
     return [d.verdict, power_line(d)]
 
 

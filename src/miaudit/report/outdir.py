@@ -9,7 +9,7 @@ alone.
 
 ``reserved`` holds ``out`` for one command from its start: a second run into it is refused at once
 (a lock on the directory, which the OS releases when the run ends, however it ends), and staging
-folders that killed runs left beside it (``.OUT.<random>/``, see ``report.write``) are removed.
+folders that killed runs left beside it (``.OUT.<random>/``, see ``report.write_decided``) are removed.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ..errors import OutputDirError
 
-# Every file report.write can produce (the only files --force removes), and what it holds: the docs'
+# Every file report.write_decided can produce (the only files --force removes), and what it holds: the docs'
 # list of a run's files is generated from here (docs/gen_reference.py).
 OUTPUT_FILES = {
     "results.json": "every number, per attack, with the config and environment",

@@ -1,20 +1,20 @@
-"""The per-record risk ranking: which attack orders the records, and the table of every record's scores."""
+"""The per-record risk ranking as the reports read it from results.json (``basis_row``: which attack orders the
+records, the rule ``membership.ranking.risk_basis`` applies to a run) and the per-record table's columns."""
 
 from __future__ import annotations
 
 import re
 
-import numpy as np
-
-from ..attacks import recommended
-from ..experiment.run import AttackRun, RunResult
-from ..results import AttackRow, AuditReport
+from ..attacks import recommended, registry
+from ..results import AttackRow, AuditReport, Kind
 from .table import ScoresTable
 
 
-def slug(run: AttackRun) -> str:
-    """Column-safe name of an attack row, e.g. 'lira_n8'."""
-    return slug_of(run.attack.name, run.attack.label, run.attack.references)
+def attack_kind(name: str) -> Kind:
+    """An attack's kind (membership test or risk ranking), a fact of its registry entry (``AttackInfo.kind``;
+    a name the registry does not know, e.g. in an older results.json, is a test). results.json's rows carry it
+    (``attacks[].kind``), so their readers ask the row, not the name."""
+    return "ranking" if registry.is_ranking(name) else "test"
 
 
 def slug_of(name: str, label: str, references: int) -> str:
@@ -23,20 +23,13 @@ def slug_of(name: str, label: str, references: int) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", label if extended else f"{name}_n{references}").strip("_")
 
 
-def risk_basis(res: RunResult, named: str | None = None) -> AttackRun:
-    """The attack row whose output orders the per-record risk table: the attack the records at risk are named by
-    (``named``: results.json's ``records_at_risk.attack``, the audit's strongest test), else the first of
-    ``recommended.RISK_BASIS`` that ran (with the most references), else the first row."""
-    return res.attacks[_basis_index([(r.attack.name, r.attack.label, r.attack.references) for r in res.attacks], named)]
-
-
 def basis_row(results: AuditReport, named: str | None = None) -> AttackRow:
-    """``risk_basis`` read from results.json: the row whose output orders the per-record table."""
-    return results.attacks[_basis_index([(a.name, a.label, a.references) for a in results.attacks], named)]
+    """``membership.ranking.risk_basis`` read from results.json: the row whose output orders the per-record table."""
+    return results.attacks[basis_index([(a.name, a.label, a.references) for a in results.attacks], named)]
 
 
-def _basis_index(rows: list[tuple[str, str, int]], named: str | None) -> int:
-    """``risk_basis``'s rule on (name, label, references) rows: the row's position."""
+def basis_index(rows: list[tuple[str, str, int]], named: str | None) -> int:
+    """The risk basis's rule on (name, label, references) rows: the row's position."""
     found = [i for i, (_, label, _) in enumerate(rows) if named is not None and label == named]
     if found:
         return found[0]
@@ -50,21 +43,6 @@ def _basis_index(rows: list[tuple[str, str, int]], named: str | None) -> int:
 def row_slug(row: AttackRow) -> str:
     """The column prefix of a results.json attack row in the per-record table."""
     return slug_of(row.name, row.label, row.references)
-
-
-def risk_values(run: AttackRun) -> np.ndarray:
-    """Higher = more exposed: -log p where the attack is a test, else its score."""
-    lp = run.result.log_pvalues
-    return run.result.scores if lp is None else -lp
-
-
-def risk_order(run: AttackRun, log_p: np.ndarray | None = None) -> np.ndarray:
-    """The queries, most exposed first: by ``log_p`` (the p-values that named the records at risk; the records
-    flagged are then the top ranks), else by ``risk_values``; ties by the attack's score, then by position."""
-    primary = risk_values(run) if log_p is None else -np.asarray(log_p, dtype=np.float64)
-    score = np.nan_to_num(np.asarray(run.result.scores, dtype=np.float64), nan=-np.inf)
-    primary = np.nan_to_num(np.asarray(primary, dtype=np.float64), nan=-np.inf)
-    return np.lexsort((np.arange(len(primary)), -score, -primary))
 
 
 def ranked_by(basis: AttackRow, frame: ScoresTable, named: str | None) -> tuple[str, list[str], str]:
@@ -81,14 +59,6 @@ def ranked_by(basis: AttackRow, frame: ScoresTable, named: str | None) -> tuple[
     return col, extra, why
 
 
-def headline_log_pvalues(run: AttackRun) -> np.ndarray | None:
-    """The p-values miaudit headlines: calibrated where the run calibrated them, else the raw ones."""
-    calibrated = run.result.log_pvalues_calibrated
-    return calibrated if calibrated is not None else run.result.log_pvalues
-
-
-# The columns of scores.csv and scores.parquet and what they hold: the docs' list is generated from here
-# (docs/gen_reference.py), and a test holds a real run's columns to it.
 RECORD_COLUMNS = {
     "risk_rank": "1 = most exposed: by the p-values of the test that names the records at risk "
     "(records_at_risk.attack in results.json: its records flagged are the top ranks), ties by its score; without "

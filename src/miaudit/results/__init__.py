@@ -2,6 +2,7 @@
 this package imports nothing of miaudit above ``errors``). ``miaudit.report`` builds it once, ``miaudit.dp``
 builds its DP section, every reader (the CLI, the reports, compare, the API, the benchmarks) reads the model."""
 
+from .answer import VERDICTS, Answer
 from .attacks import AttackRow, BlindBaseline, DeployableAt, Kind, Metrics, PPVByPrior, PPVCell, Ranking, Seconds
 from .audit_report import SCHEMA_VERSION, AuditReport, migrate
 from .base import JsonObject, Section
@@ -58,6 +59,8 @@ from .run import (
 
 __all__ = [
     "SCHEMA_VERSION",
+    "VERDICTS",
+    "Answer",
     "AttackChange",
     "AttackChoice",
     "AttackRow",

@@ -106,7 +106,7 @@ class AttackRow(Metrics):
     n_p_below: dict[str, int] | None = None
     """membership unknown: alpha -> how many queries have a p-value below it"""
     ppv: PPVByPrior | None = None
-    """member prior ("prior_0.1") -> FPR level -> the precision there (``report.findings``)"""
+    """member prior ("prior_0.1") -> FPR level -> the precision there (``membership.findings``)"""
     deployable: dict[str, DeployableAt | int] | None = None
     """FPR level -> a threshold set on references as pseudo-targets (no target membership) and the FPR and TPR it
     realizes on the target, with exact intervals; pseudo_targets: how many (``experiment.deployable``)"""

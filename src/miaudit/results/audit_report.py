@@ -13,6 +13,7 @@ from pydantic import ConfigDict, JsonValue, ValidationError
 
 from ..errors import DataError
 from ..storage import atomic_write
+from .answer import Answer
 from .attacks import AttackRow, BlindBaseline, Kind
 from .base import Count, JsonObject, Section, lenient
 from .dataset_inference import DatasetInference
@@ -122,6 +123,16 @@ class AuditReport(Section):
     @property
     def membership_known(self) -> bool:
         return self.membership == "known"
+
+    @property
+    def answer(self) -> Answer | None:
+        """What the audit answers (``results.answer``): the answer of the section its command wrote
+        (``dataset_inference``, ``unlearning``, a ``dp-audit``'s ``dp_audit``), else the membership ``verdict``'s;
+        None in files written before answers, and without membership (no verdict)."""
+        for section in (self.dataset_inference, self.unlearning, self.dp_audit if self.dp_audited else None):
+            if section is not None:
+                return section.answer
+        return self.verdict.answer if self.verdict is not None else None
 
     @property
     def tests(self) -> list[AttackRow]:

@@ -7,9 +7,12 @@ from typing import Literal
 
 from pydantic import ConfigDict
 
+from .answer import Answer
 from .base import Interval, Number, Section
 
 _STRICT = ConfigDict(extra="forbid")
+WIDE = 0.5  # a fraction's interval wider than this says nothing useful of how much was used, and is said so (the
+# verdict by ``dataset_inference.infer``, the power line by ``report.inference``: one rule, here below both)
 
 
 class FractionUsed(Section):
@@ -25,6 +28,11 @@ class FractionUsed(Section):
     stands out, which scales the estimate"""
     suspect_auc: Number
     """the AUC of the suspects against the validation records on the same score"""
+
+    @property
+    def wide(self) -> bool:
+        """Whether the interval is wider than ``WIDE``: it says nothing useful of how much was used."""
+        return self.ci[1] - self.ci[0] > WIDE
 
 
 class BlindTest(Section):
@@ -125,3 +133,6 @@ class DatasetInference(Section):
     """what the test can detect"""
     assumptions: list[str]
     """what the answer assumes, in words"""
+    answer: Answer | None = None
+    """the answer in the shape every audit ends in (verdict word, statistic, p-value, summary, detail:
+    ``results.answer``); absent in files written before it"""

@@ -9,6 +9,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, JsonValue
 
+from .answer import Answer
 from .base import Number, Section
 
 
@@ -302,6 +303,9 @@ class DPAudit(Section):
     """the papers the bound comes from"""
     assumes: str | None = None
     """what the bound assumes beyond DP"""
+    answer: Answer | None = None
+    """the answer in the shape every audit ends in (verdict word, statistic, p-value, summary, detail:
+    ``results.answer``); absent in files written before it"""
 
     @property
     def audits_canaries(self) -> bool:

@@ -1,4 +1,4 @@
-"""What a run answers (``report.findings``, ``report.leak_verdict``): the verdict, the records at risk, the
+"""What a run answers (``membership.findings``, ``membership.verdict``): the verdict, the records at risk, the
 worst case beside the average, and why ``attacks: auto`` ran what it ran."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 
+from .answer import Answer
 from .base import ByLevel, Count, Interval, IntervalByLevel, Number, Section, Share
 
 
@@ -56,6 +57,9 @@ class Verdict(Section):
     """FPR level -> the smallest TPR this audit could tell from chance; None: none could be"""
     rejected: list[Rejected] = Field(default_factory=list)
     """every test Holm's procedure rejects"""
+    answer: Answer | None = None
+    """the answer in the shape every audit ends in (verdict word, statistic, p-value, summary, detail:
+    ``results.answer``); absent in files written before it"""
 
 
 class RealizedFDP(Section):

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import ConfigDict
 
+from .answer import Answer
 from .base import Interval, Number, Section
 
 
@@ -153,3 +154,6 @@ class UnlearningSection(UnlearningPart):
     """models this run trained (the others came from the cache)"""
     seconds: Number
     """wall-clock seconds of the whole verification"""
+    answer: Answer | None = None
+    """the answer in the shape every audit ends in (verdict word, statistic, p-value, summary, detail:
+    ``results.answer``); absent in files written before it"""

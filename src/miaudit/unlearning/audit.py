@@ -34,6 +34,7 @@ from ..results.unlearning import (
 from ..stats.metrics import accuracy
 from ..stats.signals import confidence, rescaled_logit
 from . import verify
+from .answer import answered
 from .config import UnlearnConfig, UnlearningConfig
 from .methods import UnlearnFn
 from .records import Records, records
@@ -296,7 +297,7 @@ def verify_models(u: UnlearnConfig, rec: Records, models: Models, start: float) 
         models_trained=models.trained,
         seconds=round(time.perf_counter() - start, 1),
     )
-    return Verification(section, rec, models.unlearned, z_f, p_up, p_low)
+    return Verification(answered(section), rec, models.unlearned, z_f, p_up, p_low)
 
 
 def _p(p: float) -> float:

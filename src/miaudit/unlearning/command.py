@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 from ..results import AuditReport
 from ..workflow.keys import FAIL_ON_HELP, TRACK_HELP
@@ -21,15 +20,18 @@ def unlearn_command(
     force: bool = typer.Option(False, "--force", "-f", help="write into a non-empty --out, replacing its files"),
     out: Path | None = typer.Option(None, "--out", "-o", help="output directory (default miaudit-runs/<name>-unlearn)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="print warnings and errors only"),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="also print debug lines"),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="also print debug lines, and how the answer was reached"
+    ),
+    explain: bool = typer.Option(False, "--explain", help="also print how the answer was reached (as report.md says)"),
 ) -> None:
     """Verify unlearning: did the forgotten records leave the model (a verdict, the records still remembered)."""
     from ..config.files import load_config
     from ..config.run import RunConfig
-    from ..report.console import command
+    from ..report.console import answer_summary, command
     from ..workflow.flow import Flow
     from .config import from_mapping
-    from .output import console_lines, verify_config
+    from .output import verify_config
 
     where = out or Path("miaudit-runs") / f"{config.stem}-unlearn"
 
@@ -40,5 +42,5 @@ def unlearn_command(
     flow = command(lambda: Flow.of("unlearn", fail_on, track), where, quiet, verbose)
     result = command(work, where, quiet, verbose)
     if not quiet:
-        Console().print("\n".join(console_lines(result, where)), highlight=False, markup=False, soft_wrap=True)
+        answer_summary(result, where, explain or verbose)
     flow.finish(result, where, quiet)

@@ -1,9 +1,10 @@
 """Each command's verdict as one word, read from its typed answer: one small function per command, the only place
 the gate and the tracker read a verdict (so a change to how a command decides is followed here, once).
 
-A word is the name of the ``--fail-on`` condition it satisfies (``leaks``, ``violation``, ``not_forgotten``,
-``over_forgotten``, ``used``) or what the command says instead (``no_leak``, ``verified`` ...); None where this
-result gives no verdict (membership unknown, no claimed epsilon, an inconclusive test)."""
+A word is the audit's own verdict (``results.answer.VERDICTS``: the ``--fail-on`` conditions ``leaks``,
+``violation``, ``not_forgotten``, ``over_forgotten``, ``used`` among them), read from the answer the audit's package
+decided (``AuditReport.answer``); files written before answers fall back on the section's own fields. None where
+this result gives no verdict (membership unknown, no claimed epsilon, ``no_claim``)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,13 @@ class VerdictWord:
     said: str
 
 
+def _word(r: AuditReport, before_answers: str) -> str | None:
+    """The answer's verdict (None for ``no_claim``), or for a file written before answers ``before_answers``."""
+    if r.answer is None:
+        return before_answers
+    return None if r.answer.verdict == "no_claim" else r.answer.verdict
+
+
 def membership(r: AuditReport) -> VerdictWord:
     """``miaudit run`` and ``score``: does the model leak (``verdict``: Holm over every test and FPR level)."""
     v = r.verdict
@@ -38,7 +46,7 @@ def membership(r: AuditReport) -> VerdictWord:
         else ""
     )
     said = f"{at}Holm-adjusted p = {p:.2g}" if p is not None else at.rstrip(", ")
-    return VerdictWord("leaks" if v.leaks else "no_leak", p, said)
+    return VerdictWord(_word(r, "leaks" if v.leaks else "no_leak_detected"), p, said)
 
 
 def dp(r: AuditReport) -> VerdictWord:
@@ -48,7 +56,7 @@ def dp(r: AuditReport) -> VerdictWord:
         return VerdictWord(None, None, "this DP audit tests no claimed epsilon (declare one: train.dp or dp_training)")
     claim = f" against the claimed {a.declared_epsilon:g}" if a.declared_epsilon is not None else ""
     said = f"epsilon lower bound {a.epsilon_lb:.3g}{claim} (confidence {a.confidence:g})"
-    return VerdictWord("violation" if a.violated else "no_violation", a.epsilon_lb, said)
+    return VerdictWord(_word(r, "violation" if a.violated else "no_violation"), a.epsilon_lb, said)
 
 
 def unlearning(r: AuditReport) -> VerdictWord:
@@ -58,7 +66,9 @@ def unlearning(r: AuditReport) -> VerdictWord:
         return VerdictWord(None, None, "this unlearning audit makes no claim (the retrained models cannot tell)")
     p = u.p_over_forgotten if u.verdict == "over_forgotten" else u.p_remembered
     tail = "over-forgotten" if u.verdict == "over_forgotten" else "remembered"
-    return VerdictWord(u.verdict, p, f"p {tail} = {p:.2g} at level {u.level:g}, {len(u.remembered)} records named")
+    return VerdictWord(
+        _word(r, u.verdict), p, f"p {tail} = {p:.2g} at level {u.level:g}, {len(u.remembered)} records named"
+    )
 
 
 def dataset_inference(r: AuditReport) -> VerdictWord:
@@ -66,7 +76,9 @@ def dataset_inference(r: AuditReport) -> VerdictWord:
     d = r.dataset_inference
     if d is None or d.used is None:
         return VerdictWord(None, None, "this dataset inference is inconclusive (its blind guard or power says so)")
-    return VerdictWord("used" if d.used else "not_used", d.p_value, f"p = {d.p_value:.2g} at level {d.level:g}")
+    return VerdictWord(
+        _word(r, "used" if d.used else "no_evidence"), d.p_value, f"p = {d.p_value:.2g} at level {d.level:g}"
+    )
 
 
 BY_COMMAND: dict[Command, Callable[[AuditReport], VerdictWord]] = {

@@ -13,8 +13,8 @@ from ..results.findings import Claim, RealizedFDP, RecordsAtRisk, Screen
 from ..stats import fdr, multiple_testing, precision, signals
 from ..stats.metrics import clopper_pearson, flagged_at_fpr
 from . import at_risk
-from .leak_verdict import membership_tests, pct
 from .ranking import headline_log_pvalues
+from .verdict import membership_tests, pct
 
 
 def n_calibration(res: RunResult) -> int | None:

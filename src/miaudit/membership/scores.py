@@ -6,15 +6,15 @@ from __future__ import annotations
 import numpy as np
 
 from ..experiment.run import RunResult
+from ..report.table import ScoresTable
 from ..stats.multiple_testing import bh_qvalues
 from .at_risk import Claim
 from .ranking import headline_log_pvalues, risk_basis, risk_order, slug
-from .table import ScoresTable
 
 
 def scores_frame(res: RunResult, found: list[Claim], head: Claim | None) -> ScoresTable:
     """The per-record risk table: one row per query, most exposed first; ``found``, ``head``: the run's claims of
-    records at risk (``at_risk.named``, made once by ``records.decide``)."""
+    records at risk (``at_risk.named``, made once by ``decide.decide``)."""
     exp = res.experiment
     screened = {c.run.attack.label: c for c in found if c.screened is not None}
     # most exposed first: by the test that names the records at risk, on the p-values that named them

@@ -1,12 +1,10 @@
-"""results.json's ``verdict``: does the model leak? One decision over every membership test and FPR level
-(``stats.verdict``: exact per-test p-values, Holm), worded for the reports. Its own module because both the
-findings and the records at risk (which headline the verdict's attack) read it."""
+"""results.json's ``verdict`` and its ``answer``: does the model leak? One decision over every membership test and
+FPR level (``stats.verdict``: exact per-test p-values, Holm), worded once for the reports and the console."""
 
 from __future__ import annotations
 
-from ..attacks import registry
 from ..experiment.run import AttackRun, RunResult
-from ..results import Kind, Rejected, Verdict
+from ..results import Answer, Rejected, Verdict
 from ..stats.verdict import decide
 
 HEADLINE_LEVEL = 0.01
@@ -14,13 +12,6 @@ HEADLINE_LEVEL = 0.01
 
 def pct(x: float) -> str:
     return f"{100 * x:.3g}%"
-
-
-def attack_kind(name: str) -> Kind:
-    """An attack's kind (membership test or risk ranking), a fact of its registry entry (``AttackInfo.kind``;
-    a name the registry does not know, e.g. in an older results.json, is a test). results.json's rows carry it
-    (``attacks[].kind``), so their readers ask the row, not the name."""
-    return "ranking" if registry.is_ranking(name) else "test"
 
 
 def membership_tests(res: RunResult) -> list[AttackRun]:
@@ -88,4 +79,15 @@ def verdict(res: RunResult) -> Verdict | None:
         ],
         summary=said,  # the console's plain sentence
         detail=detail,
+        answer=Answer(
+            question="membership",
+            verdict="leaks" if v.leaks else "no_leak_detected",
+            statistic=f"TPR at {pct(t.level)} FPR ({t.attack})",
+            value=tpr,
+            p_value=t.adjusted,
+            level=v.alpha,
+            summary=said,
+            detail=f"{said} How: {detail}.",  # the procedure and its numbers
+            evidence="verdict",
+        ),
     )
