@@ -8,9 +8,9 @@ obtained) of whichever miaudit is imported: the current one, or the code before 
 ``PYTHONPATH=<git archive of the earlier commit>/src`` (``--tag before``). One row per audit (data set, seed,
 unlearned model): the verdict, both tests' p-values, the selection guard's (after only), the records named (and
 how many truly stayed: none on exact retraining, all on noop, the kept half on ``half``, the model retrained with
-half the forget set) and the unlearned model's retained accuracy against the retrained models'. The AUC intervals are not read here:
-their bootstrap is cut to 20 resamples to save time (it touches no verdict). Written after every seed; a rerun
-with the same ``--out`` adds only the seeds not yet in it.
+half the forget set) and the unlearned model's retained accuracy against the retrained models'. The AUC
+intervals are not read here: their bootstrap is cut to 20 resamples to save time (it touches no verdict).
+Written after every seed; a rerun with the same ``--out`` adds only the seeds not yet in it.
 """
 
 from __future__ import annotations
