@@ -1,7 +1,8 @@
 """The model-level test's false alarm rate on exact retraining, forget sets redrawn on every seed's models.
 
     MIAUDIT_DATA_DIR=../shared/data python benchmarks/unlearning/null_redraw.py --logits /tmp/unlearn-null \
-        --redraws 100 --out benchmarks/unlearning/results/null-redraw.json
+        --dataset digits --redraws 50 --out benchmarks/unlearning/results/null-redraw-digits.json
+    python benchmarks/unlearning/null_redraw.py --table benchmarks/unlearning/results/null-redraw-*.json
 
 null_rates.py gives one audit per seed and unlearned model: the forget set the seed drew. Under exact retraining
 every model compared (the unlearned one, the 4 retrained) trained on the retained records only, so given them the
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from miaudit.stats.metrics import clopper_pearson
 from miaudit.stats.signals import confidence
 from miaudit.unlearning import verify
 
@@ -53,10 +55,15 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--logits", type=Path, default=Path("/tmp/unlearn-null"))
     ap.add_argument("--redraws", type=int, default=100)
-    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--dataset", default="*", help="only this data set's seeds")
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--table", type=Path, nargs="+", help="only the table, from these files")
     args = ap.parse_args()
+    if args.table:
+        print(table([r for path in args.table for r in json.loads(path.read_text())["rows"]]))
+        return
     rows = []
-    for path in sorted(args.logits.glob("*.npz")):
+    for path in sorted(args.logits.glob(f"{args.dataset}-*.npz")):
         name, seed = path.stem.rsplit("-", 1)
         a = np.load(path)
         for model in EXACT:
@@ -66,6 +73,23 @@ def main() -> None:
         print(path.stem, [r["alarms"] for r in rows[-len(EXACT) :]], flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"resamples": RESAMPLES, "rows": rows}, indent=1) + "\n")
+    print(table(rows))
+
+
+def table(rows: list[dict]) -> str:
+    """Per data set and unlearned model, and pooled: alarms (p <= 2.5%) over every redraw, with the Clopper-Pearson
+    95% interval, and the highest rate on one seed's models."""
+    out = ["| data set | unlearned model | seeds | redraws | model test p <= 2.5% | highest on one seed |",
+           "|---|---|---|---|---|---|"]  # fmt: skip
+    groups = sorted({(r["dataset"], r["unlearned"]) for r in rows}) + [("all", "exact, all four")]
+    for ds, model in groups:
+        sel = [r for r in rows if ds in (r["dataset"], "all") and model in (r["unlearned"], "exact, all four")]
+        k, n = sum(r["alarms"] for r in sel), sum(r["redraws"] for r in sel)
+        lo, hi = clopper_pearson(k, n)
+        top = max(r["alarms"] / r["redraws"] for r in sel)
+        out.append(f"| {ds} | {model} | {len({(r['dataset'], r['seed']) for r in sel})} | {n} | "
+                   f"{k}/{n} = {100 * k / n:.2f}% [{100 * lo:.2f}, {100 * hi:.2f}] | {100 * top:.0f}% |")  # fmt: skip
+    return "\n".join(out)
 
 
 if __name__ == "__main__":
