@@ -47,7 +47,7 @@ def main() -> None:
             sel = [r for r in rows if ds in (r["dataset"], "all") and (r["unlearned"] == name or
                    (name == "exact, all four" and r["unlearned"] in EXACT))]  # fmt: skip
             n = len(sel)
-            seeds = len({r["seed"] for r in sel})
+            seeds = len({(r["dataset"], r["seed"]) for r in sel})
             alarms = sum(r["verdict"] != "verified" for r in sel)
             rec = sum(r["p_records"] <= LEVEL / 2 for r in sel)
             mod = sum(r["p_models"] <= LEVEL / 2 for r in sel)
