@@ -202,8 +202,8 @@ def main() -> None:
                for n in CONFIGS if (HERE / f"selection_{n}.json").exists()}  # fmt: skip
     md = ["# Dataset inference under selection", "",
           "`MIAUDIT_DATA_DIR=../shared/data python benchmarks/dataset_inference/selection.py` (protocol: the "
-          "script's docstring); Clopper-Pearson 95% intervals; per draw Location 100 suspects and 300 validation "
-          "records, digits 50 and 250. 2 shared CPU cores (AMD EPYC), no GPU.", "",
+          "script's docstring); Clopper-Pearson 95% intervals; per draw Location and CIFAR-10 100 suspects and "
+          "300 validation records, digits 50 and 250. 2 shared CPU cores (AMD EPYC), no GPU.", "",
           table(results), ""]  # fmt: skip
     (HERE / "selection.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
