@@ -16,7 +16,10 @@ on the first ``--extras N`` seeds: the original model too (the `noop` unlearned 
 with ``--one-class C`` a second audit per seed whose forget set is every training record of class C (the
 retained records then hold none of class C: 4 retrained models and an exact retrain), with ``--sisa S`` a
 SISA-style ensemble (S shard models on disjoint parts of the retained records, softmax averaged; none saw a
-forgotten record). One .npz per data set and seed: the record roles and every model's logits (float32).
+forgotten record), with ``--half`` a partial unlearning whose truth is known: exact retraining on the retained
+records plus a seeded half of the forget set (``half_kept``: those records stayed, the other half is forgotten;
+the `remembered` list's precision is the share of its names among ``half_kept``; added to existing files on a
+rerun). One .npz per data set and seed: the record roles and every model's logits (float32).
 The model store is the usual cache ($MIAUDIT_CACHE_DIR): a rerun trains nothing.
 """
 
@@ -38,6 +41,7 @@ from miaudit.unlearning.config import from_mapping
 FORGET = {"digits": 50, "location": 100}
 VARIATIONS: dict[str, dict] = {"seed": {}, "epochs": {"epochs": 25}, "lr": {"lr": 0.05}}
 SEED_TAG = 0x5EED  # the "another seed" variation's model seed
+HALF_TAG = 0x4A1F  # the half-forgotten model's seed and the draw of the half kept
 
 
 def config(dataset: str, seed: int, forget: object, train: dict | None = None):
@@ -71,6 +75,16 @@ def sisa(u, ds, retain: np.ndarray, shards: int, seed: int) -> np.ndarray:
     ]
     probs = np.mean([torch.softmax(torch.as_tensor(lg), dim=1).numpy() for lg in logits_of(u, ds, jobs)], axis=0)
     return np.log(np.clip(probs, 1e-12, 1.0)).astype(np.float32)
+
+
+def half(u, ds, rec) -> dict[str, np.ndarray]:
+    """Exact retraining on the retained records and a seeded half of the forget set: the half kept stayed."""
+    rng = np.random.default_rng(np.random.SeedSequence([u.cfg.seed, HALF_TAG]))
+    kept = np.sort(rng.choice(rec.forget, len(rec.forget) // 2, replace=False))
+    recipe = target_job(u.cfg, ds, rec.members).recipe
+    job = ModelJob(role="half", recipe=recipe, ds=ds, seed=model_seed(u.cfg.seed, HALF_TAG),
+                   train_idx=np.sort(np.concatenate([rec.retain, kept])))  # fmt: skip
+    return {"half": logits_of(u, ds, [job])[0], "half_kept": kept}
 
 
 def one_audit(u, ds, rec, with_noop: bool, shards: int) -> dict[str, np.ndarray]:
@@ -109,19 +123,30 @@ def main() -> None:
     ap.add_argument("--extras", type=int, default=0, help="noop, one class and SISA on the first N seeds only")
     ap.add_argument("--one-class", type=int, default=None, help="also forget every training record of this class")
     ap.add_argument("--sisa", type=int, default=0, help="shards of a SISA ensemble (0: none)")
+    ap.add_argument("--half", action="store_true", help="also a model that kept half the forget set (extras seeds)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     args.logits.mkdir(parents=True, exist_ok=True)
     for seed in range(args.seeds[0], args.seeds[1] + 1):
         path = args.logits / f"{args.dataset}-{seed}.npz"
-        if path.exists():
-            continue
+        extras = seed - args.seeds[0] < args.extras
         start = time.perf_counter()
         u = config(args.dataset, seed, FORGET[args.dataset])
+        if path.exists():
+            with np.load(path) as done:
+                if not (args.half and extras and "half" not in done):
+                    continue
+                arrays = dict(done)
+            ds = datasets.load(u.cfg)
+            arrays |= half(u, ds, audit.records(u, ds))
+            np.savez_compressed(path, **arrays)
+            print(f"{args.dataset} seed {seed}: half in {time.perf_counter() - start:.1f} s", flush=True)
+            continue
         ds = datasets.load(u.cfg)
         rec = audit.records(u, ds)
-        extras = seed - args.seeds[0] < args.extras
         arrays = one_audit(u, ds, rec, extras, args.sisa if extras else 0)
+        if extras and args.half:
+            arrays |= half(u, ds, rec)
         if extras and args.one_class is not None:
             members = rec.members
             cls = members[np.asarray(ds.y)[members] == args.one_class]

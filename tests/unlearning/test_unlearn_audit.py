@@ -196,6 +196,7 @@ def test_noop_not_forgotten_retrain_verified_and_given_back(tmp_path: Path) -> N
     u = config.from_mapping(cfg(tmp_path, method="retrain"))
     retrain = audit.run(u)
     assert retrain.section.verdict == "verified" and retrain.section.models_trained == 1  # the original and
+    assert not retrain.section.remembered  # every name would be a false one
     # the retrained models came from the noop run's cache
     out = tmp_path / "out"
     report = output.write(u, retrain, out)

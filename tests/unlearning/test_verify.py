@@ -84,10 +84,22 @@ def test_stratified_test_compares_within_labels() -> None:
     t = verify.stratified_test(values, strata, seed=0, tag=1, resamples=999)
     assert t.p_value > 0.5 and t.statistic == pytest.approx(0.5)
     assert verify.within_ranks(values, strata).tolist()[:4] == pytest.approx([1.5 / 6, 3.5 / 6, 5.5 / 6, 0.5])
-    p = verify.conformal_by_label(values[:4], values[4:], strata, upper=True)
-    assert p.tolist() == pytest.approx([3 / 4, 2 / 4, 1 / 4, 1.0])  # among label 1's unseen (10.5, 11.5, 9.5)
     with pytest.raises(ValueError, match="no forgotten record"):
         verify.stratified_test(values, verify.Strata.of(np.array([7]), labels_n), seed=0, tag=1)
+
+
+def test_per_record_by_hand() -> None:
+    """Label 1's unseen scores (10.5, 11.5, 9.5): median 10.5, absolute deviations (0, 1, 1), spread 1; each
+    forgotten record of label 1 read as t_5 x (score - 10.5) / 1 x t_5's upper quartile (K = 4: 3 + PRIOR_DF 2
+    degrees of freedom); label 7 has no unseen record: p = 1 both ways."""
+    values = np.r_[10.0, 11.0, 14.0, 99.0, 0.0, 1.0, 2.0, 10.5, 11.5, 9.5]
+    strata = verify.Strata.of(np.array([1, 1, 1, 7]), np.array([0, 0, 0, 1, 1, 1]))
+    up, low = verify.per_record(values[:4], values[4:], strata, k=4)
+    t = np.r_[-0.5, 0.5, 3.5] * sps.t.ppf(0.75, 5)
+    assert up.tolist() == pytest.approx([*sps.t.sf(t, 5), 1.0])
+    assert low.tolist() == pytest.approx([*sps.t.cdf(t, 5), 1.0])
+    flat = verify.per_record(values[:4], np.r_[0.0, 0.0, 0.0, 3.0, 3.0, 3.0], strata, k=4)  # no spread: none named
+    assert flat[0].tolist() == flat[1].tolist() == [1.0] * 4
 
 
 def test_decide_by_hand() -> None:
@@ -111,16 +123,29 @@ def _pvalues_and_verdict(rng: np.random.Generator, k: int = 4, **kw) -> tuple[np
     test = verify.stratified_test(verify.within_ranks(z, strata), strata, seed, 1, resamples=199)
     gap = verify.stratified_test(u - r.mean(axis=0), strata, seed, 2, resamples=199)
     selection = verify.stratified_test(r.mean(axis=0), strata, seed, 3, resamples=199)
-    return verify.conformal_by_label(z[:50], z[50:], strata, True), verify.decide(test, gap, selection, 0.05).verdict
+    return verify.per_record(z[:50], z[50:], strata, k)[0], verify.decide(test, gap, selection, 0.05).verdict
 
 
-def test_per_record_pvalues_uniform_on_exact_retraining() -> None:
-    """KS over 60 simulated retrains x 50 forgotten records: the upper-tail p-values are uniform (the conformal
-    p-value's grid of 1/401 is far finer than what KS at this size resolves)."""
+def test_per_record_pvalues_valid_on_exact_retraining() -> None:
+    """Over 100 simulated retrains x 50 forgotten records, the per-record p-values are near nominal in the tail
+    that names records, and few retrains name any record (FDR 5%: with nothing remembered an audit naming any record
+    is a false discovery, 5 of 100 expected). The simulated noise per model and record is t_5, heavier-tailed than
+    the t reference assumes of the standardized score: measured 1.1% at p <= 0.01, 5.5% at 0.05, 8 of 100 audits
+    naming any record (the parametric tail is approximate; benchmarks/unlearning measures it on real models)."""
     rng = np.random.default_rng(46)
-    p = np.concatenate([_pvalues_and_verdict(rng)[0] for _ in range(60)])
-    assert sps.kstest(p, "uniform").pvalue > 0.001
-    assert abs(np.mean(p <= 0.05) - 0.05) < 0.02
+    runs = [_pvalues_and_verdict(rng)[0] for _ in range(100)]
+    p = np.concatenate(runs)
+    assert np.mean(p <= 0.01) <= 0.015 and np.mean(p <= 0.05) <= 0.065
+    assert sum(len(verify.named(r, 0.05)) > 0 for r in runs) <= 10
+
+
+def test_per_record_names_what_stayed_not_what_moved_everywhere() -> None:
+    """A model that kept every forgotten record (shift 3 of the signal's per-record spread) gets most of them named,
+    where a conformal p-value among ~80 unseen records of a label (at least 1/81) could name none at FDR 5%; a model
+    more confident on every record (offset 5) gets none named: the unseen records move with the forgotten ones."""
+    rng = np.random.default_rng(12)
+    assert all(len(verify.named(_pvalues_and_verdict(rng, shift=3.0)[0], 0.05)) >= 25 for _ in range(5))
+    assert sum(len(verify.named(_pvalues_and_verdict(rng, wreck=5.0)[0], 0.05)) for _ in range(20)) <= 2
 
 
 @pytest.mark.parametrize("one_class", [False, True])
@@ -152,7 +177,8 @@ def test_forget_set_chosen_by_difficulty_gets_no_claim() -> None:
 
 
 def test_named_and_tpr_and_exposure_by_hand() -> None:
-    assert verify.named(np.array([0.001, 0.9, 0.02]), 0.05).tolist() == [0, 2]  # BH: 0.003 and 0.03 <= 0.05
+    # Storey's null share (1 + 1) / (3 x 0.5) capped at 1: BH's q-values 0.003 and 0.03 <= 0.05
+    assert verify.named(np.array([0.001, 0.9, 0.02]), 0.05).tolist() == [0, 2]
     assert verify.named(np.array([]), 0.05).tolist() == []
     unseen = np.arange(99.0)  # a forget score above all 99 unseen: p = 1/100 <= 0.01
     t = verify.tpr_at(np.array([100.0, 50.0]), unseen)

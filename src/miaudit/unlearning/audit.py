@@ -204,8 +204,7 @@ def verify_models(u: UnlearnConfig, rec: Records, models: Models, start: float) 
     selection = verify.stratified_test(phi_r[:, pooled].mean(axis=0), strata, seed, verify.SELECTION_TAG)
     decision = verify.decide(test, gap, selection, unl.level)
     verdict = decision.verdict
-    p_up = verify.conformal_by_label(z_f, z_n, strata, upper=True)
-    p_low = verify.conformal_by_label(z_f, z_n, strata, upper=False)
+    p_up, p_low = verify.per_record(z_f, z_n, strata, k)
     remembered = rec.forget[verify.named(p_up, unl.fdr)] if verdict != "no_claim" else rec.forget[:0]
     over = rec.forget[verify.named(p_low, unl.fdr)] if verdict != "no_claim" else rec.forget[:0]
     loo = verify.leave_one_out(phi_u[pooled], phi_r[:, pooled])
@@ -281,7 +280,11 @@ def verify_models(u: UnlearnConfig, rec: Records, models: Models, start: float) 
         fdr=unl.fdr,
         remembered=[int(i) for i in remembered],
         over_forgotten=[int(i) for i in over],
-        per_record_null=f"conformal p-values among those of {unseen} of the same label, scores standardized by {refs}",
+        per_record_null=(
+            f"each record's score standardized by {refs} on the same record, against a t with "
+            f"{k - 1 + verify.PRIOR_DF:g} degrees of freedom placed and scaled by {unseen} (their label's median, one "
+            "spread); Storey's adaptive BH"
+        ),
         per_example_auc=_estimate(per_example, f"{refs} (leave-one-out)"),
         population_auc=_estimate(population, refs),
         tpr_at_1pct_before=_estimate(before, f"{unseen} (threshold), {refs} (standardization)"),

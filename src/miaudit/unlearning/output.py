@@ -16,7 +16,7 @@ from ..report import outdir
 from ..report.records import without_attacks
 from ..report.unlearning import html, markdown
 from ..results import AuditReport, Calibration, Target
-from ..stats.multiple_testing import bh_qvalues
+from . import verify
 from .audit import UnlearnFn, Verification, run
 from .config import UnlearnConfig, as_config, from_mapping
 
@@ -46,7 +46,7 @@ def results(u: UnlearnConfig, v: Verification) -> AuditReport:
 
 
 def forget_csv(v: Verification) -> str:
-    q_up, q_low = bh_qvalues(v.p_remembered), bh_qvalues(v.p_over_forgotten)
+    q_up, q_low = verify.qvalues(v.p_remembered), verify.qvalues(v.p_over_forgotten)
     out = ["record,z,p_remembered,q_remembered,p_over_forgotten,q_over_forgotten"]
     for i, z, a, b, c, d in zip(v.records.forget, v.z_forget, v.p_remembered, q_up, v.p_over_forgotten, q_low):
         out.append(f"{int(i)},{z:.6g},{a:.6g},{b:.6g},{c:.6g},{d:.6g}")
