@@ -16,7 +16,7 @@ import numpy as np
 from . import data
 from .attack_plan import Plan, build, config_roles
 from .config.run import RunConfig
-from .experiment import announce, datasets, together, validate
+from .experiment import announce, budget, datasets, together, validate
 from .experiment.base import AuditRecords, Experiment
 from .experiment.build import reference_jobs, shuffled_queries, with_calibration_records, with_references
 from .experiment.recipes import ModelJob, ModelRecipe, open_store, reference_recipe, target_job, trained_target
@@ -43,7 +43,8 @@ def prepare(cfg: RunConfig, plan: Plan | None = None) -> Experiment:
         return own_model.from_checkpoint(cfg, plan, cfg.target)
     store = open_store(cfg)  # first: decoded data is cached there too
     layout = lay_out(cfg, plan)
-    announce.start(cfg, plan, layout.records, target_trains=True)
+    bought = "" if layout.priced is None else f"{announce.loop_recipe(cfg)}; {layout.priced.sentence()}"
+    announce.start(cfg, plan, layout.records, target_trains=True, references_by=bought)
     with ModelProgress(1 + plan.references) as tracker:  # one estimate of the time left over every model
         tracker.expect_cached(sum(job.in_store(store) for job in layout.jobs))
         # worker processes (models_at_once: auto on a CPU) train the target beside the references; Ray's tasks
@@ -67,6 +68,7 @@ class Layout:
     references: list[ModelJob]
     reference_recipe: ModelRecipe
     other_pool: tuple[data.Dataset, np.ndarray] | None
+    priced: budget.Priced | None = None  # references: {budget: B}: the design on this split
 
     @property
     def jobs(self) -> list[ModelJob]:
@@ -91,6 +93,7 @@ def lay_out(cfg: RunConfig, plan: Plan) -> Layout:
     query_idx, is_member = shuffled_queries(split, cfg.seed)
     other_pool = datasets.reference_pool(cfg, ds, split)  # reference_data: checked before any model trains
     records = AuditRecords(dataset=ds, split=split, query_idx=query_idx, is_member=is_member)
-    recipe = reference_recipe(cfg, ds)
+    priced = None if cfg.reference_budget is None else budget.price(cfg, ds, split)
+    recipe = reference_recipe(cfg, ds) if priced is None else budget.reference_recipe(cfg, ds, priced)
     references = reference_jobs(cfg, plan, records, recipe, other_pool)[0]
-    return Layout(records, target_job(cfg, ds, target_idx), references, recipe, other_pool)
+    return Layout(records, target_job(cfg, ds, target_idx), references, recipe, other_pool, priced)

@@ -18,6 +18,7 @@ from ..strict import Strict
 from ..training import options
 from ..training.options import ExecutorConfig
 from ..workflow.keys import GATE_FIELD, TRACKING_FIELD, GateKey, TrackingConfig
+from .budget import ReferenceBudget, budget_shorthand, check_budget
 from .checks import (
     architecture_name,
     base_fits,
@@ -72,7 +73,14 @@ class RunConfig(Strict):
     seed: Seed = 0
     train: TrainConfig = Field(default=TrainConfig(), description="how the target and the reference models train")
     references: int = Field(
-        default=4, ge=0, le=1024, description="reference models available; only those some attack uses are trained"
+        default=4,
+        ge=0,
+        le=1024,
+        description="reference models available (only those some attack uses are trained), or {budget: B}: their "
+        "training at most B times the target's, miaudit choosing how many and how each trains",
+    )
+    reference_budget: ReferenceBudget | None = Field(
+        default=None, description="set by references: {budget: B} (the design's count becomes references)"
     )
     mode: Mode = "offline"
     split: SplitConfig = Field(default=SplitConfig(), description="fractions of the data set per role")
@@ -120,6 +128,7 @@ class RunConfig(Strict):
     gate: GateKey = GATE_FIELD
     tracking: TrackingConfig | None = TRACKING_FIELD
 
+    _budget = model_validator(mode="before")(budget_shorthand)
     _known_device = field_validator("device")(known_device)
     _queries_shorthand = field_validator("queries", mode="before")(queries_shorthand)
     _target_shorthand = field_validator("target", mode="before")(target_shorthand)
@@ -175,6 +184,13 @@ class RunConfig(Strict):
                 "canary_exposure: canaries go into the training texts of a causal LM miaudit trains (model: gpt-tiny "
                 "or hf:PATH, no target:)"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _budgeted(self) -> RunConfig:
+        refused = {"mode": self.mode == "online", "target": self.target is not None}
+        refused |= {"reference_data": self.reference_data is not None, "train.dp": self.train.dp is not None}
+        check_budget(self.reference_budget, self.references, refused)
         return self
 
     @model_validator(mode="after")

@@ -32,7 +32,10 @@ def dataset_inference(n_suspect: int, n_validation: int) -> Iterator[None]:
 def loop_recipe(cfg: RunConfig) -> str:
     """How miaudit's loop trains models, as results and warnings state it."""
     t = cfg.train
-    return f"miaudit's loop ({t.optimizer}, {t.epochs} epochs, lr {t.lr:g}, batch {t.batch_size}, {t.schedule})"
+    said = f"miaudit's loop ({t.optimizer}, {t.epochs} epochs, lr {t.lr:g}, batch {t.batch_size}, {t.schedule})"
+    if cfg.reference_budget is not None:  # the references' epochs and records: reference_budget.design
+        said += f", the references cut to references: {{budget: {cfg.reference_budget.budget:g}}}"
+    return said
 
 
 def start(

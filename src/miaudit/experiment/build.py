@@ -18,6 +18,7 @@ from ..data import Dataset, Split
 from ..progress import ModelProgress, log
 from ..training import executor
 from ..training.store import Store
+from . import budget
 from .base import AuditRecords, Experiment, TrainedModel
 from .recipes import ModelJob, ModelRecipe, model_seed
 from .together import chunks, obtain_all, stack_size, train_stack_into_store
@@ -56,6 +57,8 @@ def reference_jobs(
     if other_pool is not None:
         ref_ds, pool_idx = other_pool
     ref_masks = data.reference_subsets(len(pool_idx), plan.references, cfg.seed, balanced=online)
+    if cfg.reference_budget is not None:  # the design's records: a seeded subset of each half
+        ref_masks = budget.thinned(ref_masks, budget.price(cfg, ds, split).bought.records, cfg.seed)
     jobs = [
         ModelJob(
             role=f"reference {k + 1}/{plan.references}",

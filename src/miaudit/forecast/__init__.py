@@ -16,7 +16,7 @@ import numpy as np
 from .. import data
 from ..attack_plan import Plan
 from ..config.run import RunConfig
-from ..experiment import datasets
+from ..experiment import budget, datasets
 from ..experiment.base import AuditRecords
 from ..experiment.recipes import ModelJob, ModelRecipe, builtin_recipe, entry_for, open_store, reference_recipe
 from ..results import AuditPlan, LevelPower, MeasuredTime, MembersForHalfwidth, ModelTime, PlannedTraining, QueryCost
@@ -118,8 +118,10 @@ def jobs_time(cfg: RunConfig, jobs: list[ModelJob], command: str, all_target: bo
             if found:
                 measured[kind] = (float(np.median(found)), len(found))
         if not cached and kind not in measured and kind not in per_epoch:
+            cut = job.recipe.together if i and cfg.reference_budget is not None else None  # a budget's batch size
+            ref_one = one if cut is None else one.revised(train=cut.revised(epochs=1))
             recipe = (
-                builtin_recipe(one, job.ds, cfg.model, dp=cfg.train.dp) if i == 0 else reference_recipe(one, job.ds)
+                builtin_recipe(one, job.ds, cfg.model, dp=cfg.train.dp) if i == 0 else reference_recipe(ref_one, job.ds)
             )
             threads = torch.get_num_threads()
             torch.set_num_threads(1 if worker else threads)
@@ -133,7 +135,7 @@ def jobs_time(cfg: RunConfig, jobs: list[ModelJob], command: str, all_target: bo
         elif kind in measured:
             seconds = measured[kind][0]
         else:
-            seconds = per_record[kind] * len(job.train_idx) * cfg.train.epochs
+            seconds = per_record[kind] * len(job.train_idx) * (job.recipe.epochs or cfg.train.epochs)
         models.append(ModelTime(role=job.role, cached=cached, seconds=seconds, in_worker=worker))
     return TrainingTime(
         command=command,
@@ -296,6 +298,7 @@ def forecast(cfg: RunConfig, plan: Plan, halfwidth: float = 0.01, at_tpr: float 
         estimated_training_seconds=t.estimated_training_seconds,
         **({"queries": q} if (q := queries(cfg, records)) is not None else {}),
         **({"dp_power": p} if (p := _dp_power(cfg)) is not None else {}),
+        **({"reference_budget": budget.price(cfg, ds, split).sentence()} if cfg.reference_budget else {}),
     )
 
 
@@ -330,6 +333,7 @@ def lines(f: AuditPlan) -> list[str]:
     m = f.members_for_halfwidth
     out.append(f"members for TPR {100 * m.at_tpr:g}% +-{100 * m.halfwidth:g}: {m.members}")
     out.append(time_line(f))
+    out += [f.reference_budget] if f.reference_budget else []
     if f.dp_power is not None:
         out.append(f"dp-audit (one run): {f.dp_power}")
     if f.queries is not None:

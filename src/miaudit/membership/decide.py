@@ -16,7 +16,7 @@ import numpy as np
 from .. import lm, report
 from .._version import __version__
 from ..config.run import RunConfig
-from ..experiment import announce
+from ..experiment import announce, budget
 from ..experiment.base import Experiment
 from ..experiment.run import AttackRun, RunResult
 from ..report.at_risk import preview
@@ -192,6 +192,7 @@ def _audit_report(
         reference_models=[
             ReferenceModel(train_accuracy=r.train_accuracy, seconds=r.seconds, cached=r.cached) for r in exp.references
         ],
+        **({"reference_budget": bought} if (bought := budget.section(exp)) else {}),
         calibration=Calibration(
             calibrated=exp.calibrates,
             records=len(getattr(exp.split, exp.calibration_part)) if exp.calibrates else 0,

@@ -124,6 +124,7 @@ def report_md(results: AuditReport, frame: ScoresTable) -> str:
         f"trained by {results.reference_training}"
         if results.references
         else "- reference models: none",
+        *([f"- {results.reference_budget.sentence()}"] if results.reference_budget else []),
         f"- seed {results.seed}, miaudit {results.miaudit_version}",
     ]
     if not known:

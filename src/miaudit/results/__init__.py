@@ -6,6 +6,7 @@ from .answer import VERDICTS, Answer
 from .attacks import AttackRow, BlindBaseline, DeployableAt, Kind, Metrics, PPVByPrior, PPVCell, Ranking, Seconds
 from .audit_report import SCHEMA_VERSION, AuditReport, migrate
 from .base import JsonObject, Section
+from .budget import BudgetDesign, ReferenceBudget
 from .compare import AttackChange, Change, ComparedData, Comparison, UnlearningComparison, UnlearningRun
 from .dataset_inference import BlindTest, DatasetInference, FractionUsed, InferencePower, ReferenceTest
 from .dp import (
@@ -58,6 +59,8 @@ from .run import (
 )
 
 __all__ = [
+    "BudgetDesign",
+    "ReferenceBudget",
     "SCHEMA_VERSION",
     "VERDICTS",
     "Answer",

@@ -16,6 +16,7 @@ from ..storage import atomic_write
 from .answer import Answer
 from .attacks import AttackRow, BlindBaseline, Kind
 from .base import Count, JsonObject, Section, lenient
+from .budget import ReferenceBudget
 from .dataset_inference import DatasetInference
 from .dp import DPAudit
 from .findings import AttackChoice, RecordsAtRisk, Verdict, WorstCase
@@ -85,6 +86,8 @@ class AuditReport(Section):
     """a deployed target: what its queries cost"""
     reference_models: list[ReferenceModel] | None = None
     """one entry per reference model"""
+    reference_budget: ReferenceBudget | None = None
+    """``references: {budget: B}``: the design the budget bought, its cost ratio and the measured seconds"""
     calibration: Calibration
     """whether and on how many records the p-values were calibrated"""
     attack_choice: AttackChoice | None = None

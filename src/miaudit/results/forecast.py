@@ -177,6 +177,8 @@ class AuditPlan(PlannedTraining):
     """members for a TPR interval of the wanted half-width"""
     dp_power: str | None = None
     """a config with canaries: the one-run DP audit's power line, said before training"""
+    reference_budget: str | None = None
+    """``references: {budget: B}``: the design the budget buys and its cost ratio, said before training"""
 
     @classmethod
     def json_schema(cls) -> JsonObject:
