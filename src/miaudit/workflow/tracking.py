@@ -136,7 +136,8 @@ def log(out: Path, t: TrackingConfig, command: Command) -> Tracking:
             done.append("params and metrics")
             found = Tracking(tracker="mlflow", host=host(t.mlflow), experiment=t.experiment, experiment_id=exp_id,
                              run_id=run_id)  # fmt: skip
-            r.model_copy(update={"tracking": found}).write(path)  # the artifact names its run
+            given = {name: getattr(r, name) for name in r.model_fields_set}  # validated again whole, not copied over
+            type(r).model_validate({**given, "tracking": found}).write(path)  # the artifact names its run
             for f in what.artifacts:
                 client.log_artifact(run_id, str(f))
             client.set_terminated(run_id, "FINISHED")
