@@ -131,3 +131,12 @@ def test_the_python_api_returns_the_decision() -> None:
 
     d = miaudit.gate(["leaks, auc>0.9"], Held())  # type: ignore[attr-defined]
     assert isinstance(d, GateDecision) and [f.holds for f in d.findings] == [True, False] and d.exit_code == 1
+
+
+def test_every_gate_verdict_is_a_verdict_an_audit_gives() -> None:
+    """The gate's verdict conditions are words of the audits' own answers (results.answer.VERDICTS): a renamed
+    verdict cannot leave a condition that never holds."""
+    from miaudit.results.answer import VERDICTS as ANSWERED
+
+    given = {word for words in ANSWERED.values() for word in words}
+    assert set(VERDICTS) <= given, set(VERDICTS) - given
