@@ -24,14 +24,17 @@ from miaudit.config.run import from_dict
 from miaudit.experiment.budget import price
 from miaudit.membership.run import chosen_attacks
 from miaudit.results import AttackRow
+from miaudit.results.attacks import Metrics
 from miaudit_bench.suites import AG_NEWS, CIFAR10, DIGITS, LOCATION
+
+from tried_designs import BUILDERS, TRIED, attacked  # noqa: E402 (beside this script)
 
 BASES: dict[str, dict[str, Any]] = {"location": LOCATION, "digits": DIGITS, "ag_news": AG_NEWS, "cifar10": CIFAR10}
 DESIGNS = ("steps", "records", "epochs", "full")
 RATIOS = (1.0, 0.5, 2.0, 0.25, 4.0)  # B = 1 first: the cells that decide the goal, should the CPU run out
 
 
-def _row(a: AttackRow) -> dict[str, Any]:
+def _row(a: AttackRow | Metrics) -> dict[str, Any]:
     tpr, ci = a.tpr_at_fpr or {}, a.tpr_at_fpr_ci or {}
     return {
         "tpr_0.001": tpr.get("0.001"),
@@ -75,6 +78,34 @@ def budget_cell(label: str, seed: int, design: str, ratio: float) -> dict[str, A
     }
 
 
+def _metrics_row(run: Any) -> dict[str, Any]:
+    return _row(run.metrics.section())  # the metrics an AttackRow carries
+
+
+def tried_cell(label: str, seed: int, design: str, ratio: float) -> dict[str, Any]:
+    """A design of tried_designs.py: its references built there, on the target a `steps` run of this budget
+    trained (cached), then miaudit's attacks as in budget_cell."""
+    base = {**BASES[label], "seed": seed}
+    t0 = time.time()
+    exp = pipeline.prepare(from_dict({**base, "references": {"budget": ratio, "design": "steps"}}))
+    refs, masks, bought = BUILDERS[design](exp, ratio)
+    auto = attacked(base, exp, refs, masks, auto=True)
+    every = attacked(base, exp, refs, masks, auto=False)
+    return {
+        "dataset": label,
+        "seed": seed,
+        "design": design,
+        "budget": ratio,
+        **bought,
+        "reference_seconds": sum(r.seconds for r in refs),
+        "target_seconds": exp.target.seconds,
+        "auto_first": auto.attack_choice.chosen[0] if auto.attack_choice else None,
+        "attacks": {r.attack.name: _metrics_row(r) for r in every.attacks},
+        "wall_seconds": time.time() - t0,
+        "priced": f"{design}: {bought['count']} references (tried_designs.py)",
+    }
+
+
 def ceiling_cell(label: str, seed: int, k: int) -> dict[str, Any]:
     cfg = {
         **BASES[label],
@@ -106,6 +137,7 @@ def main() -> None:
     ap.add_argument("--seeds", nargs="+", type=int, default=[3, 4, 5])
     ap.add_argument("--designs", nargs="+", default=list(DESIGNS))
     ap.add_argument("--ratios", nargs="+", type=float, default=list(RATIOS))
+    ap.add_argument("--tried", nargs="*", default=[], choices=TRIED, help="designs of tried_designs.py too")
     ap.add_argument("--ceiling", nargs="*", type=int, default=[16], help="online LiRA with these K (none: skip)")
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args()
@@ -118,10 +150,14 @@ def main() -> None:
         for seed in a.seeds:
             cells: list[tuple[str, float | None]] = [(f"online-lira-{k}", None) for k in a.ceiling]
             cells += [(d, r) for r in a.ratios for d in a.designs if not (d == "full" and r < 1)]
+            cells += [(d, r) for r in a.ratios for d in a.tried]
             for design, ratio in cells:
                 if (label, seed, design, ratio) in done:
                     continue
-                if ratio is None:
+                if design in TRIED:
+                    assert ratio is not None
+                    cell = tried_cell(label, seed, design, ratio)
+                elif ratio is None:
                     cell = ceiling_cell(label, seed, int(design.rsplit("-", 1)[1]))
                 else:
                     cell = budget_cell(label, seed, design, ratio)
