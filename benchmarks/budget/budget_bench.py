@@ -135,7 +135,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", nargs="+", default=list(BASES))
     ap.add_argument("--seeds", nargs="+", type=int, default=[3, 4, 5])
-    ap.add_argument("--designs", nargs="+", default=list(DESIGNS))
+    ap.add_argument("--designs", nargs="*", default=list(DESIGNS))
     ap.add_argument("--ratios", nargs="+", type=float, default=list(RATIOS))
     ap.add_argument("--tried", nargs="*", default=[], choices=TRIED, help="designs of tried_designs.py too")
     ap.add_argument("--ceiling", nargs="*", type=int, default=[16], help="online LiRA with these K (none: skip)")
