@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tried_designs import BUILDERS, TRIED, attacked
+
 from miaudit import api, pipeline
 from miaudit.attacks.recommended import CANDIDATES
 from miaudit.config.run import from_dict
@@ -26,8 +28,6 @@ from miaudit.membership.run import chosen_attacks
 from miaudit.results import AttackRow
 from miaudit.results.attacks import Metrics
 from miaudit_bench.suites import AG_NEWS, CIFAR10, DIGITS, LOCATION
-
-from tried_designs import BUILDERS, TRIED, attacked  # noqa: E402 (beside this script)
 
 BASES: dict[str, dict[str, Any]] = {"location": LOCATION, "digits": DIGITS, "ag_news": AG_NEWS, "cifar10": CIFAR10}
 DESIGNS = ("steps", "records", "epochs", "full")

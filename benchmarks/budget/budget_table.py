@@ -17,6 +17,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 FRONTIER = HERE.parent / "results" / "frontier.json"  # online LiRA 64 (CPU, seed 3): cited, not rerun
 FPR_BAND = (0.03, 0.07)
+TRIED = ("heads", "distill")  # tried_designs.py: built outside the product (the protocol's amendment of 2026-12-07)
 
 
 def _ms(xs: list[float], scale: float = 100.0) -> str:
@@ -121,8 +122,9 @@ def table(cells: list[dict[str, Any]]) -> str:
                 else "-"
             )
             secs = statistics.mean(c["reference_seconds"] / c["target_seconds"] for c in g)
+            shown = f"{design} (tried, not in the product)" if design in TRIED else design
             out.append(
-                f"| {design} | {b:g} | {statistics.mean(c['cost_ratio'] for c in g):.2f} | {g[0]['count']} | "
+                f"| {shown} | {b:g} | {statistics.mean(c['cost_ratio'] for c in g):.2f} | {g[0]['count']} | "
                 f"{g[0]['records']} x {g[0]['epochs']}, {g[0]['batch_size']} | {','.join(str(c['seed']) for c in g)} | "
                 f"{'/'.join(names)} | {_ms([r['tpr_0.01'] for r in firsts])}"
                 f"{_ci([r['tpr_0.01_ci'] for r in firsts])} | "
@@ -132,7 +134,7 @@ def table(cells: list[dict[str, Any]]) -> str:
             )
             if b == 1.0 and paired:
                 per_seed = ", ".join(f"seed {c['seed']}: {t / o:.2f}" for c, (t, o) in zip(g, paired))
-                summary.append(f"- {label}, B = 1, {design}: auto first / online LiRA 16 = {ratio} ({per_seed})")
+                summary.append(f"- {label}, B = 1, {shown}: auto first / online LiRA 16 = {ratio} ({per_seed})")
         out.append("")
     return "\n".join(out + ["## B = 1 against the goal (0.8 of online LiRA 16 at 1% FPR)", "", *summary, ""])
 

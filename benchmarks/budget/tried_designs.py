@@ -57,7 +57,9 @@ def _tail(widths: list[tuple[int, int]]) -> nn.Sequential:
     return nn.Sequential(nn.Linear(a, b), nn.Tanh(), nn.Linear(c, d))
 
 
-def _model(role: str, module: nn.Module, logits: np.ndarray, idx: np.ndarray, seconds: float, arch: str) -> TrainedModel:
+def _model(
+    role: str, module: nn.Module, logits: np.ndarray, idx: np.ndarray, seconds: float, arch: str
+) -> TrainedModel:
     return TrainedModel(role=role, module=module, logits=logits.astype(np.float64), train_idx=idx, seconds=seconds,
                         train_accuracy=float("nan"), cached=False, architecture=arch)  # fmt: skip
 
@@ -88,7 +90,9 @@ def heads(exp: Experiment, budget: float) -> tuple[list[TrainedModel], np.ndarra
                          "cost_ratio": cost, "trainable_parameters": p_tail}  # fmt: skip
 
 
-def _soft_train(model: nn.Module, x: np.ndarray, soft: np.ndarray, epochs: int, batch: int, exp: Experiment, seed: int) -> None:
+def _soft_train(
+    model: nn.Module, x: np.ndarray, soft: np.ndarray, epochs: int, batch: int, exp: Experiment, seed: int
+) -> None:
     """The target's recipe (SGD, momentum, weight decay, cosine schedule) towards soft targets."""
     cfg = exp.cfg.train
     xt, pt = torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(soft, dtype=torch.float32)
