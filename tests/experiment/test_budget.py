@@ -15,7 +15,7 @@ import yaml
 from _cli import invoke, refused
 
 from miaudit.config import run as config
-from miaudit.config.budget import ReferenceBudget, choose
+from miaudit.config.budget import AUTO_BY_ARCHITECTURE, ReferenceBudget, auto_design, choose
 from miaudit.data import Split
 from miaudit.errors import ConfigError
 from miaudit.experiment import budget
@@ -78,9 +78,38 @@ def test_a_budget_sets_the_designs_count_and_reads_back_from_results_json() -> N
 )
 def test_the_design_chooser(b: float, design: str, count: int, shares: tuple[float, float, float]) -> None:
     per = 0.25 if count == 4 else None
-    d = choose(ReferenceBudget(budget=b, design=design, per_reference=per))  # type: ignore[arg-type]
+    d = choose(ReferenceBudget(budget=b, design=design, per_reference=per), "mlp")  # type: ignore[arg-type]
     assert (d.count, (d.records_share, d.epochs_share, d.batch_share)) == (count, shares)
     assert d.count * min(d.records_share, d.epochs_share) <= b + 1e-12
+
+
+@pytest.mark.parametrize(
+    ("architecture", "b", "design", "count"),
+    [
+        ("mlp", 1.0, "steps", 2),  # the MLP: steps (location, digits; AG News)
+        ("mlp", 0.25, "steps", 1),
+        ("cnn", 1.0, "full", 1),  # any other: one reference trained as the target is (the CIFAR-10 CNN)
+        ("cnn", 2.5, "full", 2),
+        ("torchvision:resnet18", 1.0, "full", 1),
+        ("cnn", 0.5, "steps", 1),  # below one whole reference: full buys nothing, steps at the budget
+    ],
+)
+def test_design_auto_per_reference_architecture(architecture: str, b: float, design: str, count: int) -> None:
+    assert auto_design(architecture, b) == design
+    d = choose(ReferenceBudget(budget=b), architecture)
+    assert (d.name, d.count) == (design, count)
+    assert set(AUTO_BY_ARCHITECTURE) == {"mlp"}  # the architectures the rule was measured on (budget_protocol.md)
+
+
+def test_a_budget_counts_the_references_of_the_reference_architecture() -> None:
+    cnn = config.from_dict({**LOCATION, "model": "cnn", "references": {"budget": 1}})
+    assert (cnn.references, cnn.reference_budget is not None) == (1, True)
+    mixed = config.from_dict({**LOCATION, "model": "cnn", "reference_model": "mlp", "references": {"budget": 1}})
+    assert mixed.references == 2  # priced by the references' architecture, not the target's
+    default = config.from_dict({k: v for k, v in LOCATION.items() if k != "model"} | {"references": {"budget": 1}})
+    assert default.references == 2  # no model key: the run config's default, the MLP
+    again = config.from_dict(json.loads(cnn.model_dump_json()))
+    assert again == cnn
 
 
 def _priced(b: float, design: str, members: int = 100, population: int = 300, epochs: int = 30) -> budget.Priced:

@@ -128,7 +128,11 @@ class RunConfig(Strict):
     gate: GateKey = GATE_FIELD
     tracking: TrackingConfig | None = TRACKING_FIELD
 
-    _budget = model_validator(mode="before")(budget_shorthand)
+    @model_validator(mode="before")
+    @classmethod
+    def _budget(cls, raw: object) -> object:
+        return budget_shorthand(raw, default_model=cls.model_fields["model"].default)
+
     _known_device = field_validator("device")(known_device)
     _queries_shorthand = field_validator("queries", mode="before")(queries_shorthand)
     _target_shorthand = field_validator("target", mode="before")(target_shorthand)
@@ -190,7 +194,7 @@ class RunConfig(Strict):
     def _budgeted(self) -> RunConfig:
         refused = {"mode": self.mode == "online", "target": self.target is not None}
         refused |= {"reference_data": self.reference_data is not None, "train.dp": self.train.dp is not None}
-        check_budget(self.reference_budget, self.references, refused)
+        check_budget(self.reference_budget, self.references, self.reference_architecture, refused)
         return self
 
     @model_validator(mode="after")

@@ -54,7 +54,7 @@ def price(cfg: RunConfig, ds: Dataset, split: Split) -> Priced:
     """The budget's design on this split: every reference on at most its half of the population (``records``), for
     at most the target's epochs, cut so that the references' cost stays within the budget."""
     assert cfg.reference_budget is not None  # the caller prices a budgeted run only
-    design = choose(cfg.reference_budget)
+    design = choose(cfg.reference_budget, cfg.reference_architecture)
     shape, classes = tuple(ds.input_shape), ds.n_classes
     p_ref = _parameters(cfg.reference_architecture, shape, classes)
     p_target = _parameters(cfg.target_architecture, shape, classes)
