@@ -98,6 +98,8 @@ def test_design_auto_per_reference_architecture(architecture: str, b: float, des
     assert auto_design(architecture, b) == design
     d = choose(ReferenceBudget(budget=b), architecture)
     assert (d.name, d.count) == (design, count)
+    assert d.rule.startswith(f"design auto for {architecture} references: {design}: ")  # results.json says why
+    assert not choose(ReferenceBudget(budget=b, design=design), architecture).rule.startswith("design auto")
     assert set(AUTO_BY_ARCHITECTURE) == {"mlp"}  # the architectures the rule was measured on (budget_protocol.md)
 
 

@@ -74,6 +74,7 @@ class Design:
     records_share: float = 1.0
     epochs_share: float = 1.0
     batch_share: float = 1.0
+    auto_for: str | None = None  # the references' architecture, where design: auto chose (None: the design asked)
 
     @property
     def per_reference(self) -> float:
@@ -82,7 +83,8 @@ class Design:
 
     @property
     def rule(self) -> str:
-        return f"{self.name}: {DESIGNS[self.name]} ({SOURCE})"
+        chosen = f"design auto for {self.auto_for} references: " if self.auto_for else ""
+        return f"{chosen}{self.name}: {DESIGNS[self.name]} ({SOURCE})"
 
 
 SOURCE = "benchmarks/budget/budget_table.md"
@@ -106,21 +108,22 @@ def auto_design(architecture: str, budget: float) -> DesignName:
 def choose(asked: ReferenceBudget, architecture: str) -> Design:
     """The design of a budget for references of ``architecture``: ``count`` references at ``share`` of the target's
     cost each, as many as fit (at least one: a budget below the share buys one reference at the budget)."""
-    name = auto_design(architecture, asked.budget) if asked.design == "auto" else asked.design
+    auto_for = architecture if asked.design == "auto" else None
+    name = auto_design(architecture, asked.budget) if auto_for else asked.design
     share = asked.per_reference or SHARE[name]
     count = max(1, min(MAX_COUNT, math.floor(asked.budget / share + 1e-9)))
     each = min(1.0, asked.budget / count)
     if name == "records":
-        return Design(asked.budget, name, count, records_share=each)
+        return Design(asked.budget, name, count, records_share=each, auto_for=auto_for)
     if name == "epochs":
-        return Design(asked.budget, name, count, epochs_share=each)
+        return Design(asked.budget, name, count, epochs_share=each, auto_for=auto_for)
     if name == "steps":
-        return Design(asked.budget, name, count, epochs_share=each, batch_share=each)
+        return Design(asked.budget, name, count, epochs_share=each, batch_share=each, auto_for=auto_for)
     if asked.budget < 1:
         raise ValueError(
             f"references.budget: design full buys whole references: a budget of at least 1, got {asked.budget:g}"
         )
-    return Design(asked.budget, name, count)
+    return Design(asked.budget, name, count, auto_for=auto_for)
 
 
 NOT_WITH = {  # keys a budget cannot price, and why (``check_budget``)
