@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from scipy.stats import beta
 
 from miaudit import pipeline
 from miaudit.config.run import from_dict
@@ -27,6 +26,7 @@ from miaudit.experiment.base import TrainedModel
 from miaudit.membership.run import run_experiment
 from miaudit.membership.verdict import verdict
 from miaudit.models import build_model
+from miaudit.stats.metrics import clopper_pearson
 from miaudit.training.loop import predict_logits, train
 from miaudit_bench.suites import LOCATION
 
@@ -76,8 +76,7 @@ def summary(rows: list[dict[str, Any]]) -> str:
         if not got:
             continue
         k, n = sum(r["leaks"] for r in got), len(got)
-        lo = 0.0 if k == 0 else float(beta.ppf(0.025, k, n - k + 1))
-        hi = 1.0 if k == n else float(beta.ppf(0.975, k + 1, n - k))
+        lo, hi = clopper_pearson(k, n)
         seeds = sorted(r["seed"] for r in got)
         out.append(
             f"| {design} | {seeds[0]}-{seeds[-1]} | {k} of {n} | {k / n:.2f} [{lo:.2f}, {hi:.2f}] | "
