@@ -10,26 +10,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from budget_bench import budget_cell, ceiling_cell, tried_cell
 
+
+def show(tag: str, seed: int, cell: dict) -> None:
+    tprs = {k: round(100 * v["tpr_0.01"], 1) for k, v in cell["attacks"].items()}
+    print(tag, seed, cell["auto_first"], tprs, flush=True)
+
+
 for seed in (0, 1, 2):
     c = ceiling_cell("location", seed, 16)
     print("ceil", seed, c["attacks"]["lira"]["tpr_0.01"], flush=True)
-    c = budget_cell("location", seed, "steps", 1.0)
-    print(
-        "steps", seed, c["auto_first"], {k: round(100 * v["tpr_0.01"], 1) for k, v in c["attacks"].items()}, flush=True
-    )
-    c = tried_cell("location", seed, "distill", 1.0)
-    print(
-        "distill",
-        seed,
-        c["auto_first"],
-        {k: round(100 * v["tpr_0.01"], 1) for k, v in c["attacks"].items()},
-        flush=True,
-    )
-    c = tried_cell("location", seed, "distill", 2.0)
-    print(
-        "distill B2",
-        seed,
-        c["auto_first"],
-        {k: round(100 * v["tpr_0.01"], 1) for k, v in c["attacks"].items()},
-        flush=True,
-    )
+    show("steps", seed, budget_cell("location", seed, "steps", 1.0))
+    show("distill", seed, tried_cell("location", seed, "distill", 1.0))
+    show("distill B2", seed, tried_cell("location", seed, "distill", 2.0))

@@ -113,17 +113,17 @@ def choose(asked: ReferenceBudget, architecture: str) -> Design:
     share = asked.per_reference or SHARE[name]
     count = max(1, min(MAX_COUNT, math.floor(asked.budget / share + 1e-9)))
     each = min(1.0, asked.budget / count)
-    if name == "records":
-        return Design(asked.budget, name, count, records_share=each, auto_for=auto_for)
-    if name == "epochs":
-        return Design(asked.budget, name, count, epochs_share=each, auto_for=auto_for)
-    if name == "steps":
-        return Design(asked.budget, name, count, epochs_share=each, batch_share=each, auto_for=auto_for)
-    if asked.budget < 1:
+    if name == "full" and asked.budget < 1:
         raise ValueError(
             f"references.budget: design full buys whole references: a budget of at least 1, got {asked.budget:g}"
         )
-    return Design(asked.budget, name, count, auto_for=auto_for)
+    cut = {  # which of a reference's records, epochs and batch size each design cuts to its share
+        "records": {"records_share": each},
+        "epochs": {"epochs_share": each},
+        "steps": {"epochs_share": each, "batch_share": each},
+        "full": {},
+    }
+    return Design(asked.budget, name, count, auto_for=auto_for, **cut[name])
 
 
 NOT_WITH = {  # keys a budget cannot price, and why (``check_budget``)
